@@ -1,0 +1,153 @@
+"""Compares podfit's answers with kube-scheduler's recorded answers (shared/conformance/FORMAT.md).
+
+Pure functions over the ``expect`` shape, so that the gRPC runner, the extender tests and in-process
+tests all judge answers the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+CHECKS = ("gated", "filter", "filter_fits", "score_total", "best", "preemption")
+
+
+@dataclass
+class Tally:
+    match: int = 0
+    total: int = 0
+
+    def add(self, ok: bool) -> None:
+        self.total += 1
+        self.match += int(ok)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"match": self.match, "total": self.total}
+
+
+@dataclass
+class Report:
+    total: int = 0
+    passed: int = 0
+    checks: dict[str, Tally] = field(default_factory=lambda: {c: Tally() for c in CHECKS})
+    plugins: dict[str, dict[str, Tally]] = field(default_factory=dict)
+    failures: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return self.total - self.passed
+
+    def plugin(self, name: str, kind: str) -> Tally:
+        entry = self.plugins.setdefault(name, {"filter": Tally(), "score": Tally()})
+        return entry[kind]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "passed": self.passed,
+            "failed": self.failed,
+            "checks": {name: tally.as_dict() for name, tally in self.checks.items()},
+            "plugins": {
+                name: {kind: tally.as_dict() for kind, tally in kinds.items()}
+                for name, kinds in sorted(self.plugins.items())
+            },
+            "failures": self.failures,
+        }
+
+
+def _verdict(entry: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    if entry is None:
+        return ("<absent>",)
+    return (bool(entry.get("fits")), entry.get("plugin", ""), tuple(entry.get("reasons") or ()), entry.get("code", ""))
+
+
+def compare_case(report: Report, case_id: str, expect: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    """Adds one case to the report; returns whether it passed. ``actual`` has the ``expect`` shape."""
+    diffs: list[str] = []
+    report.total += 1
+
+    ok = bool(expect.get("gated")) == bool(actual.get("gated"))
+    report.checks["gated"].add(ok)
+    if not ok:
+        diffs.append(f"gated: expected {expect.get('gated')}, got {actual.get('gated')}")
+
+    exp_filter: Mapping[str, Any] = expect.get("filter") or {}
+    act_filter: Mapping[str, Any] = actual.get("filter") or {}
+    for node in sorted(set(exp_filter) | set(act_filter)):
+        e, a = exp_filter.get(node), act_filter.get(node)
+        same = _verdict(e) == _verdict(a)
+        report.checks["filter"].add(same)
+        report.checks["filter_fits"].add(bool(e and e.get("fits")) == bool(a and a.get("fits")) and (e is None) == (a is None))
+        for name in {(e or {}).get("plugin", ""), (a or {}).get("plugin", "")} - {""}:
+            report.plugin(name, "filter").add(same)
+        if not same:
+            diffs.append(f"filter[{node}]: expected {json.dumps(e)}, got {json.dumps(a)}")
+
+    exp_scores: Mapping[str, Any] = expect.get("scores") or {}
+    act_scores: Mapping[str, Any] = actual.get("scores") or {}
+    for node in sorted(set(exp_scores) & set(act_scores)):
+        e, a = exp_scores[node], act_scores[node]
+        same_total = e.get("total") == a.get("total")
+        report.checks["score_total"].add(same_total)
+        if not same_total:
+            diffs.append(f"scores[{node}].total: expected {e.get('total')}, got {a.get('total')}")
+        e_plugins, a_plugins = e.get("plugins") or {}, a.get("plugins") or {}
+        for name in sorted(set(e_plugins) | set(a_plugins)):
+            same = e_plugins.get(name) == a_plugins.get(name)
+            report.plugin(name, "score").add(same)
+            if not same:
+                diffs.append(f"scores[{node}].plugins[{name}]: expected {e_plugins.get(name)}, got {a_plugins.get(name)}")
+    for node in sorted(set(exp_scores) ^ set(act_scores)):
+        diffs.append(f"scores[{node}]: {'missing' if node in exp_scores else 'unexpected'}")
+
+    ok = list(expect.get("best") or []) == list(actual.get("best") or [])
+    report.checks["best"].add(ok)
+    if not ok:
+        diffs.append(f"best: expected {expect.get('best')}, got {actual.get('best')}")
+
+    e_pre, a_pre = expect.get("preemption"), actual.get("preemption")
+    if e_pre is not None or a_pre is not None:
+        ok = _preemption_matches(e_pre, a_pre)
+        report.checks["preemption"].add(ok)
+        if not ok:
+            diffs.append(f"preemption: expected {json.dumps(e_pre)}, got {json.dumps(a_pre)}")
+
+    if diffs:
+        report.failures.append({"id": case_id, "diff": "\n".join(diffs)})
+        return False
+    report.passed += 1
+    return True
+
+
+def _preemption_matches(expect: Mapping[str, Any] | None, actual: Mapping[str, Any] | None) -> bool:
+    if expect is None or actual is None:
+        return False
+    node = actual.get("node", "")
+    ties = list(expect.get("node_ties") or [])
+    if not node and not ties and not expect.get("node"):
+        return True
+    if node not in ties:
+        return False
+    if node == expect.get("node"):
+        return sorted(actual.get("victims") or []) == sorted(expect.get("victims") or [])
+    return True
+
+
+def format_table(report: Report) -> str:
+    """The per-check and per-plugin accuracy table the runner prints."""
+    lines = ["check          match/total", "-------------  -----------"]
+    for name, tally in report.checks.items():
+        lines.append(f"{name:<14} {tally.match}/{tally.total}")
+    lines += ["", "plugin                             filter        score", "-" * 58]
+    for name, kinds in sorted(report.plugins.items()):
+        f, s = kinds["filter"], kinds["score"]
+        lines.append(f"{name:<34} {_pct(f):>12} {_pct(s):>12}")
+    return "\n".join(lines)
+
+
+def _pct(tally: Tally) -> str:
+    if not tally.total:
+        return "-"
+    return f"{100.0 * tally.match / tally.total:5.1f}% ({tally.match}/{tally.total})"

@@ -1,0 +1,1 @@
+"""Kubernetes object handling shared by the SDK and the server: quantities, selectors, manifests."""

@@ -1,0 +1,1 @@
+"""Generated from protos/podfit/v1; never edit by hand."""

@@ -1,0 +1,1 @@
+"""podfit's scheduling service: cluster cache, scheduling framework, plugins and transports."""

@@ -1,0 +1,1 @@
+"""The in-memory cluster cache: objects, per-node aggregates, generations and snapshots."""

@@ -1,0 +1,279 @@
+"""The cluster cache: the objects podfit decides on, with per-node aggregates kept incrementally.
+
+Updates arrive in batches that are converted and validated first and then applied as a whole, so a
+batch either lands completely (one new generation) or not at all. Every change bumps the generation;
+a decision sees exactly one generation because decisions and updates both run on the event loop and
+a decision never awaits while it reads.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from podfit.server.cache.node_info import NodeInfo
+from podfit.server.cache.snapshot import ImageSummary, Snapshot
+from podfit.server.model import Kind, Namespace, Node, Pod, PodDisruptionBudget, WorkloadSelector
+from podfit.server.model.objects import ClusterObject
+
+WORKLOAD_KINDS = (Kind.SERVICE, Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTROLLER)
+
+
+def object_key(kind: Kind, namespace: str, name: str) -> str:
+    return f"{namespace or 'default'}/{name}" if kind.namespaced else name
+
+
+def key_of(kind: Kind, obj: ClusterObject) -> str:
+    return object_key(kind, getattr(obj, "namespace", ""), obj.name)
+
+
+def _version_order(new: str, old: str) -> int:
+    """-1 when ``new`` is older than ``old``, 0 when equal or incomparable, 1 when newer."""
+    if not new or not old:
+        return 0
+    if new.isdigit() and old.isdigit():
+        a, b = int(new), int(old)
+        return (a > b) - (a < b)
+    return 0 if new == old else 1
+
+
+@dataclass(slots=True)
+class Entry:
+    obj: ClusterObject
+    # The object as the caller sent it (serialized by the transport), returned by Get/List.
+    source: bytes
+
+
+class Outcome:
+    APPLIED = "applied"
+    STALE = "stale"
+    UNCHANGED = "unchanged"
+
+
+@dataclass(frozen=True, slots=True)
+class Upsert:
+    kind: Kind
+    obj: ClusterObject
+    source: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    kind: Kind
+    namespace: str
+    name: str
+    resource_version: str = ""
+
+
+Change = Upsert | Delete
+
+
+@dataclass(slots=True)
+class BatchResult:
+    generation: int
+    outcomes: list[str] = field(default_factory=list)
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for o in self.outcomes if o == outcome)
+
+
+class ClusterCache:
+    def __init__(self) -> None:
+        self.generation = 0
+        self._objects: dict[Kind, dict[str, Entry]] = {kind: {} for kind in Kind}
+        self._node_infos: dict[str, NodeInfo] = {}
+        self._node_names: list[str] = []
+        self._node_list: list[NodeInfo] | None = None
+        # Bound pods whose node is not (yet) in the cache, by node name.
+        self._orphans: dict[str, dict[str, Pod]] = {}
+        self._pending: dict[str, Pod] = {}
+        self._nominated: dict[str, dict[str, Pod]] = {}
+        # Image name -> node name -> size.
+        self._images: dict[str, dict[str, int]] = {}
+        self._image_summaries: dict[str, ImageSummary] | None = None
+
+    # ---------------------------------------------------------------------------------------------
+    # Reads
+
+    def snapshot(self) -> Snapshot:
+        if self._node_list is None:
+            self._node_list = [self._node_infos[name] for name in self._node_names]
+        if self._image_summaries is None:
+            self._image_summaries = {
+                image: ImageSummary(size_bytes=max(nodes.values()), num_nodes=len(nodes))
+                for image, nodes in self._images.items()
+            }
+        workloads: list[WorkloadSelector] = []
+        for kind in WORKLOAD_KINDS:
+            workloads.extend(e.obj for e in self._objects[kind].values())  # type: ignore[misc]
+        return Snapshot(
+            generation=self.generation,
+            node_infos=self._node_list,
+            node_info_map=self._node_infos,
+            namespaces={k: e.obj for k, e in self._objects[Kind.NAMESPACE].items()},  # type: ignore[misc]
+            pdbs=[e.obj for e in self._objects[Kind.POD_DISRUPTION_BUDGET].values()],  # type: ignore[misc]
+            workloads=workloads,
+            nominated_pods={node: list(pods.values()) for node, pods in self._nominated.items() if pods},
+            images=self._image_summaries,
+        )
+
+    def get(self, kind: Kind, namespace: str, name: str) -> Entry | None:
+        return self._objects[kind].get(object_key(kind, namespace, name))
+
+    def entries(self, kind: Kind) -> Iterator[Entry]:
+        return iter(self._objects[kind].values())
+
+    def count(self, kind: Kind) -> int:
+        return len(self._objects[kind])
+
+    @property
+    def pending_pods(self) -> Sequence[Pod]:
+        return list(self._pending.values())
+
+    def memory_estimate(self) -> int:
+        """Bytes: the sources held plus a per-object allowance for the decoded records and indexes."""
+        total = 0
+        for objects in self._objects.values():
+            for entry in objects.values():
+                total += len(entry.source) + 1200
+        return total + 800 * len(self._node_infos)
+
+    # ---------------------------------------------------------------------------------------------
+    # Writes
+
+    def apply(self, changes: Iterable[Change]) -> BatchResult:
+        """Applies a validated batch; one generation step for the whole batch."""
+        outcomes = [self._apply_one(change) for change in changes]
+        if any(o == Outcome.APPLIED for o in outcomes):
+            self.generation += 1
+        return BatchResult(self.generation, outcomes)
+
+    def replace(self, kind: Kind, objects: Sequence[Upsert]) -> tuple[int, int, int, int]:
+        """Makes ``objects`` the whole set of ``kind``: (generation, upserted, deleted, unchanged)."""
+        wanted = {key_of(kind, u.obj) for u in objects}
+        deletes = [
+            Delete(kind, getattr(e.obj, "namespace", ""), e.obj.name)
+            for key, e in self._objects[kind].items()
+            if key not in wanted
+        ]
+        result = self.apply([*objects, *deletes])
+        upserted = sum(1 for o in result.outcomes[: len(objects)] if o == Outcome.APPLIED)
+        deleted = sum(1 for o in result.outcomes[len(objects) :] if o == Outcome.APPLIED)
+        unchanged = sum(1 for o in result.outcomes[: len(objects)] if o != Outcome.APPLIED)
+        return result.generation, upserted, deleted, unchanged
+
+    def _apply_one(self, change: Change) -> str:
+        if isinstance(change, Delete):
+            key = object_key(change.kind, change.namespace, change.name)
+            existing = self._objects[change.kind].get(key)
+            if existing is None:
+                return Outcome.UNCHANGED
+            if _version_order(change.resource_version, getattr(existing.obj, "resource_version", "")) < 0:
+                return Outcome.STALE
+            del self._objects[change.kind][key]
+            self._on_remove(change.kind, existing.obj)
+            return Outcome.APPLIED
+        kind, obj = change.kind, change.obj
+        key = key_of(kind, obj)
+        existing = self._objects[kind].get(key)
+        if existing is not None:
+            order = _version_order(getattr(obj, "resource_version", ""), getattr(existing.obj, "resource_version", ""))
+            if order < 0:
+                return Outcome.STALE
+            if existing.source == change.source and existing.obj == obj:
+                return Outcome.UNCHANGED
+            self._on_remove(kind, existing.obj)
+        self._objects[kind][key] = Entry(obj, change.source)
+        self._on_add(kind, obj)
+        return Outcome.APPLIED
+
+    # ---------------------------------------------------------------------------------------------
+    # Index maintenance
+
+    def _on_add(self, kind: Kind, obj: ClusterObject) -> None:
+        if isinstance(obj, Pod):
+            self._add_pod(obj)
+        elif isinstance(obj, Node):
+            self._add_node(obj)
+
+    def _on_remove(self, kind: Kind, obj: ClusterObject) -> None:
+        if isinstance(obj, Pod):
+            self._remove_pod(obj)
+        elif isinstance(obj, Node):
+            self._remove_node(obj)
+
+    def _add_pod(self, pod: Pod) -> None:
+        if pod.terminal:
+            return
+        if not pod.node_name:
+            self._pending[pod.key] = pod
+            if pod.nominated_node_name:
+                self._nominated.setdefault(pod.nominated_node_name, {})[pod.key] = pod
+            return
+        info = self._node_infos.get(pod.node_name)
+        if info is None:
+            self._orphans.setdefault(pod.node_name, {})[pod.key] = pod
+        else:
+            info.add_pod(pod)
+            info.generation = self.generation + 1
+
+    def _remove_pod(self, pod: Pod) -> None:
+        if pod.terminal:
+            return
+        if not pod.node_name:
+            self._pending.pop(pod.key, None)
+            if pod.nominated_node_name:
+                nominated = self._nominated.get(pod.nominated_node_name)
+                if nominated is not None:
+                    nominated.pop(pod.key, None)
+                    if not nominated:
+                        del self._nominated[pod.nominated_node_name]
+            return
+        info = self._node_infos.get(pod.node_name)
+        if info is None:
+            orphans = self._orphans.get(pod.node_name)
+            if orphans is not None:
+                orphans.pop(pod.key, None)
+                if not orphans:
+                    del self._orphans[pod.node_name]
+        else:
+            info.remove_pod(pod)
+            info.generation = self.generation + 1
+
+    def _add_node(self, node: Node) -> None:
+        info = NodeInfo(node, self.generation + 1)
+        for pod in self._orphans.pop(node.name, {}).values():
+            info.add_pod(pod)
+        self._node_infos[node.name] = info
+        bisect.insort(self._node_names, node.name)
+        self._node_list = None
+        for image in node.images:
+            for name in image.names:
+                self._images.setdefault(name, {})[node.name] = image.size_bytes
+        self._image_summaries = None
+
+    def _remove_node(self, node: Node) -> None:
+        info = self._node_infos.pop(node.name)
+        if info.pods:
+            self._orphans[node.name] = dict(info.pods)
+        index = bisect.bisect_left(self._node_names, node.name)
+        del self._node_names[index]
+        self._node_list = None
+        for image in node.images:
+            for name in image.names:
+                nodes = self._images.get(name)
+                if nodes is not None:
+                    nodes.pop(node.name, None)
+                    if not nodes:
+                        del self._images[name]
+        self._image_summaries = None
+
+    # Typed accessors used by the transports.
+
+    def namespace(self, name: str) -> Namespace | None:
+        entry = self._objects[Kind.NAMESPACE].get(name)
+        return entry.obj if entry else None  # type: ignore[return-value]
+
+    def pdbs(self) -> list[PodDisruptionBudget]:
+        return [e.obj for e in self._objects[Kind.POD_DISRUPTION_BUDGET].values()]  # type: ignore[misc]

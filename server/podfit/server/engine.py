@@ -1,0 +1,110 @@
+"""The decision engine: runs a profile over a cache snapshot and returns transport-neutral answers.
+
+This is the one place that turns "a pod and a cluster" into Filter / Score / Schedule answers; the
+gRPC and extender transports only convert to and from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from podfit.server.cache.cluster_cache import ClusterCache
+from podfit.server.cache.node_info import NodeInfo
+from podfit.server.cache.snapshot import Snapshot
+from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.profile import Profile
+from podfit.server.framework.runtime import FilterOutcome, Framework, NodeScores
+from podfit.server.framework.status import Status
+from podfit.server.model import Pod, ValidationError
+
+
+class UnknownProfileError(LookupError):
+    """No profile serves the requested scheduler name."""
+
+
+@dataclass
+class Verdict:
+    node_name: str
+    status: Status | None
+
+    @property
+    def fits(self) -> bool:
+        return self.status is None
+
+
+@dataclass
+class Decision:
+    generation: int
+    gated: bool = False
+    message: str = ""
+    # Every candidate node, by name.
+    verdicts: list[Verdict] = field(default_factory=list)
+    # Feasible nodes, best first (total descending, then name).
+    scores: list[NodeScores] = field(default_factory=list)
+    # Feasible nodes with the highest total, by name.
+    best: list[str] = field(default_factory=list)
+
+    @property
+    def feasible_count(self) -> int:
+        return sum(1 for v in self.verdicts if v.fits)
+
+    @property
+    def selected(self) -> str:
+        return self.best[0] if self.best else ""
+
+
+class Engine:
+    def __init__(self, cache: ClusterCache, profiles: Mapping[str, Profile]) -> None:
+        self.cache = cache
+        self.frameworks = {name: Framework(profile) for name, profile in profiles.items()}
+
+    def framework_for(self, pod: Pod, scheduler_name: str = "") -> Framework:
+        name = scheduler_name or pod.scheduler_name
+        framework = self.frameworks.get(name)
+        if framework is None:
+            known = ", ".join(sorted(self.frameworks))
+            raise UnknownProfileError(f"no profile for scheduler name {name!r} (profiles: {known})")
+        return framework
+
+    def candidate_nodes(self, snapshot: Snapshot, node_names: Sequence[str]) -> list[NodeInfo]:
+        if not node_names:
+            return list(snapshot.node_infos)
+        nodes = []
+        for i, name in enumerate(node_names):
+            info = snapshot.get(name)
+            if info is None:
+                raise ValidationError(f"node_names[{i}]", f"node {name!r} is not in the cache")
+            nodes.append(info)
+        return sorted(nodes, key=lambda n: n.name)
+
+    def decide(
+        self,
+        pod: Pod,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        *,
+        score: bool = True,
+        snapshot: Snapshot | None = None,
+    ) -> tuple[Decision, CycleState, FilterOutcome | None]:
+        """Filter (and optionally score) ``pod`` against the candidates, at one cache generation."""
+        framework = self.framework_for(pod, scheduler_name)
+        snapshot = snapshot or self.cache.snapshot()
+        nodes = self.candidate_nodes(snapshot, node_names)
+        decision = Decision(generation=snapshot.generation)
+        state = CycleState()
+        gate = framework.run_pre_enqueue(pod)
+        if gate is not None:
+            decision.gated = True
+            decision.message = f"{gate.plugin}: {gate.message}"
+            return decision, state, None
+        outcome = framework.find_nodes_that_fit(state, pod, snapshot, nodes)
+        decision.verdicts = [Verdict(info.name, outcome.statuses[info.name]) for info in nodes]
+        if score and outcome.feasible:
+            framework.run_pre_score(state, pod, outcome.feasible, snapshot)
+            scores = framework.run_score(state, pod, outcome.feasible)
+            scores.sort(key=lambda s: (-s.total, s.node_name))
+            decision.scores = scores
+            top = scores[0].total
+            decision.best = sorted(s.node_name for s in scores if s.total == top)
+        return decision, state, outcome

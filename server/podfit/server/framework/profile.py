@@ -1,0 +1,131 @@
+"""Profiles: which plugins run at each extension point, in which order, with which score weights.
+
+The default profile is kube-scheduler v1.35's (``apis/config/v1/default_plugins.go``): one ordered
+multi-point list from which every extension point takes the plugins that implement it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from podfit.server.framework.interfaces import (
+    FilterPlugin,
+    NormalizeScorePlugin,
+    Plugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    ScorePlugin,
+)
+from podfit.server.model.objects import DEFAULT_SCHEDULER_NAME
+
+PluginFactory = Callable[[Mapping[str, Any]], Plugin]
+
+# Names exactly as upstream's plugins/names/names.go.
+SCHEDULING_GATES = "SchedulingGates"
+PRIORITY_SORT = "PrioritySort"
+NODE_UNSCHEDULABLE = "NodeUnschedulable"
+NODE_NAME = "NodeName"
+TAINT_TOLERATION = "TaintToleration"
+NODE_AFFINITY = "NodeAffinity"
+NODE_PORTS = "NodePorts"
+NODE_RESOURCES_FIT = "NodeResourcesFit"
+VOLUME_RESTRICTIONS = "VolumeRestrictions"
+NODE_VOLUME_LIMITS = "NodeVolumeLimits"
+VOLUME_BINDING = "VolumeBinding"
+VOLUME_ZONE = "VolumeZone"
+POD_TOPOLOGY_SPREAD = "PodTopologySpread"
+INTER_POD_AFFINITY = "InterPodAffinity"
+DYNAMIC_RESOURCES = "DynamicResources"
+DEFAULT_PREEMPTION = "DefaultPreemption"
+NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
+IMAGE_LOCALITY = "ImageLocality"
+DEFAULT_BINDER = "DefaultBinder"
+
+# (plugin, score weight) in upstream's multi-point order. Weight 0 = not a score plugin. Plugins podfit
+# has no model for (volumes, queue sort, binding) are absent: they never change an answer here.
+DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
+    (SCHEDULING_GATES, 0),
+    (NODE_UNSCHEDULABLE, 0),
+    (NODE_NAME, 0),
+    (TAINT_TOLERATION, 3),
+    (NODE_AFFINITY, 2),
+    (NODE_PORTS, 0),
+    (NODE_RESOURCES_FIT, 1),
+    (POD_TOPOLOGY_SPREAD, 2),
+    (INTER_POD_AFFINITY, 2),
+    (DYNAMIC_RESOURCES, 2),
+    (DEFAULT_PREEMPTION, 0),
+    (NODE_RESOURCES_BALANCED_ALLOCATION, 1),
+    (IMAGE_LOCALITY, 1),
+)
+
+
+@dataclass(frozen=True)
+class WeightedScorePlugin:
+    plugin: ScorePlugin
+    weight: int
+
+    @property
+    def normalizer(self) -> NormalizeScorePlugin | None:
+        return self.plugin if isinstance(self.plugin, NormalizeScorePlugin) else None
+
+
+@dataclass
+class Profile:
+    """The plugins of one scheduler name, per extension point, in execution order."""
+
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    pre_enqueue: list[PreEnqueuePlugin] = field(default_factory=list)
+    pre_filter: list[PreFilterPlugin] = field(default_factory=list)
+    filter: list[FilterPlugin] = field(default_factory=list)
+    post_filter: list[Plugin] = field(default_factory=list)
+    pre_score: list[PreScorePlugin] = field(default_factory=list)
+    score: list[WeightedScorePlugin] = field(default_factory=list)
+    # Every plugin instance by name (one instance serves all its extension points).
+    plugins: dict[str, Plugin] = field(default_factory=dict)
+
+    def plugin(self, name: str) -> Plugin | None:
+        return self.plugins.get(name)
+
+
+def build_profile(
+    scheduler_name: str,
+    multi_point: Sequence[tuple[str, int]],
+    registry: Mapping[str, PluginFactory],
+    plugin_args: Mapping[str, Mapping[str, Any]] | None = None,
+    disabled: Mapping[str, set[str]] | None = None,
+) -> Profile:
+    """Instantiates each plugin once and files it under every extension point it implements.
+
+    ``disabled`` maps an extension point (``preFilter``, ``filter``, ``score``...) to plugin names
+    removed from that point only, as a KubeSchedulerConfiguration's per-point ``disabled`` lists do.
+    """
+    plugin_args = plugin_args or {}
+    disabled = disabled or {}
+    profile = Profile(scheduler_name=scheduler_name)
+
+    def enabled(point: str, name: str) -> bool:
+        off = disabled.get(point, set())
+        return name not in off and "*" not in off
+
+    for name, weight in multi_point:
+        plugin = profile.plugins.get(name)
+        if plugin is None:
+            plugin = registry[name](plugin_args.get(name, {}))
+            profile.plugins[name] = plugin
+        if isinstance(plugin, PreEnqueuePlugin) and enabled("preEnqueue", name):
+            profile.pre_enqueue.append(plugin)
+        if isinstance(plugin, PreFilterPlugin) and enabled("preFilter", name):
+            profile.pre_filter.append(plugin)
+        if isinstance(plugin, FilterPlugin) and enabled("filter", name):
+            profile.filter.append(plugin)
+        if hasattr(plugin, "post_filter") and enabled("postFilter", name):
+            profile.post_filter.append(plugin)
+        if isinstance(plugin, PreScorePlugin) and enabled("preScore", name):
+            profile.pre_score.append(plugin)
+        if isinstance(plugin, ScorePlugin) and weight > 0 and enabled("score", name):
+            profile.score.append(WeightedScorePlugin(plugin, weight))
+    return profile

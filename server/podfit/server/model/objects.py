@@ -1,0 +1,837 @@
+"""Scheduling-relevant Kubernetes objects as frozen, slotted records.
+
+Each record is built once from the object's Kubernetes JSON (a ``dict`` as decoded from JSON, or the
+proto3 JSON mapping of the podfit.v1 messages, which is the same shape). Everything a plugin needs per
+decision is derived here, at ingestion: a pod's effective requests, its host ports, its image names.
+Resources are integers in the units kube-scheduler compares: cpu in millicores, everything else in
+whole units (bytes for memory and storage, a count for pods and extended resources).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from fractions import Fraction
+from typing import Any
+
+from podfit.k8s.quantity import QuantityError, milli_value, parse_quantity, whole_value
+from podfit.server.model.errors import ValidationError
+
+Labels = Mapping[str, str]
+Resources = Mapping[str, int]
+
+DEFAULT_NAMESPACE = "default"
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+# kube-scheduler's stand-ins for containers without cpu/memory requests, used only when scoring.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+_POD_LEVEL_RESOURCES = (CPU, MEMORY)
+
+
+class Kind(enum.Enum):
+    """The kinds the cache holds, by their Kubernetes ``kind``."""
+
+    NODE = "Node"
+    POD = "Pod"
+    NAMESPACE = "Namespace"
+    POD_DISRUPTION_BUDGET = "PodDisruptionBudget"
+    SERVICE = "Service"
+    REPLICA_SET = "ReplicaSet"
+    STATEFUL_SET = "StatefulSet"
+    REPLICATION_CONTROLLER = "ReplicationController"
+
+    @property
+    def namespaced(self) -> bool:
+        return self not in (Kind.NODE, Kind.NAMESPACE)
+
+
+# --------------------------------------------------------------------------------------------------
+# Selectors
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelectorRequirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Labels) -> bool:
+        op = self.operator
+        if op == "In":
+            return self.key in labels and labels[self.key] in self.values
+        if op == "NotIn":
+            return self.key not in labels or labels[self.key] not in self.values
+        if op == "Exists":
+            return self.key in labels
+        if op == "DoesNotExist":
+            return self.key not in labels
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """metav1.LabelSelector. An empty selector matches everything (absent ones are ``None``)."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+    def matches(self, labels: Labels) -> bool:
+        for key, value in self.match_labels:
+            if labels.get(key) != value:
+                return False
+        return all(req.matches(labels) for req in self.match_expressions)
+
+    @property
+    def empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorRequirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredSchedulingTerm:
+    weight: int
+    preference: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    label_selector: LabelSelector | None
+    topology_key: str
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+    def tolerates(self, taint: Taint) -> bool:
+        """core/v1 Toleration.ToleratesTaint."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        if self.operator == "Exists":
+            return True
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None
+    min_domains: int | None = None
+    node_affinity_policy: str = ""
+    node_taints_policy: str = ""
+    match_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerPort:
+    host_port: int
+    container_port: int
+    protocol: str = "TCP"
+    host_ip: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    api_version: str
+    kind: str
+    name: str
+    uid: str = ""
+    controller: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ImageState:
+    names: tuple[str, ...]
+    size_bytes: int
+
+
+# --------------------------------------------------------------------------------------------------
+# Objects
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+    labels: Labels = field(default_factory=dict)
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+    allocatable: Resources = field(default_factory=dict)
+    images: tuple[ImageState, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    """A pod with its scheduling directives and its precomputed resource footprint."""
+
+    name: str
+    namespace: str = DEFAULT_NAMESPACE
+    uid: str = ""
+    resource_version: str = ""
+    labels: Labels = field(default_factory=dict)
+    owner_references: tuple[OwnerReference, ...] = ()
+    node_name: str = ""
+    node_selector: Labels = field(default_factory=dict)
+    # None when the pod has no required node affinity (an empty tuple would match nothing).
+    required_node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    preferred_node_affinity: tuple[PreferredSchedulingTerm, ...] = ()
+    required_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    required_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    scheduling_gates: tuple[str, ...] = ()
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    priority: int = 0
+    preemption_policy: str = "PreemptLowerPriority"
+    phase: str = ""
+    nominated_node_name: str = ""
+    # Seconds since the epoch; None when the pod has not started.
+    start_time: float | None = None
+    # One entry per container then per init container ("" when a container names no image).
+    images: tuple[str, ...] = ()
+    host_ports: tuple[ContainerPort, ...] = ()
+    # Effective requests (containers, sidecars, init containers, overhead), as NodeResourcesFit sees them.
+    requests: Resources = field(default_factory=dict)
+    # cpu/memory with kube-scheduler's non-zero defaults for containers without requests (scoring only).
+    non_zero_cpu: int = 0
+    non_zero_memory: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminal(self) -> bool:
+        """Succeeded and Failed pods hold no resources; kube-scheduler's cache never sees them."""
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def has_affinity(self) -> bool:
+        return bool(
+            self.required_affinity
+            or self.preferred_affinity
+            or self.required_anti_affinity
+            or self.preferred_anti_affinity
+        )
+
+    @property
+    def has_required_anti_affinity(self) -> bool:
+        return bool(self.required_anti_affinity)
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    name: str
+    labels: Labels = field(default_factory=dict)
+    uid: str = ""
+    resource_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    name: str
+    namespace: str = DEFAULT_NAMESPACE
+    # None matches nothing; so does an empty selector (policy/v1 semantics in kube-scheduler).
+    selector: LabelSelector | None = None
+    disruptions_allowed: int = 0
+    min_available: str | None = None
+    max_unavailable: str | None = None
+    uid: str = ""
+    resource_version: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSelector:
+    """The pod selector of a Service, ReplicaSet, StatefulSet or ReplicationController."""
+
+    kind: Kind
+    name: str
+    namespace: str = DEFAULT_NAMESPACE
+    # None when the object has no selector.
+    selector: LabelSelector | None = None
+    uid: str = ""
+    resource_version: str = ""
+
+
+ClusterObject = Node | Pod | Namespace | PodDisruptionBudget | WorkloadSelector
+
+
+# --------------------------------------------------------------------------------------------------
+# Conversion from Kubernetes JSON
+
+
+def _mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValidationError(path, f"must be an object, not {type(value).__name__}")
+    return value
+
+
+def _sequence(value: Any, path: str) -> Sequence[Any]:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise ValidationError(path, f"must be a list, not {type(value).__name__}")
+    return value
+
+
+def _string(value: Any, path: str, default: str = "") -> str:
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ValidationError(path, f"must be a string, not {type(value).__name__}")
+    return value
+
+
+def _integer(value: Any, path: str, default: int = 0) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        raise ValidationError(path, "must be an integer, not a boolean")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise ValidationError(path, f"must be an integer, not {value!r}")
+
+
+def _string_map(value: Any, path: str) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for key, item in _mapping(value, path).items():
+        result[str(key)] = _string(item, f"{path}.{key}")
+    return result
+
+
+def _strings(value: Any, path: str) -> tuple[str, ...]:
+    return tuple(_string(item, f"{path}[{i}]") for i, item in enumerate(_sequence(value, path)))
+
+
+def _time(value: Any, path: str) -> float | None:
+    if value is None or value == "":
+        return None
+    text = _string(value, path)
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError as exc:
+        raise ValidationError(path, f"must be an RFC 3339 time: {text!r}") from exc
+
+
+def _quantities(value: Any, path: str) -> dict[str, Fraction]:
+    result: dict[str, Fraction] = {}
+    for name, text in _mapping(value, path).items():
+        try:
+            result[str(name)] = parse_quantity(text)
+        except QuantityError as exc:
+            raise ValidationError(f"{path}.{name}", str(exc)) from exc
+    return result
+
+
+def canonical_amount(resource: str, value: Fraction) -> int:
+    """The integer kube-scheduler compares for a resource: millicores for cpu, units otherwise."""
+    return milli_value(value) if resource == CPU else whole_value(value)
+
+
+def parse_label_selector(value: Any, path: str) -> LabelSelector | None:
+    if value is None:
+        return None
+    data = _mapping(value, path)
+    labels = _string_map(data.get("matchLabels"), f"{path}.matchLabels")
+    expressions = []
+    for i, item in enumerate(_sequence(data.get("matchExpressions"), f"{path}.matchExpressions")):
+        where = f"{path}.matchExpressions[{i}]"
+        req = _mapping(item, where)
+        operator = _string(req.get("operator"), f"{where}.operator")
+        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise ValidationError(f"{where}.operator", f"{operator!r} is not a valid label selector operator")
+        expressions.append(
+            LabelSelectorRequirement(
+                key=_string(req.get("key"), f"{where}.key"),
+                operator=operator,
+                values=_strings(req.get("values"), f"{where}.values"),
+            )
+        )
+    return LabelSelector(match_labels=tuple(sorted(labels.items())), match_expressions=tuple(expressions))
+
+
+def _node_selector_requirements(value: Any, path: str) -> tuple[NodeSelectorRequirement, ...]:
+    result = []
+    for i, item in enumerate(_sequence(value, path)):
+        req = _mapping(item, f"{path}[{i}]")
+        operator = _string(req.get("operator"), f"{path}[{i}].operator")
+        if operator not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
+            raise ValidationError(f"{path}[{i}].operator", f"{operator!r} is not a valid node selector operator")
+        result.append(
+            NodeSelectorRequirement(
+                key=_string(req.get("key"), f"{path}[{i}].key"),
+                operator=operator,
+                values=_strings(req.get("values"), f"{path}[{i}].values"),
+            )
+        )
+    return tuple(result)
+
+
+def _node_selector_term(value: Any, path: str) -> NodeSelectorTerm:
+    data = _mapping(value, path)
+    return NodeSelectorTerm(
+        match_expressions=_node_selector_requirements(data.get("matchExpressions"), f"{path}.matchExpressions"),
+        match_fields=_node_selector_requirements(data.get("matchFields"), f"{path}.matchFields"),
+    )
+
+
+def _pod_affinity_term(value: Any, path: str) -> PodAffinityTerm:
+    data = _mapping(value, path)
+    return PodAffinityTerm(
+        label_selector=parse_label_selector(data.get("labelSelector"), f"{path}.labelSelector"),
+        topology_key=_string(data.get("topologyKey"), f"{path}.topologyKey"),
+        namespaces=_strings(data.get("namespaces"), f"{path}.namespaces"),
+        namespace_selector=parse_label_selector(data.get("namespaceSelector"), f"{path}.namespaceSelector"),
+        match_label_keys=_strings(data.get("matchLabelKeys"), f"{path}.matchLabelKeys"),
+        mismatch_label_keys=_strings(data.get("mismatchLabelKeys"), f"{path}.mismatchLabelKeys"),
+    )
+
+
+def _weighted_terms(value: Any, path: str) -> tuple[WeightedPodAffinityTerm, ...]:
+    result = []
+    for i, item in enumerate(_sequence(value, path)):
+        data = _mapping(item, f"{path}[{i}]")
+        result.append(
+            WeightedPodAffinityTerm(
+                weight=_integer(data.get("weight"), f"{path}[{i}].weight"),
+                term=_pod_affinity_term(data.get("podAffinityTerm"), f"{path}[{i}].podAffinityTerm"),
+            )
+        )
+    return tuple(result)
+
+
+def _meta(data: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    meta = _mapping(data.get("metadata"), f"{path}.metadata")
+    if not _string(meta.get("name"), f"{path}.metadata.name"):
+        raise ValidationError(f"{path}.metadata.name", "is required")
+    return meta
+
+
+def _add(total: dict[str, Fraction], extra: Mapping[str, Fraction]) -> None:
+    for name, amount in extra.items():
+        total[name] = total.get(name, Fraction(0)) + amount
+
+
+def _maximise(total: dict[str, Fraction], other: Mapping[str, Fraction]) -> None:
+    for name, amount in other.items():
+        if name not in total or amount > total[name]:
+            total[name] = amount
+
+
+def effective_requests(
+    containers: Sequence[Mapping[str, Fraction]],
+    init_containers: Sequence[tuple[Mapping[str, Fraction], bool]],
+    overhead: Mapping[str, Fraction],
+    pod_level: Mapping[str, Fraction],
+    non_missing: Mapping[str, Fraction] | None = None,
+) -> dict[str, Fraction]:
+    """component-helpers' PodRequests: max(app containers + sidecars, each init container with the
+    sidecars started before it), pod-level cpu/memory when set, plus overhead. ``non_missing`` fills
+    in requests that a container does not state (kube-scheduler's scoring defaults)."""
+
+    def with_defaults(requests: Mapping[str, Fraction]) -> Mapping[str, Fraction]:
+        if not non_missing:
+            return requests
+        filled = dict(requests)
+        for name, amount in non_missing.items():
+            filled.setdefault(name, amount)
+        return filled
+
+    total: dict[str, Fraction] = {}
+    for requests in containers:
+        _add(total, with_defaults(requests))
+    sidecars: dict[str, Fraction] = {}
+    init_peak: dict[str, Fraction] = {}
+    for requests, sidecar in init_containers:
+        filled = with_defaults(requests)
+        if sidecar:
+            _add(total, filled)
+            _add(sidecars, filled)
+            _maximise(init_peak, sidecars)
+        else:
+            running = dict(filled)
+            _add(running, sidecars)
+            _maximise(init_peak, running)
+    _maximise(total, init_peak)
+    for name in _POD_LEVEL_RESOURCES:
+        if name in pod_level:
+            total[name] = pod_level[name]
+    _add(total, overhead)
+    return total
+
+
+def pod_from_k8s(data: Mapping[str, Any], path: str = "pod") -> Pod:
+    """Builds a Pod from its Kubernetes JSON; raises ValidationError naming the offending field."""
+    data = _mapping(data, path)
+    meta = _meta(data, path)
+    spec = _mapping(data.get("spec"), f"{path}.spec")
+    status = _mapping(data.get("status"), f"{path}.status")
+    sp = f"{path}.spec"
+
+    container_requests: list[dict[str, Fraction]] = []
+    images: list[str] = []
+    host_ports: list[ContainerPort] = []
+    for i, item in enumerate(_sequence(spec.get("containers"), f"{sp}.containers")):
+        where = f"{sp}.containers[{i}]"
+        container = _mapping(item, where)
+        resources = _mapping(container.get("resources"), f"{where}.resources")
+        container_requests.append(_quantities(resources.get("requests"), f"{where}.resources.requests"))
+        _quantities(resources.get("limits"), f"{where}.resources.limits")
+        images.append(_string(container.get("image"), f"{where}.image"))
+        host_ports.extend(_host_ports(container.get("ports"), f"{where}.ports"))
+    init_requests: list[tuple[dict[str, Fraction], bool]] = []
+    for i, item in enumerate(_sequence(spec.get("initContainers"), f"{sp}.initContainers")):
+        where = f"{sp}.initContainers[{i}]"
+        container = _mapping(item, where)
+        resources = _mapping(container.get("resources"), f"{where}.resources")
+        sidecar = _string(container.get("restartPolicy"), f"{where}.restartPolicy") == "Always"
+        init_requests.append((_quantities(resources.get("requests"), f"{where}.resources.requests"), sidecar))
+        _quantities(resources.get("limits"), f"{where}.resources.limits")
+        images.append(_string(container.get("image"), f"{where}.image"))
+        # Only sidecars run beside the app containers, so only their host ports stay in use
+        # (schedutil.GetHostPorts); other init containers' ports are still validated.
+        ports = _host_ports(container.get("ports"), f"{where}.ports")
+        if sidecar:
+            host_ports.extend(ports)
+    overhead = _quantities(spec.get("overhead"), f"{sp}.overhead")
+    pod_resources = _mapping(spec.get("resources"), f"{sp}.resources")
+    pod_level = _quantities(pod_resources.get("requests"), f"{sp}.resources.requests")
+    pod_level = {k: v for k, v in pod_level.items() if k in _POD_LEVEL_RESOURCES or k.startswith("hugepages-")}
+
+    exact = effective_requests(container_requests, init_requests, overhead, pod_level)
+    requests = {name: canonical_amount(name, amount) for name, amount in exact.items()}
+    defaults: dict[str, Fraction] = {}
+    if not pod_level:
+        defaults = {CPU: Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000), MEMORY: Fraction(DEFAULT_MEMORY_REQUEST)}
+    else:
+        if CPU not in exact:
+            defaults[CPU] = Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000)
+        if MEMORY not in exact:
+            defaults[MEMORY] = Fraction(DEFAULT_MEMORY_REQUEST)
+    non_zero = effective_requests(container_requests, init_requests, overhead, pod_level, defaults) if defaults else exact
+
+    affinity = _mapping(spec.get("affinity"), f"{sp}.affinity")
+    ap = f"{sp}.affinity"
+    node_affinity = _mapping(affinity.get("nodeAffinity"), f"{ap}.nodeAffinity")
+    required_node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    req_path = f"{ap}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required_raw = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required_raw is not None:
+        terms_path = f"{req_path}.nodeSelectorTerms"
+        required_node_affinity = tuple(
+            _node_selector_term(term, f"{terms_path}[{i}]")
+            for i, term in enumerate(_sequence(_mapping(required_raw, req_path).get("nodeSelectorTerms"), terms_path))
+        )
+    pref_path = f"{ap}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    preferred_node_affinity = tuple(
+        PreferredSchedulingTerm(
+            weight=_integer(_mapping(item, f"{pref_path}[{i}]").get("weight"), f"{pref_path}[{i}].weight"),
+            preference=_node_selector_term(item.get("preference"), f"{pref_path}[{i}].preference"),
+        )
+        for i, item in enumerate(_sequence(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path))
+    )
+    pod_affinity = _mapping(affinity.get("podAffinity"), f"{ap}.podAffinity")
+    anti_affinity = _mapping(affinity.get("podAntiAffinity"), f"{ap}.podAntiAffinity")
+
+    def required_terms(section: Mapping[str, Any], where: str) -> tuple[PodAffinityTerm, ...]:
+        where = f"{where}.requiredDuringSchedulingIgnoredDuringExecution"
+        raw = section.get("requiredDuringSchedulingIgnoredDuringExecution")
+        return tuple(_pod_affinity_term(term, f"{where}[{i}]") for i, term in enumerate(_sequence(raw, where)))
+
+    tolerations = []
+    for i, item in enumerate(_sequence(spec.get("tolerations"), f"{sp}.tolerations")):
+        where = f"{sp}.tolerations[{i}]"
+        tol = _mapping(item, where)
+        seconds = tol.get("tolerationSeconds")
+        tolerations.append(
+            Toleration(
+                key=_string(tol.get("key"), f"{where}.key"),
+                operator=_string(tol.get("operator"), f"{where}.operator"),
+                value=_string(tol.get("value"), f"{where}.value"),
+                effect=_string(tol.get("effect"), f"{where}.effect"),
+                toleration_seconds=None if seconds is None else _integer(seconds, f"{where}.tolerationSeconds"),
+            )
+        )
+
+    constraints = []
+    for i, item in enumerate(_sequence(spec.get("topologySpreadConstraints"), f"{sp}.topologySpreadConstraints")):
+        where = f"{sp}.topologySpreadConstraints[{i}]"
+        tsc = _mapping(item, where)
+        max_skew = _integer(tsc.get("maxSkew"), f"{where}.maxSkew")
+        if max_skew < 1:
+            raise ValidationError(f"{where}.maxSkew", "must be greater than zero")
+        when = _string(tsc.get("whenUnsatisfiable"), f"{where}.whenUnsatisfiable")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise ValidationError(f"{where}.whenUnsatisfiable", f"{when!r} must be DoNotSchedule or ScheduleAnyway")
+        min_domains = tsc.get("minDomains")
+        constraints.append(
+            TopologySpreadConstraint(
+                max_skew=max_skew,
+                topology_key=_string(tsc.get("topologyKey"), f"{where}.topologyKey"),
+                when_unsatisfiable=when,
+                label_selector=parse_label_selector(tsc.get("labelSelector"), f"{where}.labelSelector"),
+                min_domains=None if min_domains is None else _integer(min_domains, f"{where}.minDomains"),
+                node_affinity_policy=_string(tsc.get("nodeAffinityPolicy"), f"{where}.nodeAffinityPolicy"),
+                node_taints_policy=_string(tsc.get("nodeTaintsPolicy"), f"{where}.nodeTaintsPolicy"),
+                match_label_keys=_strings(tsc.get("matchLabelKeys"), f"{where}.matchLabelKeys"),
+            )
+        )
+
+    gates = tuple(
+        _string(_mapping(gate, f"{sp}.schedulingGates[{i}]").get("name"), f"{sp}.schedulingGates[{i}].name")
+        for i, gate in enumerate(_sequence(spec.get("schedulingGates"), f"{sp}.schedulingGates"))
+    )
+    owners = _owner_references(meta.get("ownerReferences"), f"{path}.metadata.ownerReferences")
+    return Pod(
+        name=_string(meta.get("name"), f"{path}.metadata.name"),
+        namespace=_string(meta.get("namespace"), f"{path}.metadata.namespace") or DEFAULT_NAMESPACE,
+        uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
+        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        labels=_string_map(meta.get("labels"), f"{path}.metadata.labels"),
+        owner_references=owners,
+        node_name=_string(spec.get("nodeName"), f"{sp}.nodeName"),
+        node_selector=_string_map(spec.get("nodeSelector"), f"{sp}.nodeSelector"),
+        required_node_affinity=required_node_affinity,
+        preferred_node_affinity=preferred_node_affinity,
+        required_affinity=required_terms(pod_affinity, f"{ap}.podAffinity"),
+        preferred_affinity=_weighted_terms(
+            pod_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
+            f"{ap}.podAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+        ),
+        required_anti_affinity=required_terms(anti_affinity, f"{ap}.podAntiAffinity"),
+        preferred_anti_affinity=_weighted_terms(
+            anti_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
+            f"{ap}.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution",
+        ),
+        tolerations=tuple(tolerations),
+        topology_spread_constraints=tuple(constraints),
+        scheduling_gates=gates,
+        scheduler_name=_string(spec.get("schedulerName"), f"{sp}.schedulerName") or DEFAULT_SCHEDULER_NAME,
+        priority=_integer(spec.get("priority"), f"{sp}.priority"),
+        preemption_policy=_string(spec.get("preemptionPolicy"), f"{sp}.preemptionPolicy") or "PreemptLowerPriority",
+        phase=_string(status.get("phase"), f"{path}.status.phase"),
+        nominated_node_name=_string(status.get("nominatedNodeName"), f"{path}.status.nominatedNodeName"),
+        start_time=_time(status.get("startTime"), f"{path}.status.startTime"),
+        images=tuple(images),
+        host_ports=tuple(host_ports),
+        requests=requests,
+        non_zero_cpu=milli_value(non_zero.get(CPU, Fraction(0))),
+        non_zero_memory=whole_value(non_zero.get(MEMORY, Fraction(0))),
+    )
+
+
+def _host_ports(value: Any, path: str) -> list[ContainerPort]:
+    ports = []
+    for i, item in enumerate(_sequence(value, path)):
+        port = _mapping(item, f"{path}[{i}]")
+        host_port = _integer(port.get("hostPort"), f"{path}[{i}].hostPort")
+        if host_port < 0 or host_port > 65535:
+            raise ValidationError(f"{path}[{i}].hostPort", "must be between 0 and 65535")
+        if host_port <= 0:
+            continue
+        ports.append(
+            ContainerPort(
+                host_port=host_port,
+                container_port=_integer(port.get("containerPort"), f"{path}[{i}].containerPort"),
+                protocol=_string(port.get("protocol"), f"{path}[{i}].protocol") or "TCP",
+                host_ip=_string(port.get("hostIP"), f"{path}[{i}].hostIP"),
+            )
+        )
+    return ports
+
+
+def _owner_references(value: Any, path: str) -> tuple[OwnerReference, ...]:
+    owners = []
+    for i, item in enumerate(_sequence(value, path)):
+        ref = _mapping(item, f"{path}[{i}]")
+        owners.append(
+            OwnerReference(
+                api_version=_string(ref.get("apiVersion"), f"{path}[{i}].apiVersion"),
+                kind=_string(ref.get("kind"), f"{path}[{i}].kind"),
+                name=_string(ref.get("name"), f"{path}[{i}].name"),
+                uid=_string(ref.get("uid"), f"{path}[{i}].uid"),
+                controller=bool(ref.get("controller")),
+            )
+        )
+    return tuple(owners)
+
+
+def node_from_k8s(data: Mapping[str, Any], path: str = "node") -> Node:
+    data = _mapping(data, path)
+    meta = _meta(data, path)
+    spec = _mapping(data.get("spec"), f"{path}.spec")
+    status = _mapping(data.get("status"), f"{path}.status")
+    taints = []
+    for i, item in enumerate(_sequence(spec.get("taints"), f"{path}.spec.taints")):
+        where = f"{path}.spec.taints[{i}]"
+        taint = _mapping(item, where)
+        effect = _string(taint.get("effect"), f"{where}.effect")
+        if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise ValidationError(f"{where}.effect", f"{effect!r} must be NoSchedule, PreferNoSchedule or NoExecute")
+        taints.append(Taint(_string(taint.get("key"), f"{where}.key"), _string(taint.get("value"), f"{where}.value"), effect))
+    allocatable = {
+        name: canonical_amount(name, amount)
+        for name, amount in _quantities(status.get("allocatable"), f"{path}.status.allocatable").items()
+    }
+    _quantities(status.get("capacity"), f"{path}.status.capacity")
+    images = []
+    for i, item in enumerate(_sequence(status.get("images"), f"{path}.status.images")):
+        image = _mapping(item, f"{path}.status.images[{i}]")
+        images.append(
+            ImageState(
+                names=_strings(image.get("names"), f"{path}.status.images[{i}].names"),
+                size_bytes=_integer(image.get("sizeBytes"), f"{path}.status.images[{i}].sizeBytes"),
+            )
+        )
+    return Node(
+        name=_string(meta.get("name"), f"{path}.metadata.name"),
+        uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
+        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        labels=_string_map(meta.get("labels"), f"{path}.metadata.labels"),
+        unschedulable=bool(spec.get("unschedulable")),
+        taints=tuple(taints),
+        allocatable=allocatable,
+        images=tuple(images),
+    )
+
+
+def namespace_from_k8s(data: Mapping[str, Any], path: str = "namespace") -> Namespace:
+    data = _mapping(data, path)
+    meta = _meta(data, path)
+    return Namespace(
+        name=_string(meta.get("name"), f"{path}.metadata.name"),
+        labels=_string_map(meta.get("labels"), f"{path}.metadata.labels"),
+        uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
+        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+    )
+
+
+def _int_or_string(value: Any, path: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValidationError(path, "must be an integer or a percentage string")
+    if isinstance(value, int):
+        return str(value)
+    text = _string(value, path)
+    digits = text[:-1] if text.endswith("%") else text
+    if not digits.isdigit():
+        raise ValidationError(path, f"must be an integer or a percentage, not {text!r}")
+    return text
+
+
+def pdb_from_k8s(data: Mapping[str, Any], path: str = "podDisruptionBudget") -> PodDisruptionBudget:
+    data = _mapping(data, path)
+    meta = _meta(data, path)
+    spec = _mapping(data.get("spec"), f"{path}.spec")
+    status = _mapping(data.get("status"), f"{path}.status")
+    return PodDisruptionBudget(
+        name=_string(meta.get("name"), f"{path}.metadata.name"),
+        namespace=_string(meta.get("namespace"), f"{path}.metadata.namespace") or DEFAULT_NAMESPACE,
+        selector=parse_label_selector(spec.get("selector"), f"{path}.spec.selector"),
+        disruptions_allowed=_integer(status.get("disruptionsAllowed"), f"{path}.status.disruptionsAllowed"),
+        min_available=_int_or_string(spec.get("minAvailable"), f"{path}.spec.minAvailable"),
+        max_unavailable=_int_or_string(spec.get("maxUnavailable"), f"{path}.spec.maxUnavailable"),
+        uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
+        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+    )
+
+
+def workload_from_k8s(kind: Kind, data: Mapping[str, Any], path: str) -> WorkloadSelector:
+    data = _mapping(data, path)
+    meta = _meta(data, path)
+    spec = _mapping(data.get("spec"), f"{path}.spec")
+    selector: LabelSelector | None
+    if kind in (Kind.SERVICE, Kind.REPLICATION_CONTROLLER):
+        labels = _string_map(spec.get("selector"), f"{path}.spec.selector")
+        selector = LabelSelector(match_labels=tuple(sorted(labels.items()))) if labels else None
+    else:
+        selector = parse_label_selector(spec.get("selector"), f"{path}.spec.selector")
+    return WorkloadSelector(
+        kind=kind,
+        name=_string(meta.get("name"), f"{path}.metadata.name"),
+        namespace=_string(meta.get("namespace"), f"{path}.metadata.namespace") or DEFAULT_NAMESPACE,
+        selector=selector,
+        uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
+        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+    )
+
+
+def object_from_k8s(kind: Kind, data: Mapping[str, Any], path: str) -> ClusterObject:
+    """Converts the Kubernetes JSON of any cached kind."""
+    if kind is Kind.NODE:
+        return node_from_k8s(data, path)
+    if kind is Kind.POD:
+        return pod_from_k8s(data, path)
+    if kind is Kind.NAMESPACE:
+        return namespace_from_k8s(data, path)
+    if kind is Kind.POD_DISRUPTION_BUDGET:
+        return pdb_from_k8s(data, path)
+    return workload_from_k8s(kind, data, path)
+
+
+def kind_of(data: Mapping[str, Any], path: str) -> Kind:
+    """The Kind named by a Kubernetes object's ``kind`` field."""
+    name = _string(_mapping(data, path).get("kind"), f"{path}.kind")
+    try:
+        return Kind(name)
+    except ValueError:
+        known = ", ".join(k.value for k in Kind)
+        raise ValidationError(f"{path}.kind", f"{name!r} is not a kind podfit holds ({known})") from None

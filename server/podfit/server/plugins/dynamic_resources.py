@@ -1,0 +1,23 @@
+"""DynamicResources: podfit does not model ResourceClaims, so for the pods it accepts (no claims) the
+plugin passes every node and scores 0, exactly what kube-scheduler reports for claim-less pods."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from podfit.server.cache.node_info import NodeInfo
+from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.profile import DYNAMIC_RESOURCES
+from podfit.server.model import Pod
+
+
+class DynamicResources:
+    name = DYNAMIC_RESOURCES
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        return 0
+
+
+def new(args: Mapping[str, Any]) -> DynamicResources:
+    return DynamicResources()

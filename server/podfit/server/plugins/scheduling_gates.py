@@ -1,0 +1,23 @@
+"""SchedulingGates (PreEnqueue): a pod with scheduling gates is not scheduled until they are removed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from podfit.server.framework.profile import SCHEDULING_GATES
+from podfit.server.framework.status import Status, unresolvable
+from podfit.server.model import Pod
+
+
+class SchedulingGates:
+    name = SCHEDULING_GATES
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        if not pod.scheduling_gates:
+            return None
+        return unresolvable(f"waiting for scheduling gates: [{' '.join(pod.scheduling_gates)}]")
+
+
+def new(args: Mapping[str, Any]) -> SchedulingGates:
+    return SchedulingGates()

@@ -1,0 +1,75 @@
+"""In-process replay of conformance cases: builds a cache from a case and answers in ``expect`` shape.
+
+The gRPC runner (``podfit conformance``) is the yardstick; this is the fast path plugin tests use.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from podfit.server.cache.cluster_cache import ClusterCache, Upsert
+from podfit.server.config import default_profile
+from podfit.server.engine import Decision, Engine
+from podfit.server.model import Kind
+from podfit.server.model.objects import object_from_k8s, pod_from_k8s
+
+CASES = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "cases-public.jsonl"
+
+_CASE_KINDS = (
+    ("nodes", Kind.NODE),
+    ("pods", Kind.POD),
+    ("namespaces", Kind.NAMESPACE),
+    ("pdbs", Kind.POD_DISRUPTION_BUDGET),
+    ("replicasets", Kind.REPLICA_SET),
+    ("services", Kind.SERVICE),
+)
+
+
+def load_cases(path: Path = CASES) -> Iterator[dict[str, Any]]:
+    with path.open() as lines:
+        for line in lines:
+            if line.strip():
+                yield json.loads(line)
+
+
+def cache_from_case(case: Mapping[str, Any]) -> ClusterCache:
+    cache = ClusterCache()
+    changes = []
+    for field, kind in _CASE_KINDS:
+        for i, obj in enumerate(case.get(field) or ()):
+            changes.append(Upsert(kind, object_from_k8s(kind, obj, f"{field}[{i}]"), json.dumps(obj).encode()))
+    cache.apply(changes)
+    return cache
+
+
+def decision_to_expect(decision: Decision) -> dict[str, Any]:
+    filter_ = {}
+    for verdict in decision.verdicts:
+        status = verdict.status
+        if status is None:
+            filter_[verdict.node_name] = {"fits": True, "plugin": "", "reasons": [], "code": "Success"}
+        else:
+            filter_[verdict.node_name] = {
+                "fits": False,
+                "plugin": status.plugin,
+                "reasons": list(status.reasons),
+                "code": status.code.value,
+            }
+    return {
+        "gated": decision.gated,
+        "filter": filter_,
+        "scores": {s.node_name: {"total": s.total, "plugins": dict(s.plugins)} for s in decision.scores},
+        "best": decision.best,
+        "preemption": None,
+    }
+
+
+def evaluate_case(case: Mapping[str, Any]) -> dict[str, Any]:
+    cache = cache_from_case(case)
+    engine = Engine(cache, {"default-scheduler": default_profile()})
+    pod = pod_from_k8s(case["pod"])
+    decision, _, _ = engine.decide(pod)
+    return decision_to_expect(decision)
