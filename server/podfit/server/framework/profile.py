@@ -6,7 +6,7 @@ multi-point list from which every extension point takes the plugins that impleme
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from podfit.server.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
+
 from podfit.server.model.objects import DEFAULT_SCHEDULER_NAME
 
 PluginFactory = Callable[[Mapping[str, Any]], Plugin]
@@ -89,43 +90,3 @@ class Profile:
 
     def plugin(self, name: str) -> Plugin | None:
         return self.plugins.get(name)
-
-
-def build_profile(
-    scheduler_name: str,
-    multi_point: Sequence[tuple[str, int]],
-    registry: Mapping[str, PluginFactory],
-    plugin_args: Mapping[str, Mapping[str, Any]] | None = None,
-    disabled: Mapping[str, set[str]] | None = None,
-) -> Profile:
-    """Instantiates each plugin once and files it under every extension point it implements.
-
-    ``disabled`` maps an extension point (``preFilter``, ``filter``, ``score``...) to plugin names
-    removed from that point only, as a KubeSchedulerConfiguration's per-point ``disabled`` lists do.
-    """
-    plugin_args = plugin_args or {}
-    disabled = disabled or {}
-    profile = Profile(scheduler_name=scheduler_name)
-
-    def enabled(point: str, name: str) -> bool:
-        off = disabled.get(point, set())
-        return name not in off and "*" not in off
-
-    for name, weight in multi_point:
-        plugin = profile.plugins.get(name)
-        if plugin is None:
-            plugin = registry[name](plugin_args.get(name, {}))
-            profile.plugins[name] = plugin
-        if isinstance(plugin, PreEnqueuePlugin) and enabled("preEnqueue", name):
-            profile.pre_enqueue.append(plugin)
-        if isinstance(plugin, PreFilterPlugin) and enabled("preFilter", name):
-            profile.pre_filter.append(plugin)
-        if isinstance(plugin, FilterPlugin) and enabled("filter", name):
-            profile.filter.append(plugin)
-        if hasattr(plugin, "post_filter") and enabled("postFilter", name):
-            profile.post_filter.append(plugin)
-        if isinstance(plugin, PreScorePlugin) and enabled("preScore", name):
-            profile.pre_score.append(plugin)
-        if isinstance(plugin, ScorePlugin) and weight > 0 and enabled("score", name):
-            profile.score.append(WeightedScorePlugin(plugin, weight))
-    return profile

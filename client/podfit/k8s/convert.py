@@ -1,0 +1,162 @@
+"""Kubernetes JSON <-> podfit.v1 messages: the one converter the SDK, the CLI and the server share.
+
+The podfit.v1 messages use Kubernetes' field names, so the proto3 JSON mapping of a message *is* the
+Kubernetes JSON of the object. Conversion is therefore protobuf's own json_format plus the few
+Kubernetes shapes proto cannot spell (IntOrString fields), and unknown Kubernetes fields are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import objects_pb2 as ob
+
+# Kubernetes kind -> (ClusterObject oneof field, message class, ObjectKind enum value).
+KINDS: dict[str, tuple[str, type[Message], int]] = {
+    "Node": ("node", ob.Node, cc.OBJECT_KIND_NODE),
+    "Pod": ("pod", ob.Pod, cc.OBJECT_KIND_POD),
+    "Namespace": ("namespace", ob.Namespace, cc.OBJECT_KIND_NAMESPACE),
+    "PodDisruptionBudget": ("pod_disruption_budget", ob.PodDisruptionBudget, cc.OBJECT_KIND_POD_DISRUPTION_BUDGET),
+    "Service": ("service", ob.Service, cc.OBJECT_KIND_SERVICE),
+    "ReplicaSet": ("replica_set", ob.ReplicaSet, cc.OBJECT_KIND_REPLICA_SET),
+    "StatefulSet": ("stateful_set", ob.StatefulSet, cc.OBJECT_KIND_STATEFUL_SET),
+    "ReplicationController": ("replication_controller", ob.ReplicationController, cc.OBJECT_KIND_REPLICATION_CONTROLLER),
+}
+FIELD_TO_KIND = {field: kind for kind, (field, _, _) in KINDS.items()}
+ENUM_TO_KIND = {enum: kind for kind, (_, _, enum) in KINDS.items()}
+KIND_TO_ENUM = {kind: enum for kind, (_, _, enum) in KINDS.items()}
+# CLI / user spellings of kinds, as kubectl accepts them.
+KIND_ALIASES = {
+    **{k.lower(): k for k in KINDS},
+    "nodes": "Node",
+    "no": "Node",
+    "pods": "Pod",
+    "po": "Pod",
+    "namespaces": "Namespace",
+    "ns": "Namespace",
+    "poddisruptionbudgets": "PodDisruptionBudget",
+    "pdb": "PodDisruptionBudget",
+    "pdbs": "PodDisruptionBudget",
+    "services": "Service",
+    "svc": "Service",
+    "replicasets": "ReplicaSet",
+    "rs": "ReplicaSet",
+    "statefulsets": "StatefulSet",
+    "sts": "StatefulSet",
+    "replicationcontrollers": "ReplicationController",
+    "rc": "ReplicationController",
+}
+
+
+class ConversionError(ValueError):
+    """A manifest that cannot become a podfit.v1 message; ``field`` locates the problem."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+        self.message = message
+
+
+def canonical_kind(name: str) -> str:
+    kind = KIND_ALIASES.get(name.lower())
+    if kind is None:
+        raise ConversionError("kind", f"{name!r} is not a kind podfit holds ({', '.join(KINDS)})")
+    return kind
+
+
+def _normalise(kind: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """Rewrites the Kubernetes shapes proto3 JSON cannot parse directly (IntOrString -> string)."""
+    result = dict(data)
+    if kind == "PodDisruptionBudget" and isinstance(result.get("spec"), Mapping):
+        spec = dict(result["spec"])
+        for name in ("minAvailable", "maxUnavailable"):
+            value = spec.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                spec[name] = str(value)
+        result["spec"] = spec
+    return result
+
+
+def manifest_to_message(data: Mapping[str, Any], kind: str | None = None) -> Message:
+    """A Kubernetes object (as decoded JSON/YAML) as its typed podfit.v1 message."""
+    if not isinstance(data, Mapping):
+        raise ConversionError("", f"a Kubernetes object must be a mapping, not {type(data).__name__}")
+    kind = canonical_kind(kind or str(data.get("kind") or ""))
+    message = KINDS[kind][1]()
+    try:
+        json_format.ParseDict(_normalise(kind, data), message, ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        raise ConversionError(_field_of(str(exc)), str(exc)) from exc
+    return message
+
+
+def manifest_to_object(data: Mapping[str, Any], kind: str | None = None) -> cc.ClusterObject:
+    kind = canonical_kind(kind or str(data.get("kind") or "")) if isinstance(data, Mapping) else ""
+    message = manifest_to_message(data, kind or None)
+    obj = cc.ClusterObject()
+    getattr(obj, KINDS[kind][0]).CopyFrom(message)
+    return obj
+
+
+def message_to_manifest(message: Message, kind: str) -> dict[str, Any]:
+    """The Kubernetes JSON of a typed message (apiVersion/kind filled in when absent)."""
+    data: dict[str, Any] = json_format.MessageToDict(message)
+    data.setdefault("kind", kind)
+    data.setdefault("apiVersion", _API_VERSIONS[kind])
+    return data
+
+
+def object_kind_and_message(obj: cc.ClusterObject) -> tuple[str, Message]:
+    """The Kubernetes kind and typed message of a ClusterObject (kubernetes_json is parsed)."""
+    which = obj.WhichOneof("object")
+    if which is None:
+        raise ConversionError("object", "is empty: set one of node, pod, ..., kubernetes_json")
+    if which == "kubernetes_json":
+        try:
+            data = json.loads(obj.kubernetes_json)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ConversionError("kubernetes_json", f"is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConversionError("kubernetes_json", "must be a JSON object")
+        kind = canonical_kind(str(data.get("kind") or "")) if data.get("kind") else ""
+        if not kind:
+            raise ConversionError("kubernetes_json.kind", "is required to tell what the object is")
+        return kind, manifest_to_message(data, kind)
+    return FIELD_TO_KIND[which], getattr(obj, which)
+
+
+def object_to_manifest(obj: cc.ClusterObject) -> dict[str, Any]:
+    kind, message = object_kind_and_message(obj)
+    return message_to_manifest(message, kind)
+
+
+_API_VERSIONS = {
+    "Node": "v1",
+    "Pod": "v1",
+    "Namespace": "v1",
+    "Service": "v1",
+    "ReplicationController": "v1",
+    "PodDisruptionBudget": "policy/v1",
+    "ReplicaSet": "apps/v1",
+    "StatefulSet": "apps/v1",
+}
+
+
+def _field_of(parse_error: str) -> str:
+    """json_format nests 'Failed to parse <field> field: ...'; join the names into a field path."""
+    parts = []
+    rest = parse_error
+    marker = "Failed to parse "
+    while marker in rest:
+        rest = rest.split(marker, 1)[1]
+        name, sep, rest = rest.partition(" field")
+        if not sep:
+            break
+        parts.append(name)
+    return ".".join(parts)

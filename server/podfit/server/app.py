@@ -1,0 +1,210 @@
+"""podfit-server: the gRPC server with health checking, reflection, telemetry, auth and shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from podfit.server.config import ConfigError, profiles_from_configuration
+from podfit.server.service import SchedulingService
+from podfit.server.settings import Settings, SettingsError, resolve
+from podfit.server.telemetry import Telemetry, TelemetryInterceptor
+from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer
+from podfit.v1 import cluster_cache_pb2, cluster_cache_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
+
+log = logging.getLogger("podfit.server")
+SERVICE_NAMES = (
+    cluster_cache_pb2.DESCRIPTOR.services_by_name["ClusterCache"].full_name,
+    scheduler_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name,
+)
+_OPEN_METHODS = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+
+
+class _JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        for key in ("addr", "port", "generation", "nodes", "profiles", "tls", "auth"):
+            if hasattr(record, key):
+                entry[key] = getattr(record, key)
+        if record.exc_info:
+            entry["error"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
+
+
+def configure_logging(settings: Settings) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if settings.log_format == "json":
+        handler.setFormatter(_JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    root = logging.getLogger("podfit")
+    root.handlers[:] = [handler]
+    root.setLevel(settings.log_level.upper())
+    root.propagate = False
+
+
+class TokenAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Requires 'authorization: Bearer <token>' on every call but health checks and reflection."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = f"Bearer {token}".encode()
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        if details.method.startswith(_OPEN_METHODS):
+            return await continuation(details)
+        metadata = dict(details.invocation_metadata or ())
+        supplied = str(metadata.get("authorization", "")).encode()
+        if hmac.compare_digest(supplied, self._expected):
+            return await continuation(details)
+        handler = await continuation(details)
+        if handler is None:
+            return None
+
+        async def deny(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
+
+        async def deny_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
+            yield  # pragma: no cover
+
+        if handler.stream_stream:
+            return grpc.stream_stream_rpc_method_handler(deny_stream)
+        return grpc.unary_unary_rpc_method_handler(deny)
+
+
+@dataclass
+class RunningServer:
+    server: grpc.aio.Server
+    port: int
+    service: SchedulingService
+    health: health.aio.HealthServicer
+    telemetry: Telemetry
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Graceful shutdown: report NOT_SERVING, drain in-flight RPCs, then close."""
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+        await self.service.close()
+        self.telemetry.shutdown()
+
+
+def _read(path: str, what: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise SettingsError(f"{what}: cannot read {path}: {exc.strerror}") from None
+
+
+async def create_server(
+    settings: Settings | None = None,
+    *,
+    addr: str | None = None,
+    telemetry: Telemetry | None = None,
+    service: SchedulingService | None = None,
+) -> RunningServer:
+    """Builds and starts the server; ``addr`` like "127.0.0.1:0" picks a free port (tests)."""
+    settings = settings or Settings()
+    telemetry = telemetry or Telemetry.from_exporter_name(settings.telemetry_exporter)
+    if service is None:
+        profiles = profiles_from_configuration(settings.scheduler_configuration)
+        service = SchedulingService(
+            profiles,
+            telemetry=telemetry,
+            memo_ttl_seconds=settings.memo_ttl_seconds,
+            memo_backend=settings.memo_backend,
+        )
+    interceptors: list[grpc.aio.ServerInterceptor] = [TelemetryInterceptor(telemetry)]
+    if settings.auth_token_file:
+        token = _read(settings.auth_token_file, "auth.tokenFile").decode().strip()
+        if not token:
+            raise SettingsError("auth.tokenFile: the file is empty")
+        interceptors.insert(0, TokenAuthInterceptor(token))
+    options = [
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        ("grpc.so_reuseport", 0),
+    ]
+    server = grpc.aio.server(interceptors=interceptors, options=options)
+    cluster_cache_pb2_grpc.add_ClusterCacheServicer_to_server(ClusterCacheServicer(service), server)
+    scheduler_pb2_grpc.add_SchedulerServicer_to_server(SchedulerServicer(service), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    target = addr or settings.grpc_addr
+    if settings.tls_cert_file:
+        credentials = grpc.ssl_server_credentials(
+            [(_read(settings.tls_key_file, "tls.keyFile"), _read(settings.tls_cert_file, "tls.certFile"))],
+            root_certificates=_read(settings.tls_client_ca_file, "tls.clientCAFile") if settings.tls_client_ca_file else None,
+            require_client_auth=bool(settings.tls_client_ca_file),
+        )
+        port = server.add_secure_port(target, credentials)
+    else:
+        port = server.add_insecure_port(target)
+    if port == 0:
+        raise SettingsError(f"grpcAddr: cannot listen on {target}")
+    await server.start()
+    for name in (*SERVICE_NAMES, ""):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    return RunningServer(server, port, service, health_servicer, telemetry)
+
+
+async def serve(settings: Settings) -> None:
+    running = await create_server(settings)
+    log.info(
+        "podfit-server listening",
+        extra={
+            "addr": settings.grpc_addr,
+            "port": running.port,
+            "profiles": sorted(running.service.engine.frameworks),
+            "tls": bool(settings.tls_cert_file),
+            "auth": bool(settings.auth_token_file),
+        },
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await stop.wait()
+    log.info("shutting down: draining in-flight RPCs")
+    await running.stop(settings.shutdown_grace_seconds)
+    log.info("stopped")
+
+
+def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+    try:
+        settings = resolve(argv, environ)
+        configure_logging(settings)
+        profiles_from_configuration(settings.scheduler_configuration)
+        asyncio.run(serve(settings))
+    except (SettingsError, ConfigError) as exc:
+        print(f"podfit-server: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

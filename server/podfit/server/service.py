@@ -1,0 +1,115 @@
+"""The scheduling service: the cache, the engine and the decision memo behind every transport.
+
+Transports (gRPC, the extender's HTTP) convert their wire formats into the domain calls here and
+back; nothing below this module knows about a wire format.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from aiocache import Cache
+
+from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache, Upsert
+from podfit.server.engine import Decision, Engine
+from podfit.server.framework.profile import Profile
+from podfit.server.model import Kind, Pod
+from podfit.server.telemetry import Telemetry
+
+
+def pod_signature(pod: Pod) -> str:
+    """What a decision about ``pod`` depends on, minus its identity: identical replicas share it.
+
+    The uid stays in when pods are nominated somewhere, because nominated-pod filtering excludes the
+    pod itself by identity.
+    """
+    anonymous = dataclasses.replace(pod, name="", uid="", resource_version="", start_time=None)
+    return hashlib.blake2b(repr(anonymous).encode(), digest_size=16).hexdigest()
+
+
+class SchedulingService:
+    def __init__(
+        self,
+        profiles: Mapping[str, Profile],
+        *,
+        telemetry: Telemetry | None = None,
+        memo_ttl_seconds: float = 30.0,
+        memo_backend: str = "memory",
+        memo_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.cache = ClusterCache()
+        self.engine = Engine(self.cache, profiles)
+        self.telemetry = telemetry or Telemetry.disabled()
+        self._memo_ttl = memo_ttl_seconds
+        self._memo: Any = _make_memo(memo_backend, dict(memo_options or {})) if memo_ttl_seconds > 0 else None
+        self.telemetry.observe_cache(self.cache)
+
+    # -- updates ---------------------------------------------------------------------------------
+
+    def apply(self, changes: Iterable[Change]) -> BatchResult:
+        return self.cache.apply(changes)
+
+    def replace(self, kind: Kind, objects: Sequence[Upsert]) -> tuple[int, int, int, int]:
+        return self.cache.replace(kind, objects)
+
+    # -- decisions -------------------------------------------------------------------------------
+
+    async def decide(
+        self, pod: Pod, node_names: Sequence[str] = (), scheduler_name: str = "", *, score: bool = True
+    ) -> Decision:
+        """Filter (and score) at the current generation, memoised per (pod signature, generation).
+
+        kube-scheduler calls an extender's filter and then prioritize for the same pod, and replicas
+        of one workload ask the same question; both reuse the first answer while nothing changed.
+        """
+        generation = self.cache.generation
+        key = None
+        if self._memo is not None:
+            nominated = bool(self.cache.snapshot().nominated_pods)
+            signature = pod_signature(pod) + (pod.uid + pod.key if nominated else "")
+            key = f"{generation}:{scheduler_name}:{score}:{signature}:{','.join(node_names)}"
+            cached = await self._memo.get(key)
+            if cached is not None:
+                self.telemetry.memo_hit()
+                return dataclasses.replace(cached)
+        started = time.perf_counter()
+        decision, _, _ = self.engine.decide(pod, node_names, scheduler_name, score=score)
+        self.telemetry.decision_latency(time.perf_counter() - started, "decide")
+        if key is not None and self.cache.generation == generation:
+            await self._memo.set(key, decision, ttl=self._memo_ttl)
+        return decision
+
+    def assume(self, pod: Pod, node_name: str, source: bytes) -> int:
+        """Reserves ``pod`` on ``node_name`` as a bound pod so the next decision sees it; returns the
+        generation that holds the reservation."""
+        bound = dataclasses.replace(pod, node_name=node_name, nominated_node_name="")
+        return self.cache.apply([Upsert(Kind.POD, bound, source)]).generation
+
+    def preempt(self, pod: Pod, node_names: Sequence[str] = (), scheduler_name: str = "") -> tuple[Any, int]:
+        """DefaultPreemption's answer at the current generation: (result, generation)."""
+        started = time.perf_counter()
+        generation = self.cache.generation
+        result = self.engine.preempt(pod, node_names, scheduler_name)
+        self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
+        return result, generation
+
+    async def close(self) -> None:
+        if self._memo is not None:
+            await self._memo.close()
+
+
+def _make_memo(backend: str, options: dict[str, Any]) -> Any:
+    if backend == "memory":
+        return Cache(Cache.MEMORY, **options)
+    if backend in ("redis", "memcached"):
+        backend_class = Cache.REDIS if backend == "redis" else Cache.MEMCACHED
+        if backend_class is None:
+            raise ValueError(f"memo.backend: {backend!r} needs aiocache's {backend} extra installed")
+        from aiocache.serializers import PickleSerializer
+
+        return Cache(backend_class, serializer=PickleSerializer(), **options)
+    raise ValueError(f"memo.backend: {backend!r} must be memory, redis or memcached")

@@ -1,0 +1,170 @@
+"""Server settings: embedded defaults < the YAML file (--config) < environment variables < flags.
+
+The configuration file may hold several YAML documents: one ``kind: PodfitConfiguration`` with server
+settings and one ``kind: KubeSchedulerConfiguration`` with scheduling profiles; either may be absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+class SettingsError(ValueError):
+    """Invalid configuration: refused at start, with the field named."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    grpc_addr: str = "0.0.0.0:50051"
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    # TLS: serve TLS when cert and key are set; require client certificates (mTLS) when a CA is set too.
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_client_ca_file: str = ""
+    # Bearer-token auth: clients send "authorization: Bearer <token>"; the token is read from this file.
+    auth_token_file: str = ""
+    telemetry_exporter: str = "none"
+    memo_ttl_seconds: float = 30.0
+    memo_backend: str = "memory"
+    log_level: str = "INFO"
+    log_format: str = "json"
+    shutdown_grace_seconds: float = 10.0
+    # The KubeSchedulerConfiguration document, if any (validated by podfit.server.config).
+    scheduler_configuration: Mapping[str, Any] | None = field(default=None, compare=False)
+
+
+# setting name -> (YAML key in PodfitConfiguration, environment variable)
+_SOURCES = {
+    "grpc_addr": ("grpcAddr", "PODFIT_GRPC_ADDR"),
+    "max_message_bytes": ("maxMessageBytes", "PODFIT_MAX_MESSAGE_BYTES"),
+    "tls_cert_file": ("tls.certFile", "PODFIT_TLS_CERT_FILE"),
+    "tls_key_file": ("tls.keyFile", "PODFIT_TLS_KEY_FILE"),
+    "tls_client_ca_file": ("tls.clientCAFile", "PODFIT_TLS_CLIENT_CA_FILE"),
+    "auth_token_file": ("auth.tokenFile", "PODFIT_AUTH_TOKEN_FILE"),
+    "telemetry_exporter": ("telemetry.exporter", "PODFIT_TELEMETRY_EXPORTER"),
+    "memo_ttl_seconds": ("memo.ttlSeconds", "PODFIT_MEMO_TTL_SECONDS"),
+    "memo_backend": ("memo.backend", "PODFIT_MEMO_BACKEND"),
+    "log_level": ("log.level", "PODFIT_LOG_LEVEL"),
+    "log_format": ("log.format", "PODFIT_LOG_FORMAT"),
+    "shutdown_grace_seconds": ("shutdownGraceSeconds", "PODFIT_SHUTDOWN_GRACE_SECONDS"),
+}
+
+
+def _coerce(name: str, value: Any, where: str) -> Any:
+    target = {f.name: f for f in fields(Settings)}[name].type
+    try:
+        if target == "int":
+            if isinstance(value, bool):
+                raise ValueError
+            return int(value)
+        if target == "float":
+            return float(value)
+    except (TypeError, ValueError):
+        raise SettingsError(f"{where}: {value!r} is not a number") from None
+    if not isinstance(value, str):
+        raise SettingsError(f"{where}: must be a string")
+    return value
+
+
+def _lookup(doc: Mapping[str, Any], dotted: str) -> Any:
+    node: Any = doc
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def load_file(path: str) -> tuple[dict[str, Any], Mapping[str, Any] | None]:
+    """(PodfitConfiguration settings, KubeSchedulerConfiguration document) from a YAML file."""
+    try:
+        text = Path(path).read_text()
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except OSError as exc:
+        raise SettingsError(f"--config: cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise SettingsError(f"--config: {path} is not valid YAML: {exc}") from None
+    values: dict[str, Any] = {}
+    scheduler: Mapping[str, Any] | None = None
+    for i, doc in enumerate(documents):
+        if not isinstance(doc, Mapping):
+            raise SettingsError(f"{path}: document {i} must be a mapping")
+        kind = doc.get("kind")
+        if kind == "KubeSchedulerConfiguration":
+            scheduler = doc
+        elif kind == "PodfitConfiguration":
+            known = {key.split(".")[0] for key, _ in _SOURCES.values()} | {"apiVersion", "kind"}
+            unknown = sorted(set(doc) - known)
+            if unknown:
+                raise SettingsError(f"{path}: PodfitConfiguration.{unknown[0]}: unknown field")
+            for name, (key, _) in _SOURCES.items():
+                value = _lookup(doc, key)
+                if value is not None:
+                    values[name] = _coerce(name, value, f"PodfitConfiguration.{key}")
+        else:
+            raise SettingsError(
+                f"{path}: document {i}: kind must be PodfitConfiguration or KubeSchedulerConfiguration, not {kind!r}"
+            )
+    return values, scheduler
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="podfit-server",
+        description="Serve kube-scheduler-exact Filter/Score/Schedule/Preempt decisions over gRPC.",
+    )
+    parser.add_argument("--config", help="YAML file: PodfitConfiguration and/or KubeSchedulerConfiguration documents")
+    parser.add_argument("--grpc-addr", help="HOST:PORT to serve gRPC on (default 0.0.0.0:50051)")
+    parser.add_argument("--max-message-bytes", type=int, help="largest request/response accepted (default 64 MiB)")
+    parser.add_argument("--tls-cert-file", help="serve TLS with this PEM certificate chain")
+    parser.add_argument("--tls-key-file", help="PEM private key of --tls-cert-file")
+    parser.add_argument("--tls-client-ca-file", help="require client certificates signed by this CA (mTLS)")
+    parser.add_argument("--auth-token-file", help="require 'authorization: Bearer <token>' with the token in this file")
+    parser.add_argument("--telemetry-exporter", choices=["none", "console", "otlp"], help="OpenTelemetry exporter")
+    parser.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
+    return parser
+
+
+def resolve(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+    args = build_parser().parse_args(argv)
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    scheduler = None
+    config_path = args.config or environ.get("PODFIT_CONFIG")
+    if config_path:
+        values, scheduler = load_file(config_path)
+    for name, (_, env) in _SOURCES.items():
+        if env in environ and environ[env] != "":
+            values[name] = _coerce(name, environ[env], env)
+    for name in _SOURCES:
+        flag = getattr(args, name, None)
+        if flag is not None:
+            values[name] = flag
+    settings = replace(Settings(), **values, scheduler_configuration=scheduler)
+    validate(settings)
+    return settings
+
+
+def validate(settings: Settings) -> None:
+    if settings.max_message_bytes < 1024:
+        raise SettingsError("maxMessageBytes: must be at least 1024")
+    if bool(settings.tls_cert_file) != bool(settings.tls_key_file):
+        raise SettingsError("tls: certFile and keyFile must be set together")
+    if settings.tls_client_ca_file and not settings.tls_cert_file:
+        raise SettingsError("tls.clientCAFile: needs tls.certFile and tls.keyFile")
+    if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise SettingsError(f"log.level: {settings.log_level!r} must be DEBUG, INFO, WARNING or ERROR")
+    if settings.log_format not in ("json", "text"):
+        raise SettingsError(f"log.format: {settings.log_format!r} must be json or text")
+    host, sep, port = settings.grpc_addr.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise SettingsError(f"grpcAddr: {settings.grpc_addr!r} must be HOST:PORT")
