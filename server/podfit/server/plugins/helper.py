@@ -113,3 +113,25 @@ def find_untolerated_taint(
         if not any(t.tolerates(taint) for t in tolerations):
             return taint
     return None
+
+
+def default_normalize_score(max_priority: int, reverse: bool, scores: list[int]) -> None:
+    """Scales scores in place so the highest becomes max_priority (plugins/helper.DefaultNormalizeScore).
+
+    Integer arithmetic truncates toward zero as Go's does; with reverse, lower raw scores win and an
+    all-zero list becomes all max_priority.
+    """
+    max_count = max((s for s in scores if s > 0), default=0)
+    if max_count == 0:
+        if reverse:
+            scores[:] = [max_priority] * len(scores)
+        return
+    for i, score in enumerate(scores):
+        scaled = go_div(max_priority * score, max_count)
+        scores[i] = max_priority - scaled if reverse else scaled
+
+
+def go_div(a: int, b: int) -> int:
+    """Go's integer division: truncates toward zero (Python's // floors)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q

@@ -1,0 +1,97 @@
+"""ImageLocality: favours nodes that already hold the pod's images, weighted by image size and by how
+widely the image is spread (an image on every node gives no node an edge)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from podfit.server.cache.node_info import NodeInfo
+from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.interfaces import MAX_NODE_SCORE
+from podfit.server.framework.profile import IMAGE_LOCALITY
+from podfit.server.framework.status import Status
+from podfit.server.model import Pod
+from podfit.server.plugins.helper import go_div
+
+if TYPE_CHECKING:
+    from podfit.server.cache.snapshot import Snapshot
+
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+
+def normalized_image_name(name: str) -> str:
+    """Appends ":latest" only when the last path segment has no tag; digests and registries with ports
+    are left alone, and no "docker.io/library/" prefix is added."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def scaled_image_score(size_bytes: int, num_nodes: int, total_nodes: int) -> int:
+    spread = float(num_nodes) / float(total_nodes)
+    return int(float(size_bytes) * spread)
+
+
+def calculate_priority(sum_scores: int, num_containers: int) -> int:
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    if sum_scores < MIN_THRESHOLD:
+        sum_scores = MIN_THRESHOLD
+    elif sum_scores > max_threshold:
+        sum_scores = max_threshold
+    return go_div(MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    # Normalised image name -> (scaled score, containers using it), for images some node holds.
+    images: Mapping[str, tuple[int, int]]
+    num_containers: int
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+class ImageLocality:
+    """Upstream has no PreScore; this one never skips and only precomputes the per-image scores,
+    which need the snapshot's node count."""
+
+    name = IMAGE_LOCALITY
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
+        state.write(self.name, self._state(pod, snapshot))
+        return None
+
+    @staticmethod
+    def _state(pod: Pod, snapshot: Snapshot) -> _PreScoreState:
+        total_nodes = len(snapshot.node_infos)
+        images: dict[str, tuple[int, int]] = {}
+        for image in pod.images:
+            name = normalized_image_name(image)
+            summary = snapshot.images.get(name)
+            if summary is None or total_nodes == 0:
+                continue
+            score, count = images.get(name, (scaled_image_score(summary.size_bytes, summary.num_nodes, total_nodes), 0))
+            images[name] = (score, count + 1)
+        return _PreScoreState(images, len(pod.images))
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        pre = state.get(self.name)
+        if not isinstance(pre, _PreScoreState):
+            # PreScore disabled: without the snapshot the spread is unknown.
+            return 0
+        wanted = pre.images
+        total = 0
+        if wanted:
+            present = {name for image in node_info.node.images for name in image.names if name in wanted}
+            for name in present:
+                score, count = wanted[name]
+                total += score * count
+        return calculate_priority(total, pre.num_containers)
+
+
+def new(args: Mapping[str, Any]) -> ImageLocality:
+    return ImageLocality()

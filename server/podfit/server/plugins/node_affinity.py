@@ -1,0 +1,211 @@
+"""NodeAffinity: nodeSelector and required node affinity filter nodes, preferred terms score them.
+
+The plugin's ``addedAffinity`` argument is ANDed with every pod's own affinity: its required selector
+rejects nodes before the pod's rules are looked at, its preferred terms add to every node's score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from podfit.server.cache.node_info import NodeInfo
+from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.interfaces import MAX_NODE_SCORE, PreFilterResult
+from podfit.server.framework.profile import NODE_AFFINITY
+from podfit.server.framework.status import SKIP, Status, unresolvable
+from podfit.server.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm
+from podfit.server.plugins.helper import (
+    NODE_NAME_FIELD,
+    default_normalize_score,
+    required_node_affinity_matches,
+    term_matches,
+    term_valid,
+    terms_match,
+)
+
+if TYPE_CHECKING:
+    from podfit.server.cache.snapshot import Snapshot
+
+REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+REASON_CONFLICT = "pod affinity terms conflict"
+
+_ARGS = "NodeAffinityArgs"
+_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def _effective_preferred(terms: Sequence[PreferredSchedulingTerm]) -> tuple[PreferredSchedulingTerm, ...]:
+    """Upstream drops zero-weight terms and empty preferences before scoring."""
+    return tuple(t for t in terms if t.weight != 0 and (t.preference.match_expressions or t.preference.match_fields))
+
+
+def _preferred_score(terms: Sequence[PreferredSchedulingTerm], node: Node) -> int:
+    return sum(t.weight for t in terms if term_matches(t.preference, node))
+
+
+def _node_names_from_fields(terms: Sequence[NodeSelectorTerm]) -> set[str] | None:
+    """The nodes that ``matchFields metadata.name In`` allows, or None when some term allows every node.
+
+    Terms are ORed (union), requirements within a term ANDed (intersection); like upstream this reads
+    the values of every such requirement, valid or not.
+    """
+    names: set[str] | None = None
+    for term in terms:
+        term_names: set[str] | None = None
+        for req in term.match_fields:
+            if req.key == NODE_NAME_FIELD and req.operator == "In":
+                values = set(req.values)
+                term_names = values if term_names is None else term_names & values
+        if term_names is None:
+            return None
+        names = term_names if names is None else names | term_names
+    return names
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    preferred: tuple[PreferredSchedulingTerm, ...]
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+class NodeAffinity:
+    name = NODE_AFFINITY
+
+    def __init__(
+        self,
+        added_required: tuple[NodeSelectorTerm, ...] | None = None,
+        added_preferred: tuple[PreferredSchedulingTerm, ...] | None = None,
+    ) -> None:
+        # None = no added selector; an empty tuple is a selector that matches no node.
+        self.added_required = added_required
+        # None when addedAffinity has no preferred terms (then PreScore may skip).
+        self.added_preferred = added_preferred
+
+    def _added_matches(self, node: Node) -> bool:
+        if self.added_required is None:
+            return True
+        # Empty terms are dropped by upstream's NodeSelector; term_matches never matches them either.
+        return terms_match(self.added_required, node)
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        required = pod.required_node_affinity
+        if required is None and self.added_required is None and not pod.node_selector:
+            return None, SKIP
+        if not required:
+            return None, None
+        names = _node_names_from_fields(required)
+        if names is None:
+            return None, None
+        if not names:
+            return None, unresolvable(REASON_CONFLICT)
+        return PreFilterResult(frozenset(names)), None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if not self._added_matches(node):
+            return unresolvable(REASON_ENFORCED)
+        if not required_node_affinity_matches(pod, node):
+            return unresolvable(REASON_POD)
+        return None
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
+        # The model cannot tell an absent preferred list from an empty one; both skip here.
+        if not pod.preferred_node_affinity and self.added_preferred is None:
+            return SKIP
+        state.write(self.name, _PreScoreState(_effective_preferred(pod.preferred_node_affinity)))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        """The summed weights of the matching preferred terms, the pod's and the added ones."""
+        node = node_info.node
+        total = 0
+        if self.added_preferred is not None:
+            total += _preferred_score(self.added_preferred, node)
+        pre = state.get(self.name)
+        preferred = (
+            pre.preferred if isinstance(pre, _PreScoreState) else _effective_preferred(pod.preferred_node_affinity)
+        )
+        return total + _preferred_score(preferred, node)
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
+        default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+
+# -- arguments -----------------------------------------------------------------------------------
+
+
+def _mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{path}: must be an object")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"{path}: must be a list")
+    return list(value)
+
+
+def _requirements(value: Any, path: str, fields: bool) -> tuple[NodeSelectorRequirement, ...]:
+    result = []
+    for i, item in enumerate(_list(value, path)):
+        where = f"{path}[{i}]"
+        req = _mapping(item, where)
+        key, operator, values = req.get("key", ""), req.get("operator", ""), _list(req.get("values"), f"{where}.values")
+        if not isinstance(key, str) or not isinstance(operator, str) or not all(isinstance(v, str) for v in values):
+            raise ValueError(f"{where}: key, operator and values must be strings")
+        allowed = ("In", "NotIn") if fields else _OPERATORS
+        if operator not in allowed:
+            raise ValueError(
+                f"{where}.operator: Unsupported value: {operator!r}: supported values: {', '.join(allowed)}"
+            )
+        result.append(NodeSelectorRequirement(key=key, operator=operator, values=tuple(values)))
+    return tuple(result)
+
+
+def _term(value: Any, path: str) -> NodeSelectorTerm:
+    data = _mapping(value, path)
+    term = NodeSelectorTerm(
+        match_expressions=_requirements(data.get("matchExpressions"), f"{path}.matchExpressions", fields=False),
+        match_fields=_requirements(data.get("matchFields"), f"{path}.matchFields", fields=True),
+    )
+    if (term.match_expressions or term.match_fields) and not term_valid(term):
+        raise ValueError(f"{path}: invalid requirement values for their operator")
+    return term
+
+
+def new(args: Mapping[str, Any]) -> NodeAffinity:
+    added = args.get("addedAffinity")
+    if added is None:
+        return NodeAffinity()
+    path = f"{_ARGS}.addedAffinity"
+    added = _mapping(added, path)
+    added_required: tuple[NodeSelectorTerm, ...] | None = None
+    required = added.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is not None:
+        where = f"{path}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+        raw_terms = _list(_mapping(required, where).get("nodeSelectorTerms"), where)
+        added_required = tuple(_term(t, f"{where}[{i}]") for i, t in enumerate(raw_terms))
+    added_preferred: tuple[PreferredSchedulingTerm, ...] | None = None
+    where = f"{path}.preferredDuringSchedulingIgnoredDuringExecution"
+    raw_preferred = _list(added.get("preferredDuringSchedulingIgnoredDuringExecution"), where)
+    if raw_preferred:
+        terms = []
+        for i, item in enumerate(raw_preferred):
+            data = _mapping(item, f"{where}[{i}]")
+            weight = data.get("weight", 0)
+            if isinstance(weight, bool) or not isinstance(weight, int):
+                raise ValueError(f"{where}[{i}].weight: must be an integer")
+            terms.append(PreferredSchedulingTerm(weight, _term(data.get("preference"), f"{where}[{i}].preference")))
+        added_preferred = _effective_preferred(terms)
+    return NodeAffinity(added_required, added_preferred)

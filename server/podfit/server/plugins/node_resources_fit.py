@@ -1,0 +1,459 @@
+"""NodeResourcesFit: the pod's requests must fit in the node's free allocatable; nodes are scored by a
+resource-allocation strategy (LeastAllocated, MostAllocated or RequestedToCapacityRatio).
+
+The resource-allocation scorer here is shared with NodeResourcesBalancedAllocation, as upstream's
+``noderesources`` package shares it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from podfit.server.cache.node_info import NodeInfo
+from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.interfaces import MAX_NODE_SCORE, PreFilterResult
+from podfit.server.framework.profile import NODE_RESOURCES_FIT
+from podfit.server.framework.status import Code, Status
+from podfit.server.model import Pod
+from podfit.server.model.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from podfit.server.plugins.helper import go_div
+
+if TYPE_CHECKING:
+    from podfit.server.cache.snapshot import Snapshot
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+# Shape scores are 0..10 in the configuration and scaled to node scores.
+MAX_CUSTOM_PRIORITY_SCORE = 10
+_MAX_UTILIZATION = 100
+
+REASON_TOO_MANY_PODS = "Too many pods"
+_ARGS = "NodeResourcesFitArgs"
+
+# -- resource names (core/v1 helper) ---------------------------------------------------------------
+
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def is_qualified_name(value: str) -> bool:
+    """apimachinery's IsQualifiedName: an optional DNS subdomain prefix, '/', and a name of at most 63 characters."""
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+            return False
+    else:
+        return False
+    return 0 < len(name) <= 63 and _QUALIFIED_NAME.fullmatch(name) is not None
+
+
+def _is_prefixed_native(name: str) -> bool:
+    return "kubernetes.io/" in name
+
+
+@functools.lru_cache(maxsize=1024)
+def is_extended_resource(name: str) -> bool:
+    """A resource outside the kubernetes.io namespace with a valid quota name (IsExtendedResourceName)."""
+    if "/" not in name or _is_prefixed_native(name) or name.startswith("requests."):
+        return False
+    return is_qualified_name("requests." + name)
+
+
+@functools.lru_cache(maxsize=1024)
+def is_scalar_resource(name: str) -> bool:
+    """Resources the scheduler tracks besides cpu, memory, ephemeral-storage and pods (IsScalarResourceName)."""
+    return (
+        is_extended_resource(name)
+        or name.startswith("hugepages-")
+        or _is_prefixed_native(name)
+        or name.startswith("attachable-volumes-")
+    )
+
+
+# -- the shared resource-allocation scorer ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    name: str
+    weight: int
+
+
+DEFAULT_RESOURCES = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+
+# requested per resource, allocatable per resource -> node score
+Scorer = Callable[[list[int], list[int]], int]
+
+
+class ResourceAllocationScorer:
+    """Scores a node from (requested, allocatable) pairs of the configured resources.
+
+    ``use_requested`` selects the pods' real requests; otherwise cpu and memory use the "non-zero"
+    requests, where a container without a request counts as 100m / 200Mi.
+    """
+
+    __slots__ = ("resources", "scorer", "use_requested")
+
+    def __init__(self, resources: Sequence[ResourceSpec], scorer: Scorer, use_requested: bool) -> None:
+        self.resources = tuple(resources)
+        self.scorer = scorer
+        self.use_requested = use_requested
+
+    def pod_requests(self, pod: Pod) -> tuple[int, ...]:
+        result = []
+        for spec in self.resources:
+            if not self.use_requested and spec.name == CPU:
+                result.append(pod.non_zero_cpu)
+            elif not self.use_requested and spec.name == MEMORY:
+                result.append(pod.non_zero_memory)
+            else:
+                result.append(pod.requests.get(spec.name, 0))
+        return tuple(result)
+
+    def _allocatable_and_requested(self, node_info: NodeInfo, resource: str, pod_request: int) -> tuple[int, int]:
+        scalar = is_scalar_resource(resource)
+        if pod_request == 0 and scalar:
+            return 0, 0
+        allocatable = node_info.allocatable
+        if resource in (CPU, MEMORY):
+            used = (
+                node_info.requested_amount(resource) if self.use_requested else node_info.non_zero_requested(resource)
+            )
+            return allocatable.get(resource, 0), used + pod_request
+        if resource == EPHEMERAL_STORAGE:
+            return allocatable.get(resource, 0), node_info.requested_amount(resource) + pod_request
+        if scalar and resource in allocatable:
+            return allocatable[resource], node_info.requested_amount(resource) + pod_request
+        return 0, 0
+
+    def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
+        n = len(self.resources)
+        requested = [0] * n
+        allocatable = [0] * n
+        for i, spec in enumerate(self.resources):
+            alloc, req = self._allocatable_and_requested(node_info, spec.name, pod_requests[i])
+            if alloc == 0:
+                continue
+            allocatable[i] = alloc
+            requested[i] = req
+        return self.scorer(requested, allocatable)
+
+
+def _weighted_average(resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]) -> Scorer:
+    def score(requested: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, capacity in enumerate(allocatable):
+            if capacity == 0:
+                continue
+            weight = resources[i].weight
+            node_score += per_resource(requested[i], capacity) * weight
+            weight_sum += weight
+        return 0 if weight_sum == 0 else go_div(node_score, weight_sum)
+
+    return score
+
+
+def _least_requested(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
+
+
+def _most_requested(requested: int, capacity: int) -> int:
+    if capacity == 0:
+        return 0
+    return go_div(min(requested, capacity) * MAX_NODE_SCORE, capacity)
+
+
+def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
+    """Piecewise-linear interpolation over (utilization, score) points, flat outside them."""
+
+    def value(p: int) -> int:
+        for i, (utilization, score) in enumerate(shape):
+            if p <= utilization:
+                if i == 0:
+                    return score
+                prev_u, prev_s = shape[i - 1]
+                return prev_s + go_div((score - prev_s) * (p - prev_u), utilization - prev_u)
+        return shape[-1][1]
+
+    return value
+
+
+def go_round(x: float) -> int:
+    """Go's math.Round: halves round away from zero."""
+    t = math.trunc(x)
+    if abs(x - t) >= 0.5:
+        t += 1 if x > 0 else -1
+    return t
+
+
+def _requested_to_capacity_ratio(resources: Sequence[ResourceSpec], shape: Sequence[tuple[int, int]]) -> Scorer:
+    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
+    raw = broken_linear([(u, s * scale) for u, s in shape])
+
+    def per_resource(requested: int, capacity: int) -> int:
+        if capacity == 0 or requested > capacity:
+            return raw(_MAX_UTILIZATION)
+        return raw(go_div(requested * _MAX_UTILIZATION, capacity))
+
+    def score(requested: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, capacity in enumerate(allocatable):
+            if capacity == 0:
+                continue
+            weight = resources[i].weight
+            resource_score = per_resource(requested[i], capacity)
+            # Resources scoring 0 do not count towards the average.
+            if resource_score > 0:
+                node_score += resource_score * weight
+                weight_sum += weight
+        return 0 if weight_sum == 0 else go_round(float(node_score) / float(weight_sum))
+
+    return score
+
+
+# -- the plugin ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _PodResource:
+    """The requests Filter compares: scalar resources in a fixed order (upstream iterates a map)."""
+
+    milli_cpu: int
+    memory: int
+    ephemeral_storage: int
+    scalars: tuple[tuple[str, int], ...]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.milli_cpu or self.memory or self.ephemeral_storage or self.scalars)
+
+    def clone(self) -> _PodResource:
+        return self
+
+
+def pod_resource(pod: Pod) -> _PodResource:
+    requests = pod.requests
+    return _PodResource(
+        milli_cpu=requests.get(CPU, 0),
+        memory=requests.get(MEMORY, 0),
+        ephemeral_storage=requests.get(EPHEMERAL_STORAGE, 0),
+        scalars=tuple(sorted((name, amount) for name, amount in requests.items() if is_scalar_resource(name))),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    pod_requests: tuple[int, ...]
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+class NodeResourcesFit:
+    name = NODE_RESOURCES_FIT
+    _pre_filter_key = "PreFilter" + NODE_RESOURCES_FIT
+    _pre_score_key = "PreScore" + NODE_RESOURCES_FIT
+
+    def __init__(
+        self,
+        scorer: ResourceAllocationScorer,
+        ignored_resources: frozenset[str] = frozenset(),
+        ignored_resource_groups: frozenset[str] = frozenset(),
+    ) -> None:
+        self.scorer = scorer
+        self.ignored_resources = ignored_resources
+        self.ignored_resource_groups = ignored_resource_groups
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        # Never skips: even a pod requesting nothing must respect the node's pod count.
+        state.write(self._pre_filter_key, pod_resource(pod))
+        return None, None
+
+    def _ignored(self, name: str) -> bool:
+        if not is_extended_resource(name):
+            return False
+        if name in self.ignored_resources:
+            return True
+        return bool(self.ignored_resource_groups) and name.split("/")[0] in self.ignored_resource_groups
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """Reasons in upstream's order; UnschedulableAndUnresolvable as soon as one request exceeds the
+        node's whole allocatable (no preemption can help), Unschedulable otherwise."""
+        request = state.get(self._pre_filter_key)
+        if not isinstance(request, _PodResource):
+            request = pod_resource(pod)
+        allocatable = node_info.allocatable
+        reasons: list[str] = []
+        unresolvable = False
+        if len(node_info.pods) + 1 > allocatable.get(PODS, 0):
+            reasons.append(REASON_TOO_MANY_PODS)
+        if not request.empty:
+            for name, amount in (
+                (CPU, request.milli_cpu),
+                (MEMORY, request.memory),
+                (EPHEMERAL_STORAGE, request.ephemeral_storage),
+            ):
+                if amount > 0:
+                    capacity = allocatable.get(name, 0)
+                    if amount > capacity - node_info.requested_amount(name):
+                        reasons.append(f"Insufficient {name}")
+                        unresolvable = unresolvable or amount > capacity
+            for name, amount in request.scalars:
+                if amount == 0 or self._ignored(name):
+                    continue
+                capacity = allocatable.get(name, 0)
+                if amount > capacity - node_info.requested_amount(name):
+                    reasons.append(f"Insufficient {name}")
+                    unresolvable = unresolvable or amount > capacity
+        if not reasons:
+            return None
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE, tuple(reasons))
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
+        state.write(self._pre_score_key, _PreScoreState(self.scorer.pod_requests(pod)))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        pre = state.get(self._pre_score_key)
+        requests = pre.pod_requests if isinstance(pre, _PreScoreState) else self.scorer.pod_requests(pod)
+        return self.scorer.score(node_info, requests)
+
+
+# -- arguments -------------------------------------------------------------------------------------
+
+
+def check_fields(data: Mapping[str, Any], path: str, known: Sequence[str]) -> None:
+    """Strict decoding, as kube-scheduler's configuration loader does (apiVersion/kind are allowed)."""
+    for key in data:
+        if key not in known and key not in ("apiVersion", "kind"):
+            raise ValueError(f'{path}: unknown field "{key}"')
+
+
+def as_mapping(value: Any, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{path}: must be an object")
+    return value
+
+
+def as_list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"{path}: must be a list")
+    return list(value)
+
+
+def as_int(value: Any, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{path}: must be an integer, not {value!r}")
+    return value
+
+
+def parse_resources(value: Any, path: str) -> list[ResourceSpec]:
+    """ResourceSpecs with upstream's defaulting: a missing or zero weight means 1."""
+    specs = []
+    for i, item in enumerate(as_list(value, path)):
+        where = f"{path}[{i}]"
+        data = as_mapping(item, where)
+        check_fields(data, where, ("name", "weight"))
+        name = data.get("name", "")
+        if not isinstance(name, str):
+            raise ValueError(f"{where}.name: must be a string")
+        weight = as_int(data.get("weight", 0), f"{where}.weight")
+        specs.append(ResourceSpec(name, weight or 1))
+    return specs
+
+
+def _parse_shape(value: Any, path: str) -> list[tuple[int, int]]:
+    points = []
+    for i, item in enumerate(as_list(value, path)):
+        data = as_mapping(item, f"{path}[{i}]")
+        check_fields(data, f"{path}[{i}]", ("utilization", "score"))
+        points.append(
+            (
+                as_int(data.get("utilization", 0), f"{path}[{i}].utilization"),
+                as_int(data.get("score", 0), f"{path}[{i}].score"),
+            )
+        )
+    if not points:
+        raise ValueError(f"{path}: Required value: at least one point must be specified")
+    for i in range(1, len(points)):
+        if points[i - 1][0] >= points[i][0]:
+            raise ValueError(
+                f"{path}[{i}].utilization: Invalid value: {points[i][0]}: values must be sorted in increasing order"
+            )
+    for i, (utilization, score) in enumerate(points):
+        if not 0 <= utilization <= _MAX_UTILIZATION:
+            raise ValueError(f"{path}[{i}].utilization: Invalid value: {utilization}: not in valid range [0, 100]")
+        if not 0 <= score <= MAX_CUSTOM_PRIORITY_SCORE:
+            raise ValueError(f"{path}[{i}].score: Invalid value: {score}: not in valid range [0, 10]")
+    return points
+
+
+def _parse_names(value: Any, path: str, groups: bool) -> frozenset[str]:
+    names = []
+    for i, item in enumerate(as_list(value, path)):
+        if not isinstance(item, str):
+            raise ValueError(f"{path}[{i}]: must be a string")
+        if groups and "/" in item:
+            raise ValueError(f"{path}[{i}]: Invalid value: {item!r}: resource group name can't contain '/'")
+        if not is_qualified_name(item):
+            raise ValueError(f"{path}[{i}]: Invalid value: {item!r}: must be a qualified name")
+        names.append(item)
+    return frozenset(names)
+
+
+def new(args: Mapping[str, Any]) -> NodeResourcesFit:
+    check_fields(args, _ARGS, ("ignoredResources", "ignoredResourceGroups", "scoringStrategy"))
+    ignored = _parse_names(args.get("ignoredResources"), f"{_ARGS}.ignoredResources", groups=False)
+    groups = _parse_names(args.get("ignoredResourceGroups"), f"{_ARGS}.ignoredResourceGroups", groups=True)
+    path = f"{_ARGS}.scoringStrategy"
+    strategy = args.get("scoringStrategy")
+    if strategy is None:
+        kind, resources, shape = LEAST_ALLOCATED, list(DEFAULT_RESOURCES), None
+    else:
+        data = as_mapping(strategy, path)
+        check_fields(data, path, ("type", "resources", "requestedToCapacityRatio"))
+        kind = data.get("type", "")
+        if kind not in _STRATEGIES:
+            raise ValueError(f'{path}.type: Unsupported value: "{kind}": supported values: {", ".join(_STRATEGIES)}')
+        resources = parse_resources(data.get("resources"), f"{path}.resources") or list(DEFAULT_RESOURCES)
+        for i, spec in enumerate(resources):
+            if not 0 < spec.weight <= 100:
+                raise ValueError(
+                    f"{path}.resources[{i}].weight: Invalid value: {spec.weight}: "
+                    f"resource weight of {spec.name} not in valid range (0, 100]"
+                )
+        shape = None
+        ratio = data.get("requestedToCapacityRatio")
+        if ratio is not None:
+            ratio_path = f"{path}.requestedToCapacityRatio"
+            ratio_data = as_mapping(ratio, ratio_path)
+            check_fields(ratio_data, ratio_path, ("shape",))
+            shape = _parse_shape(ratio_data.get("shape"), f"{ratio_path}.shape")
+    scorer: Scorer
+    if kind == LEAST_ALLOCATED:
+        scorer = _weighted_average(resources, _least_requested)
+    elif kind == MOST_ALLOCATED:
+        scorer = _weighted_average(resources, _most_requested)
+    else:
+        if shape is None:
+            raise ValueError(f"{path}.requestedToCapacityRatio.shape: Required value: needed by {kind}")
+        scorer = _requested_to_capacity_ratio(resources, shape)
+    return NodeResourcesFit(ResourceAllocationScorer(resources, scorer, use_requested=False), ignored, groups)

@@ -1,0 +1,145 @@
+"""NodeResourcesBalancedAllocation: 100 x (1 - std-dev of requested/allocatable fractions), real requests."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.status import SKIP, Status
+from podfit.server.plugins import node_resources_balanced_allocation as balanced
+
+from tests.builders import PodBuilder, make_cache, make_node, make_pod, node_info
+
+GPU = "example.com/gpu"
+NODE = make_node("node").allocatable(
+    {"cpu": "1", "memory": "1000Mi", "ephemeral-storage": "1000", "pods": "110", GPU: "4"}
+)
+
+
+def resources(*names: str) -> dict[str, Any]:
+    return {"resources": [{"name": n, "weight": 1} for n in names]}
+
+
+def score(args: dict[str, Any], pod: PodBuilder, *on_node: PodBuilder) -> int | Status:
+    plugin = balanced.new(args)
+    state = CycleState()
+    info = node_info(NODE, *on_node)
+    status = plugin.pre_score(state, pod.obj(), [info], make_cache().snapshot())
+    if status is not None:
+        return status
+    return plugin.score(state, pod.obj(), info)
+
+
+@pytest.mark.parametrize(
+    ("args", "pod", "on_node", "want"),
+    [
+        pytest.param({}, make_pod().container(), [], SKIP, id="PreScore skips a pod that requests nothing"),
+        pytest.param(
+            {},
+            make_pod().container({GPU: "1"}),
+            [],
+            SKIP,
+            id="PreScore skips a pod requesting only resources outside the configured set",
+        ),
+        pytest.param(
+            {}, make_pod().req(cpu="500m", memory="500Mi"), [], 100, id="equal cpu and memory shares score 100"
+        ),
+        pytest.param(
+            {},
+            make_pod().req(cpu="250m", memory="750Mi"),
+            [],
+            75,
+            id="two resources score 100 times one minus half their difference",
+        ),
+        pytest.param({}, make_pod().req(cpu="2", memory="500Mi"), [], 75, id="a share above 1 counts as 1"),
+        pytest.param(
+            {},
+            make_pod().req(memory="666Mi"),
+            [],
+            66,
+            id="a missing cpu request counts as zero and the result is truncated",
+        ),
+        pytest.param(
+            {},
+            make_pod().req(cpu="500m", memory="500Mi"),
+            [make_pod("a").node("node").container()],
+            100,
+            id="existing pods without requests add nothing",
+        ),
+        pytest.param(
+            {},
+            make_pod().req(cpu="250m", memory="250Mi"),
+            [make_pod("a").node("node").req(cpu="250m", memory="500Mi")],
+            87,
+            id="existing requests add to the pod's",
+        ),
+        pytest.param(
+            resources("cpu", "memory", "ephemeral-storage"),
+            make_pod().req(cpu="500m", memory="500Mi", ephemeral_storage="200"),
+            [],
+            85,
+            id="three or more resources use the population standard deviation",
+        ),
+        pytest.param(
+            resources("cpu", "memory", GPU),
+            make_pod().container({"cpu": "500m", "memory": "500Mi", GPU: "1"}),
+            [],
+            88,
+            id="a requested extended resource takes part",
+        ),
+        pytest.param(
+            resources("cpu", "memory", GPU),
+            make_pod().req(cpu="500m", memory="500Mi"),
+            [],
+            100,
+            id="an extended resource the pod does not request is left out",
+        ),
+        pytest.param(
+            resources("cpu", "memory", "example.com/fpga"),
+            make_pod().container({"cpu": "500m", "memory": "500Mi", "example.com/fpga": "1"}),
+            [],
+            100,
+            id="a resource the node does not offer is left out",
+        ),
+        pytest.param(
+            resources("cpu"),
+            make_pod().req(cpu="300m", memory="900Mi"),
+            [],
+            100,
+            id="a single resource always scores 100",
+        ),
+    ],
+)
+def test_score(args: dict[str, Any], pod: PodBuilder, on_node: list[PodBuilder], want: int | Status) -> None:
+    assert score(args, pod, *on_node) == want
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            {"resources": [{"name": "cpu", "weight": 2}]},
+            "NodeResourcesBalancedAllocationArgs.resources[0].weight",
+            id="a weight other than 1 is rejected",
+        ),
+        pytest.param(
+            resources("cpu", "cpu"),
+            "NodeResourcesBalancedAllocationArgs.resources[1].name: Duplicate value",
+            id="a resource named twice is rejected",
+        ),
+        pytest.param(
+            {"resource": []}, "NodeResourcesBalancedAllocationArgs: unknown field", id="unknown fields are rejected"
+        ),
+    ],
+)
+def test_invalid_args(args: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        balanced.new(args)
+
+
+def test_zero_weight_defaults_to_one() -> None:
+    """Upstream defaulting turns a zero weight into 1 before validation requires exactly 1."""
+    plugin = balanced.new({"resources": [{"name": "cpu", "weight": 0}, {"name": "memory"}]})
+    assert [(r.name, r.weight) for r in plugin.scorer.resources] == [("cpu", 1), ("memory", 1)]
