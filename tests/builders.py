@@ -105,7 +105,14 @@ class PodBuilder:
         self.spec.setdefault("tolerations", []).append({k: v for k, v in t.items() if v})
         return self
 
-    def spread(self, max_skew: int, key: str, when: str = "DoNotSchedule", selector: Mapping[str, Any] | None = None, **extra: Any) -> PodBuilder:
+    def spread(
+        self,
+        max_skew: int,
+        key: str,
+        when: str = "DoNotSchedule",
+        selector: Mapping[str, Any] | None = None,
+        **extra: Any,
+    ) -> PodBuilder:
         c: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when}
         if selector is not None:
             c["labelSelector"] = copy.deepcopy(selector)
@@ -229,3 +236,26 @@ def make_cache(*objects: PodBuilder | NodeBuilder | tuple[Kind, Mapping[str, Any
             changes.append(Upsert(kind, object_from_k8s(kind, data, kind.value)))
     cache.apply(changes)
     return cache
+
+
+def make_pdb(
+    name: str,
+    selector: Mapping[str, Any] | None,
+    disruptions_allowed: int,
+    namespace: str = "default",
+    min_available: int | None = None,
+) -> tuple[Kind, dict[str, Any]]:
+    """A policy/v1 PodDisruptionBudget for ``make_cache``; ``selector`` is a LabelSelector (None = absent)."""
+    spec: dict[str, Any] = {}
+    if selector is not None:
+        spec["selector"] = copy.deepcopy(dict(selector))
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    data = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+        "status": {"disruptionsAllowed": disruptions_allowed},
+    }
+    return Kind.POD_DISRUPTION_BUDGET, data

@@ -71,5 +71,16 @@ def evaluate_case(case: Mapping[str, Any]) -> dict[str, Any]:
     cache = cache_from_case(case)
     engine = Engine(cache, {"default-scheduler": default_profile()})
     pod = pod_from_k8s(case["pod"])
-    decision, _, _ = engine.decide(pod)
-    return decision_to_expect(decision)
+    snapshot = cache.snapshot()
+    decision, _, _ = engine.decide(pod, snapshot=snapshot)
+    answer = decision_to_expect(decision)
+    answer["postfilter"] = ""
+    if not decision.gated and not decision.best:
+        result = engine.preempt(pod, snapshot=snapshot)
+        answer["preemption"] = {
+            "node": result.nominated_node,
+            "victims": sorted(v.key for v in result.victims),
+            "node_ties": list(result.node_ties),
+        }
+        answer["postfilter"] = result.postfilter
+    return answer

@@ -13,10 +13,14 @@ from podfit.server.cache.cluster_cache import ClusterCache
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.profile import Profile
+from podfit.server.framework.profile import DEFAULT_PREEMPTION, Profile
 from podfit.server.framework.runtime import FilterOutcome, Framework, NodeScores
 from podfit.server.framework.status import Status
 from podfit.server.model import Pod, ValidationError
+from podfit.server.plugins.default_preemption import DefaultPreemption, PreemptionResult
+
+# PostFilter did not run: the pod is gated, some node fits, or the cluster has no nodes.
+NO_POST_FILTER = PreemptionResult("", (), 0, (), "", "")
 
 
 class UnknownProfileError(LookupError):
@@ -108,3 +112,19 @@ class Engine:
             top = scores[0].total
             decision.best = sorted(s.node_name for s in scores if s.total == top)
         return decision, state, outcome
+
+    def preempt(
+        self, pod: Pod, node_names: Sequence[str] = (), scheduler_name: str = "", *, snapshot: Snapshot | None = None
+    ) -> PreemptionResult:
+        """Filters without scoring and, when no node fits, runs DefaultPreemption's PostFilter."""
+        framework = self.framework_for(pod, scheduler_name)
+        snapshot = snapshot or self.cache.snapshot()
+        _, state, outcome = self.decide(pod, node_names, scheduler_name, score=False, snapshot=snapshot)
+        if outcome is None or outcome.feasible:
+            return NO_POST_FILTER
+        plugin = next((p for p in framework.profile.post_filter if p.name == DEFAULT_PREEMPTION), None)
+        if not isinstance(plugin, DefaultPreemption):
+            return NO_POST_FILTER
+        return plugin.post_filter(
+            state, pod, snapshot, framework, outcome.statuses, pre_filter_status=outcome.pre_filter_status
+        )

@@ -1,0 +1,383 @@
+"""DefaultPreemption: when no node fits, find the node where evicting the fewest, least important
+lower-priority pods makes room (kube-scheduler v1.35's PostFilter and preemption Evaluator).
+
+Differences from one live attempt, by design: every Unschedulable node is dry-run (upstream samples
+``max(minCandidateNodesAbsolute, minCandidateNodesPercentage% of them)`` from a random offset), and the
+answer lists every node tied under the ranking (upstream picks one in map order). Nothing is evicted.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from podfit.server.cache.node_info import NodeInfo
+from podfit.server.cache.snapshot import Snapshot
+from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.profile import DEFAULT_PREEMPTION, DYNAMIC_RESOURCES
+from podfit.server.framework.runtime import Framework
+from podfit.server.framework.status import Code, Status, unresolvable
+from podfit.server.model import LabelSelector, Pod, PodDisruptionBudget, ValidationError
+
+REASON_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
+REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+# DynamicResources' PostFilter runs first; for a pod without resource claims it always rejects with
+# this reason, and the framework joins the reasons of every rejecting PostFilter plugin.
+REASON_DRA_NO_CLAIMS = "no new claims to deallocate"
+# What DynamicResources' PostFilter reports when its PreFilter never ran (an earlier PreFilter plugin
+# rejected the pod as UnschedulableAndUnresolvable): reading its cycle state fails, an Error that ends
+# the PostFilter phase before DefaultPreemption runs.
+REASON_DRA_STATE_MISSING = "not found"
+
+DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
+DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
+# Upstream adds MaxInt32+1 to every victim priority before summing, so that negative priorities do
+# not make a node with more victims look cheaper.
+_PRIORITY_OFFSET = 2**31
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionResult:
+    """The PostFilter answer. ``code``/``message`` are the combined PostFilter status (all plugins),
+    ``code`` is "" when PostFilter does not run at all (a cluster without nodes)."""
+
+    nominated_node: str
+    victims: tuple[Pod, ...]
+    num_pdb_violations: int
+    node_ties: tuple[str, ...]
+    message: str
+    code: str
+
+    @property
+    def postfilter(self) -> str:
+        """``"<code>: <message>"`` as the conformance corpora record it; "" when PostFilter did not run."""
+        return f"{self.code}: {self.message}" if self.code else ""
+
+
+# A candidate's place in upstream's ranking, smaller is better: PDB violations, highest victim priority,
+# offset priority sum, number of victims, and the negated earliest start among the highest-priority victims.
+_Rank = tuple[int, int, int, int, float]
+# The dry run gave up on a node once its victims so far ranked it below a candidate already found.
+_OUTRANKED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("outranked by another candidate",))
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    node_name: str
+    # Most important first (victims[0] has the highest priority).
+    victims: tuple[Pod, ...]
+    num_pdb_violations: int
+
+    def rank(self, now: float) -> _Rank:
+        victims = self.victims
+        top = victims[0].priority
+        # A pod without a start time counts as starting now (upstream's GetPodStartTime).
+        earliest = min(now if p.start_time is None else p.start_time for p in victims if p.priority == top)
+        return (
+            self.num_pdb_violations,
+            top,
+            sum(p.priority + _PRIORITY_OFFSET for p in victims),
+            len(victims),
+            -earliest,
+        )
+
+
+def _int_arg(args: Mapping[str, Any], key: str, default: int) -> int:
+    value = args.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(key, f"must be an integer, not {value!r}")
+    return value
+
+
+class DefaultPreemption:
+    name = DEFAULT_PREEMPTION
+
+    def __init__(
+        self,
+        min_candidate_nodes_percentage: int = DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE,
+        min_candidate_nodes_absolute: int = DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE,
+    ) -> None:
+        # Upstream's ValidateDefaultPreemptionArgs.
+        if not 0 <= min_candidate_nodes_percentage <= 100:
+            raise ValidationError("minCandidateNodesPercentage", "not in valid range [0, 100]")
+        if min_candidate_nodes_absolute < 0:
+            raise ValidationError("minCandidateNodesAbsolute", "not in valid range [0, inf)")
+        if min_candidate_nodes_percentage == 0 and min_candidate_nodes_absolute == 0:
+            raise ValidationError(
+                "minCandidateNodesPercentage", "cannot be zero at the same time as minCandidateNodesAbsolute"
+            )
+        # Stored for configuration round trips; the answers dry-run every candidate (see module doc).
+        self.min_candidate_nodes_percentage = min_candidate_nodes_percentage
+        self.min_candidate_nodes_absolute = min_candidate_nodes_absolute
+
+    def post_filter(
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        framework: Framework,
+        statuses: Mapping[str, Status | None],
+        *,
+        pre_filter_status: Status | None = None,
+    ) -> PreemptionResult:
+        """The PostFilter phase for a pod no node fits; ``statuses`` are the per-node Filter verdicts."""
+        num_nodes = len(snapshot.node_infos)
+        if num_nodes == 0:
+            # schedulePod fails with ErrNoNodesAvailable before PostFilter.
+            return PreemptionResult("", (), 0, (), "", "")
+        dra = framework.profile.plugin(DYNAMIC_RESOURCES) is not None
+        if dra and pre_filter_status is not None and pre_filter_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return PreemptionResult("", (), 0, (), REASON_DRA_STATE_MISSING, Code.ERROR.value)
+
+        def rejected(message: str, code: Code = Code.UNSCHEDULABLE) -> PreemptionResult:
+            text = f"preemption: {message}"
+            if code is Code.UNSCHEDULABLE and dra:
+                text = f"{REASON_DRA_NO_CLAIMS}, {text}"
+            return PreemptionResult("", (), 0, (), text, code.value)
+
+        # Upstream also refuses while victims of an earlier preemption still terminate on the pod's
+        # nominated node; podfit holds no terminating pods, so only the policy can make a pod ineligible.
+        if pod.preemption_policy == "Never":
+            return rejected(REASON_NOT_ELIGIBLE_NEVER)
+
+        now = time.time()
+        candidates, failures, errors = self._dry_run(state, pod, snapshot, framework, statuses, now)
+        if not candidates:
+            if errors:
+                # An aggregate of the dry-run errors; PostFilter stops at an Error, dropping other reasons.
+                text = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
+                return rejected(text, Code.ERROR)
+            return rejected(_fit_error(num_nodes, failures))
+        ties = _best(candidates, now)
+        best = ties[0]
+        return PreemptionResult(
+            nominated_node=best.node_name,
+            victims=best.victims,
+            num_pdb_violations=best.num_pdb_violations,
+            node_ties=tuple(c.node_name for c in ties),
+            message="",
+            code=Code.SUCCESS.value,
+        )
+
+    # -- dry run ---------------------------------------------------------------------------------
+
+    def _dry_run(
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        framework: Framework,
+        statuses: Mapping[str, Status | None],
+        now: float,
+    ) -> tuple[list[_Candidate], dict[str, Status], list[str]]:
+        """Candidates that may rank first, the statuses of nodes where preemption cannot help, and errors.
+
+        Every Unschedulable node is a potential candidate. Nodes are tried in order of their least
+        important lower-priority pod, and a node is dropped as soon as a lower bound of its rank is
+        strictly worse than a candidate already found: it could never be among the best, and the
+        failure statuses only matter when there is no candidate at all.
+        """
+        candidates: list[_Candidate] = []
+        failures: dict[str, Status] = {}
+        potential: list[tuple[int, int, NodeInfo, list[Pod]]] = []
+        for index, info in enumerate(snapshot.node_infos):
+            verdict = statuses.get(info.name)
+            if verdict is None or verdict.code is not Code.UNSCHEDULABLE:
+                continue
+            lower = [p for p in info.pods.values() if p.priority < pod.priority]
+            if not lower:
+                failures[info.name] = unresolvable(REASON_NO_VICTIMS)
+                continue
+            potential.append((min(p.priority for p in lower), index, info, lower))
+        potential.sort(key=lambda entry: entry[:2])
+        budgets = _Budgets(snapshot.pdbs)
+        best: _Rank | None = None
+        for lowest, _, info, lower in potential:
+            if best is not None and (0, lowest, lowest + _PRIORITY_OFFSET, 1, -math.inf) > best:
+                continue
+            victims, violations, status = self._select_victims(
+                state, pod, info, lower, snapshot, framework, budgets, now, best
+            )
+            if status is _OUTRANKED:
+                continue
+            if status is None and victims:
+                candidate = _Candidate(info.name, tuple(victims), violations)
+                candidates.append(candidate)
+                rank = candidate.rank(now)
+                best = rank if best is None else min(best, rank)
+                continue
+            if status is None:
+                status = Status(Code.ERROR, (f'expected at least one victim pod on node "{info.name}"',))
+            failures[info.name] = status
+        errors = [
+            status.message
+            for info in snapshot.node_infos
+            if (status := failures.get(info.name)) is not None and status.code is Code.ERROR
+        ]
+        return candidates, failures, errors
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        snapshot: Snapshot,
+        framework: Framework,
+        pdbs: Sequence[PodDisruptionBudget],
+        now: float,
+    ) -> tuple[list[Pod], int, Status | None]:
+        """The fewest, least important victims on one node: (victims, PDB violations, failure or None).
+
+        Works on copies of the NodeInfo and CycleState, so the snapshot and ``state`` stay untouched.
+        """
+        lower = [p for p in node_info.pods.values() if p.priority < pod.priority]
+        if not lower:
+            return [], 0, unresolvable(REASON_NO_VICTIMS)
+        return self._select_victims(state, pod, node_info, lower, snapshot, framework, _Budgets(pdbs), now, None)
+
+    def _select_victims(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        lower: list[Pod],
+        snapshot: Snapshot,
+        framework: Framework,
+        budgets: _Budgets,
+        now: float,
+        beaten_by: _Rank | None,
+    ) -> tuple[list[Pod], int, Status | None]:
+        """Upstream's SelectVictimsOnNode over the node's lower-priority pods ``lower``. Returns the
+        ``_OUTRANKED`` status as soon as the victims found so far rank the node below ``beaten_by``."""
+        info = node_info.clone()
+        state = state.clone()
+        for victim in lower:
+            info.remove_pod(victim)
+            framework.run_remove_pod(state, pod, victim, info, snapshot)
+        # If the pod does not fit even with every lower-priority pod gone, this node cannot help
+        # (upstream deliberately ignores affinity of the pod to its own victims here).
+        status = framework.run_filter_with_nominated_pods(state, pod, info, snapshot)
+        if status is not None:
+            return [], 0, status
+
+        def importance(p: Pod) -> tuple[int, float]:
+            return (-p.priority, now if p.start_time is None else p.start_time)
+
+        lower = sorted(lower, key=importance)
+        violating, non_violating = budgets.split(lower)
+        victims: list[Pod] = []
+        violations = top = total = 0
+
+        def reprieved(p: Pod) -> bool:
+            nonlocal top, total
+            info.add_pod(p)
+            framework.run_add_pod(state, pod, p, info, snapshot)
+            if framework.run_filter_with_nominated_pods(state, pod, info, snapshot) is None:
+                return True
+            info.remove_pod(p)
+            framework.run_remove_pod(state, pod, p, info, snapshot)
+            top = p.priority if not victims else max(top, p.priority)
+            total += p.priority + _PRIORITY_OFFSET
+            victims.append(p)
+            return False
+
+        def outranked() -> bool:
+            # Every component only grows as victims are added: a lower bound of the final rank.
+            return beaten_by is not None and (violations, top, total, len(victims), -math.inf) > beaten_by
+
+        # Reprieve PDB-protected pods first, most important first, then the rest.
+        for p in violating:
+            if not reprieved(p):
+                violations += 1
+                if outranked():
+                    return [], 0, _OUTRANKED
+        for p in non_violating:
+            if not reprieved(p) and outranked():
+                return [], 0, _OUTRANKED
+        if violating and non_violating:
+            victims.sort(key=importance)
+        return victims, violations, None
+
+
+class _Budgets:
+    """The PDBs as preemption judges them: selector, namespace and status.disruptionsAllowed only.
+
+    A PDB whose selector is absent, empty or unparsable matches nothing (upstream's
+    LabelSelectorAsSelector then Empty()); disruptedPods is not modelled, so no pod is exempt.
+    """
+
+    def __init__(self, pdbs: Sequence[PodDisruptionBudget]) -> None:
+        self._by_namespace: dict[str, list[tuple[int, LabelSelector]]] = {}
+        self._allowed: list[int] = []
+        for pdb in pdbs:
+            selector = pdb.selector
+            if selector is None or selector.empty or not _valid(selector):
+                continue
+            self._by_namespace.setdefault(pdb.namespace, []).append((len(self._allowed), selector))
+            self._allowed.append(pdb.disruptions_allowed)
+
+    def split(self, pods: Sequence[Pod]) -> tuple[list[Pod], list[Pod]]:
+        """(violating, non-violating), order kept: evicting the pods in order, each matching budget
+        loses one allowed disruption, and a pod whose eviction takes some budget below zero violates."""
+        if not self._allowed:
+            return [], list(pods)
+        allowed = list(self._allowed)
+        violating: list[Pod] = []
+        non_violating: list[Pod] = []
+        for pod in pods:
+            violated = False
+            if pod.labels:
+                for index, selector in self._by_namespace.get(pod.namespace, ()):
+                    if selector.matches(pod.labels):
+                        allowed[index] -= 1
+                        if allowed[index] < 0:
+                            violated = True
+            (violating if violated else non_violating).append(pod)
+        return violating, non_violating
+
+
+def _valid(selector: LabelSelector) -> bool:
+    for req in selector.match_expressions:
+        if req.operator in ("In", "NotIn") and not req.values:
+            return False
+        if req.operator in ("Exists", "DoesNotExist") and req.values:
+            return False
+    return True
+
+
+def _fit_error(num_nodes: int, failures: Mapping[str, Status]) -> str:
+    """FitError.Error() for the dry run: a sorted reason histogram; nodes never dry-run (or never
+    candidates) count as "Preemption is not helpful for scheduling"."""
+    reasons: Counter[str] = Counter()
+    for status in failures.values():
+        for reason in status.reasons:
+            reasons[reason] += 1
+    if len(failures) < num_nodes:
+        reasons[REASON_NOT_HELPFUL] += num_nodes - len(failures)
+    message = f"0/{num_nodes} nodes are available:"
+    parts = sorted(f"{count} {reason}" for reason, count in reasons.items())
+    if parts:
+        message += f" {', '.join(parts)}."
+    return message
+
+
+def _best(candidates: Sequence[_Candidate], now: float) -> list[_Candidate]:
+    """pickOneNodeForPreemption: its criteria, applied in turn while several nodes are tied, select the
+    candidates of the smallest rank; all of them, by name (upstream takes the first in map order)."""
+    ranks = [c.rank(now) for c in candidates]
+    best = min(ranks)
+    return sorted((c for c, r in zip(candidates, ranks, strict=True) if r == best), key=lambda c: c.node_name)
+
+
+def new(args: Mapping[str, Any]) -> DefaultPreemption:
+    return DefaultPreemption(
+        _int_arg(args, "minCandidateNodesPercentage", DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE),
+        _int_arg(args, "minCandidateNodesAbsolute", DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE),
+    )
