@@ -24,7 +24,20 @@ from podfit.server.model.objects import DEFAULT_SCHEDULER_NAME
 from podfit.server.plugins import REGISTRY
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
-POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score", "reserve", "permit", "preBind", "bind", "postBind")
+POINTS = (
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+)
 # Upstream plugins podfit accepts in configurations but has nothing to model for (no volumes, queue or
 # binding): enabling or disabling them never changes an answer here.
 INERT_PLUGINS = frozenset(
@@ -114,7 +127,9 @@ def _plugin_set(raw: Any, where: str) -> tuple[list[tuple[str, int]], set[str]]:
     return enabled, disabled
 
 
-def _merge(defaults: Sequence[tuple[str, int]], enabled: list[tuple[str, int]], disabled: set[str]) -> list[tuple[str, int]]:
+def _merge(
+    defaults: Sequence[tuple[str, int]], enabled: list[tuple[str, int]], disabled: set[str]
+) -> list[tuple[str, int]]:
     """Upstream's mergePluginSet."""
     custom = {name: (index, (name, weight)) for index, (name, weight) in enumerate(enabled)}
     replaced: set[int] = set()
@@ -152,9 +167,7 @@ def _profile(name: str, plugins: Mapping[str, Any], args: Mapping[str, Mapping[s
         if key != "multiPoint" and key not in POINTS:
             raise ConfigError(f"{where}.plugins.{key}: unknown extension point")
     mp_enabled, mp_disabled = _plugin_set(plugins.get("multiPoint"), f"{where}.plugins.multiPoint")
-    # TEMPORARY while plugins land: defaults limited to registered plugins.
-    defaults = [entry for entry in DEFAULT_MULTI_POINT if entry[0] in REGISTRY]
-    multi_point = _merge(defaults, mp_enabled, mp_disabled)
+    multi_point = _merge(DEFAULT_MULTI_POINT, mp_enabled, mp_disabled)
     seen: set[str] = set()
     for plugin_name, _ in multi_point:
         if plugin_name in seen:
@@ -191,7 +204,9 @@ def _profile(name: str, plugins: Mapping[str, Any], args: Mapping[str, Mapping[s
                 if plugin_name not in disabled and (p := instance(plugin_name)) is not None and _implements(p, point)
             ]
             overrides = [n for n in specific if n in from_multi]
-            ordered = overrides + [n for n in from_multi if n not in specific] + [n for n in specific if n not in from_multi]
+            ordered = (
+                overrides + [n for n in from_multi if n not in specific] + [n for n in specific if n not in from_multi]
+            )
         else:
             ordered = specific
         for plugin_name in ordered:

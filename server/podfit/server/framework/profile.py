@@ -19,7 +19,6 @@ from podfit.server.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
-
 from podfit.server.model.objects import DEFAULT_SCHEDULER_NAME
 
 PluginFactory = Callable[[Mapping[str, Any]], Plugin]

@@ -16,7 +16,7 @@ from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import PreFilterExtensions, PreFilterResult
 from podfit.server.framework.profile import Profile
-from podfit.server.framework.status import Code, Status, unresolvable
+from podfit.server.framework.status import Code, Status
 from podfit.server.model import Pod
 
 
@@ -40,6 +40,8 @@ class NodeScores:
 class Framework:
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
+        # Resolved once: protocol isinstance checks are slow, and preemption calls these per victim.
+        self._extensions = [p for p in profile.pre_filter if isinstance(p, PreFilterExtensions)]
 
     # -- PreEnqueue ------------------------------------------------------------------------------
 
@@ -54,26 +56,36 @@ class Framework:
 
     def run_pre_filter(
         self, state: CycleState, pod: Pod, snapshot: Snapshot
-    ) -> tuple[PreFilterResult | None, Status | None]:
+    ) -> tuple[PreFilterResult | None, Status | None, tuple[str, ...]]:
+        """(merged node restriction, rejection, plugins that restricted the nodes).
+
+        As upstream: an UnschedulableAndUnresolvable PreFilter ends the phase at once, while an
+        Unschedulable one lets the remaining PreFilters run (preemption needs their state) and is
+        reported at the end.
+        """
         result: PreFilterResult | None = None
         restricting: list[str] = []
+        rejection: Status | None = None
         for plugin in self.profile.pre_filter:
             plugin_result, status = plugin.pre_filter(state, pod, snapshot)
             if status is not None:
                 if status.code is Code.SKIP:
                     state.skip_filter.add(plugin.name)
                     continue
+                if status.code is Code.UNSCHEDULABLE:
+                    rejection = rejection or status.with_plugin(plugin.name)
+                    continue
                 if status.code is not Code.SUCCESS:
-                    return None, status.with_plugin(plugin.name)
+                    return None, status.with_plugin(plugin.name), ()
             if plugin_result is not None and plugin_result.node_names is not None:
                 restricting.append(plugin.name)
                 if result is None or result.node_names is None:
                     result = plugin_result
                 else:
                     result = PreFilterResult(result.node_names & plugin_result.node_names)
-        if result is not None and result.node_names is not None:
-            state.write("__prefilter_restricting__", tuple(restricting))
-        return result, None
+        if rejection is not None:
+            return None, rejection, ()
+        return result, None, tuple(restricting)
 
     def run_filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         skip = state.skip_filter
@@ -107,23 +119,25 @@ class Framework:
             return status
         return self.run_filter(state, pod, node_info)
 
-    def run_add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo, snapshot: Snapshot) -> None:
-        for plugin in self.profile.pre_filter:
-            if plugin.name not in state.skip_filter and isinstance(plugin, PreFilterExtensions):
+    def run_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo, snapshot: Snapshot
+    ) -> None:
+        for plugin in self._extensions:
+            if plugin.name not in state.skip_filter:
                 plugin.add_pod(state, pod, pod_to_add, node_info, snapshot)
 
     def run_remove_pod(
         self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo, snapshot: Snapshot
     ) -> None:
-        for plugin in self.profile.pre_filter:
-            if plugin.name not in state.skip_filter and isinstance(plugin, PreFilterExtensions):
+        for plugin in self._extensions:
+            if plugin.name not in state.skip_filter:
                 plugin.remove_pod(state, pod, pod_to_remove, node_info, snapshot)
 
     def find_nodes_that_fit(
         self, state: CycleState, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]
     ) -> FilterOutcome:
         outcome = FilterOutcome()
-        result, status = self.run_pre_filter(state, pod, snapshot)
+        result, status, restricting = self.run_pre_filter(state, pod, snapshot)
         if status is not None:
             outcome.pre_filter_status = status
             for info in nodes:
@@ -132,8 +146,7 @@ class Framework:
         allowed = result.node_names if result is not None else None
         rejected_by_prefilter: Status | None = None
         if allowed is not None:
-            plugins = state.get("__prefilter_restricting__") or ()
-            names = ",".join(plugins)
+            names = ",".join(restricting)
             rejected_by_prefilter = Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 (f"node(s) didn't satisfy plugin(s) [{names}]",),
@@ -178,7 +191,3 @@ def _same_pod(a: Pod, b: Pod) -> bool:
     if a.uid and b.uid:
         return a.uid == b.uid
     return a.key == b.key
-
-
-def prefilter_rejection(reason: str) -> Status:
-    return unresolvable(reason)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
 from podfit.server.framework.profile import PluginFactory
 
@@ -28,11 +27,7 @@ PLUGIN_MODULES: dict[str, str] = {
 def _load() -> dict[str, PluginFactory]:
     registry: dict[str, PluginFactory] = {}
     for name, module_name in PLUGIN_MODULES.items():
-        qualified = f"{__name__}.{module_name}"
-        # TEMPORARY while plugins land one by one; removed once every module exists.
-        if importlib.util.find_spec(qualified) is None:
-            continue
-        registry[name] = importlib.import_module(qualified).new
+        registry[name] = importlib.import_module(f"{__name__}.{module_name}").new
     return registry
 
 
