@@ -79,7 +79,9 @@ def compare_case(report: Report, case_id: str, expect: Mapping[str, Any], actual
         e, a = exp_filter.get(node), act_filter.get(node)
         same = _verdict(e) == _verdict(a)
         report.checks["filter"].add(same)
-        report.checks["filter_fits"].add(bool(e and e.get("fits")) == bool(a and a.get("fits")) and (e is None) == (a is None))
+        report.checks["filter_fits"].add(
+            bool(e and e.get("fits")) == bool(a and a.get("fits")) and (e is None) == (a is None)
+        )
         for name in {(e or {}).get("plugin", ""), (a or {}).get("plugin", "")} - {""}:
             report.plugin(name, "filter").add(same)
         if not same:
@@ -98,7 +100,9 @@ def compare_case(report: Report, case_id: str, expect: Mapping[str, Any], actual
             same = e_plugins.get(name) == a_plugins.get(name)
             report.plugin(name, "score").add(same)
             if not same:
-                diffs.append(f"scores[{node}].plugins[{name}]: expected {e_plugins.get(name)}, got {a_plugins.get(name)}")
+                diffs.append(
+                    f"scores[{node}].plugins[{name}]: expected {e_plugins.get(name)}, got {a_plugins.get(name)}"
+                )
     for node in sorted(set(exp_scores) ^ set(act_scores)):
         diffs.append(f"scores[{node}]: {'missing' if node in exp_scores else 'unexpected'}")
 

@@ -13,7 +13,6 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
-
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import objects_pb2 as ob
 
@@ -26,7 +25,11 @@ KINDS: dict[str, tuple[str, type[Message], int]] = {
     "Service": ("service", ob.Service, cc.OBJECT_KIND_SERVICE),
     "ReplicaSet": ("replica_set", ob.ReplicaSet, cc.OBJECT_KIND_REPLICA_SET),
     "StatefulSet": ("stateful_set", ob.StatefulSet, cc.OBJECT_KIND_STATEFUL_SET),
-    "ReplicationController": ("replication_controller", ob.ReplicationController, cc.OBJECT_KIND_REPLICATION_CONTROLLER),
+    "ReplicationController": (
+        "replication_controller",
+        ob.ReplicationController,
+        cc.OBJECT_KIND_REPLICATION_CONTROLLER,
+    ),
 }
 FIELD_TO_KIND = {field: kind for kind, (field, _, _) in KINDS.items()}
 ENUM_TO_KIND = {enum: kind for kind, (_, _, enum) in KINDS.items()}
@@ -104,9 +107,23 @@ def manifest_to_object(data: Mapping[str, Any], kind: str | None = None) -> cc.C
     return obj
 
 
+# proto3 JSON writes int64 as strings; Kubernetes JSON has numbers there.
+_INT64_FIELDS = frozenset({"sizeBytes", "tolerationSeconds"})
+
+
+def _int64_as_numbers(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: int(v) if k in _INT64_FIELDS and isinstance(v, str) else _int64_as_numbers(v) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_int64_as_numbers(v) for v in value]
+    return value
+
+
 def message_to_manifest(message: Message, kind: str) -> dict[str, Any]:
     """The Kubernetes JSON of a typed message (apiVersion/kind filled in when absent)."""
-    data: dict[str, Any] = json_format.MessageToDict(message)
+    data: dict[str, Any] = _int64_as_numbers(json_format.MessageToDict(message))
     data.setdefault("kind", kind)
     data.setdefault("apiVersion", _API_VERSIONS[kind])
     return data

@@ -45,7 +45,9 @@ def parse_quantity(text: str | int | float) -> Fraction:
         raise QuantityError(f"quantities must be strings, not {type(text).__name__}")
     match = _NUMBER.match(text)
     if not match:
-        raise QuantityError(f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}")
+        raise QuantityError(
+            f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}"
+        )
     sign, number, suffix = match.groups()
     magnitude = Fraction(number)
     if suffix in _BINARY:

@@ -14,7 +14,9 @@ _EXISTS = re.compile(r"^\s*(!?)\s*([A-Za-z0-9_./-]+)\s*$")
 
 def _split(text: str) -> list[str]:
     """Splits on commas outside parentheses."""
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         if char == "(":
             depth += 1
@@ -29,6 +31,30 @@ def _split(text: str) -> list[str]:
     return parts
 
 
+def _in(key: str, values: frozenset[str]) -> Predicate:
+    return lambda labels: key in labels and labels[key] in values
+
+
+def _not_in(key: str, values: frozenset[str]) -> Predicate:
+    return lambda labels: key not in labels or labels[key] not in values
+
+
+def _equal(key: str, value: str) -> Predicate:
+    return lambda labels: key in labels and labels[key] == value
+
+
+def _not_equal(key: str, value: str) -> Predicate:
+    return lambda labels: labels.get(key) != value
+
+
+def _present(key: str) -> Predicate:
+    return lambda labels: key in labels
+
+
+def _absent(key: str) -> Predicate:
+    return lambda labels: key not in labels
+
+
 def parse_label_selector(text: str) -> Predicate:
     """A predicate over labels; raises ValueError naming the requirement it cannot parse."""
     checks: list[Predicate] = []
@@ -40,22 +66,13 @@ def parse_label_selector(text: str) -> Predicate:
             if negated:
                 raise ValueError(f"invalid label selector requirement {part.strip()!r}")
             values = frozenset(v.strip() for v in raw.split(",") if v.strip())
-            if op == "in":
-                checks.append(lambda labels, k=key, vs=values: labels.get(k) in vs)
-            else:
-                checks.append(lambda labels, k=key, vs=values: k not in labels or labels[k] not in vs)
+            checks.append(_in(key, values) if op == "in" else _not_in(key, values))
         elif m := _CMP.match(part):
             key, op, value = m.groups()
-            if op == "!=":
-                checks.append(lambda labels, k=key, v=value: labels.get(k) != v)
-            else:
-                checks.append(lambda labels, k=key, v=value: k in labels and labels[k] == v)
+            checks.append(_not_equal(key, value) if op == "!=" else _equal(key, value))
         elif m := _EXISTS.match(part):
             negated, key = m.groups()
-            if negated:
-                checks.append(lambda labels, k=key: k not in labels)
-            else:
-                checks.append(lambda labels, k=key: k in labels)
+            checks.append(_absent(key) if negated else _present(key))
         else:
             raise ValueError(f"invalid label selector requirement {part.strip()!r}")
     return lambda labels: all(check(labels) for check in checks)

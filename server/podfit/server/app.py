@@ -17,7 +17,6 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
-
 from podfit.server.config import ConfigError, profiles_from_configuration
 from podfit.server.service import SchedulingService
 from podfit.server.settings import Settings, SettingsError, resolve
@@ -156,7 +155,9 @@ async def create_server(
     if settings.tls_cert_file:
         credentials = grpc.ssl_server_credentials(
             [(_read(settings.tls_key_file, "tls.keyFile"), _read(settings.tls_cert_file, "tls.certFile"))],
-            root_certificates=_read(settings.tls_client_ca_file, "tls.clientCAFile") if settings.tls_client_ca_file else None,
+            root_certificates=_read(settings.tls_client_ca_file, "tls.clientCAFile")
+            if settings.tls_client_ca_file
+            else None,
             require_client_auth=bool(settings.tls_client_ca_file),
         )
         port = server.add_secure_port(target, credentials)

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aiocache import Cache
-
 from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache, Upsert
 from podfit.server.engine import Decision, Engine
 from podfit.server.framework.profile import Profile
@@ -72,7 +71,7 @@ class SchedulingService:
             nominated = bool(self.cache.snapshot().nominated_pods)
             signature = pod_signature(pod) + (pod.uid + pod.key if nominated else "")
             key = f"{generation}:{scheduler_name}:{score}:{signature}:{','.join(node_names)}"
-            cached = await self._memo.get(key)
+            cached: Decision | None = await self._memo.get(key)
             if cached is not None:
                 self.telemetry.memo_hit()
                 return dataclasses.replace(cached)

@@ -49,7 +49,9 @@ class Telemetry:
         self._decision_duration = meter.create_histogram(
             "podfit.decision.duration", unit="s", description="Time to compute one scheduling decision"
         )
-        self._memo_hits = meter.create_counter("podfit.decision.memo_hits", description="Decisions answered from the memo")
+        self._memo_hits = meter.create_counter(
+            "podfit.decision.memo_hits", description="Decisions answered from the memo"
+        )
         self._cache: ClusterCache | None = None
 
     @classmethod
@@ -62,14 +64,18 @@ class Telemetry:
         if name in ("", "none"):
             return cls()
         if name == "console":
-            reader = PeriodicExportingMetricReader(ConsoleMetricExporter(), export_interval_millis=interval_seconds * 1000)
+            reader = PeriodicExportingMetricReader(
+                ConsoleMetricExporter(), export_interval_millis=interval_seconds * 1000
+            )
             return cls(span_exporters=[ConsoleSpanExporter()], metric_readers=[reader])
         if name == "otlp":
             try:
                 from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
                 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
             except ImportError as exc:
-                raise ValueError("telemetry.exporter: 'otlp' needs the 'otlp' extra (pip install 'podfit[otlp]')") from exc
+                raise ValueError(
+                    "telemetry.exporter: 'otlp' needs the 'otlp' extra (pip install 'podfit[otlp]')"
+                ) from exc
             reader = PeriodicExportingMetricReader(OTLPMetricExporter(), export_interval_millis=interval_seconds * 1000)
             return cls(span_exporters=[OTLPSpanExporter()], metric_readers=[reader])
         raise ValueError(f"telemetry.exporter: {name!r} must be none, console or otlp")

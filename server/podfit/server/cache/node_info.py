@@ -56,15 +56,15 @@ class NodeInfo:
     """A node and the bound pods on it, with summed requests and indexes the plugins read."""
 
     __slots__ = (
+        "generation",
         "node",
-        "pods",
-        "requested",
         "non_zero_cpu",
         "non_zero_memory",
-        "used_ports",
+        "pods",
         "pods_with_affinity",
         "pods_with_required_anti_affinity",
-        "generation",
+        "requested",
+        "used_ports",
     )
 
     def __init__(self, node: Node, generation: int = 0) -> None:

@@ -150,9 +150,7 @@ class Toleration:
             return False
         if self.operator in ("", "Equal"):
             return self.value == taint.value
-        if self.operator == "Exists":
-            return True
-        return False
+        return self.operator == "Exists"
 
 
 @dataclass(frozen=True, slots=True)
@@ -565,7 +563,9 @@ def pod_from_k8s(data: Mapping[str, Any], path: str = "pod") -> Pod:
             defaults[CPU] = Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000)
         if MEMORY not in exact:
             defaults[MEMORY] = Fraction(DEFAULT_MEMORY_REQUEST)
-    non_zero = effective_requests(container_requests, init_requests, overhead, pod_level, defaults) if defaults else exact
+    non_zero = (
+        effective_requests(container_requests, init_requests, overhead, pod_level, defaults) if defaults else exact
+    )
 
     affinity = _mapping(spec.get("affinity"), f"{sp}.affinity")
     ap = f"{sp}.affinity"
@@ -585,7 +585,9 @@ def pod_from_k8s(data: Mapping[str, Any], path: str = "pod") -> Pod:
             weight=_integer(_mapping(item, f"{pref_path}[{i}]").get("weight"), f"{pref_path}[{i}].weight"),
             preference=_node_selector_term(item.get("preference"), f"{pref_path}[{i}].preference"),
         )
-        for i, item in enumerate(_sequence(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path))
+        for i, item in enumerate(
+            _sequence(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path)
+        )
     )
     pod_affinity = _mapping(affinity.get("podAffinity"), f"{ap}.podAffinity")
     anti_affinity = _mapping(affinity.get("podAntiAffinity"), f"{ap}.podAntiAffinity")
@@ -725,7 +727,9 @@ def node_from_k8s(data: Mapping[str, Any], path: str = "node") -> Node:
         effect = _string(taint.get("effect"), f"{where}.effect")
         if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
             raise ValidationError(f"{where}.effect", f"{effect!r} must be NoSchedule, PreferNoSchedule or NoExecute")
-        taints.append(Taint(_string(taint.get("key"), f"{where}.key"), _string(taint.get("value"), f"{where}.value"), effect))
+        taints.append(
+            Taint(_string(taint.get("key"), f"{where}.key"), _string(taint.get("value"), f"{where}.value"), effect)
+        )
     allocatable = {
         name: canonical_amount(name, amount)
         for name, amount in _quantities(status.get("allocatable"), f"{path}.status.allocatable").items()

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from google.protobuf import json_format
-
-from podfit.k8s.convert import ConversionError, ENUM_TO_KIND, KINDS, object_kind_and_message
+from podfit.k8s.convert import ENUM_TO_KIND, KINDS, ConversionError, object_kind_and_message
 from podfit.server.cache.cluster_cache import Change, ClusterCache, Delete, Upsert
 from podfit.server.engine import Decision
 from podfit.server.framework.runtime import NodeScores
@@ -142,7 +141,7 @@ def assumed_source(ref: sc.PodReference, cache: ClusterCache, node_name: str) ->
         obj.pod.CopyFrom(ref.pod)
     else:
         _, message = object_kind_and_message(cc.ClusterObject(kubernetes_json=ref.kubernetes_json))
-        obj.pod.CopyFrom(message)
+        obj.pod.MergeFromString(message.SerializeToString())
     obj.pod.spec.node_name = node_name
     obj.pod.status.nominated_node_name = ""
     return obj.SerializeToString(deterministic=True)

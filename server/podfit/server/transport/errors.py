@@ -11,7 +11,6 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
-
 from podfit.k8s.convert import ConversionError
 from podfit.server.engine import UnknownProfileError
 from podfit.server.model import ValidationError

@@ -6,10 +6,9 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import grpc
-
 from podfit.k8s.convert import KIND_TO_ENUM
 from podfit.k8s.selector import parse_label_selector
-from podfit.server.cache.cluster_cache import Outcome, Upsert
+from podfit.server.cache.cluster_cache import Change, Delete, Outcome, Upsert
 from podfit.server.model import Kind, Pod, ValidationError
 from podfit.server.service import SchedulingService
 from podfit.server.telemetry import annotate
@@ -29,14 +28,14 @@ _OUTCOMES = {
 STREAM_WINDOW = 64
 
 
-def _key_message(change: convert.Change) -> cc.ObjectKey:
-    if isinstance(change, convert.Delete):
+def _key_message(change: Change) -> cc.ObjectKey:
+    if isinstance(change, Delete):
         return cc.ObjectKey(
-            kind=KIND_TO_ENUM[change.kind.value], namespace=change.namespace, name=change.name
+            kind=cc.ObjectKind.ValueType(KIND_TO_ENUM[change.kind.value]), namespace=change.namespace, name=change.name
         )
     obj = change.obj
     return cc.ObjectKey(
-        kind=KIND_TO_ENUM[change.kind.value],
+        kind=cc.ObjectKind.ValueType(KIND_TO_ENUM[change.kind.value]),
         namespace=getattr(obj, "namespace", "") if change.kind.namespaced else "",
         name=obj.name,
         resource_version=getattr(obj, "resource_version", ""),
@@ -67,7 +66,8 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
     async def Replace(self, request: cc.ReplaceRequest, context: grpc.aio.ServicerContext) -> cc.ReplaceResponse:
         kind = convert.kind_from_enum(request.kind, "kind")
         upserts: list[Upsert] = [
-            convert.upsert_from_object(obj, f"objects[{i}]", expected_kind=kind) for i, obj in enumerate(request.objects)
+            convert.upsert_from_object(obj, f"objects[{i}]", expected_kind=kind)
+            for i, obj in enumerate(request.objects)
         ]
         generation, upserted, deleted, unchanged = self.service.replace(kind, upserts)
         annotate(kind=kind.value, objects=len(upserts), generation=generation)
@@ -218,7 +218,10 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         elif not decision.selected and not decision.gated and not request.disable_preemption:
             response.preemption.CopyFrom(await self._preempt(pod, node_names, request.scheduler_name))
         annotate(
-            nodes=len(decision.verdicts), feasible=decision.feasible_count, selected=decision.selected, gated=decision.gated
+            nodes=len(decision.verdicts),
+            feasible=decision.feasible_count,
+            selected=decision.selected,
+            gated=decision.gated,
         )
         return response
 

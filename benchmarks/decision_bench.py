@@ -1,0 +1,155 @@
+"""In-process decision benchmark on scheduler_perf-shaped clusters (not a test; run by hand).
+
+    python -m benchmarks.decision_bench [--nodes 5000] [--pods 10000] [--decisions 50] [WORKLOAD ...]
+
+Workloads mirror kube-scheduler's scheduler_perf templates: nodes with 4 CPU / 32Gi / 110 pods over
+zones moon-1..3, pods requesting 100m / 500Mi. Each decision is a full Filter + Score over every node
+(Engine.decide), which is what Schedule and the extender's filter+prioritize pair cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from podfit.server.cache.cluster_cache import ClusterCache, Upsert
+from podfit.server.config import default_profile
+from podfit.server.engine import Engine
+from podfit.server.model import Kind
+from podfit.server.model.objects import node_from_k8s, pod_from_k8s
+
+ZONES = ("moon-1", "moon-2", "moon-3")
+
+
+def node(i: int) -> dict[str, Any]:
+    name = f"node-{i:05d}"
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3]},
+        },
+        "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
+    }
+
+
+def pod(
+    i: int, labels: dict[str, str], spec_extra: dict[str, Any] | None = None, node_name: str = ""
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "c",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
+            }
+        ]
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    spec.update(spec_extra or {})
+    return {"metadata": {"name": f"pod-{i}", "namespace": "default", "uid": f"u{i}", "labels": labels}, "spec": spec}
+
+
+def anti_affinity(app: str) -> dict[str, Any]:
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "kubernetes.io/hostname"}
+    return {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+
+
+def spread(app: str, when: str = "DoNotSchedule") -> dict[str, Any]:
+    return {
+        "topologySpreadConstraints": [
+            {"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": when,
+             "labelSelector": {"matchLabels": {"app": app}}}
+        ]
+    }  # fmt: skip
+
+
+def affinity(app: str) -> dict[str, Any]:
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "topology.kubernetes.io/zone"}
+    return {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+
+
+def node_affinity() -> dict[str, Any]:
+    term = {
+        "matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["moon-1", "moon-2"]}]
+    }
+    return {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+    }
+
+
+# name -> (existing pod spec extras, incoming pod spec extras)
+WORKLOADS: dict[str, Callable[[str], tuple[dict[str, Any], dict[str, Any]]]] = {
+    "SchedulingBasic": lambda app: ({}, {}),
+    "TopologySpreading": lambda app: (spread(app), spread(app)),
+    "PreferredTopologySpreading": lambda app: (spread(app, "ScheduleAnyway"), spread(app, "ScheduleAnyway")),
+    "SchedulingPodAntiAffinity": lambda app: (anti_affinity(app), anti_affinity(app)),
+    "SchedulingPodAffinity": lambda app: (affinity(app), affinity(app)),
+    "SchedulingNodeAffinity": lambda app: (node_affinity(), node_affinity()),
+}
+
+
+def build(nodes: int, pods: int, workload: str) -> tuple[ClusterCache, float]:
+    started = time.perf_counter()
+    cache = ClusterCache()
+    cache.apply([Upsert(Kind.NODE, node_from_k8s(node(i))) for i in range(nodes)])
+    existing, _ = WORKLOADS[workload]("web")
+    batch = []
+    for i in range(pods):
+        # Anti-affinity pods get one app per pod so every node can hold one of each.
+        app = f"web-{i}" if workload == "SchedulingPodAntiAffinity" else "web"
+        extra = WORKLOADS[workload](app)[0] if workload == "SchedulingPodAntiAffinity" else existing
+        batch.append(Upsert(Kind.POD, pod_from_k8s(pod(i, {"app": app}, extra, f"node-{i % nodes:05d}"))))
+    cache.apply(batch)
+    return cache, time.perf_counter() - started
+
+
+def run(workload: str, nodes: int, pods: int, decisions: int) -> dict[str, Any]:
+    cache, load_seconds = build(nodes, pods, workload)
+    engine = Engine(cache, {"default-scheduler": default_profile()})
+    _, incoming = WORKLOADS[workload]("web")
+    latencies = []
+    for i in range(decisions):
+        candidate = pod_from_k8s(pod(10_000_000 + i, {"app": "web"}, incoming))
+        started = time.perf_counter()
+        decision, _, _ = engine.decide(candidate)
+        latencies.append((time.perf_counter() - started) * 1000)
+        assert decision.verdicts, "no verdicts"
+    latencies.sort()
+
+    def pct(p: float) -> float:
+        return latencies[min(len(latencies) - 1, int(p * len(latencies)))]
+
+    return {
+        "workload": f"{workload}/{nodes}Nodes_{pods}Pods",
+        "load_s": round(load_seconds, 2),
+        "decisions": decisions,
+        "p50_ms": round(pct(0.5), 1),
+        "p90_ms": round(pct(0.9), 1),
+        "p99_ms": round(pct(0.99), 1),
+        "mean_ms": round(statistics.fmean(latencies), 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("workloads", nargs="*", default=list(WORKLOADS), choices=[*WORKLOADS, []])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--decisions", type=int, default=30)
+    args = parser.parse_args()
+    print("| workload | cache load (s) | decisions | p50 (ms) | p90 (ms) | p99 (ms) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for workload in args.workloads:
+        r = run(workload, args.nodes, args.pods, args.decisions)
+        print(
+            f"| {r['workload']} | {r['load_s']} | {r['decisions']} | {r['p50_ms']} | {r['p90_ms']} | {r['p99_ms']} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

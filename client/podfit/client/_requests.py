@@ -1,0 +1,130 @@
+"""Request builders and channel setup shared by the async and the sync client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+from podfit.client.manifests import load_manifests, to_cluster_object, to_pod_reference
+from podfit.k8s.convert import KIND_TO_ENUM, canonical_kind
+from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import scheduler_pb2 as sc
+
+DEFAULT_TARGET = "localhost:50051"
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ChannelConfig:
+    target: str = DEFAULT_TARGET
+    # Bearer token sent as "authorization: Bearer <token>".
+    token: str | None = None
+    # TLS: set root_certificates (PEM) to trust a private CA; client cert+key for mTLS.
+    tls: bool = False
+    root_certificates: bytes | None = None
+    client_certificate: bytes | None = None
+    client_key: bytes | None = None
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+
+    @classmethod
+    def from_files(
+        cls,
+        target: str = DEFAULT_TARGET,
+        *,
+        token: str | None = None,
+        ca_file: str | None = None,
+        cert_file: str | None = None,
+        key_file: str | None = None,
+        tls: bool = False,
+    ) -> ChannelConfig:
+        def read(path: str | None) -> bytes | None:
+            return Path(path).read_bytes() if path else None
+
+        return cls(
+            target=target,
+            token=token,
+            tls=tls or bool(ca_file or cert_file),
+            root_certificates=read(ca_file),
+            client_certificate=read(cert_file),
+            client_key=read(key_file),
+        )
+
+    def options(self) -> list[tuple[str, Any]]:
+        return [
+            ("grpc.max_receive_message_length", self.max_message_bytes),
+            ("grpc.max_send_message_length", self.max_message_bytes),
+        ]
+
+    def credentials(self) -> grpc.ChannelCredentials | None:
+        if not self.tls:
+            return None
+        return grpc.ssl_channel_credentials(self.root_certificates, self.client_key, self.client_certificate)
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self.token}"),) if self.token else ()
+
+
+def kind_enum(kind: str) -> cc.ObjectKind.ValueType:
+    return cc.ObjectKind.ValueType(KIND_TO_ENUM[canonical_kind(kind)])
+
+
+def object_key(kind: str, name: str, namespace: str = "", resource_version: str = "") -> cc.ObjectKey:
+    return cc.ObjectKey(kind=kind_enum(kind), namespace=namespace, name=name, resource_version=resource_version)
+
+
+def upserts(objects: Any) -> list[cc.Update]:
+    items = objects if isinstance(objects, list | tuple) else load_manifests(objects)
+    return [cc.Update(upsert=to_cluster_object(item)) for item in items]
+
+
+def apply_request(objects: Any = (), deletes: Iterable[cc.ObjectKey] = ()) -> cc.ApplyRequest:
+    updates = upserts(objects) if objects else []
+    updates.extend(cc.Update(delete=key) for key in deletes)
+    return cc.ApplyRequest(updates=updates)
+
+
+def replace_request(kind: str, objects: Any) -> cc.ReplaceRequest:
+    items = objects if isinstance(objects, list | tuple) else load_manifests(objects)
+    return cc.ReplaceRequest(kind=kind_enum(kind), objects=[to_cluster_object(o, canonical_kind(kind)) for o in items])
+
+
+def list_request(kind: str, namespace: str = "", label_selector: str = "", pod_filter: str = "") -> cc.ListRequest:
+    filters = {
+        "": cc.POD_PHASE_FILTER_UNSPECIFIED,
+        "pending": cc.POD_PHASE_FILTER_PENDING,
+        "bound": cc.POD_PHASE_FILTER_BOUND,
+    }
+    return cc.ListRequest(
+        kind=kind_enum(kind), namespace=namespace, label_selector=label_selector, pod_filter=filters[pod_filter]
+    )
+
+
+def filter_request(pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "") -> sc.FilterRequest:
+    return sc.FilterRequest(pod=to_pod_reference(pod), node_names=list(node_names), scheduler_name=scheduler_name)
+
+
+def score_request(pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "") -> sc.ScoreRequest:
+    return sc.ScoreRequest(pod=to_pod_reference(pod), node_names=list(node_names), scheduler_name=scheduler_name)
+
+
+def schedule_request(
+    pod: Any,
+    node_names: Sequence[str] = (),
+    scheduler_name: str = "",
+    assume: bool = False,
+    disable_preemption: bool = False,
+) -> sc.ScheduleRequest:
+    return sc.ScheduleRequest(
+        pod=to_pod_reference(pod),
+        node_names=list(node_names),
+        scheduler_name=scheduler_name,
+        assume=assume,
+        disable_preemption=disable_preemption,
+    )
+
+
+def preempt_request(pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "") -> sc.PreemptRequest:
+    return sc.PreemptRequest(pod=to_pod_reference(pod), node_names=list(node_names), scheduler_name=scheduler_name)

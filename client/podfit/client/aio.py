@@ -1,0 +1,114 @@
+"""The asyncio client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import grpc
+from podfit.client import _requests as rq
+from podfit.client.errors import PodfitError
+from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import cluster_cache_pb2_grpc as cc_grpc
+from podfit.v1 import scheduler_pb2 as sc
+from podfit.v1 import scheduler_pb2_grpc as sc_grpc
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """``async with AsyncClient("localhost:50051") as client: await client.schedule(pod_yaml)``."""
+
+    def __init__(
+        self, target: str = rq.DEFAULT_TARGET, *, config: rq.ChannelConfig | None = None, **kwargs: Any
+    ) -> None:
+        self.config = config or rq.ChannelConfig(target=target, **kwargs)
+        credentials = self.config.credentials()
+        if credentials is None:
+            self._channel = grpc.aio.insecure_channel(self.config.target, options=self.config.options())
+        else:
+            self._channel = grpc.aio.secure_channel(self.config.target, credentials, options=self.config.options())
+        self.cache = cc_grpc.ClusterCacheStub(self._channel)
+        self.scheduler = sc_grpc.SchedulerStub(self._channel)
+        self._metadata = self.config.metadata()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def _call(self, method: Callable[..., Awaitable[T]], request: Any, timeout: float | None) -> T:
+        try:
+            return await method(request, metadata=self._metadata, timeout=timeout)
+        except grpc.RpcError as exc:
+            raise PodfitError.from_rpc_error(exc) from None
+
+    async def apply(
+        self, objects: Any = (), *, deletes: Iterable[cc.ObjectKey] = (), timeout: float | None = None
+    ) -> cc.ApplyResponse:
+        return await self._call(self.cache.Apply, rq.apply_request(objects, deletes), timeout)
+
+    async def delete(self, kind: str, name: str, namespace: str = "", timeout: float | None = None) -> cc.ApplyResponse:
+        return await self.apply(deletes=[rq.object_key(kind, name, namespace)], timeout=timeout)
+
+    async def replace(self, kind: str, objects: Any, timeout: float | None = None) -> cc.ReplaceResponse:
+        return await self._call(self.cache.Replace, rq.replace_request(kind, objects), timeout)
+
+    async def get(self, kind: str, name: str, namespace: str = "", timeout: float | None = None) -> cc.GetResponse:
+        return await self._call(self.cache.Get, cc.GetRequest(key=rq.object_key(kind, name, namespace)), timeout)
+
+    async def list(
+        self,
+        kind: str,
+        namespace: str = "",
+        label_selector: str = "",
+        pod_filter: str = "",
+        timeout: float | None = None,
+    ) -> cc.ListResponse:
+        return await self._call(self.cache.List, rq.list_request(kind, namespace, label_selector, pod_filter), timeout)
+
+    async def stats(self, timeout: float | None = None) -> cc.StatsResponse:
+        return await self._call(self.cache.Stats, cc.StatsRequest(), timeout)
+
+    async def stream(
+        self, batches: AsyncIterator[cc.StreamRequest] | Iterable[cc.StreamRequest]
+    ) -> AsyncIterator[cc.StreamResponse]:
+        """Feeds update batches over one Stream; yields each acknowledgement."""
+        call = self.cache.Stream(batches, metadata=self._metadata)
+        try:
+            async for response in call:
+                yield response
+        except grpc.RpcError as exc:
+            raise PodfitError.from_rpc_error(exc) from None
+
+    async def filter(
+        self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None
+    ) -> sc.FilterResponse:
+        return await self._call(self.scheduler.Filter, rq.filter_request(pod, node_names, scheduler_name), timeout)
+
+    async def score(
+        self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None
+    ) -> sc.ScoreResponse:
+        return await self._call(self.scheduler.Score, rq.score_request(pod, node_names, scheduler_name), timeout)
+
+    async def schedule(
+        self,
+        pod: Any,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        *,
+        assume: bool = False,
+        disable_preemption: bool = False,
+        timeout: float | None = None,
+    ) -> sc.ScheduleResponse:
+        request = rq.schedule_request(pod, node_names, scheduler_name, assume, disable_preemption)
+        return await self._call(self.scheduler.Schedule, request, timeout)
+
+    async def preempt(
+        self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None
+    ) -> sc.PreemptResponse:
+        return await self._call(self.scheduler.Preempt, rq.preempt_request(pod, node_names, scheduler_name), timeout)

@@ -1,0 +1,337 @@
+"""``podfit``: the command-line client. Readable tables by default, ``-o json`` for the protobuf JSON
+mapping of the response. Errors are one line on stderr and a non-zero exit, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from podfit.client._requests import DEFAULT_TARGET, ChannelConfig
+from podfit.client.errors import PodfitError
+from podfit.client.manifests import load_manifests
+from podfit.client.sync import Client
+from podfit.k8s.convert import KINDS, ConversionError, canonical_kind, object_to_manifest
+from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import scheduler_pb2 as sc
+
+_CODE_NAMES = {
+    sc.STATUS_CODE_SUCCESS: "Success",
+    sc.STATUS_CODE_UNSCHEDULABLE: "Unschedulable",
+    sc.STATUS_CODE_UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    sc.STATUS_CODE_ERROR: "Error",
+}
+_OUTCOMES = {
+    cc.UPDATE_OUTCOME_APPLIED: "applied",
+    cc.UPDATE_OUTCOME_STALE: "stale",
+    cc.UPDATE_OUTCOME_UNCHANGED: "unchanged",
+}
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return "\n".join("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in cells)
+
+
+def _json(message: Message) -> str:
+    return json_format.MessageToJson(message, always_print_fields_with_no_presence=True, indent=2)
+
+
+def _single_pod(path: str) -> Any:
+    manifests = [m for m in load_manifests(path) if m.get("kind", "Pod") == "Pod"]
+    if len(manifests) != 1:
+        raise ConversionError(path, f"expected exactly one Pod, found {len(manifests)}")
+    return manifests[0]
+
+
+def _nodes(args: argparse.Namespace) -> list[str]:
+    return [n for n in (args.nodes or "").split(",") if n]
+
+
+def _verdict_rows(nodes: Sequence[sc.NodeVerdict]) -> list[list[Any]]:
+    return [
+        [
+            v.node_name,
+            "yes" if v.fits else "no",
+            v.plugin or "-",
+            _CODE_NAMES.get(v.code, "?"),
+            "; ".join(v.reasons) or "-",
+        ]
+        for v in nodes
+    ]
+
+
+def _score_table(scores: Sequence[sc.NodeScore]) -> str:
+    plugins: list[str] = []
+    for score in scores:
+        for p in score.plugins:
+            if p.plugin not in plugins:
+                plugins.append(p.plugin)
+    rows = [
+        [s.node_name, s.total, *[next((p.score for p in s.plugins if p.plugin == name), "-") for name in plugins]]
+        for s in scores
+    ]
+    return _table(["NODE", "TOTAL", *plugins], rows)
+
+
+def _preemption_text(p: sc.PreemptResponse) -> str:
+    if not p.nominated_node:
+        return f"preemption: no node ({p.message or 'not helpful'})"
+    lines = [f"preemption: evict on node {p.nominated_node} ({p.num_pdb_violations} PDB violations)"]
+    if p.node_ties and list(p.node_ties) != [p.nominated_node]:
+        lines.append(f"equally good nodes: {', '.join(p.node_ties)}")
+    lines.append(_table(["NAMESPACE", "NAME", "PRIORITY"], [[v.namespace, v.name, v.priority] for v in p.victims]))
+    return "\n".join(lines)
+
+
+# -- commands ---------------------------------------------------------------------------------------
+
+
+def cmd_apply(client: Client, args: argparse.Namespace) -> int:
+    manifests = []
+    for source in args.filename:
+        manifests.extend(load_manifests(source))
+    if args.replace:
+        by_kind: dict[str, list[Any]] = {kind: [] for kind in KINDS}
+        for m in manifests:
+            by_kind[canonical_kind(str(m.get("kind", "")))].append(m)
+        responses = {kind: client.replace(kind, objs) for kind, objs in by_kind.items()}
+        if args.output == "json":
+            print(json.dumps({k: json.loads(_json(r)) for k, r in responses.items()}, indent=2))
+        else:
+            rows = [[k, r.upserted_count, r.deleted_count, r.unchanged_count] for k, r in responses.items()]
+            print(_table(["KIND", "UPSERTED", "DELETED", "UNCHANGED"], rows))
+            print(f"generation {max(r.generation for r in responses.values())}")
+        return 0
+    response = client.apply(manifests)
+    if args.output == "json":
+        print(_json(response))
+    else:
+        for result in response.results:
+            kind = next(k for k, v in ((k, v[2]) for k, v in KINDS.items()) if v == result.key.kind)
+            where = f"{result.key.namespace}/" if result.key.namespace else ""
+            print(f"{kind.lower()}/{where}{result.key.name} {_OUTCOMES.get(result.outcome, '?')}")
+        print(f"generation {response.generation}")
+    return 0
+
+
+def cmd_delete(client: Client, args: argparse.Namespace) -> int:
+    response = client.delete(args.kind, args.name, args.namespace)
+    print(
+        _json(response)
+        if args.output == "json"
+        else f"{args.kind}/{args.name} {_OUTCOMES.get(response.results[0].outcome, '?')}"
+    )
+    return 0
+
+
+def cmd_get(client: Client, args: argparse.Namespace) -> int:
+    kind = canonical_kind(args.kind)
+    if args.name:
+        objects = [client.get(kind, args.name, args.namespace).object]
+    else:
+        objects = list(client.list(kind, args.namespace, args.selector or "").objects)
+    manifests = [object_to_manifest(o) for o in objects]
+    if args.output == "json":
+        print(json.dumps(manifests[0] if args.name else {"kind": "List", "items": manifests}, indent=2))
+    elif args.output == "yaml":
+        import yaml
+
+        print(yaml.safe_dump_all(manifests, sort_keys=False), end="")
+    else:
+        rows = []
+        for m in manifests:
+            meta = m.get("metadata", {})
+            extra = m.get("spec", {}).get("nodeName", "") if kind == "Pod" else ""
+            rows.append(
+                [meta.get("namespace", "") if kind not in ("Node", "Namespace") else "", meta.get("name", ""), extra]
+            )
+        headers = ["NAMESPACE", "NAME", "NODE"] if kind == "Pod" else ["NAMESPACE", "NAME", ""]
+        print(_table(headers, rows))
+    return 0
+
+
+def cmd_filter(client: Client, args: argparse.Namespace) -> int:
+    response = client.filter(_single_pod(args.filename), _nodes(args), args.scheduler_name)
+    if args.output == "json":
+        print(_json(response))
+        return 0
+    if response.gated:
+        print(f"gated: {response.message}")
+        return 0
+    print(_table(["NODE", "FITS", "PLUGIN", "CODE", "REASONS"], _verdict_rows(response.nodes)))
+    print(f"{response.feasible_count}/{len(response.nodes)} nodes fit (generation {response.generation})")
+    return 0
+
+
+def cmd_score(client: Client, args: argparse.Namespace) -> int:
+    response = client.score(_single_pod(args.filename), _nodes(args), args.scheduler_name)
+    if args.output == "json":
+        print(_json(response))
+    elif response.gated:
+        print(f"gated: {response.message}")
+    elif not response.scores:
+        print("no node fits")
+    else:
+        print(_score_table(response.scores))
+    return 0
+
+
+def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
+    response = client.schedule(
+        _single_pod(args.filename),
+        _nodes(args),
+        args.scheduler_name,
+        assume=args.assume,
+        disable_preemption=args.no_preempt,
+    )
+    if args.output == "json":
+        print(_json(response))
+        return 0
+    if response.gated:
+        print(f"gated: {response.message}")
+        return 0
+    if response.selected_node:
+        ties = f" (tied: {', '.join(response.best_nodes)})" if len(response.best_nodes) > 1 else ""
+        print(f"selected node: {response.selected_node}{ties}")
+        if args.assume:
+            print(f"assumed at generation {response.assumed_generation}")
+        print(_score_table(response.scores))
+    else:
+        print("no node fits")
+        print(_table(["NODE", "FITS", "PLUGIN", "CODE", "REASONS"], _verdict_rows(response.nodes)))
+        if response.HasField("preemption"):
+            print(_preemption_text(response.preemption))
+    return 0
+
+
+def cmd_preempt(client: Client, args: argparse.Namespace) -> int:
+    response = client.preempt(_single_pod(args.filename), _nodes(args), args.scheduler_name)
+    print(_json(response) if args.output == "json" else _preemption_text(response))
+    return 0
+
+
+def cmd_stats(client: Client, args: argparse.Namespace) -> int:
+    response = client.stats()
+    if args.output == "json":
+        print(_json(response))
+    else:
+        fields = json_format.MessageToDict(response, always_print_fields_with_no_presence=True)
+        print(_table(["FIELD", "VALUE"], sorted(fields.items())))
+    return 0
+
+
+def cmd_conformance(args: argparse.Namespace, config: ChannelConfig) -> int:
+    from podfit.client.conformance import run
+    from podfit.client.conformance_compare import format_table
+
+    options = {"config": config} if args.target_given else {}
+    report = run(args.cases, args.target if args.target_given else None, **options)
+    print(format_table(report))
+    for failure in report.failures[: args.show]:
+        print(f"\n--- {failure['id']}\n{failure['diff']}")
+    if args.report_json:
+        with open(args.report_json, "w") as out:
+            json.dump(report.as_dict(), out, indent=2)
+    print(f"\n{report.passed} passed, {report.failed} failed")
+    return 0 if report.failed == 0 else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="podfit", description="Client for the podfit scheduling-decision service.")
+    parser.add_argument("--target", default=None, help=f"server address (default {DEFAULT_TARGET})")
+    parser.add_argument("--token", help="bearer token (or PODFIT_TOKEN)")
+    parser.add_argument("--token-file", help="read the bearer token from this file")
+    parser.add_argument("--tls", action="store_true", help="use TLS with the system trust store")
+    parser.add_argument("--ca-file", help="trust this CA (implies --tls)")
+    parser.add_argument("--cert-file", help="client certificate for mTLS")
+    parser.add_argument("--key-file", help="client key for mTLS")
+    parser.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("apply", help="upsert objects from files, directories or stdin")
+    p.add_argument("-f", "--filename", action="append", required=True, help="file, directory or - (repeatable)")
+    p.add_argument("--replace", action="store_true", help="make these objects the whole cluster state")
+    p = sub.add_parser("delete", help="delete one object")
+    p.add_argument("kind")
+    p.add_argument("name")
+    p.add_argument("-n", "--namespace", default="")
+    p = sub.add_parser("get", help="show cached objects")
+    p.add_argument("kind")
+    p.add_argument("name", nargs="?")
+    p.add_argument("-n", "--namespace", default="")
+    p.add_argument("-l", "--selector", help="label selector, e.g. app=web,tier!=db")
+    for name, text in (
+        ("filter", "every node's filter verdict"),
+        ("score", "scores of feasible nodes"),
+        ("schedule", "filter, score and select a node"),
+        ("preempt", "which pods to evict"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("-f", "--filename", required=True, help="the pod manifest (file or -)")
+        p.add_argument("--nodes", help="comma-separated candidate nodes (default: all)")
+        p.add_argument("--scheduler-name", default="", help="profile (default: the pod's schedulerName)")
+        if name == "schedule":
+            p.add_argument("--assume", action="store_true", help="reserve the pod on the selected node")
+            p.add_argument("--no-preempt", action="store_true", help="do not compute preemption when nothing fits")
+    sub.add_parser("stats", help="cache statistics")
+    p = sub.add_parser("conformance", help="replay kube-scheduler's recorded answers and compare")
+    p.add_argument("cases", help="cases JSONL file")
+    p.add_argument("--report-json", help="write the report here")
+    p.add_argument("--show", type=int, default=5, help="how many mismatches to print")
+    return parser
+
+
+COMMANDS = {
+    "apply": cmd_apply,
+    "delete": cmd_delete,
+    "get": cmd_get,
+    "filter": cmd_filter,
+    "score": cmd_score,
+    "schedule": cmd_schedule,
+    "preempt": cmd_preempt,
+    "stats": cmd_stats,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import os
+
+    args = build_parser().parse_args(argv)
+    args.target_given = args.target is not None
+    args.target = args.target or DEFAULT_TARGET
+    try:
+        token = args.token or os.environ.get("PODFIT_TOKEN")
+        if args.token_file:
+            with open(args.token_file) as handle:
+                token = handle.read().strip()
+        config = ChannelConfig.from_files(
+            args.target,
+            token=token,
+            ca_file=args.ca_file,
+            cert_file=args.cert_file,
+            key_file=args.key_file,
+            tls=args.tls,
+        )
+        if args.command == "conformance":
+            return cmd_conformance(args, config)
+        with Client(config=config) as client:
+            return COMMANDS[args.command](client, args)
+    except PodfitError as exc:
+        fields = "".join(f" [{f}: {d}]" for f, d in exc.field_violations if f and f not in exc.message)
+        print(f"podfit: {exc}{fields}", file=sys.stderr)
+        return 1
+    except (ConversionError, OSError, ValueError, RuntimeError) as exc:
+        print(f"podfit: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""Manifests in, podfit.v1 messages out: dicts, YAML/JSON text, JSON Lines, ``kind: List``, files,
+directories, stdin, and objects of the official ``kubernetes`` Python client when it is installed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from google.protobuf.message import Message
+from podfit.k8s.convert import KINDS, ConversionError, manifest_to_object
+from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import objects_pb2 as ob
+from podfit.v1 import scheduler_pb2 as sc
+
+Manifest = Mapping[str, Any]
+_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
+
+
+def _from_kubernetes_client(obj: Any) -> Manifest | None:
+    """Objects of the official client (V1Pod, ...) serialise to their Kubernetes JSON."""
+    if not hasattr(obj, "openapi_types") or not hasattr(obj, "attribute_map"):
+        return None
+    try:
+        from kubernetes.client import ApiClient  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:  # pragma: no cover - only with the kubernetes package missing
+        return None
+    data = ApiClient().sanitize_for_serialization(obj)
+    if isinstance(data, dict) and "kind" not in data:
+        kind = type(obj).__name__
+        data["kind"] = kind[2:] if kind.startswith("V1") else kind
+    return data if isinstance(data, dict) else None
+
+
+def parse_text(text: str, source: str = "<text>") -> list[Manifest]:
+    """Multi-document YAML, a JSON document, or JSON Lines; ``kind: List`` is flattened."""
+    stripped = text.lstrip()
+    documents: list[Any]
+    if stripped.startswith("{") and "\n{" in stripped.rstrip():
+        try:
+            documents = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError:
+            documents = _yaml_documents(text, source)
+    else:
+        documents = _yaml_documents(text, source)
+    return list(_flatten(documents, source))
+
+
+def _yaml_documents(text: str, source: str) -> list[Any]:
+    try:
+        return [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise ConversionError(source, f"not valid YAML or JSON: {exc}") from None
+
+
+def _flatten(documents: Iterable[Any], source: str) -> Iterator[Manifest]:
+    for i, doc in enumerate(documents):
+        if not isinstance(doc, Mapping):
+            raise ConversionError(f"{source}[{i}]", "a manifest must be a mapping")
+        if str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
+            yield from _flatten(doc["items"], f"{source}[{i}].items")
+        else:
+            yield doc
+
+
+def load_manifests(source: Any) -> list[Manifest]:
+    """Everything ``podfit apply -f`` accepts: a path (file or directory), "-" for stdin, text, a
+    mapping, a Kubernetes client object, or an iterable of those."""
+    if isinstance(source, Mapping):
+        return list(_flatten([source], "manifest"))
+    converted = _from_kubernetes_client(source)
+    if converted is not None:
+        return [converted]
+    if isinstance(source, Path) or (
+        isinstance(source, str) and "\n" not in source and not source.lstrip().startswith("{")
+    ):
+        return _load_path(str(source))
+    if isinstance(source, str | bytes):
+        return parse_text(source.decode() if isinstance(source, bytes) else source)
+    if isinstance(source, Iterable):
+        result: list[Manifest] = []
+        for item in source:
+            result.extend(load_manifests(item))
+        return result
+    raise ConversionError("manifest", f"cannot read manifests from {type(source).__name__}")
+
+
+def _load_path(path: str) -> list[Manifest]:
+    if path == "-":
+        return parse_text(sys.stdin.read(), "<stdin>")
+    target = Path(path)
+    if target.is_dir():
+        result: list[Manifest] = []
+        for file in sorted(p for p in target.rglob("*") if p.suffix in _SUFFIXES and p.is_file()):
+            result.extend(parse_text(file.read_text(), str(file)))
+        return result
+    try:
+        return parse_text(target.read_text(), path)
+    except OSError as exc:
+        raise ConversionError(path, f"cannot read: {exc.strerror}") from None
+
+
+def to_cluster_object(manifest: Any, kind: str | None = None) -> cc.ClusterObject:
+    """A manifest as a ClusterObject; ``kind`` fills in for manifests without one (e.g. bare nodes)."""
+    if isinstance(manifest, cc.ClusterObject):
+        return manifest
+    if isinstance(manifest, Message):
+        for field, cls, _ in KINDS.values():
+            if isinstance(manifest, cls):
+                obj = cc.ClusterObject()
+                getattr(obj, field).CopyFrom(manifest)
+                return obj
+        raise ConversionError("manifest", f"{type(manifest).__name__} is not a cluster object")
+    converted = _from_kubernetes_client(manifest)
+    data = converted if converted is not None else manifest
+    if kind and isinstance(data, Mapping) and not data.get("kind"):
+        data = {**data, "kind": kind}
+    return manifest_to_object(data)
+
+
+def to_pod_reference(pod: Any) -> sc.PodReference:
+    """A pod given by value (dict, YAML/JSON text, Pod message, client object) or as "namespace/name"
+    of a pod already in the cache."""
+    if isinstance(pod, sc.PodReference):
+        return pod
+    if isinstance(pod, ob.Pod):
+        return sc.PodReference(pod=pod)
+    if isinstance(pod, str) and "\n" not in pod and not pod.lstrip().startswith("{") and ":" not in pod:
+        namespace, _, name = pod.rpartition("/")
+        return sc.PodReference(cached=cc.ObjectKey(kind=cc.OBJECT_KIND_POD, namespace=namespace, name=name))
+    manifests = load_manifests(pod) if isinstance(pod, str | bytes) else [pod]
+    pods = [m for m in manifests if not isinstance(m, Mapping) or m.get("kind", "Pod") == "Pod"]
+    if len(pods) != 1:
+        raise ConversionError("pod", f"expected exactly one Pod manifest, found {len(pods)}")
+    first = pods[0]
+    if isinstance(first, Mapping) and "kind" not in first:
+        first = {**first, "kind": "Pod"}
+    return sc.PodReference(pod=to_cluster_object(first).pod)

@@ -1,0 +1,129 @@
+"""The blocking client, for scripts and the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, cast
+
+import grpc
+from podfit.client import _requests as rq
+from podfit.client.errors import PodfitError
+from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import cluster_cache_pb2_grpc as cc_grpc
+from podfit.v1 import scheduler_pb2 as sc
+from podfit.v1 import scheduler_pb2_grpc as sc_grpc
+
+
+class Client:
+    """``with Client("localhost:50051") as client: client.schedule(pod_yaml)``."""
+
+    def __init__(
+        self, target: str = rq.DEFAULT_TARGET, *, config: rq.ChannelConfig | None = None, **kwargs: Any
+    ) -> None:
+        self.config = config or rq.ChannelConfig(target=target, **kwargs)
+        credentials = self.config.credentials()
+        if credentials is None:
+            self._channel = grpc.insecure_channel(self.config.target, options=self.config.options())
+        else:
+            self._channel = grpc.secure_channel(self.config.target, credentials, options=self.config.options())
+        self.cache = cc_grpc.ClusterCacheStub(self._channel)
+        self.scheduler = sc_grpc.SchedulerStub(self._channel)
+        self._metadata = self.config.metadata()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def wait_ready(self, timeout: float = 10.0) -> None:
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            raise PodfitError(
+                grpc.StatusCode.UNAVAILABLE, f"no podfit server answered at {self.config.target}"
+            ) from None
+
+    def _call(self, method: Callable[..., Any], request: Any, timeout: float | None) -> Any:
+        try:
+            return method(request, metadata=self._metadata, timeout=timeout)
+        except grpc.RpcError as exc:
+            raise PodfitError.from_rpc_error(exc) from None
+
+    def apply(
+        self, objects: Any = (), *, deletes: Iterable[cc.ObjectKey] = (), timeout: float | None = None
+    ) -> cc.ApplyResponse:
+        return cast(cc.ApplyResponse, self._call(self.cache.Apply, rq.apply_request(objects, deletes), timeout))
+
+    def delete(self, kind: str, name: str, namespace: str = "", timeout: float | None = None) -> cc.ApplyResponse:
+        return self.apply(deletes=[rq.object_key(kind, name, namespace)], timeout=timeout)
+
+    def replace(self, kind: str, objects: Any, timeout: float | None = None) -> cc.ReplaceResponse:
+        return cast(cc.ReplaceResponse, self._call(self.cache.Replace, rq.replace_request(kind, objects), timeout))
+
+    def get(self, kind: str, name: str, namespace: str = "", timeout: float | None = None) -> cc.GetResponse:
+        return cast(
+            cc.GetResponse, self._call(self.cache.Get, cc.GetRequest(key=rq.object_key(kind, name, namespace)), timeout)
+        )
+
+    def list(
+        self,
+        kind: str,
+        namespace: str = "",
+        label_selector: str = "",
+        pod_filter: str = "",
+        timeout: float | None = None,
+    ) -> cc.ListResponse:
+        return cast(
+            cc.ListResponse,
+            self._call(self.cache.List, rq.list_request(kind, namespace, label_selector, pod_filter), timeout),
+        )
+
+    def stats(self, timeout: float | None = None) -> cc.StatsResponse:
+        return cast(cc.StatsResponse, self._call(self.cache.Stats, cc.StatsRequest(), timeout))
+
+    def stream(self, batches: Iterable[cc.StreamRequest]) -> Iterator[cc.StreamResponse]:
+        try:
+            yield from self.cache.Stream(iter(batches), metadata=self._metadata)
+        except grpc.RpcError as exc:
+            raise PodfitError.from_rpc_error(exc) from None
+
+    def filter(
+        self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None
+    ) -> sc.FilterResponse:
+        return cast(
+            sc.FilterResponse,
+            self._call(self.scheduler.Filter, rq.filter_request(pod, node_names, scheduler_name), timeout),
+        )
+
+    def score(
+        self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None
+    ) -> sc.ScoreResponse:
+        return cast(
+            sc.ScoreResponse,
+            self._call(self.scheduler.Score, rq.score_request(pod, node_names, scheduler_name), timeout),
+        )
+
+    def schedule(
+        self,
+        pod: Any,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        *,
+        assume: bool = False,
+        disable_preemption: bool = False,
+        timeout: float | None = None,
+    ) -> sc.ScheduleResponse:
+        request = rq.schedule_request(pod, node_names, scheduler_name, assume, disable_preemption)
+        return cast(sc.ScheduleResponse, self._call(self.scheduler.Schedule, request, timeout))
+
+    def preempt(
+        self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None
+    ) -> sc.PreemptResponse:
+        return cast(
+            sc.PreemptResponse,
+            self._call(self.scheduler.Preempt, rq.preempt_request(pod, node_names, scheduler_name), timeout),
+        )

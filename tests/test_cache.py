@@ -1,0 +1,160 @@
+"""Cache bookkeeping: NodeInfo aggregates, versions, idempotency, replace, pending and nominated pods."""
+
+from typing import Any
+
+import pytest
+from podfit.server.cache.cluster_cache import ClusterCache, Delete, Outcome, Upsert
+from podfit.server.model import Kind
+from podfit.server.model.objects import pod_from_k8s
+
+from tests.builders import make_node, make_pod
+
+
+def upsert(builder: Any) -> Upsert:
+    kind = Kind.POD if builder.json()["kind"] == "Pod" else Kind.NODE
+    return Upsert(kind, builder.obj(), repr(builder.json()).encode())
+
+
+def versioned(builder: Any, rv: str) -> Upsert:
+    data = builder.json()
+    data["metadata"]["resourceVersion"] = rv
+    return Upsert(Kind.POD, pod_from_k8s(data), repr(data).encode())
+
+
+def test_bound_pods_add_to_their_node() -> None:
+    cache = ClusterCache()
+    cache.apply([upsert(make_node("n1")), upsert(make_pod("a").node("n1").req(cpu="1", memory="1Gi").host_port(80))])
+    info = cache.snapshot().node_info_map["n1"]
+    assert info.requested == {"cpu": 1000, "memory": 2**30}
+    assert set(info.pods) == {"default/a"}
+    assert info.used_ports.conflicts("", "TCP", 80)
+
+
+def test_updating_a_pod_replaces_its_contribution() -> None:
+    cache = ClusterCache()
+    cache.apply([upsert(make_node("n1")), upsert(make_pod("a").node("n1").req(cpu="1"))])
+    cache.apply([upsert(make_pod("a").node("n1").req(cpu="2"))])
+    assert cache.snapshot().node_info_map["n1"].requested == {"cpu": 2000}
+
+
+def test_moving_a_pod_between_nodes() -> None:
+    cache = ClusterCache()
+    cache.apply([upsert(make_node("n1")), upsert(make_node("n2")), upsert(make_pod("a").node("n1").req(cpu="1"))])
+    cache.apply([upsert(make_pod("a").node("n2").req(cpu="1"))])
+    snap = cache.snapshot()
+    assert snap.node_info_map["n1"].requested == {}
+    assert snap.node_info_map["n2"].requested == {"cpu": 1000}
+
+
+def test_deleting_a_pod_frees_its_node() -> None:
+    cache = ClusterCache()
+    cache.apply([upsert(make_node("n1")), upsert(make_pod("a").node("n1").req(cpu="1").host_port(80))])
+    result = cache.apply([Delete(Kind.POD, "default", "a")])
+    info = cache.snapshot().node_info_map["n1"]
+    assert result.outcomes == [Outcome.APPLIED]
+    assert (info.requested, info.pods, len(info.used_ports)) == ({}, {}, 0)
+
+
+def test_pods_arriving_before_their_node_are_counted_when_it_appears() -> None:
+    cache = ClusterCache()
+    cache.apply([upsert(make_pod("a").node("n1").req(cpu="1"))])
+    assert cache.snapshot().node_infos == []
+    cache.apply([upsert(make_node("n1"))])
+    assert cache.snapshot().node_info_map["n1"].requested == {"cpu": 1000}
+
+
+def test_node_update_keeps_its_pods_and_removal_keeps_them_for_later() -> None:
+    cache = ClusterCache()
+    cache.apply([upsert(make_node("n1")), upsert(make_pod("a").node("n1").req(cpu="1"))])
+    cache.apply([upsert(make_node("n1").label("zone", "z1"))])
+    assert cache.snapshot().node_info_map["n1"].requested == {"cpu": 1000}
+    cache.apply([Delete(Kind.NODE, "", "n1")])
+    assert cache.snapshot().node_infos == []
+    cache.apply([upsert(make_node("n1"))])
+    assert cache.snapshot().node_info_map["n1"].requested == {"cpu": 1000}
+
+
+def test_terminal_pods_hold_nothing() -> None:
+    cache = ClusterCache()
+    cache.apply([upsert(make_node("n1")), upsert(make_pod("done").node("n1").req(cpu="1").phase("Succeeded"))])
+    assert cache.snapshot().node_info_map["n1"].pods == {}
+    assert cache.count(Kind.POD) == 1
+
+
+def test_pending_and_nominated_pods_are_indexed() -> None:
+    cache = ClusterCache()
+    cache.apply([upsert(make_pod("p")), upsert(make_pod("q").nominated("n1"))])
+    snap = cache.snapshot()
+    assert {p.name for p in cache.pending_pods} == {"p", "q"}
+    assert [p.name for p in snap.nominated_pods["n1"]] == ["q"]
+    cache.apply([upsert(make_pod("q").node("n1"))])
+    assert "n1" not in cache.snapshot().nominated_pods
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "outcome"),
+    [
+        pytest.param("5", "4", Outcome.STALE, id="an older resourceVersion is stale"),
+        pytest.param("5", "6", Outcome.APPLIED, id="a newer resourceVersion applies"),
+        pytest.param("9", "10", Outcome.APPLIED, id="versions compare as numbers, not strings"),
+        pytest.param("", "1", Outcome.APPLIED, id="an update without a version always applies"),
+    ],
+)
+def test_resource_versions(first: str, second: str, outcome: str) -> None:
+    cache = ClusterCache()
+    cache.apply([versioned(make_pod("a").req(cpu="1"), first)])
+    result = cache.apply([versioned(make_pod("a").req(cpu="2"), second)])
+    assert result.outcomes == [outcome]
+
+
+def test_reapplying_the_same_update_is_idempotent() -> None:
+    cache = ClusterCache()
+    first = cache.apply([upsert(make_node("n1")), upsert(make_pod("a").node("n1").req(cpu="1"))])
+    again = cache.apply([upsert(make_node("n1")), upsert(make_pod("a").node("n1").req(cpu="1"))])
+    assert again.outcomes == [Outcome.UNCHANGED, Outcome.UNCHANGED]
+    assert again.generation == first.generation
+    assert cache.snapshot().node_info_map["n1"].requested == {"cpu": 1000}
+
+
+def test_deleting_an_unknown_object_is_a_no_op() -> None:
+    cache = ClusterCache()
+    result = cache.apply([Delete(Kind.POD, "default", "ghost")])
+    assert (result.outcomes, result.generation) == ([Outcome.UNCHANGED], 0)
+
+
+def test_a_stale_delete_is_ignored() -> None:
+    cache = ClusterCache()
+    cache.apply([versioned(make_pod("a"), "7")])
+    assert cache.apply([Delete(Kind.POD, "default", "a", "6")]).outcomes == [Outcome.STALE]
+    assert cache.count(Kind.POD) == 1
+
+
+def test_one_generation_per_batch() -> None:
+    cache = ClusterCache()
+    result = cache.apply([upsert(make_node("n1")), upsert(make_node("n2")), upsert(make_pod("a"))])
+    assert result.generation == 1
+
+
+def test_replace_makes_the_set_whole() -> None:
+    cache = ClusterCache()
+    cache.apply([upsert(make_node("n1")), upsert(make_node("n2"))])
+    generation, upserted, deleted, unchanged = cache.replace(
+        Kind.NODE, [upsert(make_node("n2")), upsert(make_node("n3"))]
+    )
+    assert (upserted, deleted, unchanged) == (1, 1, 1)
+    assert [n.name for n in cache.snapshot().node_infos] == ["n2", "n3"]
+    assert generation == 2
+
+
+def test_snapshot_lists_nodes_by_name_and_counts_images() -> None:
+    cache = ClusterCache()
+    cache.apply(
+        [
+            upsert(make_node("b").image(100, "nginx:1")),
+            upsert(make_node("a").image(100, "nginx:1", "nginx@sha")),
+        ]
+    )
+    snap = cache.snapshot()
+    assert [n.name for n in snap.node_infos] == ["a", "b"]
+    assert snap.images["nginx:1"].num_nodes == 2
+    assert snap.images["nginx@sha"].num_nodes == 1

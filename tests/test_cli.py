@@ -1,0 +1,106 @@
+"""The podfit CLI against a real podfit-server subprocess: tables, -o json, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from podfit.client.cli import main
+from podfit.client.conformance import LocalServer
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "deploy" / "examples"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with LocalServer() as local:
+        yield local.target
+
+
+def run(capsys: pytest.CaptureFixture[str], target: str, *args: str) -> tuple[int, str, str]:
+    code = main(["--target", target, *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_apply_then_schedule_prints_the_node_and_scores(server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, server, "apply", "--replace", "-f", str(EXAMPLES / "cluster.yaml"))
+    assert code == 0 and "Node" in out
+    code, out, _ = run(capsys, server, "schedule", "-f", str(EXAMPLES / "pod.yaml"))
+    assert code == 0
+    assert out.splitlines()[0] == "selected node: node-b"
+    assert "PodTopologySpread" in out and "TOTAL" in out
+
+
+def test_schedule_json_carries_selected_node(server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, server, "apply", "--replace", "-f", str(EXAMPLES / "cluster.yaml"))
+    code, out, _ = run(capsys, server, "-o", "json", "schedule", "-f", str(EXAMPLES / "pod.yaml"))
+    body = json.loads(out)
+    assert code == 0 and body["selectedNode"] == "node-b"
+    assert {n["nodeName"] for n in body["nodes"]} == {"node-a", "node-b", "node-gpu"}
+
+
+def test_filter_table_names_the_rejecting_plugin(server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, server, "apply", "--replace", "-f", str(EXAMPLES / "cluster.yaml"))
+    code, out, _ = run(capsys, server, "filter", "-f", str(EXAMPLES / "pod.yaml"))
+    gpu = next(line for line in out.splitlines() if line.startswith("node-gpu"))
+    # TaintToleration runs before NodeAffinity, so it is named although both reject the node.
+    assert code == 0 and "TaintToleration" in gpu and "UnschedulableAndUnresolvable" in gpu
+
+
+def test_preempt_table_lists_victims(server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, server, "apply", "--replace", "-f", str(EXAMPLES / "cluster.yaml"))
+    code, out, _ = run(capsys, server, "preempt", "-f", str(EXAMPLES / "urgent-pod.yaml"))
+    assert code == 0
+    assert "evict on node node-b" in out and "batch-1" in out
+    code, out, _ = run(capsys, server, "-o", "json", "preempt", "-f", str(EXAMPLES / "urgent-pod.yaml"))
+    assert json.loads(out)["victims"][0]["name"] == "batch-1"
+
+
+def test_get_delete_and_stats(server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, server, "apply", "--replace", "-f", str(EXAMPLES / "cluster.yaml"))
+    code, out, _ = run(capsys, server, "-o", "json", "get", "pods", "web-1", "-n", "shop")
+    assert code == 0 and json.loads(out)["spec"]["nodeName"] == "node-a"
+    code, out, _ = run(capsys, server, "delete", "pod", "web-1", "-n", "shop")
+    assert code == 0 and "applied" in out
+    code, out, _ = run(capsys, server, "-o", "json", "stats")
+    assert json.loads(out)["pods"] == 1
+
+
+def test_apply_from_stdin_json_lines(
+    server: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    lines = '{"kind": "Node", "metadata": {"name": "x1"}, "status": {"allocatable": {"cpu": "1"}}}\n' * 2
+    monkeypatch.setattr("sys.stdin", io.StringIO(lines))
+    code, out, _ = run(capsys, server, "apply", "-f", "-")
+    assert code == 0 and "node/x1" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["apply", "-f", "/nonexistent.yaml"], "cannot read", id="a missing file"),
+        pytest.param(["get", "deployments"], "is not a kind podfit holds", id="an unknown kind"),
+        pytest.param(["get", "pod", "ghost"], "NOT_FOUND", id="a missing object"),
+    ],
+)
+def test_errors_are_one_line(server: str, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    code, out, err = run(capsys, server, *args)
+    assert code == 1 and out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err and "Traceback" not in err
+
+
+def test_bad_manifest_reports_the_field(server: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - resources: {requests: {cpu: lots}}\n")
+    code, _, err = run(capsys, server, "apply", "-f", str(bad))
+    assert code == 1 and "INVALID_ARGUMENT" in err and "requests.cpu" in err
+
+
+def test_unreachable_server(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "127.0.0.1:1", "stats")
+    assert code == 1 and "UNAVAILABLE" in err

@@ -1,0 +1,78 @@
+"""Parity with kube-scheduler v1.35.4: replays the public cases through the gRPC API (as
+``podfit conformance`` does) and fails when a case listed in the committed baseline regresses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from podfit.client.conformance import load_cases, run_cases
+from podfit.client.conformance_compare import Report, compare_case
+
+from tests.conftest import LiveServer
+
+ROOT = Path(__file__).resolve().parents[1]
+CASES = ROOT.parent / "shared" / "conformance" / "cases-public.jsonl"
+BASELINE = Path(__file__).with_name("conformance_baseline.txt")
+
+
+def baseline_ids() -> set[str]:
+    return {line.strip() for line in BASELINE.read_text().splitlines() if line.strip() and not line.startswith("#")}
+
+
+async def test_no_baseline_case_regresses(live: LiveServer) -> None:
+    cases = load_cases(CASES)
+    report = await run_cases(cases, live.target)
+    failed = {f["id"] for f in report.failures}
+    regressed = sorted(baseline_ids() & failed)
+    details = "\n".join(f["diff"] for f in report.failures if f["id"] in regressed[:3])
+    assert regressed == [], f"{len(regressed)} baseline cases regressed: {regressed[:10]}\n{details}"
+    unknown = baseline_ids() - {c["id"] for c in cases}
+    assert not unknown, f"baseline names cases that do not exist: {sorted(unknown)[:5]}"
+
+
+def _case(expect: dict[str, object]) -> dict[str, object]:
+    return {"gated": False, "filter": {}, "scores": {}, "best": [], "preemption": None, **expect}
+
+
+@pytest.mark.parametrize(
+    ("expect", "actual", "passes"),
+    [
+        pytest.param(_case({"best": ["a"]}), _case({"best": ["a"]}), True, id="identical answers pass"),
+        pytest.param(_case({"best": ["a"]}), _case({"best": ["b"]}), False, id="a different best set fails"),
+        pytest.param(
+            _case({"filter": {"n": {"fits": False, "plugin": "P", "reasons": ["r"], "code": "Unschedulable"}}}),
+            _case(
+                {
+                    "filter": {
+                        "n": {"fits": False, "plugin": "P", "reasons": ["r"], "code": "UnschedulableAndUnresolvable"}
+                    }
+                }
+            ),
+            False,
+            id="a different status code fails",
+        ),
+        pytest.param(
+            _case({"scores": {"n": {"total": 3, "plugins": {"A": 3}}}}),
+            _case({"scores": {"n": {"total": 3, "plugins": {"A": 3, "B": 0}}}}),
+            False,
+            id="a plugin score that should be skipped fails",
+        ),
+        pytest.param(
+            _case({"preemption": {"node": "a", "victims": ["d/x"], "node_ties": ["a", "b"]}}),
+            _case({"preemption": {"node": "b", "victims": ["d/y"], "node_ties": ["b"]}}),
+            True,
+            id="any tied preemption node passes",
+        ),
+        pytest.param(
+            _case({"preemption": {"node": "a", "victims": ["d/x"], "node_ties": ["a"]}}),
+            _case({"preemption": {"node": "a", "victims": ["d/y"], "node_ties": ["a"]}}),
+            False,
+            id="other victims on the nominated node fail",
+        ),
+    ],
+)
+def test_comparison_rules(expect: dict[str, object], actual: dict[str, object], passes: bool) -> None:
+    report = Report()
+    assert compare_case(report, "case", expect, actual) is passes
+    assert (report.passed, report.failed) == (int(passes), int(not passes))

@@ -1,0 +1,137 @@
+"""The one converter: Kubernetes JSON <-> podfit.v1 messages, and manifest loading."""
+
+import json
+from typing import Any
+
+import pytest
+from podfit.client.manifests import load_manifests, parse_text, to_pod_reference
+from podfit.k8s.convert import ConversionError, manifest_to_object, object_kind_and_message, object_to_manifest
+from podfit.v1 import cluster_cache_pb2 as cc
+
+from tests.builders import make_node, make_pod
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        pytest.param(
+            make_pod("p")
+            .req(cpu="500m")
+            .host_port(80, "UDP", "10.0.0.1")
+            .toleration("k", "Exists")
+            .spread(1, "zone", selector={"matchLabels": {"a": "b"}}, minDomains=2)
+            .json(),
+            id="a pod",
+        ),
+        pytest.param(make_node("n").taint("k", "v").image(123, "img:1").json(), id="a node"),
+        pytest.param(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "b", "namespace": "x"},
+                "spec": {"maxUnavailable": "50%", "selector": {}},
+                "status": {"disruptionsAllowed": 1},
+            },
+            id="a PDB with a percentage and an empty selector",
+        ),
+        pytest.param(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {"name": "rs"},
+                "spec": {"selector": {"matchExpressions": [{"key": "a", "operator": "In", "values": ["b"]}]}},
+            },
+            id="a replica set",
+        ),
+    ],
+)
+def test_round_trip_keeps_kubernetes_json(manifest: dict[str, Any]) -> None:
+    back = object_to_manifest(manifest_to_object(manifest))
+    assert _without_empty(back) == _without_empty(manifest)
+
+
+def _without_empty(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_empty(v) for k, v in value.items() if v not in ("", None, [], False) or k == "selector"}
+    if isinstance(value, list):
+        return [_without_empty(v) for v in value]
+    return value
+
+
+def test_host_ip_keeps_kubernetes_casing() -> None:
+    obj = manifest_to_object(make_pod().host_port(80, host_ip="1.2.3.4").json())
+    assert obj.pod.spec.containers[0].ports[0].host_ip == "1.2.3.4"
+    assert '"hostIP"' in json.dumps(object_to_manifest(obj))
+
+
+def test_integer_pdb_bounds_become_strings() -> None:
+    obj = manifest_to_object({"kind": "PodDisruptionBudget", "metadata": {"name": "b"}, "spec": {"minAvailable": 1}})
+    assert obj.pod_disruption_budget.spec.min_available == "1"
+
+
+def test_unknown_kubernetes_fields_are_ignored() -> None:
+    data = make_pod().json()
+    data["spec"]["dnsPolicy"] = "ClusterFirst"
+    assert manifest_to_object(data).pod.metadata.name == "pod"
+
+
+@pytest.mark.parametrize(
+    ("manifest", "field"),
+    [
+        pytest.param({"kind": "Deployment", "metadata": {"name": "d"}}, "kind", id="unknown kinds are refused"),
+        pytest.param({"kind": "Pod", "metadata": {"name": 3}}, "metadata.name", id="wrong types name their field"),
+        pytest.param({"kind": "Pod", "spec": {"priority": "x"}}, "spec.priority", id="non-numeric priority"),
+    ],
+)
+def test_bad_manifests(manifest: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConversionError) as info:
+        manifest_to_object(manifest)
+    assert info.value.field == field
+
+
+def test_kubernetes_json_objects_are_parsed_by_their_kind() -> None:
+    raw = json.dumps(make_node("n").json()).encode()
+    kind, message = object_kind_and_message(cc.ClusterObject(kubernetes_json=raw))
+    assert (kind, message.metadata.name) == ("Node", "n")
+    with pytest.raises(ConversionError) as info:
+        object_kind_and_message(cc.ClusterObject(kubernetes_json=b"{not json"))
+    assert info.value.field == "kubernetes_json"
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        pytest.param(
+            "kind: Node\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {name: b}\n",
+            ["a", "b"],
+            id="multi-document YAML",
+        ),
+        pytest.param('{"kind": "Node", "metadata": {"name": "a"}}', ["a"], id="one JSON document"),
+        pytest.param(
+            '{"kind": "Node", "metadata": {"name": "a"}}\n{"kind": "Pod", "metadata": {"name": "b"}}\n',
+            ["a", "b"],
+            id="JSON Lines",
+        ),
+        pytest.param(
+            "kind: List\nitems:\n- {kind: Node, metadata: {name: a}}\n- {kind: Pod, metadata: {name: b}}\n",
+            ["a", "b"],
+            id="a kind List is flattened",
+        ),
+    ],
+)
+def test_manifest_formats(text: str, names: list[str]) -> None:
+    assert [m["metadata"]["name"] for m in parse_text(text)] == names
+
+
+def test_directories_are_read_recursively(tmp_path: Any) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.yaml").write_text("kind: Node\nmetadata: {name: a}\n")
+    (tmp_path / "sub" / "b.json").write_text('{"kind": "Pod", "metadata": {"name": "b"}}')
+    (tmp_path / "notes.txt").write_text("ignored")
+    assert sorted(m["metadata"]["name"] for m in load_manifests(str(tmp_path))) == ["a", "b"]
+
+
+def test_pod_references() -> None:
+    assert to_pod_reference("team/web-1").cached.namespace == "team"
+    assert to_pod_reference(make_pod("x").json()).pod.metadata.name == "x"
+    assert to_pod_reference("kind: Pod\nmetadata: {name: y}\n").pod.metadata.name == "y"
