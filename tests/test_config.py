@@ -158,3 +158,11 @@ def test_server_refuses_to_start_on_invalid_configuration(tmp_path: Path, capsys
     assert main(["--config", str(path)], {}) == 2
     err = capsys.readouterr().err
     assert "profiles[0].plugins.score.enabled[0].name" in err and "Traceback" not in err
+
+
+def test_the_shipped_bin_packing_profile_loads() -> None:
+    path = Path(__file__).resolve().parents[1] / "deploy" / "bin-packing-profile.yaml"
+    settings = resolve(["--config", str(path)], {})
+    profiles = profiles_from_configuration(settings.scheduler_configuration)
+    packing = {s.plugin.name: s.weight for s in profiles["bin-packing"].score}
+    assert packing["NodeResourcesFit"] == 5 and "ImageLocality" not in packing
