@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.snapshot import ImageSummary, Snapshot
-from podfit.server.model import Kind, Namespace, Node, Pod, PodDisruptionBudget, WorkloadSelector
+from podfit.server.model import Kind, Namespace, Node, Pod, PodDisruptionBudget, ValidationError, WorkloadSelector
 from podfit.server.model.objects import ClusterObject
+from podfit.server.model.readiness import validate_pod_update
 
 WORKLOAD_KINDS = (Kind.SERVICE, Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTROLLER)
 
@@ -76,6 +77,15 @@ class BatchResult:
 
     def count(self, outcome: str) -> int:
         return sum(1 for o in self.outcomes if o == outcome)
+
+
+class UpdateRejected(ValueError):
+    """Change ``index`` of a batch breaks an update rule; nothing of the batch was applied."""
+
+    def __init__(self, index: int, error: ValidationError) -> None:
+        super().__init__(f"change {index}: {error}")
+        self.index = index
+        self.error = error
 
 
 class ClusterCache:
@@ -143,7 +153,13 @@ class ClusterCache:
     # Writes
 
     def apply(self, changes: Iterable[Change]) -> BatchResult:
-        """Applies a validated batch; one generation step for the whole batch."""
+        """Applies a batch atomically; one generation step for the whole batch.
+
+        Update rules (pod scheduling readiness) are checked for every change first, against the
+        cache as the earlier changes of the same batch would leave it, so a refused batch changes nothing.
+        """
+        changes = list(changes)
+        self.check(changes)
         outcomes = [self._apply_one(change) for change in changes]
         if any(o == Outcome.APPLIED for o in outcomes):
             self.generation += 1
@@ -162,6 +178,33 @@ class ClusterCache:
         deleted = sum(1 for o in result.outcomes[len(objects) :] if o == Outcome.APPLIED)
         unchanged = sum(1 for o in result.outcomes[: len(objects)] if o != Outcome.APPLIED)
         return result.generation, upserted, deleted, unchanged
+
+    def check(self, changes: Sequence[Change]) -> None:
+        """Raises UpdateRejected for the first pod update that kube-apiserver would refuse."""
+        pending: dict[str, Pod | None] = {}
+        for index, change in enumerate(changes):
+            if change.kind is not Kind.POD:
+                continue
+            if isinstance(change, Delete):
+                pending[object_key(Kind.POD, change.namespace, change.name)] = None
+                continue
+            new = change.obj
+            assert isinstance(new, Pod)
+            key = key_of(Kind.POD, new)
+            if key in pending:
+                old = pending[key]
+            else:
+                entry = self._objects[Kind.POD].get(key)
+                old = entry.obj if entry is not None else None  # type: ignore[assignment]
+            pending[key] = new
+            if old is None or (old.uid and new.uid and old.uid != new.uid):
+                continue  # a new pod (or a re-created one): creation rules only
+            if _version_order(new.resource_version, old.resource_version) < 0:
+                continue  # stale: ignored, not refused
+            try:
+                validate_pod_update(old, new)
+            except ValidationError as exc:
+                raise UpdateRejected(index, exc) from None
 
     def _apply_one(self, change: Change) -> str:
         if isinstance(change, Delete):

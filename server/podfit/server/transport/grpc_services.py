@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import grpc
 from podfit.k8s.convert import KIND_TO_ENUM
 from podfit.k8s.selector import parse_label_selector
-from podfit.server.cache.cluster_cache import Change, Delete, Outcome, Upsert
+from podfit.server.cache.cluster_cache import BatchResult, Change, Delete, Outcome, UpdateRejected, Upsert
 from podfit.server.model import Kind, Pod, ValidationError
 from podfit.server.service import SchedulingService
 from podfit.server.telemetry import annotate
@@ -46,10 +46,17 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
     def __init__(self, service: SchedulingService) -> None:
         self.service = service
 
+    def _apply(self, changes: list[Change]) -> BatchResult:
+        """Applies a batch; a refused update is reported at its request field path."""
+        try:
+            return self.service.apply(changes)
+        except UpdateRejected as exc:
+            raise ValidationError(f"updates[{exc.index}].upsert.pod.{exc.error.field}", exc.error.message) from None
+
     @unary_errors
     async def Apply(self, request: cc.ApplyRequest, context: grpc.aio.ServicerContext) -> cc.ApplyResponse:
         changes = convert.changes_from_updates(request.updates)
-        result = self.service.apply(changes)
+        result = self._apply(changes)
         annotate(updates=len(changes), generation=result.generation)
         return cc.ApplyResponse(
             generation=result.generation,
@@ -69,7 +76,10 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
             convert.upsert_from_object(obj, f"objects[{i}]", expected_kind=kind)
             for i, obj in enumerate(request.objects)
         ]
-        generation, upserted, deleted, unchanged = self.service.replace(kind, upserts)
+        try:
+            generation, upserted, deleted, unchanged = self.service.replace(kind, upserts)
+        except UpdateRejected as exc:
+            raise ValidationError(f"objects[{exc.index}].pod.{exc.error.field}", exc.error.message) from None
         annotate(kind=kind.value, objects=len(upserts), generation=generation)
         return cc.ReplaceResponse(
             generation=generation, upserted_count=upserted, deleted_count=deleted, unchanged_count=unchanged
@@ -93,11 +103,10 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         try:
             while (request := await queue.get()) is not None:
                 try:
-                    changes = convert.changes_from_updates(request.updates)
+                    result = self._apply(convert.changes_from_updates(request.updates))
                 except ValidationError as exc:
                     yield cc.StreamResponse(sequence=request.sequence, error=str(exc), error_field=exc.field)
                     continue
-                result = self.service.apply(changes)
                 yield cc.StreamResponse(
                     sequence=request.sequence,
                     generation=result.generation,
