@@ -27,6 +27,7 @@ ZONES = ("moon-1", "moon-2", "moon-3")
 def node(i: int) -> dict[str, Any]:
     name = f"node-{i:05d}"
     return {
+        "kind": "Node",
         "metadata": {
             "name": name,
             "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3]},
@@ -50,7 +51,11 @@ def pod(
     if node_name:
         spec["nodeName"] = node_name
     spec.update(spec_extra or {})
-    return {"metadata": {"name": f"pod-{i}", "namespace": "default", "uid": f"u{i}", "labels": labels}, "spec": spec}
+    return {
+        "kind": "Pod",
+        "metadata": {"name": f"pod-{i}", "namespace": "default", "uid": f"u{i}", "labels": labels},
+        "spec": spec,
+    }
 
 
 def anti_affinity(app: str) -> dict[str, Any]:

@@ -25,12 +25,18 @@ class LiveServer:
     def target(self) -> str:
         return f"127.0.0.1:{self.running.port}"
 
+    @property
+    def extender_url(self) -> str:
+        return f"http://127.0.0.1:{self.running.extender_port}/scheduler"
+
 
 async def start_live_server(settings: Settings | None = None, **client_options: object) -> LiveServer:
     spans = InMemorySpanExporter()
     metrics = InMemoryMetricReader()
     telemetry = Telemetry(span_exporters=[spans], metric_readers=[metrics], batch_spans=False)
-    running = await create_server(settings or Settings(), addr="127.0.0.1:0", telemetry=telemetry)
+    running = await create_server(
+        settings or Settings(), addr="127.0.0.1:0", extender_addr="127.0.0.1:0", telemetry=telemetry
+    )
     client = AsyncClient(f"127.0.0.1:{running.port}", **client_options)  # type: ignore[arg-type]
     return LiveServer(running, client, spans, metrics)
 

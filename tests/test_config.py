@@ -166,3 +166,10 @@ def test_the_shipped_bin_packing_profile_loads() -> None:
     profiles = profiles_from_configuration(settings.scheduler_configuration)
     packing = {s.plugin.name: s.weight for s in profiles["bin-packing"].score}
     assert packing["NodeResourcesFit"] == 5 and "ImageLocality" not in packing
+
+
+def test_the_shipped_kubernetes_podfit_config_loads() -> None:
+    path = Path(__file__).resolve().parents[1] / "deploy" / "kubernetes" / "podfit-config.yaml"
+    settings = resolve(["--config", str(path)], {})
+    assert (settings.extender_addr, settings.extender_url_prefix) == ("127.0.0.1:8888", "/scheduler")
+    assert settings.auth_token_file == "/etc/podfit/token"

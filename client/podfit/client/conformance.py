@@ -98,7 +98,7 @@ class LocalServer:
         self.target = f"127.0.0.1:{self.port}"
         env = {**os.environ, "PODFIT_LOG_LEVEL": "WARNING"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target],
+            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, "--extender-addr", "off"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -7,6 +7,7 @@ import hmac
 import json
 import logging
 import signal
+import ssl
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -15,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from aiohttp import web
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from podfit.server.config import ConfigError, profiles_from_configuration
 from podfit.server.service import SchedulingService
 from podfit.server.settings import Settings, SettingsError, resolve
 from podfit.server.telemetry import Telemetry, TelemetryInterceptor
+from podfit.server.transport.extender import start_extender
 from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer
 from podfit.v1 import cluster_cache_pb2, cluster_cache_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
 
@@ -40,7 +43,7 @@ class _JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        for key in ("addr", "port", "generation", "nodes", "profiles", "tls", "auth"):
+        for key in ("addr", "port", "extender", "generation", "nodes", "profiles", "tls", "auth"):
             if hasattr(record, key):
                 entry[key] = getattr(record, key)
         if record.exc_info:
@@ -100,10 +103,14 @@ class RunningServer:
     service: SchedulingService
     health: health.aio.HealthServicer
     telemetry: Telemetry
+    extender: web.AppRunner | None = None
+    extender_port: int = 0
 
     async def stop(self, grace: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, drain in-flight RPCs, then close."""
         await self.health.enter_graceful_shutdown()
+        if self.extender is not None:
+            await self.extender.cleanup()
         await self.server.stop(grace)
         await self.service.close()
         self.telemetry.shutdown()
@@ -116,14 +123,29 @@ def _read(path: str, what: str) -> bytes:
         raise SettingsError(f"{what}: cannot read {path}: {exc.strerror}") from None
 
 
+def _extender_ssl(settings: Settings) -> ssl.SSLContext | None:
+    if not settings.tls_cert_file:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(settings.tls_cert_file, settings.tls_key_file)
+    if settings.tls_client_ca_file:
+        context.load_verify_locations(settings.tls_client_ca_file)
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
 async def create_server(
     settings: Settings | None = None,
     *,
     addr: str | None = None,
+    extender_addr: str | None = None,
     telemetry: Telemetry | None = None,
     service: SchedulingService | None = None,
 ) -> RunningServer:
-    """Builds and starts the server; ``addr`` like "127.0.0.1:0" picks a free port (tests)."""
+    """Builds and starts the server; ``addr`` like "127.0.0.1:0" picks a free port (tests).
+
+    The extender endpoint starts only when ``extender_addr`` (or the settings) names an address.
+    """
     settings = settings or Settings()
     telemetry = telemetry or Telemetry.from_exporter_name(settings.telemetry_exporter)
     if service is None:
@@ -166,9 +188,25 @@ async def create_server(
     if port == 0:
         raise SettingsError(f"grpcAddr: cannot listen on {target}")
     await server.start()
+    running = RunningServer(server, port, service, health_servicer, telemetry)
+    extender_target = extender_addr if extender_addr is not None else settings.extender_addr
+    if extender_target not in ("", "off"):
+        host, _, extender_port = extender_target.rpartition(":")
+        try:
+            running.extender, running.extender_port = await start_extender(
+                service,
+                host.strip("[]") or "0.0.0.0",
+                int(extender_port),
+                prefix=settings.extender_url_prefix,
+                max_body_bytes=settings.max_message_bytes,
+                ssl_context=_extender_ssl(settings),
+            )
+        except OSError as exc:
+            await server.stop(0)
+            raise SettingsError(f"extender.addr: cannot listen on {extender_target}: {exc.strerror}") from None
     for name in (*SERVICE_NAMES, ""):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, port, service, health_servicer, telemetry)
+    return running
 
 
 async def serve(settings: Settings) -> None:
@@ -178,6 +216,7 @@ async def serve(settings: Settings) -> None:
         extra={
             "addr": settings.grpc_addr,
             "port": running.port,
+            "extender": settings.extender_addr if running.extender else "off",
             "profiles": sorted(running.service.engine.frameworks),
             "tls": bool(settings.tls_cert_file),
             "auth": bool(settings.auth_token_file),

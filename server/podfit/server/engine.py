@@ -6,6 +6,7 @@ gRPC and extender transports only convert to and from it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -15,7 +16,7 @@ from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.profile import DEFAULT_PREEMPTION, Profile
 from podfit.server.framework.runtime import FilterOutcome, Framework, NodeScores
-from podfit.server.framework.status import Status
+from podfit.server.framework.status import Code, Status
 from podfit.server.model import Pod, ValidationError
 from podfit.server.plugins.default_preemption import DefaultPreemption, PreemptionResult
 
@@ -128,3 +129,30 @@ class Engine:
         return plugin.post_filter(
             state, pod, snapshot, framework, outcome.statuses, pre_filter_status=outcome.pre_filter_status
         )
+
+    def victims_on_nodes(
+        self, pod: Pod, node_names: Sequence[str], scheduler_name: str = "", *, snapshot: Snapshot | None = None
+    ) -> dict[str, tuple[list[Pod], int]]:
+        """For each named node where preemption could help: DefaultPreemption's victims and PDB
+        violations on that node alone (what an extender's preempt verb is asked to confirm)."""
+        framework = self.framework_for(pod, scheduler_name)
+        snapshot = snapshot or self.cache.snapshot()
+        plugin = next((p for p in framework.profile.post_filter if p.name == DEFAULT_PREEMPTION), None)
+        if not isinstance(plugin, DefaultPreemption) or pod.preemption_policy == "Never":
+            return {}
+        _, state, outcome = self.decide(pod, node_names, scheduler_name, score=False, snapshot=snapshot)
+        if outcome is None:
+            return {}
+        result: dict[str, tuple[list[Pod], int]] = {}
+        now = time.time()
+        for name in node_names:
+            status = outcome.statuses.get(name)
+            info = snapshot.get(name)
+            if status is None or status.code is not Code.UNSCHEDULABLE or info is None:
+                continue
+            victims, violations, failure = plugin.select_victims_on_node(
+                state, pod, info, snapshot, framework, snapshot.pdbs, now
+            )
+            if failure is None and victims:
+                result[name] = (victims, violations)
+        return result

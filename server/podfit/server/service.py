@@ -16,7 +16,7 @@ from aiocache import Cache
 from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache, Upsert
 from podfit.server.engine import Decision, Engine
 from podfit.server.framework.profile import Profile
-from podfit.server.model import Kind, Pod
+from podfit.server.model import Kind, Node, Pod
 from podfit.server.telemetry import Telemetry
 
 
@@ -81,6 +81,23 @@ class SchedulingService:
         if key is not None and self.cache.generation == generation:
             await self._memo.set(key, decision, ttl=self._memo_ttl)
         return decision
+
+    def decide_with_nodes(self, pod: Pod, nodes: Sequence[Node], scheduler_name: str = "") -> Decision:
+        """Filter and score on caller-supplied Node objects (standing in for the cached ones)."""
+        started = time.perf_counter()
+        snapshot = self.cache.snapshot_with_nodes(nodes)
+        decision, _, _ = self.engine.decide(pod, [n.name for n in nodes], scheduler_name, snapshot=snapshot)
+        self.telemetry.decision_latency(time.perf_counter() - started, "decide")
+        return decision
+
+    def victims_on_nodes(
+        self, pod: Pod, node_names: Sequence[str], nodes: Sequence[Node] = (), scheduler_name: str = ""
+    ) -> dict[str, tuple[list[Pod], int]]:
+        started = time.perf_counter()
+        snapshot = self.cache.snapshot_with_nodes(nodes) if nodes else None
+        result = self.engine.victims_on_nodes(pod, node_names, scheduler_name, snapshot=snapshot)
+        self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
+        return result
 
     def assume(self, pod: Pod, node_name: str, source: bytes) -> int:
         """Reserves ``pod`` on ``node_name`` as a bound pod so the next decision sees it; returns the

@@ -25,6 +25,9 @@ class SettingsError(ValueError):
 @dataclass(frozen=True)
 class Settings:
     grpc_addr: str = "0.0.0.0:50051"
+    # The kube-scheduler extender HTTP endpoint; "" or "off" disables it.
+    extender_addr: str = "0.0.0.0:8888"
+    extender_url_prefix: str = "/scheduler"
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     # TLS: serve TLS when cert and key are set; require client certificates (mTLS) when a CA is set too.
     tls_cert_file: str = ""
@@ -41,10 +44,16 @@ class Settings:
     # The KubeSchedulerConfiguration document, if any (validated by podfit.server.config).
     scheduler_configuration: Mapping[str, Any] | None = field(default=None, compare=False)
 
+    @property
+    def extender_enabled(self) -> bool:
+        return self.extender_addr not in ("", "off")
+
 
 # setting name -> (YAML key in PodfitConfiguration, environment variable)
 _SOURCES = {
     "grpc_addr": ("grpcAddr", "PODFIT_GRPC_ADDR"),
+    "extender_addr": ("extender.addr", "PODFIT_EXTENDER_ADDR"),
+    "extender_url_prefix": ("extender.urlPrefix", "PODFIT_EXTENDER_URL_PREFIX"),
     "max_message_bytes": ("maxMessageBytes", "PODFIT_MAX_MESSAGE_BYTES"),
     "tls_cert_file": ("tls.certFile", "PODFIT_TLS_CERT_FILE"),
     "tls_key_file": ("tls.keyFile", "PODFIT_TLS_KEY_FILE"),
@@ -124,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--config", help="YAML file: PodfitConfiguration and/or KubeSchedulerConfiguration documents")
     parser.add_argument("--grpc-addr", help="HOST:PORT to serve gRPC on (default 0.0.0.0:50051)")
+    parser.add_argument("--extender-addr", help="HOST:PORT for the kube-scheduler extender endpoint, or 'off'")
+    parser.add_argument("--extender-url-prefix", help="URL prefix of the extender verbs (default /scheduler)")
     parser.add_argument("--max-message-bytes", type=int, help="largest request/response accepted (default 64 MiB)")
     parser.add_argument("--tls-cert-file", help="serve TLS with this PEM certificate chain")
     parser.add_argument("--tls-key-file", help="PEM private key of --tls-cert-file")
@@ -168,3 +179,9 @@ def validate(settings: Settings) -> None:
     host, sep, port = settings.grpc_addr.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise SettingsError(f"grpcAddr: {settings.grpc_addr!r} must be HOST:PORT")
+    if settings.extender_enabled:
+        host, sep, port = settings.extender_addr.rpartition(":")
+        if not sep or not port.isdigit():
+            raise SettingsError(f"extender.addr: {settings.extender_addr!r} must be HOST:PORT or off")
+    if not settings.extender_url_prefix.startswith("/"):
+        raise SettingsError(f"extender.urlPrefix: {settings.extender_url_prefix!r} must start with /")

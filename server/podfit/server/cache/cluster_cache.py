@@ -110,8 +110,9 @@ class ClusterCache:
         if self._node_list is None:
             self._node_list = [self._node_infos[name] for name in self._node_names]
         if self._image_summaries is None:
+            # Like kube-scheduler's cache, an image's size is what the node that first reported it said.
             self._image_summaries = {
-                image: ImageSummary(size_bytes=max(nodes.values()), num_nodes=len(nodes))
+                image: ImageSummary(size_bytes=next(iter(nodes.values())), num_nodes=len(nodes))
                 for image, nodes in self._images.items()
             }
         workloads: list[WorkloadSelector] = []
@@ -127,6 +128,32 @@ class ClusterCache:
             nominated_pods={node: list(pods.values()) for node, pods in self._nominated.items() if pods},
             images=self._image_summaries,
         )
+
+    def snapshot_with_nodes(self, nodes: Sequence[Node]) -> Snapshot:
+        """The current snapshot with ``nodes`` standing in for the cached objects of the same names
+        (added when unknown), each carrying the pods the cache holds for it. Serves callers that send
+        their own Node objects (the extender without nodeCacheCapable)."""
+        base = self.snapshot()
+        replaced: dict[str, NodeInfo] = {}
+        for node in nodes:
+            info = NodeInfo(node, self.generation)
+            cached = self._node_infos.get(node.name)
+            for pod in (cached.pods if cached is not None else self._orphans.get(node.name, {})).values():
+                info.add_pod(pod)
+            replaced[node.name] = info
+        infos = {**base.node_info_map, **replaced}
+        images: dict[str, dict[str, int]] = {}
+        for info in sorted(infos.values(), key=lambda i: i.name):
+            for image in info.node.images:
+                for name in image.names:
+                    images.setdefault(name, {}).setdefault(info.name, image.size_bytes)
+        base.node_infos = [infos[name] for name in sorted(infos)]
+        base.node_info_map = infos
+        base.images = {
+            name: ImageSummary(size_bytes=next(iter(sizes.values())), num_nodes=len(sizes))
+            for name, sizes in images.items()
+        }
+        return base
 
     def get(self, kind: Kind, namespace: str, name: str) -> Entry | None:
         return self._objects[kind].get(object_key(kind, namespace, name))

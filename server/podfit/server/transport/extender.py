@@ -1,0 +1,246 @@
+"""The kube-scheduler extender endpoint (``k8s.io/kube-scheduler/extender/v1``) over HTTP/JSON.
+
+kube-scheduler, configured with an ``extenders:`` entry, POSTs ExtenderArgs to ``<prefix>/filter`` and
+``<prefix>/prioritize``, ExtenderPreemptionArgs to ``<prefix>/preempt`` and ExtenderBindingArgs to
+``<prefix>/bind``. Keys are the Go field names (``Pod``, ``NodeNames``, ``FailedNodes``...), unused
+alternatives are explicit ``null``, and any non-200 answer is an error to the scheduler, so bad input
+is a 400 with a one-line message. Decisions come from the same SchedulingService as the gRPC API.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import ssl
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from aiohttp import web
+from podfit.server.cache.cluster_cache import UpdateRejected
+from podfit.server.engine import Decision, UnknownProfileError
+from podfit.server.framework.status import Code
+from podfit.server.model import Kind, Node, Pod, ValidationError
+from podfit.server.model.objects import node_from_k8s, pod_from_k8s
+from podfit.server.service import SchedulingService
+from podfit.server.transport import convert
+from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import scheduler_pb2 as sc
+
+log = logging.getLogger("podfit.server.extender")
+MAX_EXTENDER_PRIORITY = 10
+DEFAULT_PREFIX = "/scheduler"
+REASON_NOT_CACHED = "node(s) not found in podfit's cache"
+
+
+class BadRequest(ValueError):
+    """Answered with HTTP 400."""
+
+
+def _json_response(body: Any) -> web.Response:
+    return web.Response(text=json.dumps(body), content_type="application/json")
+
+
+async def _body(request: web.Request) -> Mapping[str, Any]:
+    raw = await request.read()
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise BadRequest("request body must be a JSON object")
+    return data
+
+
+def _pod(args: Mapping[str, Any]) -> Pod:
+    if not isinstance(args.get("Pod"), dict):
+        raise BadRequest("Pod: is required")
+    return pod_from_k8s(args["Pod"], "Pod")
+
+
+class Extender:
+    def __init__(self, service: SchedulingService) -> None:
+        self.service = service
+
+    # -- verbs -----------------------------------------------------------------------------------
+
+    async def filter(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """ExtenderArgs -> ExtenderFilterResult."""
+        pod = _pod(args)
+        decision, order, unknown, full_nodes = await self._decide(args, pod, score=False)
+        verdicts = {v.node_name: v.status for v in decision.verdicts}
+        failed: dict[str, str] = {}
+        unresolvable = {name: REASON_NOT_CACHED for name in unknown}
+        passing: list[str] = []
+        for name in order:
+            if name in unknown:
+                continue
+            status = verdicts.get(name)
+            if status is None:
+                passing.append(name)
+            elif status.code is Code.UNSCHEDULABLE:
+                failed[name] = status.message
+            else:
+                unresolvable[name] = status.message
+        error = decision.message if decision.gated else ""
+        if full_nodes is None:
+            return {
+                "Nodes": None,
+                "NodeNames": passing,
+                "FailedNodes": failed,
+                "FailedAndUnresolvableNodes": unresolvable,
+                "Error": error,
+            }
+        keep = set(passing)
+        items = [item for item in full_nodes if item["metadata"]["name"] in keep]
+        return {
+            "Nodes": {"metadata": {}, "items": items},
+            "NodeNames": None,
+            "FailedNodes": failed,
+            "FailedAndUnresolvableNodes": unresolvable,
+            "Error": error,
+        }
+
+    async def prioritize(self, args: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """ExtenderArgs -> HostPriorityList: podfit's totals scaled to 0..MaxExtenderPriority, the best
+        node at the maximum; nodes podfit finds infeasible score 0."""
+        pod = _pod(args)
+        decision, order, _, _ = await self._decide(args, pod, score=True)
+        totals = {s.node_name: s.total for s in decision.scores}
+        top = max(totals.values(), default=0)
+        return [
+            {"Host": name, "Score": (totals.get(name, 0) * MAX_EXTENDER_PRIORITY // top) if top > 0 else 0}
+            for name in order
+        ]
+
+    async def preempt(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """ExtenderPreemptionArgs -> ExtenderPreemptionResult: of the scheduler's candidate nodes, those
+        where podfit's DefaultPreemption also finds victims, with podfit's victims (by UID)."""
+        pod = _pod(args)
+        proposed = args.get("NodeNameToMetaVictims")
+        if proposed is None:
+            proposed = args.get("NodeNameToVictims")
+        if not isinstance(proposed, dict):
+            raise BadRequest("NodeNameToVictims or NodeNameToMetaVictims: one of them is required")
+        names = [name for name in proposed if self.service.cache.snapshot().get(name) is not None]
+        victims = self.service.victims_on_nodes(pod, names)
+        return {
+            "NodeNameToMetaVictims": {
+                name: {"Pods": [{"UID": p.uid} for p in pods], "NumPDBViolations": violations}
+                for name, (pods, violations) in victims.items()
+            }
+        }
+
+    async def bind(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """ExtenderBindingArgs -> ExtenderBindingResult: records the binding in the cache."""
+        name, namespace, uid, node = (args.get(k) for k in ("PodName", "PodNamespace", "PodUID", "Node"))
+        if not isinstance(name, str) or not name:
+            raise BadRequest("PodName: is required")
+        if not isinstance(node, str) or not node:
+            raise BadRequest("Node: is required")
+        namespace = namespace if isinstance(namespace, str) and namespace else "default"
+        entry = self.service.cache.get(Kind.POD, namespace, name)
+        if entry is None or not isinstance(entry.obj, Pod):
+            raise BadRequest(f"pod {namespace}/{name} is not in podfit's cache")
+        if uid and entry.obj.uid and uid != entry.obj.uid:
+            raise BadRequest(f"PodUID: {uid} does not match the cached pod's uid {entry.obj.uid}")
+        if self.service.cache.snapshot().get(node) is None:
+            raise BadRequest(f"Node: {node} is not in podfit's cache")
+        ref = sc.PodReference(cached=cc.ObjectKey(kind=cc.OBJECT_KIND_POD, namespace=namespace, name=name))
+        self.service.assume(entry.obj, node, convert.assumed_source(ref, self.service.cache, node))
+        return {"Error": ""}
+
+    # -- shared ----------------------------------------------------------------------------------
+
+    async def _decide(
+        self, args: Mapping[str, Any], pod: Pod, *, score: bool
+    ) -> tuple[Decision, list[str], set[str], list[dict[str, Any]] | None]:
+        """(decision, node order as sent, names unknown to the cache, full Node items when sent)."""
+        names = args.get("NodeNames")
+        node_list = args.get("Nodes")
+        if names is not None:
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise BadRequest("NodeNames: must be a list of node names")
+            snapshot = self.service.cache.snapshot()
+            known = [n for n in names if snapshot.get(n) is not None]
+            unknown = {n for n in names if snapshot.get(n) is None}
+            if not known:
+                return Decision(generation=snapshot.generation), list(names), unknown, None
+            decision = await self.service.decide(pod, known, score=score)
+            return decision, list(names), unknown, None
+        if isinstance(node_list, dict):
+            items = node_list.get("items") or []
+            if not isinstance(items, list):
+                raise BadRequest("Nodes.items: must be a list")
+            nodes: list[Node] = [node_from_k8s(item, f"Nodes.items[{i}]") for i, item in enumerate(items)]
+            order = [n.name for n in nodes]
+            if len(set(order)) != len(order):
+                raise BadRequest("Nodes.items: node names must be unique")
+            if not nodes:
+                return Decision(generation=self.service.cache.generation), [], set(), []
+            decision = self.service.decide_with_nodes(pod, nodes)
+            return decision, order, set(), list(items)
+        raise BadRequest("one of Nodes or NodeNames is required")
+
+
+Handler = Callable[[Mapping[str, Any]], Awaitable[Any]]
+
+
+def _route(handler: Handler, verb: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def handle(request: web.Request) -> web.Response:
+        try:
+            return _json_response(await handler(await _body(request)))
+        except (BadRequest, ValidationError, UnknownProfileError, UpdateRejected) as exc:
+            return web.Response(
+                status=400, text=json.dumps({"Error": f"{verb}: {exc}"}), content_type="application/json"
+            )
+        except web.HTTPException:
+            raise
+        except Exception:
+            log.exception("unexpected error in extender %s", verb)
+            return web.Response(
+                status=500,
+                text=json.dumps({"Error": f"{verb}: internal error; the server log has the details"}),
+                content_type="application/json",
+            )
+
+    return handle
+
+
+def build_app(
+    service: SchedulingService, prefix: str = DEFAULT_PREFIX, max_body_bytes: int = 64 * 1024 * 1024
+) -> web.Application:
+    extender = Extender(service)
+    app = web.Application(client_max_size=max_body_bytes)
+    prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
+    for verb, handler in (
+        ("filter", extender.filter),
+        ("prioritize", extender.prioritize),
+        ("preempt", extender.preempt),
+        ("bind", extender.bind),
+    ):
+        app.router.add_post(f"{prefix}/{verb}", _route(handler, verb))
+    app.router.add_get("/healthz", _healthz)
+    return app
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+async def start_extender(
+    service: SchedulingService,
+    host: str,
+    port: int,
+    *,
+    prefix: str = DEFAULT_PREFIX,
+    max_body_bytes: int = 64 * 1024 * 1024,
+    ssl_context: ssl.SSLContext | None = None,
+) -> tuple[web.AppRunner, int]:
+    runner = web.AppRunner(build_app(service, prefix, max_body_bytes), access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context, reuse_address=True)
+    await site.start()
+    server = site._server
+    sockets: Sequence[Any] = getattr(server, "sockets", None) or []
+    bound = sockets[0].getsockname()[1] if sockets else port
+    return runner, int(bound)

@@ -1,0 +1,173 @@
+"""The kube-scheduler extender endpoint over real HTTP on loopback, with payloads captured between a
+real kube-scheduler v1.35.4 and an extender (shared/conformance/extender-wire)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from podfit.client.conformance import CASE_KINDS, load_cases
+from podfit.v1 import scheduler_pb2 as sc
+
+from tests.builders import make_node, make_pod
+from tests.conftest import LiveServer
+
+WIRE = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "extender-wire"
+CASES = WIRE.parent / "cases-public.jsonl"
+FILTER_KEYS = ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]
+
+
+def wire(name: str) -> Any:
+    return json.loads((WIRE / name).read_text())
+
+
+def wire_case(case_id: str) -> dict[str, Any]:
+    return next(c for c in load_cases(WIRE / "wire-cases.jsonl") if c["id"] == case_id)
+
+
+async def load(live: LiveServer, case: dict[str, Any]) -> None:
+    for field, kind in CASE_KINDS:
+        await live.client.replace(kind, list(case.get(field) or ()))
+
+
+async def post(live: LiveServer, verb: str, body: Any, raw: bytes | None = None) -> tuple[int, Any]:
+    async with aiohttp.ClientSession() as session:
+        data = raw if raw is not None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        async with session.post(f"{live.extender_url}/{verb}", data=data, headers=headers) as response:
+            return response.status, json.loads(await response.text())
+
+
+@pytest.mark.parametrize("mode", ["true", "false"])
+async def test_filter_answers_in_kube_scheduler_wire_format(live: LiveServer, mode: str) -> None:
+    await load(live, wire_case("wire-fit"))
+    status, body = await post(live, "filter", wire(f"filter-request.nodeCacheCapable-{mode}.json"))
+    captured = wire(f"filter-response.nodeCacheCapable-{mode}.json")
+    assert status == 200
+    assert list(body) == FILTER_KEYS
+    assert (body["FailedNodes"], body["FailedAndUnresolvableNodes"], body["Error"]) == ({}, {}, "")
+    if mode == "true":
+        assert body["Nodes"] is None and body["NodeNames"] == captured["NodeNames"]
+    else:
+        assert body["NodeNames"] is None
+        assert [n["metadata"]["name"] for n in body["Nodes"]["items"]] == [
+            n["metadata"]["name"] for n in captured["Nodes"]["items"]
+        ]
+        assert body["Nodes"]["items"][0] == captured["Nodes"]["items"][0]
+
+
+@pytest.mark.parametrize("mode", ["true", "false"])
+async def test_prioritize_scales_podfit_scores_to_extender_priorities(live: LiveServer, mode: str) -> None:
+    await load(live, wire_case("wire-fit"))
+    request = wire(f"prioritize-request.nodeCacheCapable-{mode}.json")
+    status, body = await post(live, "prioritize", request)
+    assert status == 200
+    assert [list(entry) for entry in body] == [["Host", "Score"]] * 3
+    assert [entry["Host"] for entry in body] == ["node-a", "node-c", "node-b"]
+    grpc_scores = await live.client.score(request["Pod"], node_names=["node-a", "node-b", "node-c"])
+    best = grpc_scores.scores[0]
+    expected = {s.node_name: s.total * 10 // best.total for s in grpc_scores.scores}
+    assert {e["Host"]: e["Score"] for e in body} == expected
+    assert max(e["Score"] for e in body) == 10
+
+
+@pytest.mark.parametrize("mode", ["true", "false"])
+async def test_preempt_keeps_the_candidates_podfit_agrees_with(live: LiveServer, mode: str) -> None:
+    await load(live, wire_case("wire-preempt"))
+    status, body = await post(live, "preempt", wire(f"preempt-request.nodeCacheCapable-{mode}.json"))
+    assert status == 200
+    assert body == wire("preempt-response.json")
+
+
+async def test_preempt_drops_nodes_where_podfit_sees_no_victims(live: LiveServer) -> None:
+    await load(live, wire_case("wire-preempt"))
+    request = wire("preempt-request.nodeCacheCapable-true.json")
+    request["NodeNameToMetaVictims"]["node-b"] = {"Pods": [{"UID": "nobody"}], "NumPDBViolations": 0}
+    request["NodeNameToMetaVictims"]["ghost"] = {"Pods": [{"UID": "nobody"}], "NumPDBViolations": 0}
+    _, body = await post(live, "preempt", request)
+    assert sorted(body["NodeNameToMetaVictims"]) == ["node-a", "node-c"]
+
+
+async def test_nodes_sent_without_node_cache_are_used_for_the_decision(live: LiveServer) -> None:
+    await live.client.apply(
+        [
+            make_node("n1").capacity(cpu="1", memory="1Gi", pods="10").json(),
+            make_pod("busy").node("n1").req(cpu="500m").json(),
+        ]
+    )
+    pod = make_pod("p").req(cpu="1").json()
+    bigger = make_node("n1").capacity(cpu="4", memory="1Gi", pods="10").json()
+    _, body = await post(live, "filter", {"Pod": pod, "Nodes": {"metadata": {}, "items": [bigger]}, "NodeNames": None})
+    assert [n["metadata"]["name"] for n in body["Nodes"]["items"]] == ["n1"]
+    _, cached = await post(live, "filter", {"Pod": pod, "Nodes": None, "NodeNames": ["n1", "unknown"]})
+    assert cached["NodeNames"] == []
+    assert cached["FailedNodes"] == {"n1": "Insufficient cpu"}
+    assert cached["FailedAndUnresolvableNodes"] == {"unknown": "node(s) not found in podfit's cache"}
+
+
+async def test_bind_records_the_binding(live: LiveServer) -> None:
+    await live.client.apply([make_node("n1").json(), make_pod("p").req(cpu="1").json()])
+    args = {"PodName": "p", "PodNamespace": "default", "PodUID": "uid-default-p", "Node": "n1"}
+    status, body = await post(live, "bind", args)
+    assert (status, body) == (200, {"Error": ""})
+    assert (await live.client.get("Pod", "p")).object.pod.spec.node_name == "n1"
+    assert (await live.client.stats()).bound_pods == 1
+
+
+@pytest.mark.parametrize(
+    ("verb", "body", "raw", "message"),
+    [
+        pytest.param("filter", None, b"{nope", "not valid JSON", id="bad JSON"),
+        pytest.param("filter", [], None, "must be a JSON object", id="a JSON array"),
+        pytest.param("filter", {"Nodes": None, "NodeNames": []}, None, "Pod: is required", id="no pod"),
+        pytest.param("prioritize", {"Pod": make_pod().json()}, None, "one of Nodes or NodeNames", id="no nodes"),
+        pytest.param("filter", {"Pod": make_pod().req(cpu="lots").json(), "NodeNames": []}, None,
+                     "Pod.spec.containers[0].resources.requests.cpu", id="a malformed quantity names its field"),
+        pytest.param("filter", {"Pod": make_pod().json(), "Nodes": {"items": [{"metadata": {}}]}}, None,
+                     "Nodes.items[0].metadata.name", id="a node without a name"),
+        pytest.param("preempt", {"Pod": make_pod().json()}, None, "NodeNameToVictims", id="preempt without candidates"),
+        pytest.param("bind", {"PodName": "ghost", "PodNamespace": "default", "Node": "n1"}, None,
+                     "not in podfit's cache", id="binding an unknown pod"),
+        pytest.param("bind", {"PodName": "p"}, None, "Node: is required", id="binding without a node"),
+    ],
+)  # fmt: skip
+async def test_bad_input_is_http_400(live: LiveServer, verb: str, body: Any, raw: bytes | None, message: str) -> None:
+    status, answer = await post(live, verb, body, raw)
+    assert status == 400
+    assert message in answer["Error"] and "Traceback" not in answer["Error"]
+
+
+async def test_unknown_verbs_and_methods(live: LiveServer) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{live.extender_url}/unknown", data=b"{}") as response:
+            assert response.status == 404
+        async with session.get(f"{live.extender_url}/filter") as response:
+            assert response.status == 405
+
+
+def _grpc_verdicts(response: sc.FilterResponse) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    passing = [v.node_name for v in response.nodes if v.fits]
+    failed = {v.node_name: ", ".join(v.reasons) for v in response.nodes if v.code == sc.STATUS_CODE_UNSCHEDULABLE}
+    unresolvable = {
+        v.node_name: ", ".join(v.reasons)
+        for v in response.nodes
+        if v.code == sc.STATUS_CODE_UNSCHEDULABLE_AND_UNRESOLVABLE
+    }
+    return passing, failed, unresolvable
+
+
+async def test_extender_verdicts_equal_the_grpc_api_on_the_public_cases(live: LiveServer) -> None:
+    compared = 0
+    for case in load_cases(CASES):
+        if case["pod"]["spec"].get("schedulingGates"):
+            continue
+        await load(live, case)
+        names = sorted(n["metadata"]["name"] for n in case["nodes"])
+        _, body = await post(live, "filter", {"Pod": case["pod"], "Nodes": None, "NodeNames": names})
+        expected = _grpc_verdicts(await live.client.filter(case["pod"], node_names=names))
+        assert (body["NodeNames"], body["FailedNodes"], body["FailedAndUnresolvableNodes"]) == expected, case["id"]
+        compared += 1
+    assert compared == 420
