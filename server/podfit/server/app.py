@@ -107,11 +107,19 @@ class RunningServer:
     extender_port: int = 0
 
     async def stop(self, grace: float | None = None) -> None:
-        """Graceful shutdown: report NOT_SERVING, drain in-flight RPCs, then close."""
+        """Graceful shutdown: report NOT_SERVING, keep serving until no unary RPC has been in flight
+        for a moment (requests already queued in the transport get served too) or ``grace`` runs out,
+        then stop, cancelling whatever is left (long-lived Streams) at the end of the grace period."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (grace or 0.0)
         await self.health.enter_graceful_shutdown()
         if self.extender is not None:
             await self.extender.cleanup()
-        await self.server.stop(grace)
+        quiet_checks = 0
+        while grace and quiet_checks < 3 and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+            quiet_checks = quiet_checks + 1 if self.telemetry.active_unary_rpcs == 0 else 0
+        await self.server.stop(max(0.0, deadline - loop.time()) if grace else grace)
         await self.service.close()
         self.telemetry.shutdown()
 

@@ -52,6 +52,9 @@ class Telemetry:
         self._memo_hits = meter.create_counter(
             "podfit.decision.memo_hits", description="Decisions answered from the memo"
         )
+        self._in_flight = meter.create_up_down_counter("podfit.rpc.in_flight", description="Unary RPCs being served")
+        # Unary RPCs being served now; graceful shutdown waits for it to stay at zero.
+        self.active_unary_rpcs = 0
         self._cache: ClusterCache | None = None
 
     @classmethod
@@ -115,6 +118,10 @@ class Telemetry:
     def memo_hit(self) -> None:
         self._memo_hits.add(1)
 
+    def unary_started(self, delta: int) -> None:
+        self.active_unary_rpcs += delta
+        self._in_flight.add(delta)
+
     def rpc_finished(self, method: str, code: str, seconds: float) -> None:
         self._rpc_duration.record(seconds, {"rpc.method": method, "rpc.grpc.status_code": code})
 
@@ -171,6 +178,7 @@ class TelemetryInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 span, started = start()
+                telemetry.unary_started(1)
                 error: BaseException | None = None
                 try:
                     with trace.use_span(span, end_on_exit=False):
@@ -179,6 +187,7 @@ class TelemetryInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     error = exc
                     raise
                 finally:
+                    telemetry.unary_started(-1)
                     finish(span, started, context, error)
 
             return grpc.unary_unary_rpc_method_handler(

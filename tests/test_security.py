@@ -1,0 +1,144 @@
+"""Security defaults: TLS, mTLS and bearer-token auth on a real server; graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from pathlib import Path
+
+import grpc
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from podfit.client import AsyncClient, PodfitError
+from podfit.server.app import create_server
+from podfit.server.settings import Settings
+
+from tests.builders import make_node
+
+
+def _issue(subject: str, issuer_key: ec.EllipticCurvePrivateKey | None, issuer: x509.Name | None, ca: bool):
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(issuer or name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if not ca:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.DNSName(subject)]), critical=False
+        )
+    cert = builder.sign(issuer_key or key, hashes.SHA256())
+    return key, cert
+
+
+def _pem(key: ec.EllipticCurvePrivateKey, cert: x509.Certificate) -> tuple[bytes, bytes]:
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return key_pem, cert.public_bytes(serialization.Encoding.PEM)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("pki")
+    ca_key, ca_cert = _issue("podfit-test-ca", None, None, ca=True)
+    files: dict[str, Path] = {}
+    for name in ("server", "client"):
+        key, cert = _issue("localhost" if name == "server" else "feeder", ca_key, ca_cert.subject, ca=False)
+        key_pem, cert_pem = _pem(key, cert)
+        (base / f"{name}.key").write_bytes(key_pem)
+        (base / f"{name}.crt").write_bytes(cert_pem)
+        files[f"{name}_key"], files[f"{name}_cert"] = base / f"{name}.key", base / f"{name}.crt"
+    files["ca"] = base / "ca.crt"
+    files["ca"].write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    return files
+
+
+async def test_tls_serves_and_plaintext_clients_are_refused(pki: dict[str, Path]) -> None:
+    settings = Settings(tls_cert_file=str(pki["server_cert"]), tls_key_file=str(pki["server_key"]))
+    running = await create_server(settings, addr="localhost:0", extender_addr="off")
+    try:
+        async with AsyncClient(f"localhost:{running.port}", tls=True, root_certificates=pki["ca"].read_bytes()) as c:
+            assert (await c.apply([make_node("n1").json()])).applied_count == 1
+        async with AsyncClient(f"localhost:{running.port}") as plain:
+            with pytest.raises(PodfitError) as info:
+                await plain.stats(timeout=3)
+            assert info.value.code is grpc.StatusCode.UNAVAILABLE
+    finally:
+        await running.stop(0)
+
+
+async def test_mtls_requires_a_client_certificate(pki: dict[str, Path]) -> None:
+    settings = Settings(
+        tls_cert_file=str(pki["server_cert"]),
+        tls_key_file=str(pki["server_key"]),
+        tls_client_ca_file=str(pki["ca"]),
+    )
+    running = await create_server(settings, addr="localhost:0", extender_addr="off")
+    target = f"localhost:{running.port}"
+    ca = pki["ca"].read_bytes()
+    try:
+        async with AsyncClient(
+            target,
+            tls=True,
+            root_certificates=ca,
+            client_certificate=pki["client_cert"].read_bytes(),
+            client_key=pki["client_key"].read_bytes(),
+        ) as client:
+            assert (await client.stats()).nodes == 0
+        async with AsyncClient(target, tls=True, root_certificates=ca) as anonymous:
+            with pytest.raises(PodfitError) as info:
+                await anonymous.stats(timeout=3)
+            assert info.value.code is grpc.StatusCode.UNAVAILABLE
+    finally:
+        await running.stop(0)
+
+
+async def test_bearer_token_auth(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("s3cret-token\n")
+    running = await create_server(Settings(auth_token_file=str(token_file)), addr="127.0.0.1:0", extender_addr="off")
+    target = f"127.0.0.1:{running.port}"
+    try:
+        async with AsyncClient(target, token="s3cret-token") as good:
+            assert (await good.stats()).generation == 0
+        for token in (None, "wrong"):
+            async with AsyncClient(target, token=token) as bad:
+                with pytest.raises(PodfitError) as info:
+                    await bad.stats()
+                assert info.value.code is grpc.StatusCode.UNAUTHENTICATED
+                assert "s3cret" not in info.value.message
+        async with grpc.aio.insecure_channel(target) as channel:
+            reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest())
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    finally:
+        await running.stop(0)
+
+
+async def test_graceful_shutdown_drains_in_flight_calls() -> None:
+    running = await create_server(Settings(), addr="127.0.0.1:0", extender_addr="off")
+    target = f"127.0.0.1:{running.port}"
+    async with AsyncClient(target) as client:
+        await client.apply([make_node(f"n{i}").json() for i in range(300)])
+        calls = [
+            asyncio.create_task(client.schedule({"kind": "Pod", "metadata": {"name": f"p{i}"}})) for i in range(20)
+        ]
+        await asyncio.sleep(0)
+        stopping = asyncio.create_task(running.stop(5))
+        answers = await asyncio.gather(*calls)
+        await stopping
+    assert all(a.selected_node for a in answers)
+    async with grpc.aio.insecure_channel(target) as channel:
+        with pytest.raises(grpc.aio.AioRpcError):
+            await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1)
