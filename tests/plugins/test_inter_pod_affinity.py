@@ -14,6 +14,7 @@ from podfit.server.plugins import inter_pod_affinity
 from podfit.server.plugins.inter_pod_affinity import InterPodAffinity, merged_selector
 
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pod
+from tests.plugins import harness
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -59,30 +60,13 @@ def zones() -> list[Obj]:
 
 
 def run_filter(pod: PodBuilder, objects: Sequence[Obj], args: Mapping[str, Any] | None = None) -> Any:
-    """PreFilter's status when it does not succeed, else Filter's status per node."""
-    plugin = inter_pod_affinity.new(args or {})
-    snapshot = make_cache(*objects).snapshot()
-    state, incoming = CycleState(), pod.obj()
-    _, status = plugin.pre_filter(state, incoming, snapshot)
-    if status is not None:
-        return status
-    return {info.name: plugin.filter(state, incoming, info) for info in snapshot.node_infos}
+    return harness.run_filter(inter_pod_affinity.new, pod, objects, args)
 
 
 def run_score(
     pod: PodBuilder, objects: Sequence[Obj], args: Mapping[str, Any] | None = None, feasible: Sequence[str] = ()
 ) -> Any:
-    """PreScore's status when it does not succeed, else normalised scores of the feasible nodes."""
-    plugin = inter_pod_affinity.new(args or {})
-    snapshot = make_cache(*objects).snapshot()
-    nodes = [snapshot.node_info_map[n] for n in feasible] if feasible else list(snapshot.node_infos)
-    state, incoming = CycleState(), pod.obj()
-    status = plugin.pre_score(state, incoming, nodes, snapshot)
-    if status is not None:
-        return status
-    scores = [plugin.score(state, incoming, info) for info in nodes]
-    plugin.normalize_score(state, incoming, scores)
-    return {info.name: score for info, score in zip(nodes, scores, strict=True)}
+    return harness.run_score(inter_pod_affinity.new, pod, objects, args, feasible)
 
 
 def web() -> PodBuilder:

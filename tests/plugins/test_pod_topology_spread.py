@@ -14,6 +14,7 @@ from podfit.server.plugins import pod_topology_spread
 from podfit.server.plugins.pod_topology_spread import PodTopologySpread, default_selector
 
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pod
+from tests.plugins import harness
 
 ZONE = "zone"
 HOST = "kubernetes.io/hostname"
@@ -49,30 +50,13 @@ def service(name: str, selector: Mapping[str, str], namespace: str = "default") 
 
 
 def run_filter(pod: PodBuilder, objects: Sequence[Obj], args: Mapping[str, Any] | None = None) -> Any:
-    """PreFilter's status when it does not succeed, else Filter's status per node."""
-    plugin = pod_topology_spread.new(args or {})
-    snapshot = make_cache(*objects).snapshot()
-    state, incoming = CycleState(), pod.obj()
-    _, status = plugin.pre_filter(state, incoming, snapshot)
-    if status is not None:
-        return status
-    return {info.name: plugin.filter(state, incoming, info) for info in snapshot.node_infos}
+    return harness.run_filter(pod_topology_spread.new, pod, objects, args)
 
 
 def run_score(
     pod: PodBuilder, objects: Sequence[Obj], args: Mapping[str, Any] | None = None, feasible: Sequence[str] = ()
 ) -> Any:
-    """PreScore's status when it does not succeed, else normalised scores of the feasible nodes."""
-    plugin = pod_topology_spread.new(args or {})
-    snapshot = make_cache(*objects).snapshot()
-    nodes = [snapshot.node_info_map[n] for n in feasible] if feasible else list(snapshot.node_infos)
-    state, incoming = CycleState(), pod.obj()
-    status = plugin.pre_score(state, incoming, nodes, snapshot)
-    if status is not None:
-        return status
-    scores = [plugin.score(state, incoming, info) for info in nodes]
-    plugin.normalize_score(state, incoming, scores)
-    return {info.name: score for info, score in zip(nodes, scores, strict=True)}
+    return harness.run_score(pod_topology_spread.new, pod, objects, args, feasible)
 
 
 def four_nodes() -> list[Obj]:
