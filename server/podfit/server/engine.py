@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
+import numpy as np
 from podfit.server.cache.cluster_cache import ClusterCache
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.profile import DEFAULT_PREEMPTION, Profile
-from podfit.server.framework.runtime import FilterOutcome, Framework, NodeScores
+from podfit.server.framework.runtime import FilterOutcome, Framework, NodeScores, ScoreTable
 from podfit.server.framework.status import Code, Status
 from podfit.server.model import Pod, ValidationError
 from podfit.server.plugins.default_preemption import DefaultPreemption, PreemptionResult
@@ -40,19 +42,43 @@ class Verdict:
 
 @dataclass
 class Decision:
+    """One decision's answer. Verdicts and scores stay columnar (numpy) until a transport asks for
+    them as objects, so a caller that only wants the selected node never pays for 5,000 of them."""
+
     generation: int
     gated: bool = False
     message: str = ""
-    # Every candidate node, by name.
-    verdicts: list[Verdict] = field(default_factory=list)
-    # Feasible nodes, best first (total descending, then name).
-    scores: list[NodeScores] = field(default_factory=list)
-    # Feasible nodes with the highest total, by name.
-    best: list[str] = field(default_factory=list)
+    outcome: FilterOutcome | None = None
+    score_table: ScoreTable | None = None
+
+    @cached_property
+    def verdicts(self) -> list[Verdict]:
+        """Every candidate node, by name."""
+        if self.outcome is None:
+            return []
+        return [Verdict(name, status) for name, status in self.outcome.statuses.items()]
 
     @property
     def feasible_count(self) -> int:
-        return sum(1 for v in self.verdicts if v.fits)
+        return 0 if self.outcome is None else len(self.outcome.feasible_index)
+
+    @cached_property
+    def scores(self) -> list[NodeScores]:
+        """Feasible nodes, best first (total descending, then name)."""
+        if self.score_table is None:
+            return []
+        scores = self.score_table.node_scores()
+        scores.sort(key=lambda s: (-s.total, s.node_name))
+        return scores
+
+    @cached_property
+    def best(self) -> list[str]:
+        """Feasible nodes with the highest total, by name."""
+        table = self.score_table
+        if table is None or not len(table.totals):
+            return []
+        top = table.totals.max()
+        return sorted(table.names[i] for i in np.flatnonzero(table.totals == top).tolist())
 
     @property
     def selected(self) -> str:
@@ -104,14 +130,10 @@ class Engine:
             decision.message = f"{gate.plugin}: {gate.message}"
             return decision, state, None
         outcome = framework.find_nodes_that_fit(state, pod, snapshot, nodes)
-        decision.verdicts = [Verdict(info.name, outcome.statuses[info.name]) for info in nodes]
-        if score and outcome.feasible:
+        decision.outcome = outcome
+        if score and len(outcome.feasible_index):
             framework.run_pre_score(state, pod, outcome.feasible, snapshot)
-            scores = framework.run_score(state, pod, outcome.feasible)
-            scores.sort(key=lambda s: (-s.total, s.node_name))
-            decision.scores = scores
-            top = scores[0].total
-            decision.best = sorted(s.node_name for s in scores if s.total == top)
+            decision.score_table = framework.run_score(state, pod, outcome, snapshot)
         return decision, state, outcome
 
     def preempt(

@@ -12,7 +12,9 @@ import bisect
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from podfit.server.cache.node_info import NodeInfo
+from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.snapshot import ImageSummary, Snapshot
 from podfit.server.model import Kind, Namespace, Node, Pod, PodDisruptionBudget, ValidationError, WorkloadSelector
 from podfit.server.model.objects import ClusterObject
@@ -95,6 +97,8 @@ class ClusterCache:
         self._node_infos: dict[str, NodeInfo] = {}
         self._node_names: list[str] = []
         self._node_list: list[NodeInfo] | None = None
+        self._node_rows: np.ndarray | None = None
+        self.table = NodeTable()
         # Bound pods whose node is not (yet) in the cache, by node name.
         self._orphans: dict[str, dict[str, Pod]] = {}
         self._pending: dict[str, Pod] = {}
@@ -107,8 +111,9 @@ class ClusterCache:
     # Reads
 
     def snapshot(self) -> Snapshot:
-        if self._node_list is None:
+        if self._node_list is None or self._node_rows is None:
             self._node_list = [self._node_infos[name] for name in self._node_names]
+            self._node_rows = np.array([self.table.row_of[name] for name in self._node_names], dtype=np.intp)
         if self._image_summaries is None:
             # Like kube-scheduler's cache, an image's size is what the node that first reported it said.
             self._image_summaries = {
@@ -127,6 +132,8 @@ class ClusterCache:
             workloads=workloads,
             nominated_pods={node: list(pods.values()) for node, pods in self._nominated.items() if pods},
             images=self._image_summaries,
+            table=self.table,
+            rows=self._node_rows,
         )
 
     def snapshot_with_nodes(self, nodes: Sequence[Node]) -> Snapshot:
@@ -148,6 +155,8 @@ class ClusterCache:
                 for name in image.names:
                     images.setdefault(name, {}).setdefault(info.name, image.size_bytes)
         base.node_infos = [infos[name] for name in sorted(infos)]
+        base.table = None
+        base.rows = None
         base.node_info_map = infos
         base.images = {
             name: ImageSummary(size_bytes=next(iter(sizes.values())), num_nodes=len(sizes))
@@ -287,6 +296,7 @@ class ClusterCache:
         else:
             info.add_pod(pod)
             info.generation = self.generation + 1
+            self.table.refresh(info)
 
     def _remove_pod(self, pod: Pod) -> None:
         if pod.terminal:
@@ -310,12 +320,14 @@ class ClusterCache:
         else:
             info.remove_pod(pod)
             info.generation = self.generation + 1
+            self.table.refresh(info)
 
     def _add_node(self, node: Node) -> None:
         info = NodeInfo(node, self.generation + 1)
         for pod in self._orphans.pop(node.name, {}).values():
             info.add_pod(pod)
         self._node_infos[node.name] = info
+        self.table.add(info)
         bisect.insort(self._node_names, node.name)
         self._node_list = None
         for image in node.images:
@@ -325,6 +337,7 @@ class ClusterCache:
 
     def _remove_node(self, node: Node) -> None:
         info = self._node_infos.pop(node.name)
+        self.table.remove(info)
         if info.pods:
             self._orphans[node.name] = dict(info.pods)
         index = bisect.bisect_left(self._node_names, node.name)

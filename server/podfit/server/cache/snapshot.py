@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from podfit.server.cache.node_info import NodeInfo
+from podfit.server.cache.node_table import NodeTable
 from podfit.server.model import Namespace, Pod, PodDisruptionBudget, WorkloadSelector
 
 
@@ -34,6 +36,10 @@ class Snapshot:
     nominated_pods: Mapping[str, Sequence[Pod]]
     # Image name -> size and how many nodes hold it (ImageLocality's spread factor).
     images: Mapping[str, ImageSummary]
+    # Columns over the nodes and each node_infos entry's row in them; None for overlay snapshots
+    # (caller-supplied nodes), which plugins then evaluate node by node.
+    table: NodeTable | None = None
+    rows: np.ndarray | None = None
 
     @property
     def nodes_with_affinity_pods(self) -> list[NodeInfo]:

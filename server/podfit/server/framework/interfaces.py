@@ -10,13 +10,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.status import Status
 from podfit.server.model import Pod
 
 if TYPE_CHECKING:
     from podfit.server.cache.node_info import NodeInfo
+    from podfit.server.cache.node_table import NodeTable
     from podfit.server.cache.snapshot import Snapshot
+
+IntpArray = npt.NDArray[np.intp]
+Int32Array = npt.NDArray[np.int32]
+Int64Array = npt.NDArray[np.int64]
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -94,3 +101,36 @@ class NormalizeScorePlugin(Protocol):
     name: str
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None: ...
+
+
+# -- vectorised variants -----------------------------------------------------------------------------
+# A plugin may also evaluate many nodes at once over the cache's NodeTable columns. The runtime uses
+# these when the snapshot has a table and falls back to the per-node methods otherwise (preemption's
+# cloned NodeInfos, caller-supplied nodes). Both must give identical answers; the tests check it.
+
+
+@runtime_checkable
+class VectorFilterPlugin(Protocol):
+    name: str
+
+    def filter_rows(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
+    ) -> tuple[Int32Array, list[Status]]:
+        """For each row: 0 when the node passes, else k when it fails with ``statuses[k - 1]``."""
+        ...
+
+
+@runtime_checkable
+class VectorScorePlugin(Protocol):
+    name: str
+
+    def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
+        """Raw (not yet normalised) scores of the rows."""
+        ...
+
+
+@runtime_checkable
+class VectorNormalizeScorePlugin(Protocol):
+    name: str
+
+    def normalize_rows(self, state: CycleState, pod: Pod, scores: Int64Array) -> Int64Array: ...

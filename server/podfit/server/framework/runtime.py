@@ -10,11 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
+import numpy as np
 from podfit.server.cache.node_info import NodeInfo
+from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import PreFilterExtensions, PreFilterResult
+from podfit.server.framework.interfaces import (
+    Int32Array,
+    Int64Array,
+    IntpArray,
+    PreFilterExtensions,
+    PreFilterResult,
+    VectorFilterPlugin,
+    VectorNormalizeScorePlugin,
+    VectorScorePlugin,
+)
 from podfit.server.framework.profile import Profile
 from podfit.server.framework.status import Code, Status
 from podfit.server.model import Pod
@@ -22,11 +34,30 @@ from podfit.server.model import Pod
 
 @dataclass
 class FilterOutcome:
-    # One status per evaluated node: None when the node fits.
-    statuses: dict[str, Status | None] = field(default_factory=dict)
-    feasible: list[NodeInfo] = field(default_factory=list)
+    """Filter verdicts of the candidate nodes, kept as columns: ``codes[i]`` is 0 when ``nodes[i]``
+    fits and k when it was rejected with ``status_table[k - 1]``."""
+
+    nodes: Sequence[NodeInfo] = ()
+    codes: Int32Array = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    status_table: list[Status] = field(default_factory=list)
     # Set when PreFilter rejected the pod as a whole (then no Filter plugin ran).
     pre_filter_status: Status | None = None
+    # The candidates' rows in the snapshot's NodeTable (None when it has none).
+    rows: IntpArray | None = None
+
+    @cached_property
+    def statuses(self) -> dict[str, Status | None]:
+        """Per node name: None when the node fits, else the rejecting status."""
+        table = [None, *self.status_table]
+        return {info.name: table[code] for info, code in zip(self.nodes, self.codes.tolist(), strict=True)}
+
+    @cached_property
+    def feasible_index(self) -> IntpArray:
+        return np.flatnonzero(self.codes == 0)
+
+    @property
+    def feasible(self) -> list[NodeInfo]:
+        return [self.nodes[i] for i in self.feasible_index.tolist()]
 
 
 @dataclass
@@ -35,6 +66,22 @@ class NodeScores:
     total: int
     # Plugin -> weighted, normalised score, in profile order.
     plugins: dict[str, int]
+
+
+@dataclass
+class ScoreTable:
+    """Weighted scores of the feasible nodes as columns, in the order of ``names``."""
+
+    names: list[str]
+    totals: Int64Array
+    plugins: dict[str, Int64Array]
+
+    def node_scores(self) -> list[NodeScores]:
+        columns = {name: values.tolist() for name, values in self.plugins.items()}
+        return [
+            NodeScores(node, total, {name: values[i] for name, values in columns.items()})
+            for i, (node, total) in enumerate(zip(self.names, self.totals.tolist(), strict=True))
+        ]
 
 
 class Framework:
@@ -136,31 +183,71 @@ class Framework:
     def find_nodes_that_fit(
         self, state: CycleState, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]
     ) -> FilterOutcome:
-        outcome = FilterOutcome()
+        rows = snapshot.table.rows_for(nodes) if snapshot.table is not None else None
+        outcome = FilterOutcome(nodes=nodes, codes=np.zeros(len(nodes), dtype=np.int32), rows=rows)
         result, status, restricting = self.run_pre_filter(state, pod, snapshot)
         if status is not None:
             outcome.pre_filter_status = status
-            for info in nodes:
-                outcome.statuses[info.name] = status
+            outcome.status_table.append(status)
+            outcome.codes[:] = 1
             return outcome
+        codes, table = outcome.codes, outcome.status_table
         allowed = result.node_names if result is not None else None
-        rejected_by_prefilter: Status | None = None
         if allowed is not None:
             names = ",".join(restricting)
-            rejected_by_prefilter = Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                (f"node(s) didn't satisfy plugin(s) [{names}]",),
-                names,
+            table.append(
+                Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{names}]",), names)
             )
-        for info in nodes:
-            if allowed is not None and info.name not in allowed:
-                outcome.statuses[info.name] = rejected_by_prefilter
-                continue
-            verdict = self.run_filter_with_nominated_pods(state, pod, info, snapshot)
-            outcome.statuses[info.name] = verdict
-            if verdict is None:
-                outcome.feasible.append(info)
+            codes[[i for i, info in enumerate(nodes) if info.name not in allowed]] = len(table)
+        if rows is not None and snapshot.table is not None:
+            self._filter_rows(state, pod, snapshot, outcome, rows, snapshot.table)
+        else:
+            for i in np.flatnonzero(codes == 0).tolist():
+                verdict = self.run_filter_with_nominated_pods(state, pod, nodes[i], snapshot)
+                if verdict is not None:
+                    table.append(verdict)
+                    codes[i] = len(table)
         return outcome
+
+    def _filter_rows(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, outcome: FilterOutcome, rows: IntpArray, table: NodeTable
+    ) -> None:
+        """Filter over NodeTable columns: each plugin sees only the nodes every earlier plugin passed."""
+        codes, statuses, nodes = outcome.codes, outcome.status_table, outcome.nodes
+        # Nodes holding nominated pods that outrank the pod are filtered node by node, with them added.
+        nominated = {
+            name
+            for name, pods in snapshot.nominated_pods.items()
+            if any(p.priority >= pod.priority and not _same_pod(p, pod) for p in pods)
+        }
+        special = np.array([info.name in nominated for info in nodes], dtype=bool) if nominated else None
+        for plugin in self.profile.filter:
+            if plugin.name in state.skip_filter:
+                continue
+            mask = codes == 0
+            if special is not None:
+                mask &= ~special
+            pending = np.flatnonzero(mask)
+            if not len(pending):
+                break
+            if isinstance(plugin, VectorFilterPlugin):
+                plugin_codes, plugin_statuses = plugin.filter_rows(state, pod, table, rows[pending])
+                failed = plugin_codes > 0
+                if failed.any():
+                    codes[pending[failed]] = plugin_codes[failed] + len(statuses)
+                    statuses.extend(s.with_plugin(plugin.name) for s in plugin_statuses)
+                continue
+            for i in pending.tolist():
+                verdict = plugin.filter(state, pod, nodes[i])
+                if verdict is not None and verdict.code is not Code.SUCCESS:
+                    statuses.append(verdict.with_plugin(plugin.name))
+                    codes[i] = len(statuses)
+        if special is not None:
+            for i in np.flatnonzero(special & (codes == 0)).tolist():
+                verdict = self.run_filter_with_nominated_pods(state, pod, nodes[i], snapshot)
+                if verdict is not None:
+                    statuses.append(verdict)
+                    codes[i] = len(statuses)
 
     # -- PreScore / Score ------------------------------------------------------------------------
 
@@ -170,21 +257,33 @@ class Framework:
             if status is not None and status.code is Code.SKIP:
                 state.skip_score.add(plugin.name)
 
-    def run_score(self, state: CycleState, pod: Pod, feasible: Sequence[NodeInfo]) -> list[NodeScores]:
-        results = [NodeScores(info.name, 0, {}) for info in feasible]
+    def run_score(self, state: CycleState, pod: Pod, outcome: FilterOutcome, snapshot: Snapshot) -> ScoreTable:
+        """Scores, normalises and weighs every feasible node, plugin by plugin."""
+        index = outcome.feasible_index
+        feasible = outcome.feasible
+        table = snapshot.table
+        rows = outcome.rows[index] if outcome.rows is not None and table is not None else None
+        totals = np.zeros(len(feasible), dtype=np.int64)
+        plugins: dict[str, Int64Array] = {}
         for weighted in self.profile.score:
             plugin = weighted.plugin
             if plugin.name in state.skip_score:
                 continue
-            scores = [plugin.score(state, pod, info) for info in feasible]
-            normalizer = weighted.normalizer
-            if normalizer is not None:
-                normalizer.normalize_score(state, pod, scores)
-            for result, raw in zip(results, scores, strict=True):
-                value = raw * weighted.weight
-                result.plugins[plugin.name] = value
-                result.total += value
-        return results
+            raw: Int64Array
+            if rows is not None and table is not None and isinstance(plugin, VectorScorePlugin):
+                raw = plugin.score_rows(state, pod, table, rows)
+            else:
+                raw = np.array([plugin.score(state, pod, info) for info in feasible], dtype=np.int64)
+            if isinstance(plugin, VectorNormalizeScorePlugin):
+                raw = plugin.normalize_rows(state, pod, raw)
+            elif weighted.normalizer is not None:
+                values = raw.tolist()
+                weighted.normalizer.normalize_score(state, pod, values)
+                raw = np.array(values, dtype=np.int64)
+            scores = raw * weighted.weight
+            plugins[plugin.name] = scores
+            totals += scores
+        return ScoreTable([info.name for info in feasible], totals, plugins)
 
 
 def _same_pod(a: Pod, b: Pod) -> bool:

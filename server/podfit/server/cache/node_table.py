@@ -1,0 +1,173 @@
+"""Columns over all nodes, kept in step with the NodeInfos, so plugins can filter and score every node
+with a few numpy operations instead of a Python call per node.
+
+One row per node (rows are reused after removals). Resources are int64 columns in scheduler units;
+labels are dictionary-encoded per key (-1 = absent); taints are interned per distinct taint list,
+so plugins evaluate a toleration once per distinct list and broadcast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+from podfit.server.cache.node_info import NodeInfo
+from podfit.server.model import Taint
+from podfit.server.model.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+
+
+def _parse_int(text: str) -> int | None:
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isascii() or not body.isdigit():
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
+class LabelColumn:
+    """One label key over all rows: value codes (-1 = the node lacks the key)."""
+
+    __slots__ = ("_ints", "codes", "names", "values")
+
+    def __init__(self, capacity: int) -> None:
+        self.codes: npt.NDArray[np.int32] = np.full(capacity, -1, dtype=np.int32)
+        self.values: dict[str, int] = {}
+        self.names: list[str] = []
+        self._ints: tuple[BoolArray, IntArray] | None = None
+
+    def code(self, value: str) -> int:
+        code = self.values.get(value)
+        if code is None:
+            code = self.values[value] = len(self.names)
+            self.names.append(value)
+            self._ints = None
+        return code
+
+    def integer_values(self) -> tuple[BoolArray, IntArray]:
+        """Per value code: (parses as a Go int64, its value), for Gt/Lt."""
+        if self._ints is None or len(self._ints[0]) != len(self.names):
+            parsed = [_parse_int(v) for v in self.names]
+            valid = np.array([p is not None for p in parsed], dtype=bool)
+            ints = np.array([p if p is not None else 0 for p in parsed], dtype=np.int64)
+            self._ints = (valid, ints)
+        return self._ints
+
+
+class NodeTable:
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = capacity
+        self.resources: dict[str, int] = {name: i for i, name in enumerate(BASE_RESOURCES)}
+        self.allocatable: IntArray = np.zeros((capacity, len(BASE_RESOURCES)), dtype=np.int64)
+        self.requested: IntArray = np.zeros((capacity, len(BASE_RESOURCES)), dtype=np.int64)
+        self.non_zero_cpu: IntArray = np.zeros(capacity, dtype=np.int64)
+        self.non_zero_memory: IntArray = np.zeros(capacity, dtype=np.int64)
+        self.pod_count: IntArray = np.zeros(capacity, dtype=np.int64)
+        self.unschedulable: BoolArray = np.zeros(capacity, dtype=bool)
+        self.has_ports: BoolArray = np.zeros(capacity, dtype=bool)
+        self.taint_set: npt.NDArray[np.int32] = np.zeros(capacity, dtype=np.int32)
+        # Interned taint lists; index 0 is "no taints".
+        self.taint_sets: list[tuple[Taint, ...]] = [()]
+        self._taint_index: dict[tuple[Taint, ...], int] = {(): 0}
+        self.labels: dict[str, LabelColumn] = {}
+        self.infos: list[NodeInfo | None] = [None] * capacity
+        self.row_of: dict[str, int] = {}
+        self._free: list[int] = list(range(capacity - 1, -1, -1))
+
+    # -- structure -------------------------------------------------------------------------------
+
+    def _grow(self) -> None:
+        old, new = self.capacity, self.capacity * 2
+        self.allocatable = np.vstack([self.allocatable, np.zeros_like(self.allocatable)])
+        self.requested = np.vstack([self.requested, np.zeros_like(self.requested)])
+        for name in ("non_zero_cpu", "non_zero_memory", "pod_count", "unschedulable", "has_ports", "taint_set"):
+            column = getattr(self, name)
+            setattr(self, name, np.concatenate([column, np.zeros_like(column)]))
+        for label in self.labels.values():
+            label.codes = np.concatenate([label.codes, np.full(old, -1, dtype=np.int32)])
+        self.infos.extend([None] * old)
+        self._free.extend(range(new - 1, old - 1, -1))
+        self.capacity = new
+
+    def resource_column(self, name: str) -> int:
+        """The column of a resource, added (zero everywhere) the first time it is seen."""
+        index = self.resources.get(name)
+        if index is None:
+            index = self.resources[name] = len(self.resources)
+            pad = np.zeros((self.capacity, 1), dtype=np.int64)
+            self.allocatable = np.hstack([self.allocatable, pad])
+            self.requested = np.hstack([self.requested, pad.copy()])
+        return index
+
+    def add(self, info: NodeInfo) -> int:
+        if not self._free:
+            self._grow()
+        row = self._free.pop()
+        self.infos[row] = info
+        self.row_of[info.name] = row
+        node = info.node
+        columns = [(self.resource_column(name), amount) for name, amount in node.allocatable.items()]
+        self.allocatable[row] = 0
+        for column, amount in columns:
+            self.allocatable[row, column] = amount
+        self.unschedulable[row] = node.unschedulable
+        taints = tuple(node.taints)
+        index = self._taint_index.get(taints)
+        if index is None:
+            index = self._taint_index[taints] = len(self.taint_sets)
+            self.taint_sets.append(taints)
+        self.taint_set[row] = index
+        for key, value in node.labels.items():
+            label = self.labels.get(key)
+            if label is None:
+                label = self.labels[key] = LabelColumn(self.capacity)
+            label.codes[row] = label.code(value)
+        self.refresh(info)
+        return row
+
+    def remove(self, info: NodeInfo) -> None:
+        row = self.row_of.pop(info.name)
+        self.infos[row] = None
+        for key in info.node.labels:
+            self.labels[key].codes[row] = -1
+        self.allocatable[row] = 0
+        self.requested[row] = 0
+        self._free.append(row)
+
+    def refresh(self, info: NodeInfo) -> None:
+        """Re-reads a node's pod aggregates after pods were added or removed."""
+        row = self.row_of.get(info.name)
+        if row is None or self.infos[row] is not info:
+            return
+        columns = [(self.resource_column(name), amount) for name, amount in info.requested.items()]
+        requested = self.requested[row]
+        requested[:] = 0
+        for column, amount in columns:
+            requested[column] = amount
+        requested[self.resources[PODS]] = len(info.pods)
+        self.pod_count[row] = len(info.pods)
+        self.non_zero_cpu[row] = info.non_zero_cpu
+        self.non_zero_memory[row] = info.non_zero_memory
+        self.has_ports[row] = len(info.used_ports) > 0
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def rows_for(self, infos: Sequence[NodeInfo]) -> npt.NDArray[np.intp] | None:
+        """Row indices of these NodeInfos, or None when any is not a table row (e.g. a clone)."""
+        rows = np.empty(len(infos), dtype=np.intp)
+        for i, info in enumerate(infos):
+            row = self.row_of.get(info.name)
+            if row is None or self.infos[row] is not info:
+                return None
+            rows[i] = row
+        return rows
+
+    def label_codes(self, key: str, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int32]:
+        column = self.labels.get(key)
+        if column is None:
+            return np.full(len(rows), -1, dtype=np.int32)
+        return column.codes[rows]
