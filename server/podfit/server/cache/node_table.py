@@ -19,6 +19,7 @@ from podfit.server.model.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
+_INT64_MAX = 2**63 - 1
 
 
 def _parse_int(text: str) -> int | None:
@@ -74,6 +75,9 @@ class NodeTable:
         self.taint_sets: list[tuple[Taint, ...]] = [()]
         self._taint_index: dict[tuple[Taint, ...], int] = {(): 0}
         self.labels: dict[str, LabelColumn] = {}
+        # Image name -> rows of the nodes reporting it (ImageLocality), with the rows as arrays on demand.
+        self.image_rows: dict[str, set[int]] = {}
+        self._image_arrays: dict[str, npt.NDArray[np.intp]] = {}
         self.infos: list[NodeInfo | None] = [None] * capacity
         self.row_of: dict[str, int] = {}
         self._free: list[int] = list(range(capacity - 1, -1, -1))
@@ -126,6 +130,10 @@ class NodeTable:
             if label is None:
                 label = self.labels[key] = LabelColumn(self.capacity)
             label.codes[row] = label.code(value)
+        for image in node.images:
+            for name in image.names:
+                self.image_rows.setdefault(name, set()).add(row)
+                self._image_arrays.pop(name, None)
         self.refresh(info)
         return row
 
@@ -134,6 +142,14 @@ class NodeTable:
         self.infos[row] = None
         for key in info.node.labels:
             self.labels[key].codes[row] = -1
+        for image in info.node.images:
+            for name in image.names:
+                holders = self.image_rows.get(name)
+                if holders is not None:
+                    holders.discard(row)
+                    if not holders:
+                        del self.image_rows[name]
+                self._image_arrays.pop(name, None)
         self.allocatable[row] = 0
         self.requested[row] = 0
         self._free.append(row)
@@ -143,15 +159,16 @@ class NodeTable:
         row = self.row_of.get(info.name)
         if row is None or self.infos[row] is not info:
             return
-        columns = [(self.resource_column(name), amount) for name, amount in info.requested.items()]
+        # Sums of many pods could pass int64 only with absurd requests; saturate rather than fail mid-update.
+        columns = [(self.resource_column(name), min(amount, _INT64_MAX)) for name, amount in info.requested.items()]
         requested = self.requested[row]
         requested[:] = 0
         for column, amount in columns:
             requested[column] = amount
         requested[self.resources[PODS]] = len(info.pods)
         self.pod_count[row] = len(info.pods)
-        self.non_zero_cpu[row] = info.non_zero_cpu
-        self.non_zero_memory[row] = info.non_zero_memory
+        self.non_zero_cpu[row] = min(info.non_zero_cpu, _INT64_MAX)
+        self.non_zero_memory[row] = min(info.non_zero_memory, _INT64_MAX)
         self.has_ports[row] = len(info.used_ports) > 0
 
     # -- reads -----------------------------------------------------------------------------------
@@ -164,6 +181,13 @@ class NodeTable:
             if row is None or self.infos[row] is not info:
                 return None
             rows[i] = row
+        return rows
+
+    def rows_with_image(self, name: str) -> npt.NDArray[np.intp]:
+        """Rows of the nodes that report the image name (kept until a node with it is added or removed)."""
+        rows = self._image_arrays.get(name)
+        if rows is None:
+            rows = self._image_arrays[name] = np.fromiter(self.image_rows.get(name, ()), dtype=np.intp)
         return rows
 
     def label_codes(self, key: str, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.int32]:

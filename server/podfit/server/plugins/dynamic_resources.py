@@ -4,12 +4,17 @@ plugin passes every node and scores 0, exactly what kube-scheduler reports for c
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.interfaces import Int64Array, IntpArray
 from podfit.server.framework.profile import DYNAMIC_RESOURCES
 from podfit.server.model import Pod
+
+if TYPE_CHECKING:
+    from podfit.server.cache.node_table import NodeTable
 
 
 class DynamicResources:
@@ -17,6 +22,9 @@ class DynamicResources:
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         return 0
+
+    def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
+        return np.zeros(len(rows), dtype=np.int64)
 
 
 def new(args: Mapping[str, Any]) -> DynamicResources:

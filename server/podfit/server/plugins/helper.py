@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+import numpy as np
+import numpy.typing as npt
 from podfit.server.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration
 
 NODE_NAME_FIELD = "metadata.name"
@@ -135,3 +137,21 @@ def go_div(a: int, b: int) -> int:
     """Go's integer division: truncates toward zero (Python's // floors)."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
+
+
+def go_div_rows(a: npt.NDArray[np.int64], b: int) -> npt.NDArray[np.int64]:
+    """go_div over an int64 column (numpy's // floors too)."""
+    if b > 0 and (a >= 0).all():
+        return a // b
+    q = np.abs(a) // abs(b)
+    return np.where((a >= 0) == (b > 0), q, -q)
+
+
+def default_normalize_rows(max_priority: int, reverse: bool, scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """default_normalize_score over an int64 column, returning a new column."""
+    # The largest positive score is the largest score, when that is positive.
+    max_count = int(scores.max(initial=0))
+    if max_count == 0:
+        return np.full(len(scores), max_priority, dtype=np.int64) if reverse else scores.copy()
+    scaled = go_div_rows(scores * max_priority, max_count)
+    return max_priority - scaled if reverse else scaled

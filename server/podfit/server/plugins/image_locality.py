@@ -7,15 +7,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import MAX_NODE_SCORE
+from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int64Array, IntpArray
 from podfit.server.framework.profile import IMAGE_LOCALITY
 from podfit.server.framework.status import Status
 from podfit.server.model import Pod
-from podfit.server.plugins.helper import go_div
+from podfit.server.plugins.helper import go_div, go_div_rows
 
 if TYPE_CHECKING:
+    from podfit.server.cache.node_table import NodeTable
     from podfit.server.cache.snapshot import Snapshot
 
 MB = 1024 * 1024
@@ -43,6 +45,15 @@ def calculate_priority(sum_scores: int, num_containers: int) -> int:
     elif sum_scores > max_threshold:
         sum_scores = max_threshold
     return go_div(MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
+
+
+def calculate_priority_rows(sum_scores: Int64Array, num_containers: int) -> Int64Array:
+    """calculate_priority over a column (the clamps in the same order, so max_threshold 0 works alike)."""
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    clamped = np.where(
+        sum_scores < MIN_THRESHOLD, MIN_THRESHOLD, np.where(sum_scores > max_threshold, max_threshold, sum_scores)
+    )
+    return go_div_rows(MAX_NODE_SCORE * (clamped - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +102,21 @@ class ImageLocality:
                 score, count = wanted[name]
                 total += score * count
         return calculate_priority(total, pre.num_containers)
+
+    def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
+        """Sums each wanted image's score over the table's rows holding it, then reads the pod's rows."""
+        pre = state.get(self.name)
+        if not isinstance(pre, _PreScoreState):
+            return np.zeros(len(rows), dtype=np.int64)
+        weighted = [(name, score * count) for name, (score, count) in pre.images.items()]
+        if sum(w for _, w in weighted) >= 2**63:
+            # Sums beyond int64 (absurd image sizes) only fit the per-node path's Python ints.
+            infos = [table.infos[row] for row in rows.tolist()]
+            return np.array([self.score(state, pod, info) for info in infos if info is not None], dtype=np.int64)
+        totals = np.zeros(table.capacity, dtype=np.int64)
+        for name, weight in weighted:
+            totals[table.rows_with_image(name)] += weight
+        return calculate_priority_rows(totals.take(rows), pre.num_containers)
 
 
 def new(args: Mapping[str, Any]) -> ImageLocality:

@@ -10,14 +10,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import MAX_NODE_SCORE, PreFilterResult
+from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int32Array, Int64Array, IntpArray, PreFilterResult
 from podfit.server.framework.profile import NODE_AFFINITY
 from podfit.server.framework.status import SKIP, Status, unresolvable
 from podfit.server.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm
 from podfit.server.plugins.helper import (
     NODE_NAME_FIELD,
+    default_normalize_rows,
     default_normalize_score,
     required_node_affinity_matches,
     term_matches,
@@ -26,11 +29,14 @@ from podfit.server.plugins.helper import (
 )
 
 if TYPE_CHECKING:
+    from podfit.server.cache.node_table import NodeTable
     from podfit.server.cache.snapshot import Snapshot
 
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 REASON_CONFLICT = "pod affinity terms conflict"
+_REJECTED_BY_POD = unresolvable(REASON_POD)
+_REJECTED_BY_ENFORCED = unresolvable(REASON_ENFORCED)
 
 _ARGS = "NodeAffinityArgs"
 _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -62,6 +68,86 @@ def _node_names_from_fields(terms: Sequence[NodeSelectorTerm]) -> set[str] | Non
             return None
         names = term_names if names is None else names | term_names
     return names
+
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _requirement_rows(req: NodeSelectorRequirement, table: NodeTable, rows: IntpArray) -> BoolArray:
+    """label_requirement_matches of a valid requirement over the rows, via a per-value-code lookup table
+    whose extra last entry answers for nodes without the key (code -1)."""
+    op = req.operator
+    column = table.labels.get(req.key)
+    if column is None:
+        return np.full(len(rows), op in ("NotIn", "DoesNotExist"))
+    codes = column.codes.take(rows)
+    if op == "Exists":
+        return codes >= 0
+    if op == "DoesNotExist":
+        return codes < 0
+    lookup = np.zeros(len(column.names) + 1, dtype=bool)
+    if op in ("In", "NotIn"):
+        value_codes = [code for code in map(column.values.get, req.values) if code is not None]
+        lookup[value_codes] = True
+        if op == "NotIn":
+            lookup = ~lookup
+    else:
+        valid, ints = column.integer_values()
+        # term_valid checked that the value parses as an int64, so int() reads it the same way.
+        want = int(req.values[0])
+        lookup[:-1] = valid & (ints > want if op == "Gt" else ints < want)
+    return lookup.take(codes)
+
+
+def _field_rows(req: NodeSelectorRequirement, table: NodeTable, rows: IntpArray) -> BoolArray:
+    """field_requirement_matches: node names are unique rows, other field keys read as ""."""
+    same: BoolArray
+    if req.key == NODE_NAME_FIELD:
+        same = np.equal(rows, table.row_of.get(req.values[0], -1))
+    else:
+        same = np.full(len(rows), req.values[0] == "")
+    return same if req.operator == "In" else ~same
+
+
+def _term_rows(term: NodeSelectorTerm, table: NodeTable, rows: IntpArray) -> BoolArray:
+    """term_matches over the rows."""
+    if not term_valid(term):
+        return np.zeros(len(rows), dtype=bool)
+    mask = np.ones(len(rows), dtype=bool)
+    for req in term.match_expressions:
+        mask &= _requirement_rows(req, table, rows)
+    for req in term.match_fields:
+        mask &= _field_rows(req, table, rows)
+    return mask
+
+
+def _terms_rows(terms: Sequence[NodeSelectorTerm], table: NodeTable, rows: IntpArray) -> BoolArray:
+    """terms_match over the rows (terms are ORed)."""
+    mask = np.zeros(len(rows), dtype=bool)
+    for term in terms:
+        mask |= _term_rows(term, table, rows)
+    return mask
+
+
+def _required_rows(pod: Pod, table: NodeTable, rows: IntpArray) -> BoolArray:
+    """required_node_affinity_matches over the rows."""
+    mask = np.ones(len(rows), dtype=bool)
+    for key, value in pod.node_selector.items():
+        column = table.labels.get(key)
+        code = column.values.get(value) if column is not None else None
+        if column is None or code is None:
+            return np.zeros(len(rows), dtype=bool)
+        mask &= column.codes.take(rows) == code
+    if pod.required_node_affinity is not None:
+        mask &= _terms_rows(pod.required_node_affinity, table, rows)
+    return mask
+
+
+def _preferred_rows(terms: Sequence[PreferredSchedulingTerm], table: NodeTable, rows: IntpArray) -> Int64Array:
+    total = np.zeros(len(rows), dtype=np.int64)
+    for term in terms:
+        total += _term_rows(term.preference, table, rows) * term.weight
+    return total
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +195,19 @@ class NodeAffinity:
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node
         if not self._added_matches(node):
-            return unresolvable(REASON_ENFORCED)
+            return _REJECTED_BY_ENFORCED
         if not required_node_affinity_matches(pod, node):
-            return unresolvable(REASON_POD)
+            return _REJECTED_BY_POD
         return None
+
+    def filter_rows(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
+    ) -> tuple[Int32Array, list[Status]]:
+        """Requirements are evaluated over the label code columns; the added selector is checked first."""
+        codes = np.where(_required_rows(pod, table, rows), np.int32(0), np.int32(2))
+        if self.added_required is not None:
+            codes[~_terms_rows(self.added_required, table, rows)] = 1
+        return codes, [_REJECTED_BY_ENFORCED, _REJECTED_BY_POD]
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
         # The model cannot tell an absent preferred list from an empty one; both skip here.
@@ -127,14 +222,20 @@ class NodeAffinity:
         total = 0
         if self.added_preferred is not None:
             total += _preferred_score(self.added_preferred, node)
+        return total + _preferred_score(self._pod_preferred(state, pod), node)
+
+    def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
+        return _preferred_rows((*(self.added_preferred or ()), *self._pod_preferred(state, pod)), table, rows)
+
+    def _pod_preferred(self, state: CycleState, pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:
         pre = state.get(self.name)
-        preferred = (
-            pre.preferred if isinstance(pre, _PreScoreState) else _effective_preferred(pod.preferred_node_affinity)
-        )
-        return total + _preferred_score(preferred, node)
+        return pre.preferred if isinstance(pre, _PreScoreState) else _effective_preferred(pod.preferred_node_affinity)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
         default_normalize_score(MAX_NODE_SCORE, False, scores)
+
+    def normalize_rows(self, state: CycleState, pod: Pod, scores: Int64Array) -> Int64Array:
+        return default_normalize_rows(MAX_NODE_SCORE, False, scores)
 
 
 # -- arguments -----------------------------------------------------------------------------------

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.interfaces import Int32Array, IntpArray
 from podfit.server.framework.profile import NODE_NAME
 from podfit.server.framework.status import Status, unresolvable
 from podfit.server.model import Pod
 
+if TYPE_CHECKING:
+    from podfit.server.cache.node_table import NodeTable
+
 REASON_NODE_NAME = "node(s) didn't match the requested node name"
+_REJECTED = unresolvable(REASON_NODE_NAME)
 
 
 class NodeName:
@@ -20,7 +26,16 @@ class NodeName:
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if not pod.node_name or pod.node_name == node_info.name:
             return None
-        return unresolvable(REASON_NODE_NAME)
+        return _REJECTED
+
+    def filter_rows(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
+    ) -> tuple[Int32Array, list[Status]]:
+        """Names are unique table rows, so the named node is the one row equal to ``row_of[name]``."""
+        if not pod.node_name:
+            return np.zeros(len(rows), dtype=np.int32), []
+        row = table.row_of.get(pod.node_name, -1)
+        return (rows != row).astype(np.int32), [_REJECTED]
 
 
 def new(args: Mapping[str, Any]) -> NodeName:

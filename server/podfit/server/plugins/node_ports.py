@@ -5,17 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import PreFilterResult
+from podfit.server.framework.interfaces import Int32Array, IntpArray, PreFilterResult
 from podfit.server.framework.profile import NODE_PORTS
 from podfit.server.framework.status import SKIP, Status, unschedulable
 from podfit.server.model import ContainerPort, Pod
 
 if TYPE_CHECKING:
+    from podfit.server.cache.node_table import NodeTable
     from podfit.server.cache.snapshot import Snapshot
 
 REASON_PORTS = "node(s) didn't have free ports for the requested pod ports"
+_REJECTED = unschedulable(REASON_PORTS)
 
 
 class NodePorts:
@@ -39,8 +42,21 @@ class NodePorts:
             return None
         for port in wanted:
             if used.conflicts(port.host_ip, port.protocol, port.host_port):
-                return unschedulable(REASON_PORTS)
+                return _REJECTED
         return None
+
+    def filter_rows(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
+    ) -> tuple[Int32Array, list[Status]]:
+        """Only nodes with a used host port can conflict; those few are checked one by one."""
+        codes = np.zeros(len(rows), dtype=np.int32)
+        infos = table.infos
+        with_ports = np.flatnonzero(table.has_ports.take(rows))
+        for i, row in zip(with_ports.tolist(), rows[with_ports].tolist(), strict=True):
+            info = infos[row]
+            if info is not None and self.filter(state, pod, info) is not None:
+                codes[i] = 1
+        return codes, [_REJECTED]
 
 
 def new(args: Mapping[str, Any]) -> NodePorts:

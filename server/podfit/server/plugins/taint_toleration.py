@@ -3,23 +3,55 @@ PreferNoSchedule taints lower the node's score."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
+import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import MAX_NODE_SCORE
+from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int32Array, Int64Array, IntpArray
 from podfit.server.framework.profile import TAINT_TOLERATION
 from podfit.server.framework.status import Status, unresolvable
-from podfit.server.model import Pod, Toleration
-from podfit.server.plugins.helper import default_normalize_score, do_not_schedule_taints, find_untolerated_taint
+from podfit.server.model import Pod, Taint, Toleration
+from podfit.server.plugins.helper import (
+    default_normalize_rows,
+    default_normalize_score,
+    do_not_schedule_taints,
+    find_untolerated_taint,
+)
 
 if TYPE_CHECKING:
+    from podfit.server.cache.node_table import NodeTable
     from podfit.server.cache.snapshot import Snapshot
 
 REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 _PRE_SCORE_KEY = "PreScore" + TAINT_TOLERATION
+_REJECTED = unresolvable(REASON_UNTOLERATED)
+# Up to this many interned taint lists, evaluating every one beats finding the distinct ones among the rows.
+_EVALUATE_ALL_TAINT_SETS = 32
+
+D = TypeVar("D", bound=np.generic)
+
+
+def _per_taint_set(
+    table: NodeTable, rows: IntpArray, dtype: type[D], verdict: Callable[[tuple[Taint, ...]], int]
+) -> npt.NDArray[D]:
+    """``verdict`` of each row's taint list, computed once per distinct list and broadcast to the rows."""
+    sets = table.taint_set.take(rows)
+    if len(table.taint_sets) <= _EVALUATE_ALL_TAINT_SETS:
+        return np.array([verdict(taints) for taints in table.taint_sets], dtype=dtype).take(sets)
+    distinct, inverse = np.unique(sets, return_inverse=True)
+    return np.array([verdict(table.taint_sets[i]) for i in distinct.tolist()], dtype=dtype).take(inverse)
+
+
+def _untolerated_prefer_no_schedule(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> int:
+    count = 0
+    for taint in taints:
+        if taint.effect == "PreferNoSchedule" and not any(t.tolerates(taint) for t in tolerations):
+            count += 1
+    return count
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +73,17 @@ class TaintToleration:
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if find_untolerated_taint(node_info.node.taints, pod.tolerations, do_not_schedule_taints) is None:
             return None
-        return unresolvable(REASON_UNTOLERATED)
+        return _REJECTED
+
+    def filter_rows(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
+    ) -> tuple[Int32Array, list[Status]]:
+        tolerations = pod.tolerations
+
+        def rejects(taints: tuple[Taint, ...]) -> int:
+            return find_untolerated_taint(taints, tolerations, do_not_schedule_taints) is not None
+
+        return _per_taint_set(table, rows, np.int32, rejects), [_REJECTED]
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
         # Never skips: every feasible node gets a score, even when no node has a PreferNoSchedule taint.
@@ -50,16 +92,26 @@ class TaintToleration:
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         """The number of untolerated PreferNoSchedule taints (fewer is better after normalising)."""
-        pre = state.get(_PRE_SCORE_KEY)
-        tolerations = pre.tolerations if isinstance(pre, _PreScoreState) else _prefer_no_schedule_tolerations(pod)
-        count = 0
-        for taint in node_info.node.taints:
-            if taint.effect == "PreferNoSchedule" and not any(t.tolerates(taint) for t in tolerations):
-                count += 1
-        return count
+        return _untolerated_prefer_no_schedule(node_info.node.taints, _score_tolerations(state, pod))
+
+    def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
+        tolerations = _score_tolerations(state, pod)
+
+        def count(taints: tuple[Taint, ...]) -> int:
+            return _untolerated_prefer_no_schedule(taints, tolerations)
+
+        return _per_taint_set(table, rows, np.int64, count)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
         default_normalize_score(MAX_NODE_SCORE, True, scores)
+
+    def normalize_rows(self, state: CycleState, pod: Pod, scores: Int64Array) -> Int64Array:
+        return default_normalize_rows(MAX_NODE_SCORE, True, scores)
+
+
+def _score_tolerations(state: CycleState, pod: Pod) -> tuple[Toleration, ...]:
+    pre = state.get(_PRE_SCORE_KEY)
+    return pre.tolerations if isinstance(pre, _PreScoreState) else _prefer_no_schedule_tolerations(pod)
 
 
 def new(args: Mapping[str, Any]) -> TaintToleration:
