@@ -196,3 +196,21 @@ def test_invalid_taint_effect_is_rejected() -> None:
     with pytest.raises(ValidationError) as info:
         node_from_k8s(data)
     assert info.value.field == "node.spec.taints[0].effect"
+
+
+@pytest.mark.parametrize(
+    ("requests", "message"),
+    [
+        pytest.param({"cpu": "-1"}, "greater than or equal to 0", id="negative requests are refused"),
+        pytest.param({"memory": "10E"}, "too large", id="amounts beyond int64 are refused"),
+        pytest.param({"cpu": "9223372036854775807"}, "too large", id="cpu is compared in millicores"),
+    ],
+)
+def test_out_of_range_quantities(requests: dict[str, str], message: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        make_pod().container(requests).obj()
+    assert message in info.value.message
+
+
+def test_the_largest_int64_memory_is_accepted() -> None:
+    assert make_node("n").capacity(memory="8E").obj().allocatable["memory"] == 8 * 10**18

@@ -372,9 +372,15 @@ def _quantities(value: Any, path: str) -> dict[str, Fraction]:
     result: dict[str, Fraction] = {}
     for name, text in _mapping(value, path).items():
         try:
-            result[str(name)] = parse_quantity(text)
+            amount = parse_quantity(text)
         except QuantityError as exc:
             raise ValidationError(f"{path}.{name}", str(exc)) from exc
+        if amount < 0:
+            raise ValidationError(f"{path}.{name}", f"must be greater than or equal to 0, not {text!r}")
+        if canonical_amount(str(name), amount) >= 2**63:
+            # Kubernetes' int64 scale: larger amounts cannot be compared the way kube-scheduler does.
+            raise ValidationError(f"{path}.{name}", f"{text!r} is too large (at most 2^63-1 in scheduler units)")
+        result[str(name)] = amount
     return result
 
 

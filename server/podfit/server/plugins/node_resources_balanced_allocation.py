@@ -12,21 +12,28 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import MAX_NODE_SCORE
+from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int64Array, IntpArray
 from podfit.server.framework.profile import NODE_RESOURCES_BALANCED_ALLOCATION
 from podfit.server.framework.status import SKIP, Status
 from podfit.server.model import Pod
 from podfit.server.plugins.node_resources_fit import (
     DEFAULT_RESOURCES,
     ResourceAllocationScorer,
+    ResourceRows,
     check_fields,
     parse_resources,
+    score_by_node,
 )
 
 if TYPE_CHECKING:
+    from podfit.server.cache.node_table import NodeTable
     from podfit.server.cache.snapshot import Snapshot
+
+FloatArray = npt.NDArray[np.float64]
 
 _ARGS = "NodeResourcesBalancedAllocationArgs"
 
@@ -53,6 +60,65 @@ def balanced_resource_score(requested: list[int], allocatable: list[int]) -> int
     return int((1 - std) * float(MAX_NODE_SCORE))
 
 
+def balanced_resource_score_rows(inputs: Sequence[ResourceRows], n: int) -> Int64Array:
+    """``balanced_resource_score`` over rows, bit for bit: the same float64 operations in the same order.
+
+    A resource a row skips (allocatable 0) adds an exact 0.0 to that row's running sums, which leaves
+    them unchanged, so the sums keep the per-node order. Rows differ in how many resources count, and
+    the count picks the formula.
+    """
+    fractions: list[FloatArray] = []
+    for resource in inputs:
+        # int64 -> float64 rounds like Python's float(int), and a uniform allocatable divides as the
+        # same float64; rows not counting divide by 1 and are masked below.
+        if resource.uniform is not None:
+            divisor: FloatArray | float = float(max(resource.uniform, 1))
+        else:
+            divisor = np.maximum(resource.allocatable, 1).astype(np.float64)
+        fractions.append(np.minimum(resource.requested / divisor, 1.0))
+    std = np.zeros(n, dtype=np.float64)
+    if all(resource.counts_everywhere for resource in inputs):
+        if len(fractions) == 2:
+            std = np.abs((fractions[0] - fractions[1]) / 2)
+        elif len(fractions) > 2:
+            std = _spread(fractions, None, float(len(fractions)))
+        return _to_score(std)
+    counted = [resource.allocatable > 0 for resource in inputs]
+    count = np.sum(counted, axis=0, dtype=np.int64)
+    # Some rows skip some resources: the first two counted fractions (for rows counting exactly two).
+    first = np.zeros(n, dtype=np.float64)
+    second = np.zeros(n, dtype=np.float64)
+    seen = np.zeros(n, dtype=np.int64)
+    for fraction, counts in zip(fractions, counted, strict=True):
+        first = np.where(counts & (seen == 0), fraction, first)
+        second = np.where(counts & (seen == 1), fraction, second)
+        seen += counts
+    two = np.abs((first - second) / 2)
+    many = _spread(fractions, counted, np.maximum(count, 1).astype(np.float64))
+    std = np.where(count == 2, two, np.where(count > 2, many, 0.0))
+    return _to_score(std)
+
+
+def _spread(
+    fractions: Sequence[FloatArray], counted: Sequence[npt.NDArray[np.bool_]] | None, count: FloatArray | float
+) -> FloatArray:
+    """The population standard deviation, summing in resource order as the per-node loop does."""
+    total: FloatArray | float = 0.0
+    for i, fraction in enumerate(fractions):
+        total = total + (fraction if counted is None else np.where(counted[i], fraction, 0.0))
+    mean = total / count
+    squares: FloatArray | float = 0.0
+    for i, fraction in enumerate(fractions):
+        square = (fraction - mean) * (fraction - mean)
+        squares = squares + (square if counted is None else np.where(counted[i], square, 0.0))
+    return np.sqrt(np.asarray(squares / count, dtype=np.float64))
+
+
+def _to_score(std: FloatArray) -> Int64Array:
+    """int((1 - std) * 100.0): float64 to int64 truncates toward zero, like Go's int64()."""
+    return ((1 - std) * float(MAX_NODE_SCORE)).astype(np.int64)
+
+
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     pod_requests: tuple[int, ...]
@@ -74,12 +140,24 @@ class NodeResourcesBalancedAllocation:
         state.write(self.name, _PreScoreState(requests))
         return None
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+    def _pod_requests(self, state: CycleState, pod: Pod) -> tuple[int, ...]:
         pre = state.get(self.name)
-        requests = pre.pod_requests if isinstance(pre, _PreScoreState) else self.scorer.pod_requests(pod)
+        return pre.pod_requests if isinstance(pre, _PreScoreState) else self.scorer.pod_requests(pod)
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        requests = self._pod_requests(state, pod)
         if not any(requests):
             return 0
         return self.scorer.score(node_info, requests)
+
+    def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
+        requests = self._pod_requests(state, pod)
+        if not any(requests):
+            return np.zeros(len(rows), dtype=np.int64)
+        scores = self.scorer.score_rows(table, rows, requests)
+        if scores is None:
+            return score_by_node(table, rows, lambda info: self.score(state, pod, info))
+        return scores
 
 
 def new(args: Mapping[str, Any]) -> NodeResourcesBalancedAllocation:
@@ -94,5 +172,7 @@ def new(args: Mapping[str, Any]) -> NodeResourcesBalancedAllocation:
         if spec.weight != 1:
             raise ValueError(f"{path}[{i}].weight: Invalid value: {spec.weight}: must be 1")
     return NodeResourcesBalancedAllocation(
-        ResourceAllocationScorer(resources, balanced_resource_score, use_requested=True)
+        ResourceAllocationScorer(
+            resources, balanced_resource_score, use_requested=True, row_scorer=balanced_resource_score_rows
+        )
     )
