@@ -277,3 +277,27 @@ async def test_oversized_messages_are_refused() -> None:
     finally:
         await server.client.close()
         await server.running.stop(0)
+
+
+async def test_basic_view_answers_without_per_node_lists(live: LiveServer) -> None:
+    await live.client.apply(cluster())
+    full = await live.client.schedule(make_pod("web").req(cpu="1").json())
+    basic = await live.client.schedule(make_pod("web").req(cpu="1").json(), view="basic")
+    assert (basic.selected_node, list(basic.best_nodes), basic.feasible_count) == (
+        full.selected_node,
+        list(full.best_nodes),
+        full.feasible_count,
+    )
+    assert (len(basic.nodes), len(basic.scores), len(full.nodes)) == (0, 0, 2)
+
+
+async def test_schedule_stream_places_pods_in_order_with_assume(live: LiveServer) -> None:
+    from podfit.client import schedule_request
+
+    await live.client.apply(cluster())
+    requests = [schedule_request(make_pod(f"p{i}").req(cpu="1").json(), assume=True, view="basic") for i in range(5)]
+    answers = [a async for a in live.client.schedule_stream(requests)]
+    # n2 has 4 cpu free, n1 has 500m: four pods fit on n2, the fifth nowhere.
+    assert [a.selected_node for a in answers] == ["n2", "n2", "n2", "n2", ""]
+    assert [a.assumed_generation for a in answers[:4]] == [2, 3, 4, 5]
+    assert answers[4].HasField("preemption")

@@ -102,12 +102,30 @@ def list_request(kind: str, namespace: str = "", label_selector: str = "", pod_f
     )
 
 
-def filter_request(pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "") -> sc.FilterRequest:
-    return sc.FilterRequest(pod=to_pod_reference(pod), node_names=list(node_names), scheduler_name=scheduler_name)
+VIEWS = {"full": sc.VIEW_FULL, "basic": sc.VIEW_BASIC}
 
 
-def score_request(pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "") -> sc.ScoreRequest:
-    return sc.ScoreRequest(pod=to_pod_reference(pod), node_names=list(node_names), scheduler_name=scheduler_name)
+def view_enum(view: str) -> sc.View.ValueType:
+    try:
+        return VIEWS[view]
+    except KeyError:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}, not {view!r}") from None
+
+
+def filter_request(
+    pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", view: str = "full"
+) -> sc.FilterRequest:
+    return sc.FilterRequest(
+        pod=to_pod_reference(pod), node_names=list(node_names), scheduler_name=scheduler_name, view=view_enum(view)
+    )
+
+
+def score_request(
+    pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", view: str = "full"
+) -> sc.ScoreRequest:
+    return sc.ScoreRequest(
+        pod=to_pod_reference(pod), node_names=list(node_names), scheduler_name=scheduler_name, view=view_enum(view)
+    )
 
 
 def schedule_request(
@@ -116,6 +134,7 @@ def schedule_request(
     scheduler_name: str = "",
     assume: bool = False,
     disable_preemption: bool = False,
+    view: str = "full",
 ) -> sc.ScheduleRequest:
     return sc.ScheduleRequest(
         pod=to_pod_reference(pod),
@@ -123,6 +142,7 @@ def schedule_request(
         scheduler_name=scheduler_name,
         assume=assume,
         disable_preemption=disable_preemption,
+        view=view_enum(view),
     )
 
 

@@ -103,10 +103,23 @@ class AsyncClient:
         *,
         assume: bool = False,
         disable_preemption: bool = False,
+        view: str = "full",
         timeout: float | None = None,
     ) -> sc.ScheduleResponse:
-        request = rq.schedule_request(pod, node_names, scheduler_name, assume, disable_preemption)
+        """``view="basic"`` returns only the outcome (selected/best nodes, counts, preemption)."""
+        request = rq.schedule_request(pod, node_names, scheduler_name, assume, disable_preemption, view)
         return await self._call(self.scheduler.Schedule, request, timeout)
+
+    async def schedule_stream(
+        self, requests: AsyncIterator[sc.ScheduleRequest] | Iterable[sc.ScheduleRequest]
+    ) -> AsyncIterator[sc.ScheduleResponse]:
+        """Schedules a stream of pods on one call (build requests with ``podfit.client.schedule_request``)."""
+        call = self.scheduler.ScheduleStream(requests, metadata=self._metadata)
+        try:
+            async for response in call:
+                yield response
+        except grpc.RpcError as exc:
+            raise PodfitError.from_rpc_error(exc) from None
 
     async def preempt(
         self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None

@@ -242,6 +242,31 @@ def cmd_conformance(args: argparse.Namespace, config: ChannelConfig) -> int:
     return 0 if report.failed == 0 else 1
 
 
+def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
+    import asyncio
+
+    from podfit.client import bench
+    from podfit.client.conformance import LocalServer
+
+    names = args.workloads or list(bench.DEFAULT_WORKLOADS)
+    for name in names:
+        bench.parse_name(name)
+    if args.target_given:
+        results = asyncio.run(bench.run(names, args.target, args.decisions, args.stream, config=config))
+    else:
+        with LocalServer() as server:
+            results = asyncio.run(bench.run(names, server.target, args.decisions, args.stream))
+    print(bench.table(results))
+    if args.json:
+        body = {"workloads": {}}  # type: dict[str, Any]
+        for result in results:
+            key = result.name if result.mode == "grpc" else f"{result.name} [{result.mode}]"
+            body["workloads"][key] = result.as_dict()
+        with open(args.json, "w") as out:
+            json.dump(body, out, indent=2)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="podfit", description="Client for the podfit scheduling-decision service.")
     parser.add_argument("--target", default=None, help=f"server address (default {DEFAULT_TARGET})")
@@ -280,6 +305,11 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--assume", action="store_true", help="reserve the pod on the selected node")
             p.add_argument("--no-preempt", action="store_true", help="do not compute preemption when nothing fits")
     sub.add_parser("stats", help="cache statistics")
+    p = sub.add_parser("bench", help="decision throughput and latency on scheduler_perf workloads")
+    p.add_argument("workloads", nargs="*", help="e.g. SchedulingBasic/5000Nodes_10000Pods (default: all)")
+    p.add_argument("--decisions", type=int, default=1000, help="measured decisions per workload")
+    p.add_argument("--stream", action="store_true", help="also measure over ScheduleStream")
+    p.add_argument("--json", help="write the results here")
     p = sub.add_parser("conformance", help="replay kube-scheduler's recorded answers and compare")
     p.add_argument("cases", help="cases JSONL file")
     p.add_argument("--report-json", help="write the report here")
@@ -320,6 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if args.command == "conformance":
             return cmd_conformance(args, config)
+        if args.command == "bench":
+            return cmd_bench(args, config)
         with Client(config=config) as client:
             return COMMANDS[args.command](client, args)
     except PodfitError as exc:

@@ -115,10 +115,19 @@ class Client:
         *,
         assume: bool = False,
         disable_preemption: bool = False,
+        view: str = "full",
         timeout: float | None = None,
     ) -> sc.ScheduleResponse:
-        request = rq.schedule_request(pod, node_names, scheduler_name, assume, disable_preemption)
+        """``view="basic"`` returns only the outcome (selected/best nodes, counts, preemption)."""
+        request = rq.schedule_request(pod, node_names, scheduler_name, assume, disable_preemption, view)
         return cast(sc.ScheduleResponse, self._call(self.scheduler.Schedule, request, timeout))
+
+    def schedule_stream(self, requests: Iterable[sc.ScheduleRequest]) -> Iterator[sc.ScheduleResponse]:
+        """Schedules a stream of pods on one call (build requests with ``podfit.client.schedule_request``)."""
+        try:
+            yield from self.scheduler.ScheduleStream(iter(requests), metadata=self._metadata)
+        except grpc.RpcError as exc:
+            raise PodfitError.from_rpc_error(exc) from None
 
     def preempt(
         self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None

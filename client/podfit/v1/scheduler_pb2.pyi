@@ -50,6 +50,34 @@ STATUS_CODE_UNSCHEDULABLE_AND_UNRESOLVABLE: StatusCode.ValueType  # 3
 STATUS_CODE_ERROR: StatusCode.ValueType  # 4
 Global___StatusCode: _TypeAlias = StatusCode  # noqa: Y015
 
+class _View:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _ViewEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_View.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    VIEW_UNSPECIFIED: _View.ValueType  # 0
+    """Same as VIEW_FULL."""
+    VIEW_FULL: _View.ValueType  # 1
+    """Every candidate node's verdict and every feasible node's scores."""
+    VIEW_BASIC: _View.ValueType  # 2
+    """Only the outcome: gated, counts, the selected/best nodes and the preemption answer. Per-node
+    lists stay empty, which keeps responses small on large clusters.
+    """
+
+class View(_View, metaclass=_ViewEnumTypeWrapper):
+    """How much of a decision to return (AIP-157 style partial responses)."""
+
+VIEW_UNSPECIFIED: View.ValueType  # 0
+"""Same as VIEW_FULL."""
+VIEW_FULL: View.ValueType  # 1
+"""Every candidate node's verdict and every feasible node's scores."""
+VIEW_BASIC: View.ValueType  # 2
+"""Only the outcome: gated, counts, the selected/best nodes and the preemption answer. Per-node
+lists stay empty, which keeps responses small on large clusters.
+"""
+Global___View: _TypeAlias = View  # noqa: Y015
+
 @_typing.final
 class PodReference(_message.Message):
     """The pod a decision is about: given by value, as Kubernetes JSON, or by reference to a cached pod."""
@@ -178,8 +206,11 @@ class FilterRequest(_message.Message):
     POD_FIELD_NUMBER: _builtins.int
     NODE_NAMES_FIELD_NUMBER: _builtins.int
     SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
     """The profile; empty means the pod's spec.schedulerName, then "default-scheduler"."""
+    view: Global___View.ValueType
+    """VIEW_BASIC omits the per-node verdicts (feasible_count still says how many fit)."""
     @_builtins.property
     def pod(self) -> Global___PodReference: ...
     @_builtins.property
@@ -192,10 +223,11 @@ class FilterRequest(_message.Message):
         pod: Global___PodReference | None = ...,
         node_names: _abc.Iterable[_builtins.str] | None = ...,
         scheduler_name: _builtins.str = ...,
+        view: Global___View.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["pod", b"pod"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["node_names", b"node_names", "pod", b"pod", "scheduler_name", b"scheduler_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["node_names", b"node_names", "pod", b"pod", "scheduler_name", b"scheduler_name", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -245,7 +277,10 @@ class ScoreRequest(_message.Message):
     POD_FIELD_NUMBER: _builtins.int
     NODE_NAMES_FIELD_NUMBER: _builtins.int
     SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
+    view: Global___View.ValueType
+    """VIEW_BASIC returns only the best nodes' scores."""
     @_builtins.property
     def pod(self) -> Global___PodReference: ...
     @_builtins.property
@@ -256,10 +291,11 @@ class ScoreRequest(_message.Message):
         pod: Global___PodReference | None = ...,
         node_names: _abc.Iterable[_builtins.str] | None = ...,
         scheduler_name: _builtins.str = ...,
+        view: Global___View.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["pod", b"pod"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["node_names", b"node_names", "pod", b"pod", "scheduler_name", b"scheduler_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["node_names", b"node_names", "pod", b"pod", "scheduler_name", b"scheduler_name", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -305,6 +341,7 @@ class ScheduleRequest(_message.Message):
     SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
     ASSUME_FIELD_NUMBER: _builtins.int
     DISABLE_PREEMPTION_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
     assume: _builtins.bool
     """Reserve the pod on the selected node in the cache (it becomes a bound pod), so that a batch of
@@ -312,6 +349,8 @@ class ScheduleRequest(_message.Message):
     """
     disable_preemption: _builtins.bool
     """When nothing fits, do not compute a preemption answer."""
+    view: Global___View.ValueType
+    """VIEW_BASIC omits the per-node verdicts and scores."""
     @_builtins.property
     def pod(self) -> Global___PodReference: ...
     @_builtins.property
@@ -324,10 +363,11 @@ class ScheduleRequest(_message.Message):
         scheduler_name: _builtins.str = ...,
         assume: _builtins.bool = ...,
         disable_preemption: _builtins.bool = ...,
+        view: Global___View.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["pod", b"pod"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["assume", b"assume", "disable_preemption", b"disable_preemption", "node_names", b"node_names", "pod", b"pod", "scheduler_name", b"scheduler_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assume", b"assume", "disable_preemption", b"disable_preemption", "node_names", b"node_names", "pod", b"pod", "scheduler_name", b"scheduler_name", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -346,6 +386,7 @@ class ScheduleResponse(_message.Message):
     SCORES_FIELD_NUMBER: _builtins.int
     PREEMPTION_FIELD_NUMBER: _builtins.int
     ASSUMED_GENERATION_FIELD_NUMBER: _builtins.int
+    FEASIBLE_COUNT_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     gated: _builtins.bool
     message: _builtins.str
@@ -353,6 +394,8 @@ class ScheduleResponse(_message.Message):
     """The chosen node: the first by name among best_nodes. Empty when nothing fits."""
     assumed_generation: _builtins.int
     """When assume was set and a node selected: the generation that holds the reservation."""
+    feasible_count: _builtins.int
+    """How many candidate nodes passed the filters."""
     @_builtins.property
     def best_nodes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Every feasible node with the maximum total, sorted by name (kube-scheduler picks one at random)."""
@@ -377,10 +420,11 @@ class ScheduleResponse(_message.Message):
         scores: _abc.Iterable[Global___NodeScore] | None = ...,
         preemption: Global___PreemptResponse | None = ...,
         assumed_generation: _builtins.int = ...,
+        feasible_count: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["preemption", b"preemption"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["assumed_generation", b"assumed_generation", "best_nodes", b"best_nodes", "gated", b"gated", "generation", b"generation", "message", b"message", "nodes", b"nodes", "preemption", b"preemption", "scores", b"scores", "selected_node", b"selected_node"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assumed_generation", b"assumed_generation", "best_nodes", b"best_nodes", "feasible_count", b"feasible_count", "gated", b"gated", "generation", b"generation", "message", b"message", "nodes", b"nodes", "preemption", b"preemption", "scores", b"scores", "selected_node", b"selected_node"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

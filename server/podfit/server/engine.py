@@ -59,6 +59,10 @@ class Decision:
         return [Verdict(name, status) for name, status in self.outcome.statuses.items()]
 
     @property
+    def candidate_count(self) -> int:
+        return 0 if self.outcome is None else len(self.outcome.nodes)
+
+    @property
     def feasible_count(self) -> int:
         return 0 if self.outcome is None else len(self.outcome.feasible_index)
 

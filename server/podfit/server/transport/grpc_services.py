@@ -186,12 +186,12 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
     async def Filter(self, request: sc.FilterRequest, context: grpc.aio.ServicerContext) -> sc.FilterResponse:
         pod = self._pod(request.pod)
         decision = await self.service.decide(pod, list(request.node_names), request.scheduler_name, score=False)
-        annotate(nodes=len(decision.verdicts), feasible=decision.feasible_count, gated=decision.gated)
+        annotate(nodes=decision.candidate_count, feasible=decision.feasible_count, gated=decision.gated)
         return sc.FilterResponse(
             generation=decision.generation,
             gated=decision.gated,
             message=decision.message,
-            nodes=convert.verdicts(decision),
+            nodes=convert.verdicts(decision) if request.view != sc.VIEW_BASIC else [],
             feasible_count=decision.feasible_count,
         )
 
@@ -199,27 +199,32 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
     async def Score(self, request: sc.ScoreRequest, context: grpc.aio.ServicerContext) -> sc.ScoreResponse:
         pod = self._pod(request.pod)
         decision = await self.service.decide(pod, list(request.node_names), request.scheduler_name)
-        annotate(nodes=len(decision.verdicts), feasible=decision.feasible_count, gated=decision.gated)
+        annotate(nodes=decision.candidate_count, feasible=decision.feasible_count, gated=decision.gated)
+        scores = decision.scores
+        if request.view == sc.VIEW_BASIC:
+            best = set(decision.best)
+            scores = [s for s in scores if s.node_name in best]
         return sc.ScoreResponse(
             generation=decision.generation,
             gated=decision.gated,
             message=decision.message,
-            scores=[convert.score_message(s) for s in decision.scores],
+            scores=[convert.score_message(s) for s in scores],
         )
 
-    @unary_errors
-    async def Schedule(self, request: sc.ScheduleRequest, context: grpc.aio.ServicerContext) -> sc.ScheduleResponse:
+    async def _schedule(self, request: sc.ScheduleRequest) -> sc.ScheduleResponse:
         pod = self._pod(request.pod)
         node_names = list(request.node_names)
         decision = await self.service.decide(pod, node_names, request.scheduler_name)
+        full = request.view != sc.VIEW_BASIC
         response = sc.ScheduleResponse(
             generation=decision.generation,
             gated=decision.gated,
             message=decision.message,
             selected_node=decision.selected,
             best_nodes=decision.best,
-            nodes=convert.verdicts(decision),
-            scores=[convert.score_message(s) for s in decision.scores],
+            nodes=convert.verdicts(decision) if full else [],
+            scores=[convert.score_message(s) for s in decision.scores] if full else [],
+            feasible_count=decision.feasible_count,
         )
         if decision.selected and request.assume:
             source = convert.assumed_source(request.pod, self.service.cache, decision.selected)
@@ -227,12 +232,24 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         elif not decision.selected and not decision.gated and not request.disable_preemption:
             response.preemption.CopyFrom(await self._preempt(pod, node_names, request.scheduler_name))
         annotate(
-            nodes=len(decision.verdicts),
+            nodes=decision.candidate_count,
             feasible=decision.feasible_count,
             selected=decision.selected,
             gated=decision.gated,
         )
         return response
+
+    @unary_errors
+    async def Schedule(self, request: sc.ScheduleRequest, context: grpc.aio.ServicerContext) -> sc.ScheduleResponse:
+        return await self._schedule(request)
+
+    @stream_errors
+    async def ScheduleStream(
+        self, requests: AsyncIterator[sc.ScheduleRequest], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[sc.ScheduleResponse]:
+        """Answers each request in order; an invalid one ends the stream with INVALID_ARGUMENT."""
+        async for request in requests:
+            yield await self._schedule(request)
 
     async def _preempt(self, pod: Pod, node_names: list[str], scheduler_name: str) -> sc.PreemptResponse:
         result, generation = self.service.preempt(pod, node_names, scheduler_name)
