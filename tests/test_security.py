@@ -129,16 +129,30 @@ async def test_bearer_token_auth(tmp_path: Path) -> None:
 async def test_graceful_shutdown_drains_in_flight_calls() -> None:
     running = await create_server(Settings(), addr="127.0.0.1:0", extender_addr="off")
     target = f"127.0.0.1:{running.port}"
-    async with AsyncClient(target) as client:
-        await client.apply([make_node(f"n{i}").json() for i in range(300)])
-        calls = [
-            asyncio.create_task(client.schedule({"kind": "Pod", "metadata": {"name": f"p{i}"}})) for i in range(20)
-        ]
-        await asyncio.sleep(0)
+    gate, entered = asyncio.Event(), []
+    decide = running.service.decide
+
+    async def held_decide(*args: object, **kwargs: object) -> object:
+        entered.append(1)
+        await gate.wait()
+        return await decide(*args, **kwargs)  # type: ignore[arg-type]
+
+    running.service.decide = held_decide  # type: ignore[method-assign]
+    async with AsyncClient(target) as client, grpc.aio.insecure_channel(target) as channel:
+        await client.apply([make_node(f"n{i}").json() for i in range(3)])
+        calls = [asyncio.create_task(client.schedule({"kind": "Pod", "metadata": {"name": f"p{i}"}})) for i in range(5)]
+        while len(entered) < 5:
+            await asyncio.sleep(0.01)
         stopping = asyncio.create_task(running.stop(5))
+        await asyncio.sleep(0.1)
+        # Shutting down: health says so while the five calls are still being served.
+        reply = await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=2)
+        assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
+        assert not stopping.done()
+        gate.set()
         answers = await asyncio.gather(*calls)
         await stopping
-    assert all(a.selected_node for a in answers)
-    async with grpc.aio.insecure_channel(target) as channel:
+    assert [a.selected_node for a in answers] == ["n0"] * 5
+    async with grpc.aio.insecure_channel(target) as closed:
         with pytest.raises(grpc.aio.AioRpcError):
-            await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=1)
+            await health_pb2_grpc.HealthStub(closed).Check(health_pb2.HealthCheckRequest(), timeout=1)

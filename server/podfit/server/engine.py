@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 from podfit.server.cache.cluster_cache import ClusterCache
@@ -82,7 +83,8 @@ class Decision:
         if table is None or not len(table.totals):
             return []
         top = table.totals.max()
-        return sorted(table.names[i] for i in np.flatnonzero(table.totals == top).tolist())
+        # Candidates, and so the table's names, are ordered by name already.
+        return cast(list[str], table.names[table.totals == top].tolist())
 
     @property
     def selected(self) -> str:
@@ -102,9 +104,11 @@ class Engine:
             raise UnknownProfileError(f"no profile for scheduler name {name!r} (profiles: {known})")
         return framework
 
-    def candidate_nodes(self, snapshot: Snapshot, node_names: Sequence[str]) -> list[NodeInfo]:
+    def candidate_nodes(self, snapshot: Snapshot, node_names: Sequence[str]) -> Sequence[NodeInfo]:
+        """Every node (the snapshot's own sequence, which the runtime recognises) or the named ones,
+        ordered by name."""
         if not node_names:
-            return list(snapshot.node_infos)
+            return snapshot.node_infos
         nodes = []
         for i, name in enumerate(node_names):
             info = snapshot.get(name)

@@ -120,7 +120,8 @@ class SchedulingService:
 
 def _make_memo(backend: str, options: dict[str, Any]) -> Any:
     if backend == "memory":
-        return Cache(Cache.MEMORY, **options)
+        # In-process: no I/O to time out, and aiocache's wait_for per call costs more than the lookup.
+        return Cache(Cache.MEMORY, **{"timeout": None, **options})
     if backend in ("redis", "memcached"):
         backend_class = Cache.REDIS if backend == "redis" else Cache.MEMCACHED
         if backend_class is None:

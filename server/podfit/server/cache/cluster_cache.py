@@ -98,6 +98,8 @@ class ClusterCache:
         self._node_names: list[str] = []
         self._node_list: list[NodeInfo] | None = None
         self._node_rows: np.ndarray | None = None
+        self._node_name_array: np.ndarray = np.empty(0, dtype=object)
+        self._node_info_array: np.ndarray = np.empty(0, dtype=object)
         self.table = NodeTable()
         # Bound pods whose node is not (yet) in the cache, by node name.
         self._orphans: dict[str, dict[str, Pod]] = {}
@@ -114,6 +116,9 @@ class ClusterCache:
         if self._node_list is None or self._node_rows is None:
             self._node_list = [self._node_infos[name] for name in self._node_names]
             self._node_rows = np.array([self.table.row_of[name] for name in self._node_names], dtype=np.intp)
+            self._node_name_array = np.array(self._node_names, dtype=object)
+            self._node_info_array = np.empty(len(self._node_list), dtype=object)
+            self._node_info_array[:] = self._node_list
         if self._image_summaries is None:
             # Like kube-scheduler's cache, an image's size is what the node that first reported it said.
             self._image_summaries = {
@@ -134,6 +139,8 @@ class ClusterCache:
             images=self._image_summaries,
             table=self.table,
             rows=self._node_rows,
+            names=self._node_name_array,
+            info_array=self._node_info_array,
         )
 
     def snapshot_with_nodes(self, nodes: Sequence[Node]) -> Snapshot:
@@ -157,6 +164,8 @@ class ClusterCache:
         base.node_infos = [infos[name] for name in sorted(infos)]
         base.table = None
         base.rows = None
+        base.names = None
+        base.info_array = None
         base.node_info_map = infos
         base.images = {
             name: ImageSummary(size_bytes=next(iter(sizes.values())), num_nodes=len(sizes))

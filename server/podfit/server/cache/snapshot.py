@@ -40,6 +40,9 @@ class Snapshot:
     # (caller-supplied nodes), which plugins then evaluate node by node.
     table: NodeTable | None = None
     rows: np.ndarray | None = None
+    # node_infos' names and the NodeInfos themselves as object arrays, for cheap fancy indexing.
+    names: np.ndarray | None = None
+    info_array: np.ndarray | None = None
 
     @property
     def nodes_with_affinity_pods(self) -> list[NodeInfo]:

@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.snapshot import Snapshot
@@ -44,20 +46,23 @@ class FilterOutcome:
     pre_filter_status: Status | None = None
     # The candidates' rows in the snapshot's NodeTable (None when it has none).
     rows: IntpArray | None = None
+    # The candidates' names and NodeInfos as object arrays (same order as nodes).
+    names: npt.NDArray[np.object_] = field(default_factory=lambda: np.empty(0, dtype=object))
+    infos: npt.NDArray[np.object_] = field(default_factory=lambda: np.empty(0, dtype=object))
 
     @cached_property
     def statuses(self) -> dict[str, Status | None]:
         """Per node name: None when the node fits, else the rejecting status."""
         table = [None, *self.status_table]
-        return {info.name: table[code] for info, code in zip(self.nodes, self.codes.tolist(), strict=True)}
+        return {name: table[code] for name, code in zip(self.names.tolist(), self.codes.tolist(), strict=True)}
 
     @cached_property
     def feasible_index(self) -> IntpArray:
         return np.flatnonzero(self.codes == 0)
 
-    @property
+    @cached_property
     def feasible(self) -> list[NodeInfo]:
-        return [self.nodes[i] for i in self.feasible_index.tolist()]
+        return cast(list[NodeInfo], self.infos[self.feasible_index].tolist())
 
 
 @dataclass
@@ -72,7 +77,7 @@ class NodeScores:
 class ScoreTable:
     """Weighted scores of the feasible nodes as columns, in the order of ``names``."""
 
-    names: list[str]
+    names: npt.NDArray[np.object_]
     totals: Int64Array
     plugins: dict[str, Int64Array]
 
@@ -80,15 +85,21 @@ class ScoreTable:
         columns = {name: values.tolist() for name, values in self.plugins.items()}
         return [
             NodeScores(node, total, {name: values[i] for name, values in columns.items()})
-            for i, (node, total) in enumerate(zip(self.names, self.totals.tolist(), strict=True))
+            for i, (node, total) in enumerate(zip(self.names.tolist(), self.totals.tolist(), strict=True))
         ]
 
 
 class Framework:
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
-        # Resolved once: protocol isinstance checks are slow, and preemption calls these per victim.
+        # Capabilities resolved once: runtime-checkable protocol isinstance checks cost microseconds each.
         self._extensions = [p for p in profile.pre_filter if isinstance(p, PreFilterExtensions)]
+        self._vector_filters = {p.name for p in profile.filter if isinstance(p, VectorFilterPlugin)}
+        self._vector_scores = {w.plugin.name for w in profile.score if isinstance(w.plugin, VectorScorePlugin)}
+        self._vector_normalizers = {
+            w.plugin.name for w in profile.score if isinstance(w.plugin, VectorNormalizeScorePlugin)
+        }
+        self._normalizers = {w.plugin.name: w.normalizer for w in profile.score}
 
     # -- PreEnqueue ------------------------------------------------------------------------------
 
@@ -183,8 +194,16 @@ class Framework:
     def find_nodes_that_fit(
         self, state: CycleState, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]
     ) -> FilterOutcome:
-        rows = snapshot.table.rows_for(nodes) if snapshot.table is not None else None
-        outcome = FilterOutcome(nodes=nodes, codes=np.zeros(len(nodes), dtype=np.int32), rows=rows)
+        if nodes is snapshot.node_infos and snapshot.names is not None and snapshot.info_array is not None:
+            rows, names, infos = snapshot.rows, snapshot.names, snapshot.info_array
+        else:
+            rows = snapshot.table.rows_for(nodes) if snapshot.table is not None else None
+            names = np.array([info.name for info in nodes], dtype=object)
+            infos = np.empty(len(nodes), dtype=object)
+            infos[:] = list(nodes)
+        outcome = FilterOutcome(
+            nodes=nodes, codes=np.zeros(len(nodes), dtype=np.int32), rows=rows, names=names, infos=infos
+        )
         result, status, restricting = self.run_pre_filter(state, pod, snapshot)
         if status is not None:
             outcome.pre_filter_status = status
@@ -194,9 +213,13 @@ class Framework:
         codes, table = outcome.codes, outcome.status_table
         allowed = result.node_names if result is not None else None
         if allowed is not None:
-            names = ",".join(restricting)
+            restricted_by = ",".join(restricting)
             table.append(
-                Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (f"node(s) didn't satisfy plugin(s) [{names}]",), names)
+                Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                    (f"node(s) didn't satisfy plugin(s) [{restricted_by}]",),
+                    restricted_by,
+                )
             )
             codes[[i for i, info in enumerate(nodes) if info.name not in allowed]] = len(table)
         if rows is not None and snapshot.table is not None:
@@ -230,8 +253,10 @@ class Framework:
             pending = np.flatnonzero(mask)
             if not len(pending):
                 break
-            if isinstance(plugin, VectorFilterPlugin):
-                plugin_codes, plugin_statuses = plugin.filter_rows(state, pod, table, rows[pending])
+            if plugin.name in self._vector_filters:
+                plugin_codes, plugin_statuses = cast(VectorFilterPlugin, plugin).filter_rows(
+                    state, pod, table, rows[pending]
+                )
                 failed = plugin_codes > 0
                 if failed.any():
                     codes[pending[failed]] = plugin_codes[failed] + len(statuses)
@@ -270,20 +295,21 @@ class Framework:
             if plugin.name in state.skip_score:
                 continue
             raw: Int64Array
-            if rows is not None and table is not None and isinstance(plugin, VectorScorePlugin):
-                raw = plugin.score_rows(state, pod, table, rows)
+            if rows is not None and table is not None and plugin.name in self._vector_scores:
+                raw = cast(VectorScorePlugin, plugin).score_rows(state, pod, table, rows)
             else:
                 raw = np.array([plugin.score(state, pod, info) for info in feasible], dtype=np.int64)
-            if isinstance(plugin, VectorNormalizeScorePlugin):
-                raw = plugin.normalize_rows(state, pod, raw)
-            elif weighted.normalizer is not None:
+            normalizer = self._normalizers[plugin.name]
+            if plugin.name in self._vector_normalizers:
+                raw = cast(VectorNormalizeScorePlugin, plugin).normalize_rows(state, pod, raw)
+            elif normalizer is not None:
                 values = raw.tolist()
-                weighted.normalizer.normalize_score(state, pod, values)
+                normalizer.normalize_score(state, pod, values)
                 raw = np.array(values, dtype=np.int64)
             scores = raw * weighted.weight
             plugins[plugin.name] = scores
             totals += scores
-        return ScoreTable([info.name for info in feasible], totals, plugins)
+        return ScoreTable(outcome.names[index], totals, plugins)
 
 
 def _same_pod(a: Pod, b: Pod) -> bool:
