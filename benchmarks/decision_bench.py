@@ -116,6 +116,7 @@ def run(workload: str, nodes: int, pods: int, decisions: int) -> dict[str, Any]:
     cache, load_seconds = build(nodes, pods, workload)
     engine = Engine(cache, {"default-scheduler": default_profile()})
     _, incoming = WORKLOADS[workload]("web")
+    engine.decide(pod_from_k8s(pod(9_999_999, {"app": "web"}, incoming)))  # warm-up: snapshot arrays, indexes
     latencies = []
     for i in range(decisions):
         candidate = pod_from_k8s(pod(10_000_000 + i, {"app": "web"}, incoming))

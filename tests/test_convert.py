@@ -135,3 +135,20 @@ def test_pod_references() -> None:
     assert to_pod_reference("team/web-1").cached.namespace == "team"
     assert to_pod_reference(make_pod("x").json()).pod.metadata.name == "x"
     assert to_pod_reference("kind: Pod\nmetadata: {name: y}\n").pod.metadata.name == "y"
+
+
+def test_typed_pods_convert_exactly_like_their_kubernetes_json() -> None:
+    """The gRPC path (typed message, spec memo shared by replicas) equals the JSON path, pod by pod."""
+    from podfit.server.model.objects import pod_from_k8s
+    from podfit.server.transport.convert import pod_from_message
+
+    from tests.conformance_support import load_cases
+
+    compared = 0
+    for case in load_cases():
+        for manifest in [*case["pods"], case["pod"]]:
+            message = manifest_to_object({**manifest, "kind": "Pod"}).pod
+            assert pod_from_message(message, "pod") == pod_from_k8s(manifest), manifest["metadata"]["name"]
+            assert message.spec.node_name == manifest["spec"].get("nodeName", "")
+            compared += 1
+    assert compared > 10_000

@@ -19,6 +19,8 @@ from typing import Any
 
 from podfit.client._requests import schedule_request
 from podfit.client.aio import AsyncClient
+from podfit.client.manifests import to_cluster_object
+from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import scheduler_pb2 as sc
 
 ZONES = ("moon-1", "moon-2", "moon-3")
@@ -146,6 +148,8 @@ class Result:
     latencies_ms: list[float] = field(default_factory=list)
     completions: list[float] = field(default_factory=list)
     load_seconds: float = 0.0
+    # Resident memory of a local server process after the run, when known.
+    server_rss_mib: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         per_second = _per_second(self.completions)
@@ -162,6 +166,7 @@ class Result:
                 p: round(_percentile(self.latencies_ms, q), 3) for p, q in (("p50", 50), ("p90", 90), ("p99", 99))
             },
             "load_seconds": round(self.load_seconds, 2),
+            **({"server_rss_mib": round(self.server_rss_mib, 1)} if self.server_rss_mib is not None else {}),
         }
 
 
@@ -185,19 +190,39 @@ def _per_second(completions: Sequence[float]) -> list[float]:
     return [float(buckets[s]) for s in full]
 
 
+BATCH = 2000
+
+
 async def load(client: AsyncClient, workload: Workload, nodes: int, init_pods: int) -> float:
+    """Replaces the cluster with the workload's nodes, then streams its bound pods in batches.
+
+    Pods are stamped from one typed template message per workload (a feeder holding typed objects
+    pays no YAML/JSON conversion), so the figure is the server's ingestion."""
     started = time.perf_counter()
     await client.replace("Pod", [])
     await client.replace("Node", [node(i) for i in range(nodes)])
-    batch: list[dict[str, Any]] = []
-    for i in range(init_pods):
-        labels = {"color": "blue"} if workload is not WORKLOADS["SchedulingPodAntiAffinity"] else {"color": f"init-{i}"}
-        batch.append(pod(f"init-{i}", labels, workload.init_extra(i), f"node-{i % nodes:05d}", workload.init_priority))
-        if len(batch) == 2000:
-            await client.apply(batch)
-            batch = []
-    if batch:
-        await client.apply(batch)
+    unique_labels = workload is WORKLOADS["SchedulingPodAntiAffinity"]
+    template = to_cluster_object(
+        pod("template", {"color": "blue"}, workload.init_extra(0), "x", workload.init_priority)
+    )
+
+    async def batches() -> AsyncIterator[cc.StreamRequest]:
+        for start in range(0, init_pods, BATCH):
+            request = cc.StreamRequest(sequence=start // BATCH + 1)
+            for i in range(start, min(init_pods, start + BATCH)):
+                update = request.updates.add()
+                update.upsert.CopyFrom(template)
+                p = update.upsert.pod
+                p.metadata.name = f"init-{i}"
+                p.metadata.uid = f"uid-init-{i}"
+                if unique_labels:
+                    p.metadata.labels["color"] = f"init-{i}"
+                p.spec.node_name = f"node-{i % nodes:05d}"
+            yield request
+
+    async for ack in client.stream(batches()):
+        if ack.error:
+            raise RuntimeError(f"loading the workload failed: {ack.error}")
     return time.perf_counter() - started
 
 
@@ -248,27 +273,43 @@ async def run_workload(client: AsyncClient, name: str, decisions: int, stream: b
     return result
 
 
-async def run(names: Sequence[str], target: str, decisions: int, stream: bool, **options: Any) -> list[Result]:
+def process_rss_mib(pid: int) -> float | None:
+    """VmRSS of a local process (Linux), for the memory figure."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+async def run(
+    names: Sequence[str], target: str, decisions: int, stream: bool, server_pid: int | None = None, **options: Any
+) -> list[Result]:
     results = []
     async with AsyncClient(target, **options) as client:
         for name in names:
             results.append(await run_workload(client, name, decisions, stream=False))
             if stream and not name.startswith(("PreemptionBasic", "MixedChurn")):
                 results.append(await run_workload(client, name, decisions, stream=True))
+            if server_pid is not None:
+                results[-1].server_rss_mib = process_rss_mib(server_pid)
     return results
 
 
 def table(results: Sequence[Result]) -> str:
     lines = [
         "| workload | mode | decisions | load (s) | throughput avg/s | p50/s | p90/s | p99/s "
-        "| latency p50 ms | p90 ms | p99 ms |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| latency p50 ms | p90 ms | p99 ms | server RSS MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         d = r.as_dict()
         t, lat = d["throughput"], d["latency_ms"]
         lines.append(
             f"| {r.name} | {r.mode} | {r.decisions} | {d['load_seconds']} | {t['avg']} | {t['p50']} | {t['p90']} | "
-            f"{t['p99']} | {lat['p50']} | {lat['p90']} | {lat['p99']} |"
+            f"{t['p99']} | {lat['p50']} | {lat['p90']} | {lat['p99']} | {d.get('server_rss_mib', '-')} |"
         )
     return "\n".join(lines)

@@ -255,7 +255,9 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
         results = asyncio.run(bench.run(names, args.target, args.decisions, args.stream, config=config))
     else:
         with LocalServer() as server:
-            results = asyncio.run(bench.run(names, server.target, args.decisions, args.stream))
+            results = asyncio.run(
+                bench.run(names, server.target, args.decisions, args.stream, server_pid=server.process.pid)
+            )
     print(bench.table(results))
     if args.json:
         body = {"workloads": {}}  # type: dict[str, Any]

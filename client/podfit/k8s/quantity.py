@@ -6,6 +6,7 @@ rounded only once, where Kubernetes rounds: ``MilliValue()`` and ``Value()`` rou
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -33,6 +34,8 @@ class QuantityError(ValueError):
 
 def parse_quantity(text: str | int | float) -> Fraction:
     """Returns the exact value of a Kubernetes quantity such as ``"500m"``, ``"1Gi"`` or ``"2e3"``."""
+    if type(text) is str:
+        return _parse_string(text)
     if isinstance(text, bool):
         raise QuantityError(f"quantities must be strings or numbers, not {text!r}")
     if isinstance(text, int):
@@ -43,6 +46,12 @@ def parse_quantity(text: str | int | float) -> Fraction:
         return Fraction(str(text))
     if not isinstance(text, str):
         raise QuantityError(f"quantities must be strings, not {type(text).__name__}")
+    return _parse_string(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_string(text: str) -> Fraction:
+    """Cached: clusters repeat a handful of spellings ("100m", "500Mi") across thousands of pods."""
     match = _NUMBER.match(text)
     if not match:
         raise QuantityError(

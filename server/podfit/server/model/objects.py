@@ -527,7 +527,33 @@ def pod_from_k8s(data: Mapping[str, Any], path: str = "pod") -> Pod:
     meta = _meta(data, path)
     spec = _mapping(data.get("spec"), f"{path}.spec")
     status = _mapping(data.get("status"), f"{path}.status")
-    sp = f"{path}.spec"
+    node_name = _string(spec.get("nodeName"), f"{path}.spec.nodeName")
+    return pod_from_parts(meta, pod_spec_fields(spec, f"{path}.spec"), node_name, status, path)
+
+
+def pod_from_parts(
+    meta: Mapping[str, Any], spec_fields: Mapping[str, Any], node_name: str, status: Mapping[str, Any], path: str
+) -> Pod:
+    """A Pod from its metadata and status JSON and the fields ``pod_spec_fields`` derived from its spec.
+
+    Replicas share their spec except for ``nodeName``, so callers may reuse one spec's fields."""
+    return Pod(
+        name=_string(meta.get("name"), f"{path}.metadata.name"),
+        namespace=_string(meta.get("namespace"), f"{path}.metadata.namespace") or DEFAULT_NAMESPACE,
+        uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
+        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        labels=_string_map(meta.get("labels"), f"{path}.metadata.labels"),
+        owner_references=_owner_references(meta.get("ownerReferences"), f"{path}.metadata.ownerReferences"),
+        node_name=node_name,
+        phase=_string(status.get("phase"), f"{path}.status.phase"),
+        nominated_node_name=_string(status.get("nominatedNodeName"), f"{path}.status.nominatedNodeName"),
+        start_time=_time(status.get("startTime"), f"{path}.status.startTime"),
+        **spec_fields,
+    )
+
+
+def pod_spec_fields(spec: Mapping[str, Any], sp: str) -> dict[str, Any]:
+    """Every Pod field that follows from ``spec`` alone (all but nodeName), validated."""
 
     container_requests: list[dict[str, Fraction]] = []
     images: list[str] = []
@@ -646,43 +672,32 @@ def pod_from_k8s(data: Mapping[str, Any], path: str = "pod") -> Pod:
         _string(_mapping(gate, f"{sp}.schedulingGates[{i}]").get("name"), f"{sp}.schedulingGates[{i}].name")
         for i, gate in enumerate(_sequence(spec.get("schedulingGates"), f"{sp}.schedulingGates"))
     )
-    owners = _owner_references(meta.get("ownerReferences"), f"{path}.metadata.ownerReferences")
-    return Pod(
-        name=_string(meta.get("name"), f"{path}.metadata.name"),
-        namespace=_string(meta.get("namespace"), f"{path}.metadata.namespace") or DEFAULT_NAMESPACE,
-        uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
-        labels=_string_map(meta.get("labels"), f"{path}.metadata.labels"),
-        owner_references=owners,
-        node_name=_string(spec.get("nodeName"), f"{sp}.nodeName"),
-        node_selector=_string_map(spec.get("nodeSelector"), f"{sp}.nodeSelector"),
-        required_node_affinity=required_node_affinity,
-        preferred_node_affinity=preferred_node_affinity,
-        required_affinity=required_terms(pod_affinity, f"{ap}.podAffinity"),
-        preferred_affinity=_weighted_terms(
+    return {
+        "node_selector": _string_map(spec.get("nodeSelector"), f"{sp}.nodeSelector"),
+        "required_node_affinity": required_node_affinity,
+        "preferred_node_affinity": preferred_node_affinity,
+        "required_affinity": required_terms(pod_affinity, f"{ap}.podAffinity"),
+        "preferred_affinity": _weighted_terms(
             pod_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
             f"{ap}.podAffinity.preferredDuringSchedulingIgnoredDuringExecution",
         ),
-        required_anti_affinity=required_terms(anti_affinity, f"{ap}.podAntiAffinity"),
-        preferred_anti_affinity=_weighted_terms(
+        "required_anti_affinity": required_terms(anti_affinity, f"{ap}.podAntiAffinity"),
+        "preferred_anti_affinity": _weighted_terms(
             anti_affinity.get("preferredDuringSchedulingIgnoredDuringExecution"),
             f"{ap}.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution",
         ),
-        tolerations=tuple(tolerations),
-        topology_spread_constraints=tuple(constraints),
-        scheduling_gates=gates,
-        scheduler_name=_string(spec.get("schedulerName"), f"{sp}.schedulerName") or DEFAULT_SCHEDULER_NAME,
-        priority=_integer(spec.get("priority"), f"{sp}.priority"),
-        preemption_policy=_string(spec.get("preemptionPolicy"), f"{sp}.preemptionPolicy") or "PreemptLowerPriority",
-        phase=_string(status.get("phase"), f"{path}.status.phase"),
-        nominated_node_name=_string(status.get("nominatedNodeName"), f"{path}.status.nominatedNodeName"),
-        start_time=_time(status.get("startTime"), f"{path}.status.startTime"),
-        images=tuple(images),
-        host_ports=tuple(host_ports),
-        requests=requests,
-        non_zero_cpu=milli_value(non_zero.get(CPU, Fraction(0))),
-        non_zero_memory=whole_value(non_zero.get(MEMORY, Fraction(0))),
-    )
+        "tolerations": tuple(tolerations),
+        "topology_spread_constraints": tuple(constraints),
+        "scheduling_gates": gates,
+        "scheduler_name": _string(spec.get("schedulerName"), f"{sp}.schedulerName") or DEFAULT_SCHEDULER_NAME,
+        "priority": _integer(spec.get("priority"), f"{sp}.priority"),
+        "preemption_policy": _string(spec.get("preemptionPolicy"), f"{sp}.preemptionPolicy") or "PreemptLowerPriority",
+        "images": tuple(images),
+        "host_ports": tuple(host_ports),
+        "requests": requests,
+        "non_zero_cpu": milli_value(non_zero.get(CPU, Fraction(0))),
+        "non_zero_memory": whole_value(non_zero.get(MEMORY, Fraction(0))),
+    }
 
 
 def _host_ports(value: Any, path: str) -> list[ContainerPort]:

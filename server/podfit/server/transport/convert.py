@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from google.protobuf import json_format
@@ -11,9 +12,10 @@ from podfit.server.engine import Decision
 from podfit.server.framework.runtime import NodeScores
 from podfit.server.framework.status import Code, Status
 from podfit.server.model import Kind, Pod, ValidationError
-from podfit.server.model.objects import object_from_k8s, pod_from_k8s
+from podfit.server.model.objects import object_from_k8s, pod_from_parts, pod_spec_fields
 from podfit.server.transport.errors import NotFoundError
 from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import objects_pb2 as ob
 from podfit.v1 import scheduler_pb2 as sc
 
 STATUS_CODES = {
@@ -28,6 +30,44 @@ def _located(exc: ValidationError | ConversionError, prefix: str) -> ValidationE
     return ValidationError(f"{prefix}.{exc.field}" if exc.field else prefix, exc.message)
 
 
+class _SpecMemo:
+    """Pod spec (without nodeName) bytes -> the Pod fields derived from it. Replicas of a workload
+    share their spec, so ingesting them converts one spec instead of thousands."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._fields: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
+
+    def fields(self, spec: ob.PodSpec, path: str) -> dict[str, Any]:
+        node_name = spec.node_name
+        spec.ClearField("node_name")
+        try:
+            key = spec.SerializeToString(deterministic=True)
+            found = self._fields.get(key)
+            if found is not None:
+                self._fields.move_to_end(key)
+                return found
+            fields = pod_spec_fields(json_format.MessageToDict(spec), path)
+        finally:
+            spec.node_name = node_name
+        self._fields[key] = fields
+        if len(self._fields) > self._size:
+            self._fields.popitem(last=False)
+        return fields
+
+
+_SPECS = _SpecMemo()
+
+
+def pod_from_message(message: ob.Pod, path: str) -> Pod:
+    meta = json_format.MessageToDict(message.metadata)
+    if not meta.get("name"):
+        raise ValidationError(f"{path}.metadata.name", "is required")
+    fields = _SPECS.fields(message.spec, f"{path}.spec")
+    status = json_format.MessageToDict(message.status)
+    return pod_from_parts(meta, fields, message.spec.node_name, status, path)
+
+
 def upsert_from_object(obj: cc.ClusterObject, path: str, expected_kind: Kind | None = None) -> Upsert:
     """Converts one ClusterObject; the typed message is what Get/List later return."""
     try:
@@ -37,8 +77,12 @@ def upsert_from_object(obj: cc.ClusterObject, path: str, expected_kind: Kind | N
     kind = Kind(kind_name)
     if expected_kind is not None and kind is not expected_kind:
         raise ValidationError(path, f"is a {kind.value}, but this request is about {expected_kind.value} objects")
-    manifest: dict[str, Any] = json_format.MessageToDict(message)
-    domain = object_from_k8s(kind, manifest, f"{path}.{KINDS[kind.value][0]}")
+    domain: Any
+    if isinstance(message, ob.Pod):
+        domain = pod_from_message(message, f"{path}.pod")
+    else:
+        manifest: dict[str, Any] = json_format.MessageToDict(message)
+        domain = object_from_k8s(kind, manifest, f"{path}.{KINDS[kind.value][0]}")
     typed = cc.ClusterObject()
     getattr(typed, KINDS[kind.value][0]).CopyFrom(message)
     return Upsert(kind, domain, typed.SerializeToString(deterministic=True))
@@ -90,8 +134,7 @@ def pod_from_reference(ref: sc.PodReference, cache: ClusterCache, path: str = "p
         assert isinstance(entry.obj, Pod)
         return entry.obj
     if which == "pod":
-        manifest = json_format.MessageToDict(ref.pod)
-        return pod_from_k8s(manifest, f"{path}.pod")
+        return pod_from_message(ref.pod, f"{path}.pod")
     if which == "kubernetes_json":
         wrapper = cc.ClusterObject(kubernetes_json=ref.kubernetes_json)
         try:
@@ -100,7 +143,8 @@ def pod_from_reference(ref: sc.PodReference, cache: ClusterCache, path: str = "p
             raise _located(exc, path) from exc
         if kind != "Pod":
             raise ValidationError(f"{path}.kubernetes_json.kind", f"must be Pod, not {kind}")
-        return pod_from_k8s(json_format.MessageToDict(message), f"{path}.kubernetes_json")
+        assert isinstance(message, ob.Pod)
+        return pod_from_message(message, f"{path}.kubernetes_json")
     raise ValidationError(path, "must set pod, kubernetes_json or cached")
 
 
