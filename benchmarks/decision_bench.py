@@ -15,47 +15,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from podfit.client import bench
+from podfit.client.bench import node
 from podfit.server.cache.cluster_cache import ClusterCache, Upsert
 from podfit.server.config import default_profile
 from podfit.server.engine import Engine
 from podfit.server.model import Kind
 from podfit.server.model.objects import node_from_k8s, pod_from_k8s
 
-ZONES = ("moon-1", "moon-2", "moon-3")
-
-
-def node(i: int) -> dict[str, Any]:
-    name = f"node-{i:05d}"
-    return {
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3]},
-        },
-        "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
-    }
-
 
 def pod(
     i: int, labels: dict[str, str], spec_extra: dict[str, Any] | None = None, node_name: str = ""
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "containers": [
-            {
-                "name": "c",
-                "image": "registry.k8s.io/pause:3.10",
-                "resources": {"requests": {"cpu": "100m", "memory": "500Mi"}},
-            }
-        ]
-    }
-    if node_name:
-        spec["nodeName"] = node_name
-    spec.update(spec_extra or {})
-    return {
-        "kind": "Pod",
-        "metadata": {"name": f"pod-{i}", "namespace": "default", "uid": f"u{i}", "labels": labels},
-        "spec": spec,
-    }
+    """podfit bench's pod template, numbered."""
+    return bench.pod(f"pod-{i}", labels, spec_extra, node_name)
 
 
 def anti_affinity(app: str) -> dict[str, Any]:
