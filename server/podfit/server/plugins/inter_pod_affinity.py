@@ -4,6 +4,11 @@ plugins/interpodaffinity).
 Symmetry is what makes this plugin cross-pod: existing pods' required anti-affinity repels the incoming
 pod, and existing pods' affinity terms attract it when scoring. PreFilter and PreScore fold every pod
 into counts per topology pair (label key, value) once, so Filter and Score only look up the node's labels.
+
+Over the cache's NodeTable the folding reads the pod index instead of every pod: matching pods per row
+for the incoming pod's terms, and only those existing terms that can select the incoming pod (found by a
+label they require); filter_rows / score_rows gather the pair counts by label code. Snapshots without a
+table walk every node and pod; both ways give the same state and answers.
 """
 
 from __future__ import annotations
@@ -12,16 +17,32 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
+from podfit.server.cache.pod_index import (
+    FILTER_TERMS,
+    PREFERRED_AFFINITY,
+    PREFERRED_ANTI_AFFINITY,
+    REQUIRED_AFFINITY,
+    SCORE_TERMS,
+    PodIndex,
+    PodQuery,
+    index_for,
+    merged_selector,
+)
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import MAX_NODE_SCORE, PreFilterResult
+from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int32Array, Int64Array, IntpArray, PreFilterResult
 from podfit.server.framework.profile import INTER_POD_AFFINITY
 from podfit.server.framework.status import SKIP, Status, unresolvable, unschedulable
 from podfit.server.model import Node, Pod
-from podfit.server.model.objects import Labels, LabelSelector, LabelSelectorRequirement, Namespace, PodAffinityTerm
+from podfit.server.model.objects import Labels, LabelSelector, Namespace, PodAffinityTerm
 
 if TYPE_CHECKING:
+    from podfit.server.cache.node_table import NodeTable
     from podfit.server.cache.snapshot import Snapshot
+
+__all__ = ["AffinityTerm", "InterPodAffinity", "existing_term_matches", "merged_selector", "new", "resolve_term"]
 
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
@@ -37,31 +58,6 @@ PairCounts = dict[TopologyPair, int]
 
 # --------------------------------------------------------------------------------------------------
 # Terms
-
-
-def merged_selector(term: PodAffinityTerm, pod_labels: Labels) -> LabelSelector | None:
-    """The term's labelSelector with matchLabelKeys / mismatchLabelKeys merged in as kube-apiserver does
-    on pod creation (``key In [value]`` / ``key NotIn [value]`` for keys the pod carries).
-
-    kube-scheduler only ever sees merged terms; merging here lets pods stored unmerged behave the same.
-    A requirement already in the selector is not added again, so merged terms come out unchanged.
-    A nil selector stays nil (it matches nothing either way).
-    """
-    selector = term.label_selector
-    if selector is None or not (term.match_label_keys or term.mismatch_label_keys):
-        return selector
-    expressions = list(selector.match_expressions)
-    for keys, operator in ((term.match_label_keys, "In"), (term.mismatch_label_keys, "NotIn")):
-        for key in keys:
-            value = pod_labels.get(key)
-            if value is None:
-                continue
-            requirement = LabelSelectorRequirement(key, operator, (value,))
-            if requirement not in expressions:
-                expressions.append(requirement)
-    if len(expressions) == len(selector.match_expressions):
-        return selector
-    return LabelSelector(selector.match_labels, tuple(expressions))
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +137,87 @@ def _add(counts: PairCounts, labels: Labels, key: str, delta: int) -> None:
 # Cycle state
 
 
+def _pair_arrays(counts: PairCounts, table: NodeTable) -> dict[str, Int64Array]:
+    """Pair counts as one array per topology key, indexed by the key's NodeTable value codes."""
+    arrays: dict[str, Int64Array] = {}
+    for (key, value), count in counts.items():
+        column = table.labels.get(key)
+        code = column.values.get(value) if column is not None else None
+        if column is None or code is None:
+            continue
+        by_code = arrays.get(key)
+        if by_code is None:
+            by_code = arrays[key] = np.zeros(len(column.names), dtype=np.int64)
+        by_code[code] = count
+    return arrays
+
+
+def _lookup(by_code: Int64Array | None, codes: Int32Array) -> Int64Array:
+    """by_code[code] per row; 0 for absent labels (-1), codes beyond the array and no array at all."""
+    if by_code is None:
+        return np.zeros(len(codes), dtype=np.int64)
+    padded = np.zeros(len(by_code) + 1, dtype=np.int64)
+    padded[: len(by_code)] = by_code
+    return padded[np.where((codes >= 0) & (codes < len(by_code)), codes, len(by_code))]
+
+
+class _PairSums:
+    """Weighted pod counts per topology pair, summed over table rows into arrays by value code."""
+
+    __slots__ = ("sums", "table", "touched")
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        self.sums: dict[str, Int64Array] = {}
+        # Codes some pod counted for (a pair can sum to 0 and still exist, as in the node-by-node form).
+        self.touched: dict[str, npt.NDArray[np.bool_]] = {}
+
+    def add(self, key: str, rows: IntpArray, counts: Int64Array, weight: int = 1) -> None:
+        column = self.table.labels.get(key)
+        if column is None:
+            return
+        codes = column.codes[rows]
+        hit = (codes >= 0) & (counts != 0)
+        if not hit.any():
+            return
+        size = len(column.names)
+        if key not in self.sums:
+            self.sums[key] = np.zeros(size, dtype=np.int64)
+            self.touched[key] = np.zeros(size, dtype=bool)
+        codes = codes[hit]
+        weights = counts[hit] * weight
+        self.sums[key] += np.bincount(codes, weights=weights, minlength=size).astype(np.int64)
+        self.touched[key][codes] = True
+
+    def pairs(self) -> PairCounts:
+        """The non-zero pairs (the node-by-node form drops pairs at zero)."""
+        pairs: PairCounts = {}
+        for key, sums in self.sums.items():
+            names = self.table.labels[key].names
+            codes = np.flatnonzero(sums)
+            pairs.update(zip([(key, names[c]) for c in codes.tolist()], sums[codes].tolist(), strict=True))
+        return pairs
+
+    def by_key(self) -> dict[str, dict[str, int]]:
+        """Key -> value -> sum, for every pair some pod counted for."""
+        result: dict[str, dict[str, int]] = {}
+        for key, sums in self.sums.items():
+            names = self.table.labels[key].names
+            codes = np.flatnonzero(self.touched[key])
+            result[key] = dict(zip([names[c] for c in codes.tolist()], sums[codes].tolist(), strict=True))
+        return result
+
+
 class _PreFilterState:
-    __slots__ = ("affinity", "affinity_counts", "anti_affinity", "anti_affinity_counts", "existing_counts", "ns_labels")
+    __slots__ = (
+        "_vectors",
+        "affinity",
+        "affinity_counts",
+        "anti_affinity",
+        "anti_affinity_counts",
+        "existing_counts",
+        "ns_labels",
+    )
 
     def __init__(
         self,
@@ -162,9 +237,11 @@ class _PreFilterState:
         # Pairs -> existing pods' required anti-affinity terms that match the incoming pod.
         self.existing_counts = existing_counts
         self.ns_labels = ns_labels
+        # The three counts as arrays by value code for one table; dropped whenever the counts change.
+        self._vectors: tuple[NodeTable, tuple[dict[str, Int64Array], ...]] | None = None
 
     def clone(self) -> _PreFilterState:
-        return _PreFilterState(
+        copy = _PreFilterState(
             self.affinity,
             self.anti_affinity,
             dict(self.affinity_counts),
@@ -172,8 +249,18 @@ class _PreFilterState:
             dict(self.existing_counts),
             self.ns_labels,
         )
+        copy._vectors = self._vectors
+        return copy
+
+    def vectors(self, table: NodeTable) -> tuple[dict[str, Int64Array], ...]:
+        """(affinity, anti-affinity, existing) counts by topology key and value code."""
+        if self._vectors is None or self._vectors[0] is not table:
+            counts = (self.affinity_counts, self.anti_affinity_counts, self.existing_counts)
+            self._vectors = (table, tuple(_pair_arrays(c, table) for c in counts))
+        return self._vectors[1]
 
     def update_with_pod(self, incoming: Pod, other: Pod, node: Node, delta: int) -> None:
+        self._vectors = None
         labels = node.labels
         for term in other.required_anti_affinity:
             if existing_term_matches(term, other, incoming, self.ns_labels):
@@ -190,6 +277,8 @@ class _PreFilterState:
 class _PreScoreState:
     # Topology key -> value -> summed weights.
     topology_score: dict[str, dict[str, int]]
+    # The same by value code of the key's NodeTable column, when PreScore ran over the table.
+    by_code: dict[str, Int64Array] | None = None
 
     def clone(self) -> _PreScoreState:
         return self
@@ -218,19 +307,18 @@ class InterPodAffinity:
         anti_affinity = tuple(resolve_term(t, pod, namespaces) for t in pod.required_anti_affinity)
         ns_labels = _namespace_labels(snapshot, pod.namespace)
 
-        existing_counts: PairCounts = {}
-        for info in snapshot.node_infos:
-            if not info.pods_with_required_anti_affinity:
-                continue
-            labels = info.node.labels
-            for existing in info.pods_with_required_anti_affinity.values():
-                for term in existing.required_anti_affinity:
-                    value = labels.get(term.topology_key)
-                    if value is not None and existing_term_matches(term, existing, pod, ns_labels):
-                        pair = (term.topology_key, value)
-                        existing_counts[pair] = existing_counts.get(pair, 0) + 1
-
-        affinity_counts, anti_affinity_counts = _incoming_counts(affinity, anti_affinity, snapshot.node_infos)
+        index = index_for(snapshot)
+        if index is None or snapshot.table is None or snapshot.rows is None:
+            existing_counts = _existing_counts(pod, ns_labels, snapshot.node_infos)
+            affinity_counts, anti_affinity_counts = _incoming_counts(affinity, anti_affinity, snapshot.node_infos)
+        else:
+            table, rows = snapshot.table, snapshot.rows
+            existing = _PairSums(table)
+            for term, term_rows in index.existing_terms(FILTER_TERMS, pod.labels):
+                if term.selects(pod.namespace, pod.labels, ns_labels):
+                    existing.add(term.topology_key, *term_rows.arrays())
+            existing_counts = existing.pairs()
+            affinity_counts, anti_affinity_counts = _incoming_counts_rows(affinity, anti_affinity, table, rows, index)
         if not existing_counts and not affinity and not anti_affinity:
             return None, SKIP
         state.write(
@@ -270,6 +358,43 @@ class InterPodAffinity:
                         return unschedulable(REASON_EXISTING_ANTI_AFFINITY)
         return None
 
+    def filter_rows(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
+    ) -> tuple[Int32Array, list[Status]]:
+        """Filter over table rows: the same three checks in the same order, as gathers of pair counts."""
+        s = state.read(_PRE_FILTER_KEY, _PreFilterState)
+        affinity, anti_affinity, existing = s.vectors(table)
+        result = np.zeros(len(rows), dtype=np.int32)
+        if s.affinity:
+            missing = np.zeros(len(rows), dtype=bool)
+            pods_exist = np.ones(len(rows), dtype=bool)
+            for t in s.affinity:
+                codes = table.label_codes(t.topology_key, rows)
+                missing |= codes < 0
+                pods_exist &= _lookup(affinity.get(t.topology_key), codes) > 0
+            # With no matching pod anywhere, a pod matching its own terms may start the group.
+            first_of_group = not s.affinity_counts and _matches_all(s.affinity, pod)
+            result[missing if first_of_group else missing | ~pods_exist] = 1
+        pending = result == 0
+        if s.anti_affinity_counts:
+            for t in s.anti_affinity:
+                hit = pending & (
+                    _lookup(anti_affinity.get(t.topology_key), table.label_codes(t.topology_key, rows)) > 0
+                )
+                result[hit] = 2
+                pending &= ~hit
+        if s.existing_counts:
+            for key, by_code in existing.items():
+                hit = pending & (_lookup(by_code, table.label_codes(key, rows)) > 0)
+                result[hit] = 3
+                pending &= ~hit
+        statuses = [
+            unresolvable(REASON_AFFINITY),
+            unschedulable(REASON_ANTI_AFFINITY),
+            unschedulable(REASON_EXISTING_ANTI_AFFINITY),
+        ]
+        return result, statuses
+
     # -- PreScore / Score ------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
@@ -284,9 +409,25 @@ class InterPodAffinity:
         namespaces = snapshot.namespaces
         preferred = tuple(resolve_term(w.term, pod, namespaces, w.weight) for w in pod.preferred_affinity)
         preferred_anti = tuple(resolve_term(w.term, pod, namespaces, -w.weight) for w in pod.preferred_anti_affinity)
+        own_terms = preferred + preferred_anti
         ns_labels = _namespace_labels(snapshot, pod.namespace)
-        hard_weight = self.hard_pod_affinity_weight
+        index = index_for(snapshot)
+        if index is None or snapshot.table is None or snapshot.rows is None:
+            scores = self._topology_score(pod, own_terms, ns_labels, snapshot)
+            by_code = None
+        else:
+            sums = self._topology_sums(pod, own_terms, ns_labels, snapshot.table, snapshot.rows, index)
+            scores, by_code = sums.by_key(), sums.sums
+        if not scores:
+            return SKIP
+        state.write(_PRE_SCORE_KEY, _PreScoreState(scores, by_code))
+        return None
 
+    def _topology_score(
+        self, pod: Pod, own_terms: tuple[AffinityTerm, ...], ns_labels: Labels, snapshot: Snapshot
+    ) -> dict[str, dict[str, int]]:
+        """Key -> value -> summed weights, node by node (snapshots without a NodeTable)."""
+        hard_weight = self.hard_pod_affinity_weight
         scores: dict[str, dict[str, int]] = {}
 
         def add(key: str, labels: Labels, weight: int) -> None:
@@ -295,7 +436,6 @@ class InterPodAffinity:
                 by_value = scores.setdefault(key, {})
                 by_value[value] = by_value.get(value, 0) + weight
 
-        own_terms = preferred + preferred_anti
         # The namespaces the pod's preferred terms select (None: any), to pass over other pods cheaply.
         own_namespaces: frozenset[str] | None = frozenset()
         for t in own_terms:
@@ -324,11 +464,36 @@ class InterPodAffinity:
                 for weighted in existing.preferred_anti_affinity:
                     if existing_term_matches(weighted.term, existing, pod, ns_labels):
                         add(weighted.term.topology_key, labels, -weighted.weight)
+        return scores
 
-        if not scores:
-            return SKIP
-        state.write(_PRE_SCORE_KEY, _PreScoreState(scores))
-        return None
+    def _topology_sums(
+        self,
+        pod: Pod,
+        own_terms: tuple[AffinityTerm, ...],
+        ns_labels: Labels,
+        table: NodeTable,
+        rows: IntpArray,
+        index: PodIndex,
+    ) -> _PairSums:
+        """The same sums over the NodeTable: the pod's terms' matches per row from the pod index, and the
+        existing pods' terms that select the pod, found through the labels they require."""
+        sums = _PairSums(table)
+        for t in own_terms:
+            sums.add(t.topology_key, rows, index.pod_counts(PodQuery(((t.namespaces, t.selector),)))[rows], t.weight)
+        hard_weight = self.hard_pod_affinity_weight
+        for term, term_rows in index.existing_terms(SCORE_TERMS, pod.labels):
+            if term.kind == REQUIRED_AFFINITY:
+                if hard_weight <= 0:
+                    continue
+                weight = hard_weight
+            elif term.kind == PREFERRED_AFFINITY:
+                weight = term.weight
+            else:
+                assert term.kind == PREFERRED_ANTI_AFFINITY
+                weight = -term.weight
+            if term.selects(pod.namespace, pod.labels, ns_labels):
+                sums.add(term.topology_key, *term_rows.arrays(), weight)
+        return sums
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         s = state.read(_PRE_SCORE_KEY, _PreScoreState)
@@ -340,6 +505,18 @@ class InterPodAffinity:
                 total += by_value.get(value, 0)
         return total
 
+    def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
+        s = state.read(_PRE_SCORE_KEY, _PreScoreState)
+        total = np.zeros(len(rows), dtype=np.int64)
+        by_code = s.by_code
+        if by_code is None or any(len(table.labels[k].names) != len(a) for k, a in by_code.items()):
+            by_code = _pair_arrays(
+                {(key, value): n for key, by_value in s.topology_score.items() for value, n in by_value.items()}, table
+            )
+        for key, sums in by_code.items():
+            total += _lookup(sums, table.label_codes(key, rows))
+        return total
+
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
         """Min-max scaling to 0..100, in float64 and truncated as upstream (negative raw scores occur)."""
         s = state.read(_PRE_SCORE_KEY, _PreScoreState)
@@ -349,6 +526,51 @@ class InterPodAffinity:
         spread = high - low
         for i, raw in enumerate(scores):
             scores[i] = int(float(MAX_NODE_SCORE) * (float(raw - low) / float(spread))) if spread > 0 else 0
+
+    def normalize_rows(self, state: CycleState, pod: Pod, scores: Int64Array) -> Int64Array:
+        s = state.read(_PRE_SCORE_KEY, _PreScoreState)
+        if not s.topology_score or not len(scores):
+            return scores
+        low, high = int(scores.min()), int(scores.max())
+        spread = high - low
+        if spread <= 0:
+            return np.zeros(len(scores), dtype=np.int64)
+        scaled = float(MAX_NODE_SCORE) * ((scores - low).astype(np.float64) / float(spread))
+        return scaled.astype(np.int64)
+
+
+def _existing_counts(pod: Pod, ns_labels: Labels, node_infos: Iterable[NodeInfo]) -> PairCounts:
+    """Pairs -> existing pods' required anti-affinity terms that select the incoming pod, node by node."""
+    existing_counts: PairCounts = {}
+    for info in node_infos:
+        if not info.pods_with_required_anti_affinity:
+            continue
+        labels = info.node.labels
+        for existing in info.pods_with_required_anti_affinity.values():
+            for term in existing.required_anti_affinity:
+                value = labels.get(term.topology_key)
+                if value is not None and existing_term_matches(term, existing, pod, ns_labels):
+                    pair = (term.topology_key, value)
+                    existing_counts[pair] = existing_counts.get(pair, 0) + 1
+    return existing_counts
+
+
+def _incoming_counts_rows(
+    affinity: tuple[AffinityTerm, ...],
+    anti_affinity: tuple[AffinityTerm, ...],
+    table: NodeTable,
+    rows: IntpArray,
+    index: PodIndex,
+) -> tuple[PairCounts, PairCounts]:
+    """_incoming_counts over the NodeTable, with matching pods per row from the pod index."""
+    affinity_sums, anti_affinity_sums = _PairSums(table), _PairSums(table)
+    if affinity:
+        matching_all = index.pod_counts(PodQuery(tuple((t.namespaces, t.selector) for t in affinity)))[rows]
+        for t in affinity:
+            affinity_sums.add(t.topology_key, rows, matching_all)
+    for t in anti_affinity:
+        anti_affinity_sums.add(t.topology_key, rows, index.pod_counts(PodQuery(((t.namespaces, t.selector),)))[rows])
+    return affinity_sums.pairs(), anti_affinity_sums.pairs()
 
 
 def _incoming_counts(

@@ -5,19 +5,33 @@ DoNotSchedule constraints filter, ScheduleAnyway constraints score. Pods without
 cluster-default ones (System: hostname and zone, ScheduleAnyway), selecting the pods of the Services,
 ReplicaSets, StatefulSets and ReplicationControllers the pod belongs to. PreFilter and PreScore count
 matching pods per domain once; Filter and Score then cost O(constraints) per node.
+
+Over the cache's NodeTable the counts come from the pod index (matching pods per row, kept across
+decisions) summed per domain with numpy, and filter_rows / score_rows gather them by label code. Snapshots
+without a table walk every node and pod instead; both ways give the same state and answers.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
+from podfit.server.cache.pod_index import PodIndex, PodQuery, index_for
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import MAX_NODE_SCORE, PreFilterResult
+from podfit.server.framework.interfaces import (
+    MAX_NODE_SCORE,
+    Int32Array,
+    Int64Array,
+    IntpArray,
+    PreFilterResult,
+)
 from podfit.server.framework.profile import POD_TOPOLOGY_SPREAD
 from podfit.server.framework.status import SKIP, Status, unresolvable, unschedulable
 from podfit.server.model import Kind, Node, Pod, TopologySpreadConstraint, WorkloadSelector
@@ -26,7 +40,10 @@ from podfit.server.model.objects import Labels, LabelSelector, parse_label_selec
 from podfit.server.plugins.helper import do_not_schedule_taints, find_untolerated_taint, required_node_affinity_matches
 
 if TYPE_CHECKING:
+    from podfit.server.cache.node_table import LabelColumn, NodeTable
     from podfit.server.cache.snapshot import Snapshot
+
+BoolArray = npt.NDArray[np.bool_]
 
 REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
 REASON_NODE_LABEL_NOT_MATCH = REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
@@ -230,6 +247,30 @@ class _CriticalPaths:
         self.values = values if values is not None else ["", ""]
         self.nums = nums if nums is not None else [_MAX_INT32, _MAX_INT32]
 
+    @classmethod
+    def of(cls, values: Sequence[str], nums: Sequence[int]) -> _CriticalPaths:
+        """The paths ``update`` leaves after visiting the domains in order.
+
+        Without a domain named "" (the initial placeholder), that is the first minimum and the first
+        minimum of the rest, so domains need not be visited one by one.
+        """
+        path = cls()
+        if "" in values:
+            for value, num in zip(values, nums, strict=True):
+                path.update(value, num)
+            return path
+        counts = np.asarray(nums, dtype=np.int64)
+        for slot in (0, 1):
+            if not len(counts):
+                break
+            first = int(np.argmin(counts))
+            if counts[first] >= _MAX_INT32:
+                break
+            path.values[slot], path.nums[slot] = values[first], int(counts[first])
+            counts = counts.copy()
+            counts[first] = _MAX_INT64
+        return path
+
     def update(self, value: str, num: int) -> None:
         values, nums = self.values, self.nums
         i = 0 if value == values[0] else 1 if value == values[1] else -1
@@ -248,33 +289,94 @@ class _CriticalPaths:
         return _CriticalPaths(list(self.values), list(self.nums))
 
 
+@dataclass(frozen=True, slots=True)
+class _CodeCounts:
+    """One constraint's domain counts by value code of the topology key's NodeTable column (``names`` is
+    the column's value list); ``order`` lists the domains' codes in the order the dict form keeps."""
+
+    names: list[str]
+    by_code: Int64Array
+    order: IntpArray | None = None
+
+    def as_dict(self) -> dict[str, int]:
+        assert self.order is not None
+        names = self.names
+        codes = self.order.tolist()
+        return dict(zip([names[c] for c in codes], self.by_code[self.order].tolist(), strict=True))
+
+
 class _PreFilterState:
-    __slots__ = ("constraints", "counts", "paths", "self_match")
+    """Per constraint: domain -> matching pods. Computed over the NodeTable the counts stay arrays by value
+    code until a per-node method asks for the dict form (Filter over rows then needs no dict at all)."""
+
+    __slots__ = ("_counts", "_vectors", "constraints", "paths", "self_match", "sizes")
 
     def __init__(
         self,
         constraints: list[Constraint],
-        counts: list[dict[str, int]],
+        counts: list[dict[str, int] | None],
         paths: list[_CriticalPaths],
         self_match: list[int],
+        sizes: list[int],
+        vectors: list[_CodeCounts | None],
     ) -> None:
         self.constraints = constraints
-        # Per constraint: domain value -> matching pods (every eligible domain present, possibly 0).
-        self.counts = counts
+        # Per constraint: domain value -> matching pods (every eligible domain present, possibly 0);
+        # None until built from the vector form.
+        self._counts = counts
         self.paths = paths
         # Per constraint: 1 when the incoming pod matches the selector itself.
         self.self_match = self_match
+        # Per constraint: how many domains are eligible (the dict's length).
+        self.sizes = sizes
+        # Per constraint: the counts by value code, while they agree with the dict form.
+        self._vectors = vectors
+
+    @classmethod
+    def from_counts(
+        cls, constraints: list[Constraint], counts: list[dict[str, int]], self_match: list[int]
+    ) -> _PreFilterState:
+        paths = [_CriticalPaths.of(list(by_value), list(by_value.values())) for by_value in counts]
+        sizes = [len(by_value) for by_value in counts]
+        return cls(constraints, list(counts), paths, self_match, sizes, [None] * len(constraints))
+
+    @property
+    def counts(self) -> list[dict[str, int]]:
+        counts = self._counts
+        for i, by_value in enumerate(counts):
+            if by_value is None:
+                vector = self._vectors[i]
+                assert vector is not None
+                counts[i] = vector.as_dict()
+        return counts  # type: ignore[return-value]
 
     def clone(self) -> _PreFilterState:
         return _PreFilterState(
-            self.constraints, [dict(c) for c in self.counts], [p.clone() for p in self.paths], self.self_match
+            self.constraints,
+            [None if c is None else dict(c) for c in self._counts],
+            [p.clone() for p in self.paths],
+            self.self_match,
+            list(self.sizes),
+            list(self._vectors),
         )
 
     def min_match(self, i: int) -> int:
         """The global minimum; 0 while fewer domains than minDomains are eligible."""
-        if len(self.counts[i]) < self.constraints[i].min_domains:
+        if self.sizes[i] < self.constraints[i].min_domains:
             return 0
         return self.paths[i].nums[0]
+
+    def code_counts(self, i: int, column: LabelColumn) -> Int64Array:
+        """Constraint i's counts indexed by the column's value codes (0 for codes beyond known domains)."""
+        vector = self._vectors[i]
+        if vector is None or vector.names is not column.names:
+            by_code = np.zeros(len(column.names), dtype=np.int64)
+            for value, count in self.counts[i].items():
+                code = column.values.get(value)
+                if code is not None:
+                    by_code[code] = count
+            vector = self._vectors[i] = _CodeCounts(column.names, by_code)
+        return vector.by_code
 
     def update_with_pod(self, incoming: Pod, other: Pod, node: Node, delta: int) -> None:
         if other.namespace != incoming.namespace:
@@ -283,13 +385,16 @@ class _PreFilterState:
         if not _has_all_keys(labels, self.constraints):
             return
         inclusion = _NodeInclusion(incoming, node)
+        all_counts = self.counts
         for i, c in enumerate(self.constraints):
             if not c.matches(other.labels) or not inclusion.includes(c):
                 continue
             value = labels[c.topology_key]
-            counts = self.counts[i]
+            counts = all_counts[i]
             counts[value] = counts.get(value, 0) + delta
             self.paths[i].update(value, counts[value])
+            self.sizes[i] = len(counts)
+            self._vectors[i] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,9 +404,155 @@ class _PreScoreState:
     # Per constraint (except hostname ones, counted in Score): domain value -> matching pods.
     counts: list[dict[str, int]]
     weights: list[float]
+    # Computed over the NodeTable: per constraint, the counts by value code (not hostname ones) and, for
+    # hostname ones, the matching pods per table row.
+    code_counts: list[Int64Array | None] | None = None
+    row_counts: list[Int64Array | None] | None = None
 
     def clone(self) -> _PreScoreState:
         return self
+
+
+# --------------------------------------------------------------------------------------------------
+# Nodes as NodeTable rows
+
+
+class _Rows:
+    """Some nodes as NodeTable rows, for one incoming pod: label codes and inclusion masks, each computed
+    once (node affinity once per distinct combination of the labels it reads, taints once per taint list)."""
+
+    __slots__ = ("_affinity", "_codes", "_taints", "pod", "rows", "table")
+
+    def __init__(self, pod: Pod, table: NodeTable, rows: IntpArray) -> None:
+        self.pod = pod
+        self.table = table
+        self.rows = rows
+        self._codes: dict[str, Int32Array] = {}
+        self._affinity: BoolArray | None = None
+        self._taints: BoolArray | None = None
+
+    def codes(self, key: str) -> Int32Array:
+        codes = self._codes.get(key)
+        if codes is None:
+            codes = self._codes[key] = self.table.label_codes(key, self.rows)
+        return codes
+
+    def has_all(self, constraints: Sequence[Constraint]) -> BoolArray:
+        mask = np.ones(len(self.rows), dtype=bool)
+        for c in constraints:
+            mask &= self.codes(c.topology_key) >= 0
+        return mask
+
+    def includes(self, c: Constraint) -> BoolArray | None:
+        """Rows whose pods count for the constraint (None: all)."""
+        mask: BoolArray | None = None
+        if c.honor_node_affinity:
+            if self._affinity is None:
+                self._affinity = self._affinity_mask()
+            mask = self._affinity
+        if c.honor_node_taints:
+            if self._taints is None:
+                self._taints = self._taint_mask()
+            mask = self._taints if mask is None else mask & self._taints
+        return mask
+
+    def _affinity_mask(self) -> BoolArray:
+        pod, table, rows = self.pod, self.table, self.rows
+        terms = pod.required_node_affinity
+        if not pod.node_selector and terms is None:
+            return np.ones(len(rows), dtype=bool)
+        if terms is not None and any(t.match_fields for t in terms):
+            infos = table.infos
+            return np.fromiter(
+                (required_node_affinity_matches(pod, infos[r].node) for r in rows.tolist()),
+                dtype=bool,
+                count=len(rows),
+            )
+        keys = sorted({*pod.node_selector, *(r.key for t in terms or () for r in t.match_expressions)})
+        if not keys:
+            return np.full(len(rows), required_node_affinity_matches(pod, Node(name="")), dtype=bool)
+        names = [column.names if (column := table.labels.get(k)) is not None else [] for k in keys]
+        unique, inverse = np.unique(np.stack([self.codes(k) for k in keys], axis=1), axis=0, return_inverse=True)
+        verdicts = []
+        for combo in unique.tolist():
+            labels = {k: values[code] for k, values, code in zip(keys, names, combo, strict=True) if code >= 0}
+            verdicts.append(required_node_affinity_matches(pod, Node(name="", labels=labels)))
+        return np.array(verdicts, dtype=bool)[inverse.reshape(-1)]
+
+    def _taint_mask(self) -> BoolArray:
+        table = self.table
+        sets = table.taint_set[self.rows]
+        verdict = np.zeros(len(table.taint_sets), dtype=bool)
+        for index in np.unique(sets).tolist():
+            taint = find_untolerated_taint(table.taint_sets[index], self.pod.tolerations, do_not_schedule_taints)
+            verdict[index] = taint is None
+        return verdict[sets]
+
+
+class _RowsById:
+    """Rows of the snapshot's NodeInfos found by id() with a binary search, for the last node list seen (the
+    cache keeps one list until nodes come or go). Holding that list keeps its NodeInfos alive, so an id
+    found is that very NodeInfo. Cheaper than NodeTable.rows_for's name lookups per node."""
+
+    nodes: Sequence[NodeInfo] | None = None
+    ids: Int64Array = np.zeros(0, dtype=np.int64)
+    rows: IntpArray = np.zeros(0, dtype=np.intp)
+
+    @classmethod
+    def lookup(cls, snapshot: Snapshot, rows: IntpArray, nodes: Sequence[NodeInfo]) -> IntpArray | None:
+        if cls.nodes is not snapshot.node_infos:
+            ids = np.fromiter(map(id, snapshot.node_infos), dtype=np.int64, count=len(snapshot.node_infos))
+            order = np.argsort(ids)
+            cls.nodes, cls.ids, cls.rows = snapshot.node_infos, ids[order], rows[order]
+        wanted = np.fromiter(map(id, nodes), dtype=np.int64, count=len(nodes))
+        if not len(cls.ids):
+            return None if len(wanted) else np.zeros(0, dtype=np.intp)
+        at = np.minimum(np.searchsorted(cls.ids, wanted), len(cls.ids) - 1)
+        if not (cls.ids[at] == wanted).all():
+            return None
+        return cls.rows[at]
+
+
+def _feasible_rows(snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> IntpArray | None:
+    """The rows of ``nodes`` in the snapshot's table (None when some node is not one of its NodeInfos)."""
+    table, rows = snapshot.table, snapshot.rows
+    if table is None or rows is None:
+        return None
+    all_nodes = snapshot.node_infos
+    if len(nodes) == len(all_nodes) and all(map(operator.is_, nodes, all_nodes)):
+        return rows
+    return _RowsById.lookup(snapshot, rows, nodes)
+
+
+def _first_seen(codes: Int32Array | IntpArray, size: int) -> IntpArray:
+    """The distinct codes (all below ``size``) in the order they first occur; O(n), unlike np.unique's sort."""
+    n = len(codes)
+    first = np.full(size, n, dtype=np.intp)
+    np.minimum.at(first, codes, np.arange(n, dtype=np.intp))
+    present = np.flatnonzero(first < n)
+    return present[np.argsort(first[present], kind="stable")]
+
+
+def _gather(by_code: Int64Array, codes: Int32Array, size: int) -> Int64Array:
+    """by_code[code] per row, for codes of a column with ``size`` values; 0 for absent labels (-1, which
+    indexes the zero padding at the end) and for codes the array does not reach."""
+    padded = np.zeros(size + 1, dtype=np.int64)
+    padded[: len(by_code)] = by_code
+    return padded[codes]
+
+
+def _selector_counts(
+    index: PodIndex, selector: LabelSelector | None, namespace: str, cache: dict[LabelSelector | None, Int64Array]
+) -> Int64Array:
+    """countPodsMatchSelector for every table row (empty and absent selectors count nothing)."""
+    counts = cache.get(selector)
+    if counts is None:
+        if selector is None or selector.empty:
+            counts = np.zeros(index.capacity, dtype=np.int64)
+        else:
+            counts = index.pod_counts(PodQuery(((frozenset((namespace,)), selector),)))
+        cache[selector] = counts
+    return counts
 
 
 # --------------------------------------------------------------------------------------------------
@@ -339,6 +590,18 @@ class PodTopologySpread:
         constraints = self.constraints(pod, DO_NOT_SCHEDULE, snapshot)
         if not constraints:
             return None, SKIP
+        self_match = [1 if c.matches(pod.labels) else 0 for c in constraints]
+        index = index_for(snapshot)
+        if index is None or snapshot.table is None or snapshot.rows is None:
+            counts = self._pre_filter_counts(pod, constraints, snapshot)
+            state.write(_PRE_FILTER_KEY, _PreFilterState.from_counts(constraints, counts, self_match))
+        else:
+            s = self._pre_filter_rows(pod, constraints, self_match, snapshot.table, snapshot.rows, index)
+            state.write(_PRE_FILTER_KEY, s)
+        return None, None
+
+    def _pre_filter_counts(self, pod: Pod, constraints: list[Constraint], snapshot: Snapshot) -> list[dict[str, int]]:
+        """Matching pods per domain, node by node (snapshots without a NodeTable)."""
         namespace = pod.namespace
         groups = _selector_groups(constraints)
         counts: list[dict[str, int]] = [{} for _ in constraints]
@@ -358,15 +621,40 @@ class PodTopologySpread:
                     count = per_group[group] = count_matching(info.pods.values(), c.selector, namespace)
                 value = labels[c.topology_key]
                 counts[i][value] = counts[i].get(value, 0) + count
-        paths = []
-        for by_value in counts:
-            path = _CriticalPaths()
-            for value, num in by_value.items():
-                path.update(value, num)
-            paths.append(path)
-        self_match = [1 if c.matches(pod.labels) else 0 for c in constraints]
-        state.write(_PRE_FILTER_KEY, _PreFilterState(constraints, counts, paths, self_match))
-        return None, None
+        return counts
+
+    def _pre_filter_rows(
+        self,
+        pod: Pod,
+        constraints: list[Constraint],
+        self_match: list[int],
+        table: NodeTable,
+        rows: IntpArray,
+        index: PodIndex,
+    ) -> _PreFilterState:
+        """The same counts over the NodeTable: matching pods per row from the pod index, summed per domain
+        over the rows that carry every key and pass the inclusion policies. Domains keep the order in which
+        the nodes (by name) first show them, as the node-by-node count does."""
+        nodes = _Rows(pod, table, rows)
+        eligible = nodes.has_all(constraints)
+        matched: dict[LabelSelector | None, Int64Array] = {}
+        vectors: list[_CodeCounts | None] = []
+        paths, sizes = [], []
+        for c in constraints:
+            mask = eligible
+            included = nodes.includes(c)
+            if included is not None:
+                mask = mask & included
+            column = table.labels.get(c.topology_key)
+            names = column.names if column is not None else []
+            codes = nodes.codes(c.topology_key)[mask]
+            pods = _selector_counts(index, c.selector, pod.namespace, matched)[rows[mask]]
+            by_code = np.bincount(codes, weights=pods, minlength=len(names)).astype(np.int64)
+            order = _first_seen(codes, len(names))
+            vectors.append(_CodeCounts(names, by_code, order))
+            paths.append(_CriticalPaths.of([names[k] for k in order.tolist()], by_code[order].tolist()))
+            sizes.append(len(order))
+        return _PreFilterState(constraints, [None] * len(constraints), paths, self_match, sizes, vectors)
 
     def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo, snapshot: Snapshot) -> None:
         state.read(_PRE_FILTER_KEY, _PreFilterState).update_with_pod(pod, pod_to_add, node_info.node, 1)
@@ -380,14 +668,34 @@ class PodTopologySpread:
         """Rejects when placing the pod would make its domain exceed the global minimum by more than maxSkew."""
         s = state.read(_PRE_FILTER_KEY, _PreFilterState)
         labels = node_info.node.labels
+        counts = s.counts
         for i, c in enumerate(s.constraints):
             value = labels.get(c.topology_key)
             if value is None:
                 return unresolvable(REASON_NODE_LABEL_NOT_MATCH)
-            skew = s.counts[i].get(value, 0) + s.self_match[i] - s.min_match(i)
+            skew = counts[i].get(value, 0) + s.self_match[i] - s.min_match(i)
             if skew > c.max_skew:
                 return unschedulable(REASON_CONSTRAINTS_NOT_MATCH)
         return None
+
+    def filter_rows(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
+    ) -> tuple[Int32Array, list[Status]]:
+        """Filter over table rows: per constraint a gather of the domain's count; the first failing
+        constraint decides, as in Filter."""
+        s = state.read(_PRE_FILTER_KEY, _PreFilterState)
+        result = np.zeros(len(rows), dtype=np.int32)
+        for i, c in enumerate(s.constraints):
+            column = table.labels.get(c.topology_key)
+            if column is None:
+                verdict = np.ones(len(rows), dtype=np.int32)
+            else:
+                codes = column.codes[rows]
+                skew = _gather(s.code_counts(i, column), codes, len(column.names)) + (s.self_match[i] - s.min_match(i))
+                verdict = (skew > c.max_skew).astype(np.int32) * 2
+                verdict[codes < 0] = 1
+            result = verdict if i == 0 else np.where(result == 0, verdict, result)
+        return result, [unresolvable(REASON_NODE_LABEL_NOT_MATCH), unschedulable(REASON_CONSTRAINTS_NOT_MATCH)]
 
     # -- PreScore / Score ------------------------------------------------------------------------
 
@@ -397,13 +705,24 @@ class PodTopologySpread:
         Own constraints (or List defaults) require a node to carry every topology key to be scored; with
         the System defaults a node lacking the zone label is still scored for hostname spreading.
         """
-        all_nodes = snapshot.node_infos
-        if not all_nodes:
+        if not snapshot.node_infos:
             return SKIP
         constraints = self.constraints(pod, SCHEDULE_ANYWAY, snapshot)
         if not constraints:
             return SKIP
         require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
+        index = index_for(snapshot)
+        feasible = _feasible_rows(snapshot, nodes) if index is not None else None
+        if index is None or feasible is None or snapshot.table is None or snapshot.rows is None:
+            s = self._pre_score_per_node(pod, constraints, require_all, nodes, snapshot)
+        else:
+            s = self._pre_score_rows(pod, constraints, require_all, feasible, snapshot.table, snapshot.rows, index)
+        state.write(_PRE_SCORE_KEY, s)
+        return None
+
+    def _pre_score_per_node(
+        self, pod: Pod, constraints: list[Constraint], require_all: bool, nodes: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> _PreScoreState:
         counts: list[dict[str, int]] = [{} for _ in constraints]
         ignored: set[str] = set()
         for info in nodes:
@@ -423,7 +742,7 @@ class PodTopologySpread:
         groups = _selector_groups(constraints)
         counted = [i for i, c in enumerate(constraints) if c.topology_key != LABEL_HOSTNAME]
         if counted:
-            for info in all_nodes:
+            for info in snapshot.node_infos:
                 node = info.node
                 labels = node.labels
                 if require_all and not _has_all_keys(labels, constraints):
@@ -443,8 +762,57 @@ class PodTopologySpread:
                     if count is None:
                         count = per_group[group] = count_matching(info.pods.values(), c.selector, namespace)
                     by_value[value] += count
-        state.write(_PRE_SCORE_KEY, _PreScoreState(constraints, frozenset(ignored), counts, weights))
-        return None
+        return _PreScoreState(constraints, frozenset(ignored), counts, weights)
+
+    def _pre_score_rows(
+        self,
+        pod: Pod,
+        constraints: list[Constraint],
+        require_all: bool,
+        feasible: IntpArray,
+        table: NodeTable,
+        rows: IntpArray,
+        index: PodIndex,
+    ) -> _PreScoreState:
+        """The same over the NodeTable. A node without the key belongs to domain "" (System defaults only),
+        which shares the code of a real "" label value when some node has one."""
+        scored, every = _Rows(pod, table, feasible), _Rows(pod, table, rows)
+        kept = scored.has_all(constraints) if require_all else np.ones(len(feasible), dtype=bool)
+        infos = table.infos
+        ignored = frozenset(infos[r].name for r in feasible[~kept].tolist())
+        eligible = every.has_all(constraints) if require_all else np.ones(len(rows), dtype=bool)
+        matched: dict[LabelSelector | None, Int64Array] = {}
+        counts: list[dict[str, int]] = []
+        weights: list[float] = []
+        code_counts: list[Int64Array | None] = []
+        row_counts: list[Int64Array | None] = []
+        for c in constraints:
+            if c.topology_key == LABEL_HOSTNAME:
+                weights.append(math.log(float(int(kept.sum()) + 2)))
+                counts.append({})
+                code_counts.append(None)
+                row_counts.append(_selector_counts(index, c.selector, pod.namespace, matched).copy())
+                continue
+            column = table.labels.get(c.topology_key)
+            names = [*(column.names if column is not None else []), ""]
+            blank = column.values.get("", len(names) - 1) if column is not None else 0
+            domains = _domains(scored.codes(c.topology_key)[kept], blank)
+            present = np.zeros(len(names), dtype=bool)
+            present[domains] = True
+            all_domains = _domains(every.codes(c.topology_key), blank)
+            mask = eligible & present[all_domains]
+            included = every.includes(c)
+            if included is not None:
+                mask &= included
+            pods = _selector_counts(index, c.selector, pod.namespace, matched)[rows[mask]]
+            by_domain = np.bincount(all_domains[mask], weights=pods, minlength=len(names)).astype(np.int64)
+            order = _first_seen(domains, len(names)).tolist()
+            counts.append(dict(zip([names[d] for d in order], by_domain[order].tolist(), strict=True)))
+            weights.append(math.log(float(len(order) + 2)))
+            by_code = by_domain[:-1].copy()
+            code_counts.append(by_code)
+            row_counts.append(None)
+        return _PreScoreState(constraints, ignored, counts, weights, code_counts, row_counts)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         """Sum over constraints of count x log(domains + 2) + maxSkew - 1, rounded (lower is better).
@@ -467,6 +835,44 @@ class PodTopologySpread:
             total += count * s.weights[i] + float(c.max_skew - 1)
         return _round_half_away(total)
 
+    def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
+        """Score over table rows, with the same float64 operations in the same order, then rounded alike."""
+        s = state.read(_PRE_SCORE_KEY, _PreScoreState)
+        total = np.zeros(len(rows), dtype=np.float64)
+        for i, c in enumerate(s.constraints):
+            codes = table.label_codes(c.topology_key, rows)
+            present = codes >= 0
+            if c.topology_key == LABEL_HOSTNAME:
+                per_row = s.row_counts[i] if s.row_counts is not None else None
+                if per_row is not None and len(per_row) == table.capacity:
+                    count = per_row[rows]
+                else:
+                    infos = table.infos
+                    count = np.array(
+                        [count_matching(infos[r].pods.values(), c.selector, pod.namespace) for r in rows.tolist()],
+                        dtype=np.int64,
+                    )
+            else:
+                column = table.labels.get(c.topology_key)
+                if column is None:
+                    continue
+                by_code = s.code_counts[i] if s.code_counts is not None else None
+                if by_code is None or len(by_code) != len(column.names):
+                    by_code = np.array([s.counts[i].get(v, 0) for v in column.names], dtype=np.int64)
+                count = _gather(by_code, codes, len(column.names))
+            term = count.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)
+            total = np.where(present, total + term, total)
+        scores = _round_half_away_rows(total)
+        if s.ignored_nodes:
+            infos = table.infos
+            ignored = np.fromiter(
+                (infos[r].name in s.ignored_nodes for r in rows.tolist()),
+                dtype=bool,
+                count=len(rows),
+            )
+            scores[ignored] = _INVALID_SCORE
+        return scores
+
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
         """Reverses and scales: the lowest raw score gets 100; ignored nodes get 0."""
         low, high = _MAX_INT64, 0
@@ -483,11 +889,34 @@ class PodTopologySpread:
             else:
                 scores[i] = MAX_NODE_SCORE * (high + low - raw) // high
 
+    def normalize_rows(self, state: CycleState, pod: Pod, scores: Int64Array) -> Int64Array:
+        valid = scores != _INVALID_SCORE
+        if not valid.any():
+            return np.zeros(len(scores), dtype=np.int64)
+        low = int(scores[valid].min())
+        high = max(0, int(scores[valid].max()))
+        if high == 0:
+            return np.where(valid, MAX_NODE_SCORE, 0).astype(np.int64)
+        return np.where(valid, MAX_NODE_SCORE * (high + low - scores) // high, 0).astype(np.int64)
+
+
+def _domains(codes: Int32Array, blank: int) -> IntpArray:
+    """Value codes as PreScore's domains: nodes without the key (-1) join domain "" (code ``blank``)."""
+    domains = codes.astype(np.intp)
+    domains[domains < 0] = blank
+    return domains
+
 
 def _round_half_away(x: float) -> int:
     """Go's math.Round (halves away from zero), for the non-negative raw scores."""
     floor = math.floor(x)
     return int(floor) + 1 if x - floor >= 0.5 else int(floor)
+
+
+def _round_half_away_rows(x: npt.NDArray[np.float64]) -> Int64Array:
+    """_round_half_away over a column, with the same float operations."""
+    floor = np.floor(x)
+    return floor.astype(np.int64) + (x - floor >= 0.5)
 
 
 # --------------------------------------------------------------------------------------------------

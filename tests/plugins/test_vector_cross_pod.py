@@ -1,0 +1,519 @@
+"""PodTopologySpread and InterPodAffinity over the NodeTable answer exactly like node by node.
+
+Two things are checked: filter_rows / score_rows / normalize_rows against the per-node methods after the
+same PreFilter/PreScore, and PreFilter/PreScore computed through the pod index against the node-by-node
+walk (a snapshot without a table), including the state preemption later edits with add_pod/remove_pod.
+The random clusters also change between decisions, so the index's incremental sync is exercised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from podfit.server.cache.cluster_cache import ClusterCache, Delete, Upsert
+from podfit.server.cache.pod_index import PodQuery, index_for
+from podfit.server.cache.snapshot import Snapshot
+from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.status import Code, Status
+from podfit.server.model import Kind, Pod
+from podfit.server.model.objects import LabelSelector, LabelSelectorRequirement, object_from_k8s, pod_from_k8s
+from podfit.server.plugins import inter_pod_affinity, pod_topology_spread
+from podfit.server.plugins.pod_topology_spread import (
+    _CriticalPaths,
+    _feasible_rows,
+    _round_half_away,
+    _round_half_away_rows,
+)
+
+from tests.conformance_support import cache_from_case, load_cases
+from tests.plugins.vector_harness import assert_filter_equivalent, assert_score_equivalent
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+RACK = "rack"
+
+LIST_DEFAULTS = {
+    "defaultingType": "List",
+    "defaultConstraints": [
+        {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway"},
+        {"maxSkew": 2, "topologyKey": HOST, "whenUnsatisfiable": "DoNotSchedule", "nodeTaintsPolicy": "Honor"},
+        {"maxSkew": 1, "topologyKey": RACK, "whenUnsatisfiable": "DoNotSchedule", "minDomains": 3},
+    ],
+}
+CONFIGS: dict[str, Any] = {
+    "PodTopologySpread": lambda: pod_topology_spread.new({}),
+    "PodTopologySpread-List": lambda: pod_topology_spread.new(LIST_DEFAULTS),
+    "InterPodAffinity": lambda: inter_pod_affinity.new({}),
+    "InterPodAffinity-hard5": lambda: inter_pod_affinity.new({"hardPodAffinityWeight": 5}),
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# Comparing the table path with the node-by-node path
+
+
+def _flat(snapshot: Snapshot) -> Snapshot:
+    """The same snapshot without its NodeTable: plugins then walk every node and pod."""
+    return dataclasses.replace(snapshot, table=None, rows=None, names=None, info_array=None)
+
+
+def _filter_all(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot) -> list[Status | None]:
+    return [plugin.filter(state, pod, info) for info in snapshot.node_infos]
+
+
+def _filter_rows(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot) -> list[Status | None]:
+    assert snapshot.table is not None and snapshot.rows is not None
+    codes, statuses = plugin.filter_rows(state, pod, snapshot.table, snapshot.rows)
+    assert len(statuses) <= 3
+    return [None if c == 0 else statuses[c - 1] for c in codes.tolist()]
+
+
+def _pre_filter_internals(plugin: Any, state: CycleState) -> Any:
+    if plugin.name == pod_topology_spread.POD_TOPOLOGY_SPREAD:
+        s = state.read(pod_topology_spread._PRE_FILTER_KEY, pod_topology_spread._PreFilterState)
+        # Domain order matters: it decides which domains the critical paths keep.
+        return [list(c.items()) for c in s.counts], [(p.values, p.nums) for p in s.paths], s.sizes, s.self_match
+    s = state.read(inter_pod_affinity._PRE_FILTER_KEY, inter_pod_affinity._PreFilterState)
+    return s.affinity_counts, s.anti_affinity_counts, s.existing_counts
+
+
+def _pre_score_internals(plugin: Any, state: CycleState) -> Any:
+    if plugin.name == pod_topology_spread.POD_TOPOLOGY_SPREAD:
+        s = state.read(pod_topology_spread._PRE_SCORE_KEY, pod_topology_spread._PreScoreState)
+        return [list(c.items()) for c in s.counts], s.weights, s.ignored_nodes
+    return state.read(inter_pod_affinity._PRE_SCORE_KEY, inter_pod_affinity._PreScoreState).topology_score
+
+
+def assert_paths_agree(plugin: Any, pod: Pod, cache: ClusterCache, rng: random.Random | None = None) -> int:
+    """PreFilter and PreScore through the pod index equal the node-by-node walk, and stay equal after the
+    edits preemption makes (add_pod / remove_pod on clones). Returns how many nodes Filter compared."""
+    snapshot = cache.snapshot()
+    flat = _flat(snapshot)
+    indexed, walked = CycleState(), CycleState()
+    got = plugin.pre_filter(indexed, pod, snapshot)
+    assert got == plugin.pre_filter(walked, pod, flat)
+    compared = 0
+    if got[1] is None:
+        assert _pre_filter_internals(plugin, indexed) == _pre_filter_internals(plugin, walked)
+        want = _filter_all(plugin, walked, pod, flat)
+        assert _filter_all(plugin, indexed, pod, snapshot) == want
+        assert _filter_rows(plugin, indexed, pod, snapshot) == want
+        compared = len(want)
+        if rng is not None:
+            _check_pre_filter_edits(plugin, pod, snapshot, indexed, walked, rng)
+    nodes = list(snapshot.node_infos)
+    if rng is not None and len(nodes) > 2:
+        nodes = sorted(rng.sample(nodes, len(nodes) * 2 // 3), key=lambda n: n.name)
+    indexed, walked = CycleState(), CycleState()
+    status = plugin.pre_score(indexed, pod, nodes, snapshot)
+    assert status == plugin.pre_score(walked, pod, nodes, flat)
+    if status is None:
+        assert _pre_score_internals(plugin, indexed) == _pre_score_internals(plugin, walked)
+        want_scores = [plugin.score(walked, pod, info) for info in nodes]
+        assert [plugin.score(indexed, pod, info) for info in nodes] == want_scores
+        assert snapshot.table is not None
+        rows = snapshot.table.rows_for(nodes)
+        assert rows is not None
+        raw = plugin.score_rows(indexed, pod, snapshot.table, rows)
+        assert raw.tolist() == want_scores
+        normalised = list(want_scores)
+        plugin.normalize_score(walked, pod, normalised)
+        assert plugin.normalize_rows(indexed, pod, raw).tolist() == normalised
+    return compared
+
+
+def _check_pre_filter_edits(
+    plugin: Any, pod: Pod, snapshot: Snapshot, indexed: CycleState, walked: CycleState, rng: random.Random
+) -> None:
+    """Preemption's dry run: remove some pods, add one back, on cloned states; both paths agree."""
+    indexed, walked = indexed.clone(), walked.clone()
+    candidates = [(info, p) for info in snapshot.node_infos for p in info.pods.values()]
+    for info, victim in rng.sample(candidates, min(6, len(candidates))):
+        plugin.remove_pod(indexed, pod, victim, info, snapshot)
+        plugin.remove_pod(walked, pod, victim, info, snapshot)
+    if candidates:
+        info, back = rng.choice(candidates)
+        plugin.add_pod(indexed, pod, back, info, snapshot)
+        plugin.add_pod(walked, pod, back, info, snapshot)
+    assert _pre_filter_internals(plugin, indexed) == _pre_filter_internals(plugin, walked)
+    flat = _flat(snapshot)
+    want = _filter_all(plugin, walked, pod, flat)
+    assert _filter_rows(plugin, indexed, pod, snapshot) == want
+    assert _filter_all(plugin, indexed, pod, snapshot) == want
+
+
+# --------------------------------------------------------------------------------------------------
+# Public conformance cases
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[tuple[str, ClusterCache, Pod]]:
+    return [(case["id"], cache_from_case(case), pod_from_k8s(case["pod"])) for case in load_cases()]
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_conformance_cases(config: str, cases: list[tuple[str, ClusterCache, Pod]]) -> None:
+    plugin = CONFIGS[config]()
+    filtered = scored = 0
+    for case_id, cache, pod in cases:
+        filtered += assert_filter_equivalent(plugin, pod, cache, case_id)
+        scored += assert_score_equivalent(plugin, pod, cache, case_id)
+        assert_paths_agree(plugin, pod, cache)
+    # The cases exercise both extension points of every configuration.
+    assert filtered > 100 and scored > 100
+
+
+# --------------------------------------------------------------------------------------------------
+# Random clusters
+
+NAMESPACES = ("default", "ns1", "ns2")
+APPS = ("a", "b", "c", "d")
+
+
+def _selector(rng: random.Random) -> dict[str, Any] | None:
+    roll = rng.random()
+    if roll < 0.05:
+        return None
+    if roll < 0.1:
+        return {}
+    if roll < 0.6:
+        return {"matchLabels": {"app": rng.choice(APPS)}}
+    operator = rng.choice(["In", "NotIn", "Exists", "DoesNotExist"])
+    values = rng.sample(APPS, rng.randint(1, 2)) if operator in ("In", "NotIn") else []
+    expression = {"key": rng.choice(["app", "tier"]), "operator": operator, "values": values}
+    selector: dict[str, Any] = {"matchExpressions": [expression]}
+    if rng.random() < 0.3:
+        selector["matchLabels"] = {"tier": rng.choice("xy")}
+    return selector
+
+
+def _affinity_term(rng: random.Random) -> dict[str, Any]:
+    term: dict[str, Any] = {"topologyKey": rng.choice([ZONE, HOST, RACK])}
+    selector = _selector(rng)
+    if selector is not None:
+        term["labelSelector"] = selector
+    roll = rng.random()
+    if roll < 0.15:
+        term["namespaces"] = rng.sample(NAMESPACES, rng.randint(1, 2))
+    elif roll < 0.25:
+        term["namespaceSelector"] = rng.choice([{}, {"matchLabels": {"team": "a"}}])
+    if rng.random() < 0.15:
+        term["matchLabelKeys" if rng.random() < 0.5 else "mismatchLabelKeys"] = ["tier"]
+    return term
+
+
+def _affinity(rng: random.Random, chance: float) -> dict[str, Any]:
+    affinity: dict[str, Any] = {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        spec: dict[str, Any] = {}
+        if rng.random() < chance:
+            spec["requiredDuringSchedulingIgnoredDuringExecution"] = [
+                _affinity_term(rng) for _ in range(rng.randint(1, 2))
+            ]
+        if rng.random() < chance:
+            spec["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": rng.randint(1, 100), "podAffinityTerm": _affinity_term(rng)}
+                for _ in range(rng.randint(1, 2))
+            ]
+        if spec:
+            affinity[kind] = spec
+    return affinity
+
+
+def _pod_labels(rng: random.Random) -> dict[str, str]:
+    labels = {}
+    if rng.random() < 0.9:
+        labels["app"] = rng.choice(APPS)
+    if rng.random() < 0.5:
+        labels["tier"] = rng.choice("xy")
+    return labels
+
+
+def _existing_pod(rng: random.Random, i: int, nodes: Sequence[str]) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c"}], "nodeName": rng.choice(nodes)}
+    affinity = _affinity(rng, 0.15)
+    if affinity:
+        spec["affinity"] = affinity
+    metadata = {"name": f"p{i}", "namespace": rng.choice(NAMESPACES), "uid": f"u{i}", "labels": _pod_labels(rng)}
+    return {"kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def _spread_constraint(rng: random.Random) -> dict[str, Any]:
+    constraint: dict[str, Any] = {
+        "maxSkew": rng.randint(1, 3),
+        "topologyKey": rng.choice([ZONE, ZONE, HOST, RACK]),
+        "whenUnsatisfiable": rng.choice(["DoNotSchedule", "ScheduleAnyway"]),
+    }
+    selector = _selector(rng)
+    if selector is not None:
+        constraint["labelSelector"] = selector
+    if rng.random() < 0.3:
+        constraint["minDomains"] = rng.randint(1, 5)
+    if rng.random() < 0.3:
+        constraint["nodeAffinityPolicy"] = rng.choice(["Honor", "Ignore"])
+    if rng.random() < 0.3:
+        constraint["nodeTaintsPolicy"] = rng.choice(["Honor", "Ignore"])
+    if rng.random() < 0.2:
+        constraint["matchLabelKeys"] = ["tier"]
+    return constraint
+
+
+def _incoming_pod(rng: random.Random, i: int, nodes: Sequence[str]) -> Pod:
+    spec: dict[str, Any] = {"containers": [{"name": "c"}]}
+    if rng.random() < 0.7:
+        spec["topologySpreadConstraints"] = [_spread_constraint(rng) for _ in range(rng.randint(1, 3))]
+    affinity = _affinity(rng, 0.5)
+    roll = rng.random()
+    if roll < 0.15:
+        spec["nodeSelector"] = {"disk": "ssd"}
+    elif roll < 0.45:
+        requirement = {"key": ZONE, "operator": rng.choice(["In", "NotIn"]), "values": ["z1", "z2"]}
+        term: dict[str, Any] = {"matchExpressions": [requirement]}
+        if rng.random() < 0.5:
+            term["matchFields"] = [{"key": "metadata.name", "operator": "NotIn", "values": [rng.choice(nodes)]}]
+        affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+    if affinity:
+        spec["affinity"] = affinity
+    if rng.random() < 0.3:
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+    metadata = {"name": f"in{i}", "namespace": rng.choice(NAMESPACES), "labels": _pod_labels(rng)}
+    return pod_from_k8s({"kind": "Pod", "metadata": metadata, "spec": spec})
+
+
+def _node(rng: random.Random, name: str) -> dict[str, Any]:
+    labels = {}
+    if rng.random() < 0.95:
+        labels[HOST] = name
+    roll = rng.random()
+    if roll < 0.85:
+        labels[ZONE] = rng.choice(["z1", "z2", "z3"])
+    elif roll < 0.92:
+        labels[ZONE] = ""  # an empty value is a domain of its own, next to nodes lacking the key
+    if rng.random() < 0.6:
+        labels[RACK] = rng.choice(["r1", "r2", "r3", "r4"])
+    if rng.random() < 0.5:
+        labels["disk"] = rng.choice(["ssd", "hdd"])
+    spec: dict[str, Any] = {}
+    if rng.random() < 0.15:
+        spec["taints"] = [{"key": "dedicated", "value": "x", "effect": rng.choice(["NoSchedule", "PreferNoSchedule"])}]
+    return {"kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec}
+
+
+def _upsert(kind: Kind, data: Mapping[str, Any]) -> Upsert:
+    return Upsert(kind, object_from_k8s(kind, data, kind.value))
+
+
+def _random_cluster(rng: random.Random, nodes: int, pods: int) -> tuple[ClusterCache, list[str]]:
+    names = [f"n{i:02d}" for i in range(nodes)]
+    cache = ClusterCache()
+    changes = [_upsert(Kind.NODE, _node(rng, name)) for name in names]
+    for i, ns in enumerate(NAMESPACES):
+        labels = {"team": "a" if i % 2 == 0 else "b"}
+        changes.append(_upsert(Kind.NAMESPACE, {"metadata": {"name": ns, "labels": labels}}))
+    service = {"metadata": {"name": "svc", "namespace": "default"}, "spec": {"selector": {"app": "a"}}}
+    changes.append(_upsert(Kind.SERVICE, service))
+    changes.extend(_upsert(Kind.POD, _existing_pod(rng, i, names)) for i in range(pods))
+    cache.apply(changes)
+    return cache, names
+
+
+def _churn(rng: random.Random, cache: ClusterCache, names: list[str], step: int) -> None:
+    """Binds and deletes pods, replaces a node's labels, removes one node and adds another: few enough rows
+    change for the index to update them one by one rather than rebuild."""
+    changes: list[Upsert | Delete] = [
+        _upsert(Kind.POD, _existing_pod(rng, 10_000 * (step + 1) + i, names)) for i in range(rng.randint(1, 5))
+    ]
+    existing = [e.obj for e in cache.entries(Kind.POD)]
+    for victim in rng.sample(existing, min(len(existing), rng.randint(1, 5))):
+        assert isinstance(victim, Pod)
+        changes.append(Delete(Kind.POD, victim.namespace, victim.name))
+    changes.append(_upsert(Kind.NODE, _node(rng, rng.choice(names))))
+    gone = rng.choice(names)
+    names.remove(gone)
+    changes.append(Delete(Kind.NODE, "", gone))
+    names.append(f"m{step}")
+    changes.append(_upsert(Kind.NODE, _node(rng, f"m{step}")))
+    cache.apply(changes)
+
+
+def test_random_clusters_with_churn() -> None:
+    rng = random.Random(20240611)
+    plugins = [factory() for factory in CONFIGS.values()]
+    compared = 0
+    for _ in range(2):
+        cache, names = _random_cluster(rng, 60, 400)
+        for step in range(6):
+            for i in range(6):
+                pod = _incoming_pod(rng, i, names)
+                for plugin in plugins:
+                    compared += assert_filter_equivalent(plugin, pod, cache, f"step {step}")
+                    assert_score_equivalent(plugin, pod, cache, f"step {step}")
+                    compared += assert_paths_agree(plugin, pod, cache, rng)
+            _churn(rng, cache, names, step)
+    assert compared > 5_000
+
+
+# --------------------------------------------------------------------------------------------------
+# The pod index itself
+
+
+def _brute_counts(cache: ClusterCache, query: PodQuery) -> dict[str, int]:
+    snapshot = cache.snapshot()
+    return {
+        info.name: sum(1 for p in info.pods.values() if query.matches(p.namespace, p.labels))
+        for info in snapshot.node_infos
+    }
+
+
+def _indexed_counts(cache: ClusterCache, query: PodQuery) -> dict[str, int]:
+    snapshot = cache.snapshot()
+    index = index_for(snapshot)
+    assert index is not None and snapshot.rows is not None
+    counts = index.pod_counts(query)[snapshot.rows].tolist()
+    return {info.name: n for info, n in zip(snapshot.node_infos, counts, strict=True)}
+
+
+def _queries() -> Iterator[PodQuery]:
+    a = LabelSelector((("app", "a"),))
+    not_b = LabelSelector((), (LabelSelectorRequirement("app", "NotIn", ("b",)),))
+    tier = LabelSelector((), (LabelSelectorRequirement("tier", "In", ("x", "y")),))
+    yield PodQuery(((frozenset({"default"}), a),))
+    yield PodQuery(((None, not_b),))
+    yield PodQuery(((frozenset({"ns1", "ns2"}), tier), (None, a)))
+    yield PodQuery(((None, LabelSelector()),))
+    yield PodQuery(((None, None),))
+    yield PodQuery(())
+
+
+def test_pod_counts_follow_cache_changes() -> None:
+    """Memoised per-row counts are kept right through binds, deletions, node relabels, removals and adds
+    (asked before the changes, so they are updated incrementally, not recomputed)."""
+    rng = random.Random(7)
+    cache, names = _random_cluster(rng, 40, 300)
+    queries = list(_queries())
+    for step in range(8):
+        for query in queries:
+            assert _indexed_counts(cache, query) == _brute_counts(cache, query), (step, query)
+        _churn(rng, cache, names, step)
+    assert sum(_brute_counts(cache, queries[1]).values()) > 0
+
+
+def test_existing_terms_cover_every_selecting_term() -> None:
+    """existing_terms may return extra candidates, never miss a term that selects the pod."""
+    rng = random.Random(11)
+    cache, names = _random_cluster(rng, 30, 300)
+    index_for(cache.snapshot())
+    _churn(rng, cache, names, 0)
+    index_for(cache.snapshot())
+    # And a node holding pods with affinity terms leaves (its row is not reused).
+    leaving = next(info.name for info in cache.snapshot().node_infos if info.pods_with_affinity)
+    cache.apply([Delete(Kind.NODE, "", leaving)])
+    names.remove(leaving)
+    snapshot = cache.snapshot()
+    index = index_for(snapshot)
+    assert index is not None and snapshot.rows is not None
+    # The rows of a node that left hold nothing any more.
+    live = set(snapshot.rows.tolist())
+    held = set()
+    for family in (0, 1):
+        for app in APPS:
+            for tier in "xy":
+                for _, rows in index.existing_terms(family, {"app": app, "tier": tier}):
+                    held |= set(rows.counts)
+    assert held and held <= live
+    found_any = False
+    for i in range(40):
+        pod = _incoming_pod(rng, i, names)
+        ns_labels = snapshot.namespaces[pod.namespace].labels
+        for family, kinds in ((0, ("required_anti_affinity",)), (1, ("required_affinity",))):
+            want = sum(
+                1
+                for info in snapshot.node_infos
+                for existing in info.pods_with_affinity.values()
+                for kind in kinds
+                for term in getattr(existing, kind)
+                if inter_pod_affinity.existing_term_matches(term, existing, pod, ns_labels)
+            )
+            got = sum(
+                int(rows.arrays()[1].sum())
+                for term, rows in index.existing_terms(family, pod.labels)
+                if term.kind in (0, 1) and term.selects(pod.namespace, pod.labels, ns_labels)
+            )
+            assert got == want
+            found_any = found_any or want > 0
+    assert found_any
+
+
+def test_node_info_clones_do_not_reach_the_index() -> None:
+    """Preemption edits clones; the index, following the cache, must not see those edits."""
+    rng = random.Random(3)
+    cache, _ = _random_cluster(rng, 10, 80)
+    query = PodQuery(((None, LabelSelector((("app", "a"),))),))
+    before = _indexed_counts(cache, query)
+    snapshot = cache.snapshot()
+    clone = snapshot.node_infos[0].clone()
+    for p in list(clone.pods.values()):
+        clone.remove_pod(p)
+    assert _indexed_counts(cache, query) == before == _brute_counts(cache, query)
+
+
+def test_critical_paths_without_visiting_every_domain() -> None:
+    """_CriticalPaths.of equals updating domain by domain, ties and a domain named "" included."""
+    rng = random.Random(5)
+    for _ in range(2_000):
+        size = rng.randint(0, 6)
+        values = rng.sample(["", "a", "b", "c", "d", "e", "f"], size)
+        nums = [rng.choice([0, 1, 1, 2, 5, 2**31 - 1, 2**31]) for _ in values]
+        walked = _CriticalPaths()
+        for value, num in zip(values, nums, strict=True):
+            walked.update(value, num)
+        got = _CriticalPaths.of(values, nums)
+        assert (got.values, got.nums) == (walked.values, walked.nums), (values, nums)
+
+
+def test_feasible_rows_are_the_nodes_rows_or_none() -> None:
+    """PreScore's rows for its nodes: any subset in any order; None when a node is not the snapshot's own."""
+    rng = random.Random(17)
+    cache, _ = _random_cluster(rng, 30, 0)
+    snapshot = cache.snapshot()
+    assert snapshot.table is not None
+    nodes = list(snapshot.node_infos)
+    for size in (0, 1, 7, 29, 30):
+        subset = rng.sample(nodes, size)
+        got = _feasible_rows(snapshot, subset)
+        assert got is not None and got.tolist() == [snapshot.table.row_of[n.name] for n in subset]
+    assert _feasible_rows(snapshot, [*nodes[:3], nodes[3].clone()]) is None
+
+
+def test_rounding_over_rows_rounds_halves_away_from_zero() -> None:
+    values = [0.0, 0.4999999999999999, 0.5, 1.5, 2.5, 2.4999999999999996, 3.7, 1e6 + 0.5]
+    want = [_round_half_away(v) for v in values]
+    assert _round_half_away_rows(np.array(values, dtype=np.float64)).tolist() == want == [0, 0, 1, 2, 3, 2, 4, 1000001]
+
+
+def test_filter_rows_answers_with_few_statuses() -> None:
+    """Statuses come as a small table, not one per node, and codes index into it."""
+    rng = random.Random(13)
+    cache, names = _random_cluster(rng, 60, 300)
+    snapshot = cache.snapshot()
+    assert snapshot.table is not None and snapshot.rows is not None
+    rejected = 0
+    for i in range(20):
+        pod = _incoming_pod(rng, i, names)
+        for factory in CONFIGS.values():
+            plugin = factory()
+            state = CycleState()
+            _, status = plugin.pre_filter(state, pod, snapshot)
+            if status is not None:
+                continue
+            codes, statuses = plugin.filter_rows(state, pod, snapshot.table, snapshot.rows)
+            assert codes.dtype == np.int32 and len(statuses) <= 3
+            assert all(s.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE) for s in statuses)
+            assert int(codes.max(initial=0)) <= len(statuses)
+            rejected += int((codes > 0).sum())
+    assert rejected > 0
