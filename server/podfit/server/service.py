@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -39,12 +40,19 @@ class SchedulingService:
         memo_ttl_seconds: float = 30.0,
         memo_backend: str = "memory",
         memo_options: Mapping[str, Any] | None = None,
+        memo_max_entries: int = 1024,
     ) -> None:
         self.cache = ClusterCache()
         self.engine = Engine(self.cache, profiles)
         self.telemetry = telemetry or Telemetry.disabled()
         self._memo_ttl = memo_ttl_seconds
-        self._memo: Any = _make_memo(memo_backend, dict(memo_options or {})) if memo_ttl_seconds > 0 else None
+        options = {"namespace": f"podfit-{uuid.uuid4().hex}:", **(memo_options or {})}
+        self._memo: Any = _make_memo(memo_backend, options) if memo_ttl_seconds > 0 else None
+        # Entries of older generations can never be hit again: the memo is emptied when the
+        # generation moves, and holds at most this many decisions of the current one.
+        self._memo_generation = -1
+        self._memo_entries = 0
+        self._memo_max_entries = memo_max_entries
         self.telemetry.observe_cache(self.cache)
 
     # -- updates ---------------------------------------------------------------------------------
@@ -68,7 +76,11 @@ class SchedulingService:
         generation = self.cache.generation
         key = None
         if self._memo is not None:
-            nominated = bool(self.cache.snapshot().nominated_pods)
+            if generation != self._memo_generation:
+                if self._memo_entries:
+                    await self._memo.clear()
+                self._memo_generation, self._memo_entries = generation, 0
+            nominated = self.cache.has_nominated_pods
             signature = pod_signature(pod) + (pod.uid + pod.key if nominated else "")
             key = f"{generation}:{scheduler_name}:{score}:{signature}:{','.join(node_names)}"
             cached: Decision | None = await self._memo.get(key)
@@ -78,8 +90,9 @@ class SchedulingService:
         started = time.perf_counter()
         decision, _, _ = self.engine.decide(pod, node_names, scheduler_name, score=score)
         self.telemetry.decision_latency(time.perf_counter() - started, "decide")
-        if key is not None and self.cache.generation == generation:
+        if key is not None and self.cache.generation == generation and self._memo_entries < self._memo_max_entries:
             await self._memo.set(key, decision, ttl=self._memo_ttl)
+            self._memo_entries += 1
         return decision
 
     def decide_with_nodes(self, pod: Pod, nodes: Sequence[Node], scheduler_name: str = "") -> Decision:

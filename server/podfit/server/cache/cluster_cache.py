@@ -183,6 +183,10 @@ class ClusterCache:
         return len(self._objects[kind])
 
     @property
+    def has_nominated_pods(self) -> bool:
+        return bool(self._nominated)
+
+    @property
     def pending_pods(self) -> Sequence[Pod]:
         return list(self._pending.values())
 
