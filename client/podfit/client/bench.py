@@ -21,6 +21,7 @@ from podfit.client._requests import schedule_request
 from podfit.client.aio import AsyncClient
 from podfit.client.manifests import to_cluster_object
 from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import objects_pb2 as ob
 from podfit.v1 import scheduler_pb2 as sc
 
 ZONES = ("moon-1", "moon-2", "moon-3")
@@ -226,12 +227,21 @@ async def load(client: AsyncClient, workload: Workload, nodes: int, init_pods: i
     return time.perf_counter() - started
 
 
-def _measured(workload: Workload, i: int) -> dict[str, Any]:
-    manifest = pod(f"measured-{i}", {"color": "blue"}, workload.measured_extra, priority=workload.measured_priority)
+def _measured_template(workload: Workload) -> ob.Pod:
+    manifest = pod("measured", {"color": "blue"}, workload.measured_extra, priority=workload.measured_priority)
     if workload.measured_priority > workload.init_priority:
         # A preemptor that fits on no node without evicting: 3.9 of the node's 4 CPUs.
         manifest["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3900m"
-    return manifest
+    return to_cluster_object(manifest).pod
+
+
+def _measured(template: ob.Pod, i: int) -> ob.Pod:
+    """The i-th measured pod, stamped from a typed template (no manifest conversion on the clock)."""
+    stamped = ob.Pod()
+    stamped.CopyFrom(template)
+    stamped.metadata.name = f"measured-{i}"
+    stamped.metadata.uid = f"uid-measured-{i}"
+    return stamped
 
 
 async def run_workload(client: AsyncClient, name: str, decisions: int, stream: bool = False) -> Result:
@@ -240,6 +250,7 @@ async def run_workload(client: AsyncClient, name: str, decisions: int, stream: b
     workload = WORKLOADS[kind]
     load_seconds = await load(client, workload, nodes, pods)
     preempting = workload.measured_priority > workload.init_priority
+    template = _measured_template(workload)
     result = Result(name, "grpc-stream" if stream else "grpc", decisions, 0.0, load_seconds=load_seconds)
     started = time.perf_counter()
     if stream:
@@ -248,7 +259,7 @@ async def run_workload(client: AsyncClient, name: str, decisions: int, stream: b
         async def requests() -> AsyncIterator[sc.ScheduleRequest]:
             for i in range(decisions):
                 sent.append(time.perf_counter())
-                yield schedule_request(_measured(workload, i), assume=True, view="basic")
+                yield schedule_request(_measured(template, i), assume=True, view="basic")
 
         async for _ in client.schedule_stream(requests()):
             now = time.perf_counter()
@@ -256,7 +267,7 @@ async def run_workload(client: AsyncClient, name: str, decisions: int, stream: b
             result.completions.append(now)
     else:
         for i in range(decisions):
-            manifest = _measured(workload, i)
+            manifest = _measured(template, i)
             t0 = time.perf_counter()
             if preempting:
                 await client.preempt(manifest)

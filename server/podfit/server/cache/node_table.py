@@ -71,6 +71,8 @@ class NodeTable:
         self.unschedulable: BoolArray = np.zeros(capacity, dtype=bool)
         self.has_ports: BoolArray = np.zeros(capacity, dtype=bool)
         self.taint_set: npt.NDArray[np.int32] = np.zeros(capacity, dtype=np.int32)
+        # Each row's NodeInfo.generation when last refreshed: lets indexes find changed rows at once.
+        self.row_generation: IntArray = np.zeros(capacity, dtype=np.int64)
         # Interned taint lists; index 0 is "no taints".
         self.taint_sets: list[tuple[Taint, ...]] = [()]
         self._taint_index: dict[tuple[Taint, ...], int] = {(): 0}
@@ -88,7 +90,15 @@ class NodeTable:
         old, new = self.capacity, self.capacity * 2
         self.allocatable = np.vstack([self.allocatable, np.zeros_like(self.allocatable)])
         self.requested = np.vstack([self.requested, np.zeros_like(self.requested)])
-        for name in ("non_zero_cpu", "non_zero_memory", "pod_count", "unschedulable", "has_ports", "taint_set"):
+        for name in (
+            "non_zero_cpu",
+            "non_zero_memory",
+            "pod_count",
+            "unschedulable",
+            "has_ports",
+            "taint_set",
+            "row_generation",
+        ):
             column = getattr(self, name)
             setattr(self, name, np.concatenate([column, np.zeros_like(column)]))
         for label in self.labels.values():
@@ -170,6 +180,7 @@ class NodeTable:
         self.non_zero_cpu[row] = min(info.non_zero_cpu, _INT64_MAX)
         self.non_zero_memory[row] = min(info.non_zero_memory, _INT64_MAX)
         self.has_ports[row] = len(info.used_ports) > 0
+        self.row_generation[row] = info.generation
 
     # -- reads -----------------------------------------------------------------------------------
 

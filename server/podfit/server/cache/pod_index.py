@@ -21,7 +21,6 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from operator import attrgetter
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
@@ -276,8 +275,7 @@ class PodIndex:
                 entry.counts = np.concatenate([entry.counts, np.zeros(grow, dtype=np.int64)])
         live = np.zeros(table.capacity, dtype=bool)
         live[rows] = True
-        generations = np.fromiter(map(_GENERATION, nodes), dtype=np.int64, count=len(nodes))
-        changed = rows[generations > self.generation].tolist()
+        changed = rows[table.row_generation[rows] > self.generation].tolist()
         gone = np.flatnonzero(self._indexed & ~live).tolist()
         if (len(changed) + len(gone)) * 2 > len(rows):
             # Mostly new (first use, bulk loads): rebuilding is cheaper than diffing row by row.
@@ -428,7 +426,6 @@ def _discard(index: dict[K, set[V]], key: K, item: V) -> None:
             del index[key]
 
 
-_GENERATION = attrgetter("generation")
 _INDEXES: weakref.WeakKeyDictionary[NodeTable, PodIndex] = weakref.WeakKeyDictionary()
 
 
