@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import cast
 
+import numpy as np
+
 from podfit.server.cache.cluster_cache import ClusterCache
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.snapshot import Snapshot
@@ -85,6 +87,24 @@ class Decision:
         # Candidates, and so the table's names, are ordered by name already.
         return cast(list[str], table.names[table.totals == top].tolist())
 
+    def rejections(self) -> dict[str, Status]:
+        """Only the rejected candidates and their statuses (cheap when most nodes fit)."""
+        outcome = self.outcome
+        if outcome is None:
+            return {}
+        table = outcome.status_table
+        failed = np.flatnonzero(outcome.codes)
+        return dict(
+            zip(outcome.names[failed].tolist(), [table[c - 1] for c in outcome.codes[failed].tolist()], strict=True)
+        )
+
+    def totals(self) -> dict[str, int]:
+        """Feasible node -> total score, without building per-plugin breakdowns."""
+        table = self.score_table
+        if table is None:
+            return {}
+        return dict(zip(table.names.tolist(), table.totals.tolist(), strict=True))
+
     @property
     def selected(self) -> str:
         return self.best[0] if self.best else ""
@@ -106,7 +126,13 @@ class Engine:
     def candidate_nodes(self, snapshot: Snapshot, node_names: Sequence[str]) -> Sequence[NodeInfo]:
         """Every node (the snapshot's own sequence, which the runtime recognises) or the named ones,
         ordered by name."""
-        if not node_names:
+        if not node_names or (
+            len(node_names) == len(snapshot.node_infos)
+            and len(set(node_names)) == len(node_names)
+            and all(name in snapshot.node_info_map for name in node_names)
+        ):
+            # Every node (kube-scheduler's extender calls usually name them all): the snapshot's own
+            # sequence, whose rows and names the runtime already has as arrays.
             return snapshot.node_infos
         nodes = []
         for i, name in enumerate(node_names):

@@ -67,20 +67,17 @@ class Extender:
         """ExtenderArgs -> ExtenderFilterResult."""
         pod = _pod(args)
         decision, order, unknown, full_nodes = await self._decide(args, pod, score=False)
-        verdicts = {v.node_name: v.status for v in decision.verdicts}
+        rejected = decision.rejections()
         failed: dict[str, str] = {}
         unresolvable = {name: REASON_NOT_CACHED for name in unknown}
-        passing: list[str] = []
-        for name in order:
-            if name in unknown:
-                continue
-            status = verdicts.get(name)
-            if status is None:
-                passing.append(name)
-            elif status.code is Code.UNSCHEDULABLE:
+        for name, status in rejected.items():
+            if status.code is Code.UNSCHEDULABLE:
                 failed[name] = status.message
             else:
                 unresolvable[name] = status.message
+        passing = [name for name in order if name not in rejected and name not in unknown]
+        if decision.gated:
+            passing = []
         error = decision.message if decision.gated else ""
         if full_nodes is None:
             return {
@@ -105,7 +102,7 @@ class Extender:
         node at the maximum; nodes podfit finds infeasible score 0."""
         pod = _pod(args)
         decision, order, _, _ = await self._decide(args, pod, score=True)
-        totals = {s.node_name: s.total for s in decision.scores}
+        totals = decision.totals()
         top = max(totals.values(), default=0)
         return [
             {"Host": name, "Score": (totals.get(name, 0) * MAX_EXTENDER_PRIORITY // top) if top > 0 else 0}
@@ -161,8 +158,9 @@ class Extender:
             if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
                 raise BadRequest("NodeNames: must be a list of node names")
             snapshot = self.service.cache.snapshot()
-            known = [n for n in names if snapshot.get(n) is not None]
-            unknown = {n for n in names if snapshot.get(n) is None}
+            cached = snapshot.node_info_map
+            unknown = {n for n in names if n not in cached}
+            known = [n for n in names if n not in unknown] if unknown else names
             if not known:
                 return Decision(generation=snapshot.generation), list(names), unknown, None
             decision = await self.service.decide(pod, known, score=score)
