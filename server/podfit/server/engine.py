@@ -13,7 +13,6 @@ from functools import cached_property
 from typing import cast
 
 import numpy as np
-
 from podfit.server.cache.cluster_cache import ClusterCache
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.snapshot import Snapshot
