@@ -61,8 +61,9 @@ class _ViewEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_View.ValueType],
     VIEW_FULL: _View.ValueType  # 1
     """Every candidate node's verdict and every feasible node's scores."""
     VIEW_BASIC: _View.ValueType  # 2
-    """Only the outcome: gated, counts, the selected/best nodes and the preemption answer. Per-node
-    lists stay empty, which keeps responses small on large clusters.
+    """Only the outcome: gated, counts, the selected node and the preemption answer. Per-node lists
+    (verdicts, scores, the tie set best_nodes) stay empty, which keeps responses small on large
+    clusters; best_count still says how many nodes tied.
     """
 
 class View(_View, metaclass=_ViewEnumTypeWrapper):
@@ -73,8 +74,9 @@ VIEW_UNSPECIFIED: View.ValueType  # 0
 VIEW_FULL: View.ValueType  # 1
 """Every candidate node's verdict and every feasible node's scores."""
 VIEW_BASIC: View.ValueType  # 2
-"""Only the outcome: gated, counts, the selected/best nodes and the preemption answer. Per-node
-lists stay empty, which keeps responses small on large clusters.
+"""Only the outcome: gated, counts, the selected node and the preemption answer. Per-node lists
+(verdicts, scores, the tie set best_nodes) stay empty, which keeps responses small on large
+clusters; best_count still says how many nodes tied.
 """
 Global___View: _TypeAlias = View  # noqa: Y015
 
@@ -387,6 +389,7 @@ class ScheduleResponse(_message.Message):
     PREEMPTION_FIELD_NUMBER: _builtins.int
     ASSUMED_GENERATION_FIELD_NUMBER: _builtins.int
     FEASIBLE_COUNT_FIELD_NUMBER: _builtins.int
+    BEST_COUNT_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     gated: _builtins.bool
     message: _builtins.str
@@ -396,6 +399,8 @@ class ScheduleResponse(_message.Message):
     """When assume was set and a node selected: the generation that holds the reservation."""
     feasible_count: _builtins.int
     """How many candidate nodes passed the filters."""
+    best_count: _builtins.int
+    """How many feasible nodes share the maximum total (the size of best_nodes in VIEW_FULL)."""
     @_builtins.property
     def best_nodes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Every feasible node with the maximum total, sorted by name (kube-scheduler picks one at random)."""
@@ -421,10 +426,11 @@ class ScheduleResponse(_message.Message):
         preemption: Global___PreemptResponse | None = ...,
         assumed_generation: _builtins.int = ...,
         feasible_count: _builtins.int = ...,
+        best_count: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["preemption", b"preemption"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["assumed_generation", b"assumed_generation", "best_nodes", b"best_nodes", "feasible_count", b"feasible_count", "gated", b"gated", "generation", b"generation", "message", b"message", "nodes", b"nodes", "preemption", b"preemption", "scores", b"scores", "selected_node", b"selected_node"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assumed_generation", b"assumed_generation", "best_count", b"best_count", "best_nodes", b"best_nodes", "feasible_count", b"feasible_count", "gated", b"gated", "generation", b"generation", "message", b"message", "nodes", b"nodes", "preemption", b"preemption", "scores", b"scores", "selected_node", b"selected_node"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
