@@ -152,3 +152,22 @@ def test_typed_pods_convert_exactly_like_their_kubernetes_json() -> None:
             assert message.spec.node_name == manifest["spec"].get("nodeName", "")
             compared += 1
     assert compared > 10_000
+
+
+def test_objects_of_the_official_kubernetes_client_are_accepted() -> None:
+    from kubernetes import client as k8s
+
+    pod = k8s.V1Pod(
+        metadata=k8s.V1ObjectMeta(name="web", namespace="shop", labels={"app": "web"}),
+        spec=k8s.V1PodSpec(
+            containers=[
+                k8s.V1Container(name="c", image="nginx", resources=k8s.V1ResourceRequirements(requests={"cpu": "250m"}))
+            ],
+            node_selector={"disk": "ssd"},
+        ),
+    )
+    message = to_pod_reference(pod).pod
+    assert (message.metadata.namespace, dict(message.spec.node_selector)) == ("shop", {"disk": "ssd"})
+    assert dict(message.spec.containers[0].resources.requests) == {"cpu": "250m"}
+    node = k8s.V1Node(metadata=k8s.V1ObjectMeta(name="n1"), status=k8s.V1NodeStatus(allocatable={"cpu": "4"}))
+    assert [m["kind"] for m in load_manifests([node, pod])] == ["Node", "Pod"]
