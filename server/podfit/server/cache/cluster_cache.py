@@ -16,7 +16,7 @@ import numpy as np
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.snapshot import ImageSummary, Snapshot
-from podfit.server.model import Kind, Namespace, Node, Pod, PodDisruptionBudget, ValidationError, WorkloadSelector
+from podfit.server.model import Kind, Node, Pod, ValidationError, WorkloadSelector
 from podfit.server.model.objects import ClusterObject
 from podfit.server.model.readiness import validate_pod_update
 
@@ -364,12 +364,3 @@ class ClusterCache:
                     if not nodes:
                         del self._images[name]
         self._image_summaries = None
-
-    # Typed accessors used by the transports.
-
-    def namespace(self, name: str) -> Namespace | None:
-        entry = self._objects[Kind.NAMESPACE].get(name)
-        return entry.obj if entry else None  # type: ignore[return-value]
-
-    def pdbs(self) -> list[PodDisruptionBudget]:
-        return [e.obj for e in self._objects[Kind.POD_DISRUPTION_BUDGET].values()]  # type: ignore[misc]

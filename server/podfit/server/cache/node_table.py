@@ -14,20 +14,12 @@ import numpy as np
 import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.model import Taint
-from podfit.server.model.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from podfit.server.model.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, parse_go_int
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 BASE_RESOURCES = (CPU, MEMORY, EPHEMERAL_STORAGE, PODS)
 _INT64_MAX = 2**63 - 1
-
-
-def _parse_int(text: str) -> int | None:
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or not body.isascii() or not body.isdigit():
-        return None
-    value = int(text)
-    return value if -(2**63) <= value < 2**63 else None
 
 
 class LabelColumn:
@@ -52,7 +44,7 @@ class LabelColumn:
     def integer_values(self) -> tuple[BoolArray, IntArray]:
         """Per value code: (parses as a Go int64, its value), for Gt/Lt."""
         if self._ints is None or len(self._ints[0]) != len(self.names):
-            parsed = [_parse_int(v) for v in self.names]
+            parsed = [parse_go_int(v) for v in self.names]
             valid = np.array([p is not None for p in parsed], dtype=bool)
             ints = np.array([p if p is not None else 0 for p in parsed], dtype=np.int64)
             self._ints = (valid, ints)

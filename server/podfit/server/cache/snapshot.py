@@ -44,13 +44,5 @@ class Snapshot:
     names: np.ndarray | None = None
     info_array: np.ndarray | None = None
 
-    @property
-    def nodes_with_affinity_pods(self) -> list[NodeInfo]:
-        return [n for n in self.node_infos if n.pods_with_affinity]
-
-    @property
-    def nodes_with_required_anti_affinity_pods(self) -> list[NodeInfo]:
-        return [n for n in self.node_infos if n.pods_with_required_anti_affinity]
-
     def get(self, node_name: str) -> NodeInfo | None:
         return self.node_info_map.get(node_name)

@@ -26,7 +26,6 @@ Int32Array = npt.NDArray[np.int32]
 Int64Array = npt.NDArray[np.int64]
 
 MAX_NODE_SCORE = 100
-MIN_NODE_SCORE = 0
 
 
 @dataclass(frozen=True, slots=True)

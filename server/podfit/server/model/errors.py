@@ -10,7 +10,3 @@ class ValidationError(ValueError):
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.message = message
-
-    def prefixed(self, prefix: str) -> ValidationError:
-        """The same error, located under ``prefix`` (e.g. the request field that held the object)."""
-        return ValidationError(f"{prefix}.{self.field}" if self.field else prefix, self.message)

@@ -384,6 +384,15 @@ def _quantities(value: Any, path: str) -> dict[str, Fraction]:
     return result
 
 
+def parse_go_int(text: str) -> int | None:
+    """Go's strconv.ParseInt(text, 10, 64), as label selectors' Gt/Lt use it; None when it would fail."""
+    body = text[1:] if text[:1] in "+-" else text
+    if not body or not body.isascii() or not body.isdigit():
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
+
+
 def canonical_amount(resource: str, value: Fraction) -> int:
     """The integer kube-scheduler compares for a resource: millicores for cpu, units otherwise."""
     return milli_value(value) if resource == CPU else whole_value(value)
@@ -850,13 +859,3 @@ def object_from_k8s(kind: Kind, data: Mapping[str, Any], path: str) -> ClusterOb
     if kind is Kind.POD_DISRUPTION_BUDGET:
         return pdb_from_k8s(data, path)
     return workload_from_k8s(kind, data, path)
-
-
-def kind_of(data: Mapping[str, Any], path: str) -> Kind:
-    """The Kind named by a Kubernetes object's ``kind`` field."""
-    name = _string(_mapping(data, path).get("kind"), f"{path}.kind")
-    try:
-        return Kind(name)
-    except ValueError:
-        known = ", ".join(k.value for k in Kind)
-        raise ValidationError(f"{path}.kind", f"{name!r} is not a kind podfit holds ({known})") from None

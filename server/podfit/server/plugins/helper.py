@@ -7,19 +7,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 from podfit.server.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, Taint, Toleration
+from podfit.server.model.objects import parse_go_int
 
 NODE_NAME_FIELD = "metadata.name"
-
-
-def _parse_int(text: str) -> int | None:
-    """Go's strconv.ParseInt(text, 10, 64): optional sign, decimal digits, 64-bit range."""
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or not body.isascii() or not body.isdigit():
-        return None
-    value = int(text)
-    if value < -(2**63) or value >= 2**63:
-        return None
-    return value
 
 
 def _requirement_valid(req: NodeSelectorRequirement) -> bool:
@@ -28,7 +18,7 @@ def _requirement_valid(req: NodeSelectorRequirement) -> bool:
     if req.operator in ("Exists", "DoesNotExist"):
         return len(req.values) == 0
     if req.operator in ("Gt", "Lt"):
-        return len(req.values) == 1 and _parse_int(req.values[0]) is not None
+        return len(req.values) == 1 and parse_go_int(req.values[0]) is not None
     return False
 
 
@@ -47,10 +37,10 @@ def label_requirement_matches(req: NodeSelectorRequirement, labels: Mapping[str,
         return req.key not in labels
     if req.key not in labels:
         return False
-    have = _parse_int(labels[req.key])
+    have = parse_go_int(labels[req.key])
     if have is None:
         return False
-    want = _parse_int(req.values[0])
+    want = parse_go_int(req.values[0])
     assert want is not None
     return have > want if op == "Gt" else have < want
 

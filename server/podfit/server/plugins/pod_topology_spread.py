@@ -94,14 +94,6 @@ class Constraint:
     def matches(self, labels: Labels) -> bool:
         return self.selector is not None and self.selector.matches(labels)
 
-    def includes_node(self, pod: Pod, node: Node) -> bool:
-        """nodeAffinityPolicy / nodeTaintsPolicy: whether the node's pods count for this constraint."""
-        if self.honor_node_affinity and not required_node_affinity_matches(pod, node):
-            return False
-        return not (
-            self.honor_node_taints and find_untolerated_taint(node.taints, pod.tolerations, do_not_schedule_taints)
-        )
-
 
 def constraints_for_action(
     constraints: Iterable[TopologySpreadConstraint], pod_labels: Labels, action: str
