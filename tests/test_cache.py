@@ -158,3 +158,18 @@ def test_snapshot_lists_nodes_by_name_and_counts_images() -> None:
     assert [n.name for n in snap.node_infos] == ["a", "b"]
     assert snap.images["nginx:1"].num_nodes == 2
     assert snap.images["nginx@sha"].num_nodes == 1
+
+
+def test_snapshot_views_follow_namespace_pdb_and_nomination_changes() -> None:
+    from podfit.server.model.objects import namespace_from_k8s, pdb_from_k8s
+
+    cache = ClusterCache()
+    assert cache.snapshot().namespaces == {} and cache.snapshot().pdbs == []
+    cache.apply([Upsert(Kind.NAMESPACE, namespace_from_k8s({"metadata": {"name": "a", "labels": {"t": "1"}}}))])
+    assert cache.snapshot().namespaces["a"].labels == {"t": "1"}
+    cache.apply([Upsert(Kind.POD_DISRUPTION_BUDGET, pdb_from_k8s({"metadata": {"name": "b"}}))])
+    assert [p.name for p in cache.snapshot().pdbs] == ["b"]
+    cache.apply([upsert(make_pod("q").nominated("n1"))])
+    assert [p.name for p in cache.snapshot().nominated_pods["n1"]] == ["q"]
+    cache.apply([Delete(Kind.POD, "default", "q"), Delete(Kind.NAMESPACE, "", "a")])
+    assert cache.snapshot().nominated_pods == {} and cache.snapshot().namespaces == {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from podfit.server.cache.node_info import NodeInfo
@@ -108,6 +109,9 @@ class ClusterCache:
         # Image name -> node name -> size.
         self._images: dict[str, dict[str, int]] = {}
         self._image_summaries: dict[str, ImageSummary] | None = None
+        # Read-only views handed to every snapshot, rebuilt only after their objects changed
+        # (namespaces, PDBs, workload selectors and nominated pods change far less often than decisions run).
+        self._views: dict[str, Any] = {}
 
     # ---------------------------------------------------------------------------------------------
     # Reads
@@ -125,17 +129,23 @@ class ClusterCache:
                 image: ImageSummary(size_bytes=next(iter(nodes.values())), num_nodes=len(nodes))
                 for image, nodes in self._images.items()
             }
-        workloads: list[WorkloadSelector] = []
-        for kind in WORKLOAD_KINDS:
-            workloads.extend(e.obj for e in self._objects[kind].values())  # type: ignore[misc]
+        views = self._views
+        if not views:
+            workloads: list[WorkloadSelector] = []
+            for kind in WORKLOAD_KINDS:
+                workloads.extend(e.obj for e in self._objects[kind].values())  # type: ignore[misc]
+            views["namespaces"] = {k: e.obj for k, e in self._objects[Kind.NAMESPACE].items()}
+            views["pdbs"] = [e.obj for e in self._objects[Kind.POD_DISRUPTION_BUDGET].values()]
+            views["workloads"] = workloads
+            views["nominated"] = {node: list(pods.values()) for node, pods in self._nominated.items() if pods}
         return Snapshot(
             generation=self.generation,
             node_infos=self._node_list,
             node_info_map=self._node_infos,
-            namespaces={k: e.obj for k, e in self._objects[Kind.NAMESPACE].items()},  # type: ignore[misc]
-            pdbs=[e.obj for e in self._objects[Kind.POD_DISRUPTION_BUDGET].values()],  # type: ignore[misc]
-            workloads=workloads,
-            nominated_pods={node: list(pods.values()) for node, pods in self._nominated.items() if pods},
+            namespaces=views["namespaces"],
+            pdbs=views["pdbs"],
+            workloads=views["workloads"],
+            nominated_pods=views["nominated"],
             images=self._image_summaries,
             table=self.table,
             rows=self._node_rows,
@@ -288,12 +298,16 @@ class ClusterCache:
             self._add_pod(obj)
         elif isinstance(obj, Node):
             self._add_node(obj)
+        else:
+            self._views.clear()
 
     def _on_remove(self, kind: Kind, obj: ClusterObject) -> None:
         if isinstance(obj, Pod):
             self._remove_pod(obj)
         elif isinstance(obj, Node):
             self._remove_node(obj)
+        else:
+            self._views.clear()
 
     def _add_pod(self, pod: Pod) -> None:
         if pod.terminal:
@@ -302,6 +316,7 @@ class ClusterCache:
             self._pending[pod.key] = pod
             if pod.nominated_node_name:
                 self._nominated.setdefault(pod.nominated_node_name, {})[pod.key] = pod
+                self._views.clear()
             return
         info = self._node_infos.get(pod.node_name)
         if info is None:
@@ -317,6 +332,7 @@ class ClusterCache:
         if not pod.node_name:
             self._pending.pop(pod.key, None)
             if pod.nominated_node_name:
+                self._views.clear()
                 nominated = self._nominated.get(pod.nominated_node_name)
                 if nominated is not None:
                     nominated.pop(pod.key, None)
