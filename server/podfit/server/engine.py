@@ -14,9 +14,9 @@ from typing import cast
 
 import numpy as np
 from podfit.server.cache.cluster_cache import ClusterCache
-from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.interfaces import IntpArray
 from podfit.server.framework.profile import DEFAULT_PREEMPTION, Profile
 from podfit.server.framework.runtime import FilterOutcome, Framework, NodeScores, ScoreTable
 from podfit.server.framework.status import Code, Status
@@ -61,7 +61,7 @@ class Decision:
 
     @property
     def candidate_count(self) -> int:
-        return 0 if self.outcome is None else len(self.outcome.nodes)
+        return 0 if self.outcome is None else len(self.outcome)
 
     @property
     def feasible_count(self) -> int:
@@ -122,24 +122,22 @@ class Engine:
             raise UnknownProfileError(f"no profile for scheduler name {name!r} (profiles: {known})")
         return framework
 
-    def candidate_nodes(self, snapshot: Snapshot, node_names: Sequence[str]) -> Sequence[NodeInfo]:
-        """Every node (the snapshot's own sequence, which the runtime recognises) or the named ones,
-        ordered by name."""
-        if not node_names or (
-            len(node_names) == len(snapshot.node_infos)
-            and len(set(node_names)) == len(node_names)
-            and all(name in snapshot.node_info_map for name in node_names)
-        ):
-            # Every node (kube-scheduler's extender calls usually name them all): the snapshot's own
-            # sequence, whose rows and names the runtime already has as arrays.
-            return snapshot.node_infos
-        nodes = []
-        for i, name in enumerate(node_names):
-            info = snapshot.get(name)
-            if info is None:
-                raise ValidationError(f"node_names[{i}]", f"node {name!r} is not in the cache")
-            nodes.append(info)
-        return sorted(nodes, key=lambda n: n.name)
+    def candidate_positions(self, snapshot: Snapshot, node_names: Sequence[str]) -> IntpArray | None:
+        """Where the named nodes stand in the snapshot's name order (None: every node, which is what
+        kube-scheduler's extender calls usually name), sorted by name."""
+        names = snapshot.names
+        if not node_names:
+            return None
+        wanted = np.array(node_names, dtype=object)
+        positions = np.searchsorted(names, wanted) if len(names) else np.zeros(len(wanted), dtype=np.intp)
+        found = positions < len(names)
+        found[found] = names[positions[found]] == wanted[found]
+        if not found.all():
+            i = int(np.flatnonzero(~found)[0])
+            raise ValidationError(f"node_names[{i}]", f"node {node_names[i]!r} is not in the cache")
+        if len(positions) == len(names) and len(np.unique(positions)) == len(names):
+            return None
+        return np.sort(positions).astype(np.intp)
 
     def decide(
         self,
@@ -153,7 +151,7 @@ class Engine:
         """Filter (and optionally score) ``pod`` against the candidates, at one cache generation."""
         framework = self.framework_for(pod, scheduler_name)
         snapshot = snapshot or self.cache.snapshot()
-        nodes = self.candidate_nodes(snapshot, node_names)
+        positions = self.candidate_positions(snapshot, node_names)
         decision = Decision(generation=snapshot.generation)
         state = CycleState()
         gate = framework.run_pre_enqueue(pod)
@@ -161,10 +159,10 @@ class Engine:
             decision.gated = True
             decision.message = f"{gate.plugin}: {gate.message}"
             return decision, state, None
-        outcome = framework.find_nodes_that_fit(state, pod, snapshot, nodes)
+        outcome = framework.find_nodes_that_fit(state, pod, snapshot, positions)
         decision.outcome = outcome
         if score and len(outcome.feasible_index):
-            framework.run_pre_score(state, pod, outcome.feasible, snapshot)
+            framework.run_pre_score(state, pod, snapshot, outcome.rows[outcome.feasible_index])
             decision.score_table = framework.run_score(state, pod, outcome, snapshot)
         return decision, state, outcome
 

@@ -156,32 +156,21 @@ class ClusterCache:
     def snapshot_with_nodes(self, nodes: Sequence[Node]) -> Snapshot:
         """The current snapshot with ``nodes`` standing in for the cached objects of the same names
         (added when unknown), each carrying the pods the cache holds for it. Serves callers that send
-        their own Node objects (the extender without nodeCacheCapable)."""
+        their own Node objects (the extender without nodeCacheCapable). Nodes equal to the cached ones
+        change nothing, so the usual case costs no overlay at all."""
         base = self.snapshot()
-        replaced: dict[str, NodeInfo] = {}
-        for node in nodes:
-            info = NodeInfo(node, self.generation)
-            cached = self._node_infos.get(node.name)
-            for pod in (cached.pods if cached is not None else self._orphans.get(node.name, {})).values():
-                info.add_pod(pod)
-            replaced[node.name] = info
-        infos = {**base.node_info_map, **replaced}
-        images: dict[str, dict[str, int]] = {}
-        for info in sorted(infos.values(), key=lambda i: i.name):
-            for image in info.node.images:
-                for name in image.names:
-                    images.setdefault(name, {}).setdefault(info.name, image.size_bytes)
-        base.node_infos = [infos[name] for name in sorted(infos)]
-        base.table = None
-        base.rows = None
-        base.names = None
-        base.info_array = None
-        base.node_info_map = infos
-        base.images = {
-            name: ImageSummary(size_bytes=next(iter(sizes.values())), num_nodes=len(sizes))
-            for name, sizes in images.items()
-        }
-        return base
+        changed = [n for n in nodes if (cached := self._node_infos.get(n.name)) is None or cached.node != n]
+        if not changed:
+            return base
+        overlay = base.fork()
+        for node in changed:
+            if node.name in overlay:
+                overlay.update_node(node)
+                continue
+            overlay.add_node(node)
+            for pod in self._orphans.get(node.name, {}).values():
+                overlay.bind_pod(pod)
+        return overlay.snapshot()
 
     def get(self, kind: Kind, namespace: str, name: str) -> Entry | None:
         return self._objects[kind].get(object_key(kind, namespace, name))

@@ -23,23 +23,51 @@ _INT64_MAX = 2**63 - 1
 
 
 class LabelColumn:
-    """One label key over all rows: value codes (-1 = the node lacks the key)."""
+    """One label key over all rows: value codes (-1 = the node lacks the key).
 
-    __slots__ = ("_ints", "codes", "names", "values")
+    The value dictionary (``values``/``names``) only grows, so a fork or scratch table shares it with
+    its base (and so keeps the base's code-indexed vectors valid) until it needs a value the base has
+    not seen; ``codes`` are shared until a row is written. Either is copied on that first write.
+    """
+
+    __slots__ = ("_codes_shared", "_ints", "_values_shared", "codes", "names", "values")
 
     def __init__(self, capacity: int) -> None:
         self.codes: npt.NDArray[np.int32] = np.full(capacity, -1, dtype=np.int32)
         self.values: dict[str, int] = {}
         self.names: list[str] = []
         self._ints: tuple[BoolArray, IntArray] | None = None
+        self._codes_shared = False
+        self._values_shared = False
+
+    def shared(self, codes: npt.NDArray[np.int32] | None = None) -> LabelColumn:
+        """A column over the same dictionary: with these codes (a scratch table), or this column's
+        codes, copied on first write (a fork)."""
+        column = LabelColumn.__new__(LabelColumn)
+        column.values, column.names, column._ints = self.values, self.names, self._ints
+        column._values_shared = True
+        column.codes = self.codes if codes is None else codes
+        column._codes_shared = codes is None
+        return column
 
     def code(self, value: str) -> int:
         code = self.values.get(value)
         if code is None:
+            if self._values_shared:
+                self.values, self.names, self._values_shared = dict(self.values), list(self.names), False
             code = self.values[value] = len(self.names)
             self.names.append(value)
             self._ints = None
         return code
+
+    def set(self, row: int, code: int) -> None:
+        if self._codes_shared:
+            self.codes, self._codes_shared = self.codes.copy(), False
+        self.codes[row] = code
+
+    def grow(self, by: int) -> None:
+        self.codes = np.concatenate([self.codes, np.full(by, -1, dtype=np.int32)])
+        self._codes_shared = False
 
     def integer_values(self) -> tuple[BoolArray, IntArray]:
         """Per value code: (parses as a Go int64, its value), for Gt/Lt."""
@@ -51,7 +79,25 @@ class LabelColumn:
         return self._ints
 
 
+# Per-row columns, copied together on a fork's first write.
+_ROW_ARRAYS = (
+    "allocatable",
+    "requested",
+    "non_zero_cpu",
+    "non_zero_memory",
+    "pod_count",
+    "unschedulable",
+    "has_ports",
+    "taint_set",
+    "row_generation",
+)
+
+
 class NodeTable:
+    """Rows of nodes as columns. ``fork()`` gives a copy-on-write table that a what-if overlay may change
+    without touching this one; ``scratch()`` an empty small table over the same dictionaries, for a
+    node or two whose pods a preemption dry run rearranges. Plugins cannot tell them apart."""
+
     def __init__(self, capacity: int = 64) -> None:
         self.capacity = capacity
         self.resources: dict[str, int] = {name: i for i, name in enumerate(BASE_RESOURCES)}
@@ -75,26 +121,59 @@ class NodeTable:
         self.infos: list[NodeInfo | None] = [None] * capacity
         self.row_of: dict[str, int] = {}
         self._free: list[int] = list(range(capacity - 1, -1, -1))
+        # Attributes still shared with the table this one was forked from (copied before a write).
+        self._shared: set[str] = set()
+
+    # -- forks -----------------------------------------------------------------------------------
+
+    def fork(self) -> NodeTable:
+        """A table equal to this one that shares every column until it writes it. The base must not
+        change while the fork is in use (forks live within one synchronous decision or simulation)."""
+        fork = NodeTable.__new__(NodeTable)
+        fork.__dict__.update(self.__dict__)
+        fork.labels = {key: column.shared() for key, column in self.labels.items()}
+        fork._image_arrays = dict(self._image_arrays)
+        fork._shared = {*_ROW_ARRAYS, "resources", "taints", "image_rows", "infos", "row_of", "_free"}
+        return fork
+
+    def scratch(self) -> NodeTable:
+        """An empty table whose label, taint and resource dictionaries are this table's (copied on first
+        addition), so vectors a plugin keyed by value code apply to its rows unchanged."""
+        table = NodeTable(capacity=4)
+        table.resources = self.resources
+        width = len(self.resources)
+        table.allocatable = np.zeros((4, width), dtype=np.int64)
+        table.requested = np.zeros((4, width), dtype=np.int64)
+        table.taint_sets, table._taint_index = self.taint_sets, self._taint_index
+        table.labels = {key: column.shared(np.full(4, -1, dtype=np.int32)) for key, column in self.labels.items()}
+        table._shared = {"resources", "taints"}
+        return table
+
+    def _own(self, name: str) -> None:
+        """Copies a shared attribute before its first write."""
+        if name not in self._shared:
+            return
+        self._shared.discard(name)
+        if name == "taints":
+            self.taint_sets, self._taint_index = list(self.taint_sets), dict(self._taint_index)
+        elif name == "image_rows":
+            self.image_rows = {image: set(rows) for image, rows in self.image_rows.items()}
+        else:
+            value = getattr(self, name)
+            setattr(self, name, value.copy())
 
     # -- structure -------------------------------------------------------------------------------
 
     def _grow(self) -> None:
         old, new = self.capacity, self.capacity * 2
-        self.allocatable = np.vstack([self.allocatable, np.zeros_like(self.allocatable)])
-        self.requested = np.vstack([self.requested, np.zeros_like(self.requested)])
-        for name in (
-            "non_zero_cpu",
-            "non_zero_memory",
-            "pod_count",
-            "unschedulable",
-            "has_ports",
-            "taint_set",
-            "row_generation",
-        ):
+        for name in _ROW_ARRAYS:
+            self._shared.discard(name)
             column = getattr(self, name)
             setattr(self, name, np.concatenate([column, np.zeros_like(column)]))
         for label in self.labels.values():
-            label.codes = np.concatenate([label.codes, np.full(old, -1, dtype=np.int32)])
+            label.grow(old)
+        self._own("infos")
+        self._own("_free")
         self.infos.extend([None] * old)
         self._free.extend(range(new - 1, old - 1, -1))
         self.capacity = new
@@ -103,15 +182,30 @@ class NodeTable:
         """The column of a resource, added (zero everywhere) the first time it is seen."""
         index = self.resources.get(name)
         if index is None:
+            self._own("resources")
             index = self.resources[name] = len(self.resources)
-            pad = np.zeros((self.capacity, 1), dtype=np.int64)
+        width = len(self.resources)
+        if self.allocatable.shape[1] < width:
+            # Another table sharing the dictionary added resources: widen to match.
+            pad = np.zeros((self.capacity, width - self.allocatable.shape[1]), dtype=np.int64)
+            self._shared.discard("allocatable")
+            self._shared.discard("requested")
             self.allocatable = np.hstack([self.allocatable, pad])
             self.requested = np.hstack([self.requested, pad.copy()])
         return index
 
+    def _own_rows(self) -> None:
+        if self._shared:
+            for name in _ROW_ARRAYS:
+                self._own(name)
+
     def add(self, info: NodeInfo) -> int:
+        self._own("_free")
         if not self._free:
             self._grow()
+        self._own_rows()
+        self._own("infos")
+        self._own("row_of")
         row = self._free.pop()
         self.infos[row] = info
         self.row_of[info.name] = row
@@ -124,6 +218,7 @@ class NodeTable:
         taints = tuple(node.taints)
         index = self._taint_index.get(taints)
         if index is None:
+            self._own("taints")
             index = self._taint_index[taints] = len(self.taint_sets)
             self.taint_sets.append(taints)
         self.taint_set[row] = index
@@ -131,36 +226,56 @@ class NodeTable:
             label = self.labels.get(key)
             if label is None:
                 label = self.labels[key] = LabelColumn(self.capacity)
-            label.codes[row] = label.code(value)
-        for image in node.images:
-            for name in image.names:
-                self.image_rows.setdefault(name, set()).add(row)
-                self._image_arrays.pop(name, None)
+            label.set(row, label.code(value))
+        if node.images:
+            self._own("image_rows")
+            for image in node.images:
+                for name in image.names:
+                    self.image_rows.setdefault(name, set()).add(row)
+                    self._image_arrays.pop(name, None)
         self.refresh(info)
         return row
 
     def remove(self, info: NodeInfo) -> None:
+        self._own_rows()
+        self._own("infos")
+        self._own("row_of")
+        self._own("_free")
         row = self.row_of.pop(info.name)
         self.infos[row] = None
         for key in info.node.labels:
-            self.labels[key].codes[row] = -1
-        for image in info.node.images:
-            for name in image.names:
-                holders = self.image_rows.get(name)
-                if holders is not None:
-                    holders.discard(row)
-                    if not holders:
-                        del self.image_rows[name]
-                self._image_arrays.pop(name, None)
+            self.labels[key].set(row, -1)
+        if info.node.images:
+            self._own("image_rows")
+            for image in info.node.images:
+                for name in image.names:
+                    holders = self.image_rows.get(name)
+                    if holders is not None:
+                        holders.discard(row)
+                        if not holders:
+                            del self.image_rows[name]
+                    self._image_arrays.pop(name, None)
         self.allocatable[row] = 0
         self.requested[row] = 0
         self._free.append(row)
+
+    def replace(self, old: NodeInfo, new: NodeInfo) -> int:
+        """Puts ``new`` (same name) in ``old``'s row: node fields and pod aggregates both re-read."""
+        self.remove(old)
+        return self.add(new)
+
+    def adopt(self, info: NodeInfo) -> None:
+        """Puts ``info``, a clone of the NodeInfo in its node's row, in its place; pod changes to the
+        clone then reach this table through ``refresh`` while the original stays untouched."""
+        self._own("infos")
+        self.infos[self.row_of[info.name]] = info
 
     def refresh(self, info: NodeInfo) -> None:
         """Re-reads a node's pod aggregates after pods were added or removed."""
         row = self.row_of.get(info.name)
         if row is None or self.infos[row] is not info:
             return
+        self._own_rows()
         # Sums of many pods could pass int64 only with absurd requests; saturate rather than fail mid-update.
         columns = [(self.resource_column(name), min(amount, _INT64_MAX)) for name, amount in info.requested.items()]
         requested = self.requested[row]

@@ -10,7 +10,8 @@ incoming pod are evaluated.
 The index follows the cache lazily, per decision: a row is re-read when its NodeInfo carries a generation
 above the last sync (the cache stamps NodeInfo.generation when it creates a NodeInfo and whenever its pods
 change), and emptied when its node has left the table.
-Snapshots without a table (caller-supplied nodes) and preemption's cloned NodeInfos never use it.
+An overlay (a fork of a snapshot) answers through ``OverlayPodIndex``: the base index, with the rows the
+overlay changed read again from its own NodeInfos, so a fork never re-indexes the cluster.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -298,17 +299,7 @@ class PodIndex:
         self.generation = generation
 
     def _reindex(self, row: int, info: NodeInfo | None) -> None:
-        groups: dict[GroupKey, int] = {}
-        terms: dict[TermKey, int] = {}
-        specs: dict[TermKey, TermSpec] = {}
-        if info is not None:
-            for pod in info.pods.values():
-                group = (pod.namespace, frozenset(pod.labels.items()))
-                groups[group] = groups.get(group, 0) + 1
-            for pod in info.pods_with_affinity.values():
-                for term, spec in pod_terms(pod):
-                    terms[term] = terms.get(term, 0) + 1
-                    specs[term] = spec
+        groups, terms, specs = _row_contents(info)
         old_groups = self._row_groups[row]
         if groups != old_groups:
             for key in old_groups.keys() | groups.keys():
@@ -404,14 +395,113 @@ class PodIndex:
 
     def existing_terms(self, family: int, labels: Labels) -> list[tuple[ExistingTerm, RowCounts]]:
         """Existing pods' terms of a family that may select a pod with ``labels`` (callers check selects())."""
+        terms = self._terms
+        return [terms[key] for key in self.existing_keys(family, labels)]
+
+    def existing_keys(self, family: int, labels: Labels) -> set[TermKey]:
         anchored = self._terms_by_anchor[family]
         found: set[TermKey] = set(self._unanchored[family])
         for pair in labels.items():
             keys = anchored.get(pair)
             if keys:
                 found.update(keys)
-        terms = self._terms
-        return [terms[key] for key in found]
+        return found
+
+    def term(self, key: TermKey) -> tuple[ExistingTerm, RowCounts] | None:
+        return self._terms.get(key)
+
+    def row_terms(self, row: int) -> dict[TermKey, int]:
+        """The affinity terms of a row's pods as indexed (empty for rows beyond the index)."""
+        return self._row_terms[row] if row < len(self._row_terms) else {}
+
+
+class PodIndexView(Protocol):
+    """What the cross-pod plugins read: a PodIndex, or an overlay's view of one."""
+
+    @property
+    def capacity(self) -> int: ...
+
+    def pod_counts(self, query: PodQuery) -> Int64Array: ...
+
+    def existing_terms(self, family: int, labels: Labels) -> list[tuple[ExistingTerm, RowCounts]]: ...
+
+
+def _row_contents(info: NodeInfo | None) -> tuple[dict[GroupKey, int], dict[TermKey, int], dict[TermKey, TermSpec]]:
+    """A row's pods grouped by (namespace, labels), and its pods' affinity terms, as the index keeps them."""
+    groups: dict[GroupKey, int] = {}
+    terms: dict[TermKey, int] = {}
+    specs: dict[TermKey, TermSpec] = {}
+    if info is not None:
+        for pod in info.pods.values():
+            group = (pod.namespace, frozenset(pod.labels.items()))
+            groups[group] = groups.get(group, 0) + 1
+        for pod in info.pods_with_affinity.values():
+            for term, spec in pod_terms(pod):
+                terms[term] = terms.get(term, 0) + 1
+                specs[term] = spec
+    return groups, terms, specs
+
+
+class OverlayPodIndex:
+    """A base index with some rows replaced: ``rows`` maps a row to the overlay's NodeInfo there (None when
+    the overlay emptied it). Work is proportional to the changed rows' pods, never to the cluster."""
+
+    def __init__(self, base: PodIndex, capacity: int, rows: dict[int, NodeInfo | None]) -> None:
+        self._base = base
+        self._capacity = capacity
+        self._groups: dict[int, dict[GroupKey, int]] = {}
+        self._terms: dict[int, dict[TermKey, int]] = {}
+        self._specs: dict[TermKey, TermSpec] = {}
+        for row, info in rows.items():
+            groups, terms, specs = _row_contents(info)
+            self._groups[row], self._terms[row] = groups, terms
+            self._specs.update(specs)
+        self._queries: dict[PodQuery, Int64Array] = {}
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def pod_counts(self, query: PodQuery) -> Int64Array:
+        counts = self._queries.get(query)
+        if counts is None:
+            base = self._base.pod_counts(query)
+            counts = np.zeros(self._capacity, dtype=np.int64)
+            counts[: len(base)] = base
+            for row, groups in self._groups.items():
+                counts[row] = sum(n for (ns, labels), n in groups.items() if query.matches(ns, dict(labels)))
+            self._queries[query] = counts
+        return counts
+
+    def existing_terms(self, family: int, labels: Labels) -> list[tuple[ExistingTerm, RowCounts]]:
+        base = self._base
+        old = {row: base.row_terms(row) for row in self._terms}
+        touched = {key for terms in (*old.values(), *self._terms.values()) for key in terms}
+        keys = base.existing_keys(family, labels)
+        for key in touched - keys:
+            spec = self._specs.get(key)
+            if spec is None:
+                continue  # only the base held it, and the base does not offer it for these labels
+            family_of, anchors = _term_family(_existing_term(spec))
+            if family_of == family and (anchors is None or any(labels.get(k) == v for k, v in anchors)):
+                keys.add(key)
+        found: list[tuple[ExistingTerm, RowCounts]] = []
+        for key in keys:
+            entry = base.term(key)
+            if key not in touched:
+                if entry is not None:
+                    found.append(entry)
+                continue
+            counts = RowCounts()
+            if entry is not None:
+                counts.counts = dict(entry[1].counts)
+            for row, terms in self._terms.items():
+                delta = terms.get(key, 0) - old[row].get(key, 0)
+                if delta:
+                    counts.add(row, delta)
+            if counts.counts:
+                found.append((entry[0] if entry is not None else _existing_term(self._specs[key]), counts))
+        return found
 
 
 def _term_family(term: ExistingTerm) -> tuple[int, tuple[Anchor, ...] | None]:
@@ -429,11 +519,15 @@ def _discard(index: dict[K, set[V]], key: K, item: V) -> None:
 _INDEXES: weakref.WeakKeyDictionary[NodeTable, PodIndex] = weakref.WeakKeyDictionary()
 
 
-def index_for(snapshot: Snapshot) -> PodIndex | None:
-    """The index over the snapshot's table, synced to its generation; None for table-less snapshots."""
+def index_for(snapshot: Snapshot) -> PodIndexView:
+    """The index over the snapshot's table, synced to its generation (an overlay's own view for forks)."""
+    if snapshot.pod_index is not None:
+        return snapshot.pod_index()
+    return base_index(snapshot)
+
+
+def base_index(snapshot: Snapshot) -> PodIndex:
     table = snapshot.table
-    if table is None or snapshot.rows is None:
-        return None
     index = _INDEXES.get(table)
     if index is None:
         index = _INDEXES[table] = PodIndex()

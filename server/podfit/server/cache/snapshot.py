@@ -2,18 +2,25 @@
 
 Decisions run synchronously on the event loop (plugins never await), so no update can interleave
 with a decision and the view needs no copy: it references the cache's structures at one generation.
-Preemption clones the few NodeInfos it mutates.
+``fork()`` gives an overlay that may change a few nodes and pods of the view without copying the
+cluster or touching the cache (preemption's dry runs, caller-supplied nodes, what-if simulation).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
 from podfit.server.model import Namespace, Pod, PodDisruptionBudget, WorkloadSelector
+
+if TYPE_CHECKING:
+    from podfit.server.cache.overlay import Overlay
+    from podfit.server.cache.pod_index import PodIndexView
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,13 +43,19 @@ class Snapshot:
     nominated_pods: Mapping[str, Sequence[Pod]]
     # Image name -> size and how many nodes hold it (ImageLocality's spread factor).
     images: Mapping[str, ImageSummary]
-    # Columns over the nodes and each node_infos entry's row in them; None for overlay snapshots
-    # (caller-supplied nodes), which plugins then evaluate node by node.
-    table: NodeTable | None = None
-    rows: np.ndarray | None = None
+    # Columns over the nodes, and each node_infos entry's row in them.
+    table: NodeTable
+    rows: npt.NDArray[np.intp]
     # node_infos' names and the NodeInfos themselves as object arrays, for cheap fancy indexing.
-    names: np.ndarray | None = None
-    info_array: np.ndarray | None = None
+    names: npt.NDArray[np.object_]
+    info_array: npt.NDArray[np.object_]
+    # Set on an overlay's snapshot: its view of the pod index (the cache's own index otherwise).
+    pod_index: Callable[[], PodIndexView] | None = None
 
     def get(self, node_name: str) -> NodeInfo | None:
         return self.node_info_map.get(node_name)
+
+    def fork(self) -> Overlay:
+        from podfit.server.cache.overlay import Overlay
+
+        return Overlay(self)

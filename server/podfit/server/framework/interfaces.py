@@ -6,7 +6,6 @@ PreScore compute once per pod what Filter and Score need for every node.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -70,46 +69,13 @@ class PreFilterExtensions(Protocol):
     ) -> None: ...
 
 
+# Filter and Score are written once, over rows of a NodeTable: the snapshot's (every candidate at
+# once), an overlay's, or a scratch table holding one cloned node (preemption's dry runs, a node with
+# nominated pods added). A single node is a one-row table, never a second code path.
+
+
 @runtime_checkable
 class FilterPlugin(Protocol):
-    name: str
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None: ...
-
-
-@runtime_checkable
-class PreScorePlugin(Protocol):
-    name: str
-
-    def pre_score(
-        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot
-    ) -> Status | None: ...
-
-
-@runtime_checkable
-class ScorePlugin(Protocol):
-    name: str
-
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int: ...
-
-
-@runtime_checkable
-class NormalizeScorePlugin(Protocol):
-    """Score plugins that rescale their raw scores over all feasible nodes, in place."""
-
-    name: str
-
-    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None: ...
-
-
-# -- vectorised variants -----------------------------------------------------------------------------
-# A plugin may also evaluate many nodes at once over the cache's NodeTable columns. The runtime uses
-# these when the snapshot has a table and falls back to the per-node methods otherwise (preemption's
-# cloned NodeInfos, caller-supplied nodes). Both must give identical answers; the tests check it.
-
-
-@runtime_checkable
-class VectorFilterPlugin(Protocol):
     name: str
 
     def filter_rows(
@@ -120,7 +86,16 @@ class VectorFilterPlugin(Protocol):
 
 
 @runtime_checkable
-class VectorScorePlugin(Protocol):
+class PreScorePlugin(Protocol):
+    name: str
+
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Status | None:
+        """``rows``: the feasible nodes' rows in the snapshot's table."""
+        ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
     name: str
 
     def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
@@ -129,7 +104,9 @@ class VectorScorePlugin(Protocol):
 
 
 @runtime_checkable
-class VectorNormalizeScorePlugin(Protocol):
+class NormalizeScorePlugin(Protocol):
+    """Score plugins that rescale their raw scores over all feasible nodes."""
+
     name: str
 
     def normalize_rows(self, state: CycleState, pod: Pod, scores: Int64Array) -> Int64Array: ...

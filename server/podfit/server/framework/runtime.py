@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -23,11 +22,9 @@ from podfit.server.framework.interfaces import (
     Int32Array,
     Int64Array,
     IntpArray,
+    NormalizeScorePlugin,
     PreFilterExtensions,
     PreFilterResult,
-    VectorFilterPlugin,
-    VectorNormalizeScorePlugin,
-    VectorScorePlugin,
 )
 from podfit.server.framework.profile import Profile
 from podfit.server.framework.status import Code, Status
@@ -39,14 +36,13 @@ class FilterOutcome:
     """Filter verdicts of the candidate nodes, kept as columns: ``codes[i]`` is 0 when ``nodes[i]``
     fits and k when it was rejected with ``status_table[k - 1]``."""
 
-    nodes: Sequence[NodeInfo] = ()
     codes: Int32Array = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     status_table: list[Status] = field(default_factory=list)
     # Set when PreFilter rejected the pod as a whole (then no Filter plugin ran).
     pre_filter_status: Status | None = None
-    # The candidates' rows in the snapshot's NodeTable (None when it has none).
-    rows: IntpArray | None = None
-    # The candidates' names and NodeInfos as object arrays (same order as nodes).
+    # The candidates' rows in the snapshot's NodeTable.
+    rows: IntpArray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    # The candidates' names and NodeInfos as object arrays (in the order of rows).
     names: npt.NDArray[np.object_] = field(default_factory=lambda: np.empty(0, dtype=object))
     infos: npt.NDArray[np.object_] = field(default_factory=lambda: np.empty(0, dtype=object))
 
@@ -62,7 +58,10 @@ class FilterOutcome:
 
     @cached_property
     def feasible(self) -> list[NodeInfo]:
-        return cast(list[NodeInfo], self.infos[self.feasible_index].tolist())
+        return list(self.infos[self.feasible_index].tolist())
+
+    def __len__(self) -> int:
+        return len(self.codes)
 
 
 @dataclass
@@ -94,12 +93,7 @@ class Framework:
         self.profile = profile
         # Capabilities resolved once: runtime-checkable protocol isinstance checks cost microseconds each.
         self._extensions = [p for p in profile.pre_filter if isinstance(p, PreFilterExtensions)]
-        self._vector_filters = {p.name for p in profile.filter if isinstance(p, VectorFilterPlugin)}
-        self._vector_scores = {w.plugin.name for w in profile.score if isinstance(w.plugin, VectorScorePlugin)}
-        self._vector_normalizers = {
-            w.plugin.name for w in profile.score if isinstance(w.plugin, VectorNormalizeScorePlugin)
-        }
-        self._normalizers = {w.plugin.name: w.normalizer for w in profile.score}
+        self._normalizers = {w.plugin.name for w in profile.score if isinstance(w.plugin, NormalizeScorePlugin)}
 
     # -- PreEnqueue ------------------------------------------------------------------------------
 
@@ -145,37 +139,53 @@ class Framework:
             return None, rejection, ()
         return result, None, tuple(restricting)
 
-    def run_filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+    def run_filter(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray, codes: Int32Array, statuses: list[Status]
+    ) -> None:
+        """The Filter plugins over ``rows`` where ``codes`` is still 0; each plugin sees only the rows
+        every earlier plugin passed, and a rejection is recorded as an index into ``statuses``."""
         skip = state.skip_filter
         for plugin in self.profile.filter:
             if plugin.name in skip:
                 continue
-            status = plugin.filter(state, pod, node_info)
-            if status is not None and status.code is not Code.SUCCESS:
-                return status.with_plugin(plugin.name)
-        return None
+            pending = np.flatnonzero(codes == 0)
+            if not len(pending):
+                break
+            plugin_codes, plugin_statuses = plugin.filter_rows(state, pod, table, rows[pending])
+            failed = plugin_codes > 0
+            if failed.any():
+                codes[pending[failed]] = plugin_codes[failed] + len(statuses)
+                statuses.extend(s.with_plugin(plugin.name) for s in plugin_statuses)
+
+    def filter_node(self, state: CycleState, pod: Pod, table: NodeTable, row: int) -> Status | None:
+        """Filter of one row: the same plugins over a one-row slice."""
+        codes = np.zeros(1, dtype=np.int32)
+        statuses: list[Status] = []
+        self.run_filter(state, pod, table, np.array([row], dtype=np.intp), codes, statuses)
+        return statuses[int(codes[0]) - 1] if codes[0] else None
 
     def run_filter_with_nominated_pods(
-        self, state: CycleState, pod: Pod, node_info: NodeInfo, snapshot: Snapshot
+        self, state: CycleState, pod: Pod, node_info: NodeInfo, snapshot: Snapshot, table: NodeTable | None = None
     ) -> Status | None:
         """Filters once with the higher-or-equal priority pods nominated to the node added, then
-        (if that passed) once without them, so the pod fits either way."""
-        nominated = [
-            p
-            for p in snapshot.nominated_pods.get(node_info.name, ())
-            if p.priority >= pod.priority and not _same_pod(p, pod)
-        ]
-        if not nominated:
-            return self.run_filter(state, pod, node_info)
-        state_with = state.clone()
-        info_with = node_info.clone()
-        for nominated_pod in nominated:
-            info_with.add_pod(nominated_pod)
-            self.run_add_pod(state_with, pod, nominated_pod, info_with, snapshot)
-        status = self.run_filter(state_with, pod, info_with)
-        if status is not None:
-            return status
-        return self.run_filter(state, pod, node_info)
+        (if that passed) once without them, so the pod fits either way.
+
+        ``table`` holds ``node_info`` in a row: the snapshot's own table by default, or the scratch
+        table a preemption dry run keeps its cloned NodeInfo in.
+        """
+        table = snapshot.table if table is None else table
+        nominated = _outranking_nominated(pod, snapshot.nominated_pods.get(node_info.name, ()))
+        if nominated:
+            state_with = state.clone()
+            info_with = node_info.clone()
+            for nominated_pod in nominated:
+                info_with.add_pod(nominated_pod)
+                self.run_add_pod(state_with, pod, nominated_pod, info_with, snapshot)
+            scratch = snapshot.table.scratch()
+            status = self.filter_node(state_with, pod, scratch, scratch.add(info_with))
+            if status is not None:
+                return status
+        return self.filter_node(state, pod, table, table.row_of[node_info.name])
 
     def run_add_pod(
         self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo, snapshot: Snapshot
@@ -192,18 +202,15 @@ class Framework:
                 plugin.remove_pod(state, pod, pod_to_remove, node_info, snapshot)
 
     def find_nodes_that_fit(
-        self, state: CycleState, pod: Pod, snapshot: Snapshot, nodes: Sequence[NodeInfo]
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, positions: IntpArray | None = None
     ) -> FilterOutcome:
-        if nodes is snapshot.node_infos and snapshot.names is not None and snapshot.info_array is not None:
+        """PreFilter, then Filter over the candidates: every node of the snapshot, or those at
+        ``positions`` in its name order."""
+        if positions is None:
             rows, names, infos = snapshot.rows, snapshot.names, snapshot.info_array
         else:
-            rows = snapshot.table.rows_for(nodes) if snapshot.table is not None else None
-            names = np.array([info.name for info in nodes], dtype=object)
-            infos = np.empty(len(nodes), dtype=object)
-            infos[:] = list(nodes)
-        outcome = FilterOutcome(
-            nodes=nodes, codes=np.zeros(len(nodes), dtype=np.int32), rows=rows, names=names, infos=infos
-        )
+            rows, names, infos = snapshot.rows[positions], snapshot.names[positions], snapshot.info_array[positions]
+        outcome = FilterOutcome(codes=np.zeros(len(rows), dtype=np.int32), rows=rows, names=names, infos=infos)
         result, status, restricting = self.run_pre_filter(state, pod, snapshot)
         if status is not None:
             outcome.pre_filter_status = status
@@ -221,95 +228,53 @@ class Framework:
                     restricted_by,
                 )
             )
-            codes[[i for i, info in enumerate(nodes) if info.name not in allowed]] = len(table)
-        if rows is not None and snapshot.table is not None:
-            self._filter_rows(state, pod, snapshot, outcome, rows, snapshot.table)
-        else:
-            for i in np.flatnonzero(codes == 0).tolist():
-                verdict = self.run_filter_with_nominated_pods(state, pod, nodes[i], snapshot)
+            codes[[i for i, name in enumerate(names.tolist()) if name not in allowed]] = len(table)
+        # Nodes holding nominated pods that outrank the pod are filtered one by one, with them added.
+        nominated = {name for name, pods in snapshot.nominated_pods.items() if _outranking_nominated(pod, pods)}
+        special = np.array([name in nominated for name in names.tolist()], dtype=bool) if nominated else None
+        if special is not None:
+            codes[special & (codes == 0)] = -1
+        self.run_filter(state, pod, snapshot.table, rows, codes, table)
+        if special is not None:
+            for i in np.flatnonzero(codes == -1).tolist():
+                verdict = self.run_filter_with_nominated_pods(state, pod, infos[i], snapshot)
+                codes[i] = 0
                 if verdict is not None:
                     table.append(verdict)
                     codes[i] = len(table)
         return outcome
 
-    def _filter_rows(
-        self, state: CycleState, pod: Pod, snapshot: Snapshot, outcome: FilterOutcome, rows: IntpArray, table: NodeTable
-    ) -> None:
-        """Filter over NodeTable columns: each plugin sees only the nodes every earlier plugin passed."""
-        codes, statuses, nodes = outcome.codes, outcome.status_table, outcome.nodes
-        # Nodes holding nominated pods that outrank the pod are filtered node by node, with them added.
-        nominated = {
-            name
-            for name, pods in snapshot.nominated_pods.items()
-            if any(p.priority >= pod.priority and not _same_pod(p, pod) for p in pods)
-        }
-        special = np.array([info.name in nominated for info in nodes], dtype=bool) if nominated else None
-        for plugin in self.profile.filter:
-            if plugin.name in state.skip_filter:
-                continue
-            mask = codes == 0
-            if special is not None:
-                mask &= ~special
-            pending = np.flatnonzero(mask)
-            if not len(pending):
-                break
-            if plugin.name in self._vector_filters:
-                plugin_codes, plugin_statuses = cast(VectorFilterPlugin, plugin).filter_rows(
-                    state, pod, table, rows[pending]
-                )
-                failed = plugin_codes > 0
-                if failed.any():
-                    codes[pending[failed]] = plugin_codes[failed] + len(statuses)
-                    statuses.extend(s.with_plugin(plugin.name) for s in plugin_statuses)
-                continue
-            for i in pending.tolist():
-                verdict = plugin.filter(state, pod, nodes[i])
-                if verdict is not None and verdict.code is not Code.SUCCESS:
-                    statuses.append(verdict.with_plugin(plugin.name))
-                    codes[i] = len(statuses)
-        if special is not None:
-            for i in np.flatnonzero(special & (codes == 0)).tolist():
-                verdict = self.run_filter_with_nominated_pods(state, pod, nodes[i], snapshot)
-                if verdict is not None:
-                    statuses.append(verdict)
-                    codes[i] = len(statuses)
-
     # -- PreScore / Score ------------------------------------------------------------------------
 
-    def run_pre_score(self, state: CycleState, pod: Pod, feasible: Sequence[NodeInfo], snapshot: Snapshot) -> None:
+    def run_pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> None:
         for plugin in self.profile.pre_score:
-            status = plugin.pre_score(state, pod, feasible, snapshot)
+            status = plugin.pre_score(state, pod, snapshot, rows)
             if status is not None and status.code is Code.SKIP:
                 state.skip_score.add(plugin.name)
 
     def run_score(self, state: CycleState, pod: Pod, outcome: FilterOutcome, snapshot: Snapshot) -> ScoreTable:
         """Scores, normalises and weighs every feasible node, plugin by plugin."""
         index = outcome.feasible_index
-        feasible = outcome.feasible
+        rows = outcome.rows[index]
         table = snapshot.table
-        rows = outcome.rows[index] if outcome.rows is not None and table is not None else None
-        totals = np.zeros(len(feasible), dtype=np.int64)
+        totals = np.zeros(len(rows), dtype=np.int64)
         plugins: dict[str, Int64Array] = {}
         for weighted in self.profile.score:
             plugin = weighted.plugin
             if plugin.name in state.skip_score:
                 continue
-            raw: Int64Array
-            if rows is not None and table is not None and plugin.name in self._vector_scores:
-                raw = cast(VectorScorePlugin, plugin).score_rows(state, pod, table, rows)
-            else:
-                raw = np.array([plugin.score(state, pod, info) for info in feasible], dtype=np.int64)
-            normalizer = self._normalizers[plugin.name]
-            if plugin.name in self._vector_normalizers:
-                raw = cast(VectorNormalizeScorePlugin, plugin).normalize_rows(state, pod, raw)
-            elif normalizer is not None:
-                values = raw.tolist()
-                normalizer.normalize_score(state, pod, values)
-                raw = np.array(values, dtype=np.int64)
+            raw = plugin.score_rows(state, pod, table, rows)
+            if plugin.name in self._normalizers:
+                raw = plugin.normalize_rows(state, pod, raw)  # type: ignore[attr-defined]
             scores = raw * weighted.weight
             plugins[plugin.name] = scores
             totals += scores
         return ScoreTable(outcome.names[index], totals, plugins)
+
+
+def _outranking_nominated(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:
+    """The pods nominated to a node that reserve their room against ``pod``: at least its priority."""
+    return [p for p in nominated if p.priority >= pod.priority and not _same_pod(p, pod)]
 
 
 def _same_pod(a: Pod, b: Pod) -> bool:

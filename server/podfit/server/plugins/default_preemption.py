@@ -256,14 +256,18 @@ class DefaultPreemption:
     ) -> tuple[list[Pod], int, Status | None]:
         """Upstream's SelectVictimsOnNode over the node's lower-priority pods ``lower``. Returns the
         ``_OUTRANKED`` status as soon as the victims found so far rank the node below ``beaten_by``."""
+        # The node's clone lives in a one-row scratch table, so Filter runs the same row kernels on it.
         info = node_info.clone()
+        table = snapshot.table.scratch()
+        table.add(info)
         state = state.clone()
         for victim in lower:
             info.remove_pod(victim)
             framework.run_remove_pod(state, pod, victim, info, snapshot)
+        table.refresh(info)
         # If the pod does not fit even with every lower-priority pod gone, this node cannot help
         # (upstream deliberately ignores affinity of the pod to its own victims here).
-        status = framework.run_filter_with_nominated_pods(state, pod, info, snapshot)
+        status = framework.run_filter_with_nominated_pods(state, pod, info, snapshot, table)
         if status is not None:
             return [], 0, status
 
@@ -278,10 +282,12 @@ class DefaultPreemption:
         def reprieved(p: Pod) -> bool:
             nonlocal top, total
             info.add_pod(p)
+            table.refresh(info)
             framework.run_add_pod(state, pod, p, info, snapshot)
-            if framework.run_filter_with_nominated_pods(state, pod, info, snapshot) is None:
+            if framework.run_filter_with_nominated_pods(state, pod, info, snapshot, table) is None:
                 return True
             info.remove_pod(p)
+            table.refresh(info)
             framework.run_remove_pod(state, pod, p, info, snapshot)
             top = p.priority if not victims else max(top, p.priority)
             total += p.priority + _PRIORITY_OFFSET

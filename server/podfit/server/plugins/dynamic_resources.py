@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import Int64Array, IntpArray
 from podfit.server.framework.profile import DYNAMIC_RESOURCES
@@ -19,9 +18,6 @@ if TYPE_CHECKING:
 
 class DynamicResources:
     name = DYNAMIC_RESOURCES
-
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
-        return 0
 
     def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
         return np.zeros(len(rows), dtype=np.int64)

@@ -3,18 +3,17 @@ widely the image is spread (an image on every node gives no node an edge)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int64Array, IntpArray
 from podfit.server.framework.profile import IMAGE_LOCALITY
 from podfit.server.framework.status import Status
 from podfit.server.model import Pod
-from podfit.server.plugins.helper import go_div, go_div_rows
+from podfit.server.plugins.helper import go_div_rows
 
 if TYPE_CHECKING:
     from podfit.server.cache.node_table import NodeTable
@@ -38,21 +37,13 @@ def scaled_image_score(size_bytes: int, num_nodes: int, total_nodes: int) -> int
     return int(float(size_bytes) * spread)
 
 
-def calculate_priority(sum_scores: int, num_containers: int) -> int:
-    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
-    if sum_scores < MIN_THRESHOLD:
-        sum_scores = MIN_THRESHOLD
-    elif sum_scores > max_threshold:
-        sum_scores = max_threshold
-    return go_div(MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
-
-
 def calculate_priority_rows(sum_scores: Int64Array, num_containers: int) -> Int64Array:
-    """calculate_priority over a column (the clamps in the same order, so max_threshold 0 works alike)."""
+    """Upstream's calculatePriority over a column: the clamps in upstream's order (so max_threshold 0 works
+    alike), then scaled to 0..100."""
     max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
     clamped = np.where(
         sum_scores < MIN_THRESHOLD, MIN_THRESHOLD, np.where(sum_scores > max_threshold, max_threshold, sum_scores)
-    )
+    ).astype(np.int64)
     return go_div_rows(MAX_NODE_SCORE * (clamped - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
 
 
@@ -72,7 +63,7 @@ class ImageLocality:
 
     name = IMAGE_LOCALITY
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Status | None:
         state.write(self.name, self._state(pod, snapshot))
         return None
 
@@ -89,31 +80,15 @@ class ImageLocality:
             images[name] = (score, count + 1)
         return _PreScoreState(images, len(pod.images))
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
-        pre = state.get(self.name)
-        if not isinstance(pre, _PreScoreState):
-            # PreScore disabled: without the snapshot the spread is unknown.
-            return 0
-        wanted = pre.images
-        total = 0
-        if wanted:
-            present = {name for image in node_info.node.images for name in image.names if name in wanted}
-            for name in present:
-                score, count = wanted[name]
-                total += score * count
-        return calculate_priority(total, pre.num_containers)
-
     def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
         """Sums each wanted image's score over the table's rows holding it, then reads the pod's rows."""
         pre = state.get(self.name)
         if not isinstance(pre, _PreScoreState):
             return np.zeros(len(rows), dtype=np.int64)
         weighted = [(name, score * count) for name, (score, count) in pre.images.items()]
-        if sum(w for _, w in weighted) >= 2**63:
-            # Sums beyond int64 (absurd image sizes) only fit the per-node path's Python ints.
-            infos = [table.infos[row] for row in rows.tolist()]
-            return np.array([self.score(state, pod, info) for info in infos if info is not None], dtype=np.int64)
-        totals = np.zeros(table.capacity, dtype=np.int64)
+        # Sums beyond int64 (absurd image sizes) are summed as Python ints; the clamp bounds them again.
+        exact = sum(w for _, w in weighted) < 2**63
+        totals = np.zeros(table.capacity, dtype=np.int64 if exact else object)
         for name, weight in weighted:
             totals[table.rows_with_image(name)] += weight
         return calculate_priority_rows(totals.take(rows), pre.num_containers)

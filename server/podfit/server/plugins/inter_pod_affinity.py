@@ -13,7 +13,7 @@ table walk every node and pod; both ways give the same state and answers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ from podfit.server.cache.pod_index import (
     PREFERRED_ANTI_AFFINITY,
     REQUIRED_AFFINITY,
     SCORE_TERMS,
-    PodIndex,
+    PodIndexView,
     PodQuery,
     index_for,
     merged_selector,
@@ -152,6 +152,18 @@ def _pair_arrays(counts: PairCounts, table: NodeTable) -> dict[str, Int64Array]:
     return arrays
 
 
+def _pair_lookup(counts: PairCounts, key: str, table: NodeTable, rows: IntpArray) -> Int64Array:
+    """counts[(key, value)] per row, 0 for rows without the key: one dict lookup per distinct value
+    among the rows, broadcast (a one-row table costs one lookup)."""
+    column = table.labels.get(key)
+    if column is None or not counts:
+        return np.zeros(len(rows), dtype=np.int64)
+    distinct, inverse = np.unique(column.codes[rows], return_inverse=True)
+    names = column.names
+    values = [counts.get((key, names[code]), 0) if code >= 0 else 0 for code in distinct.tolist()]
+    return np.array(values, dtype=np.int64)[inverse.reshape(-1)]
+
+
 def _lookup(by_code: Int64Array | None, codes: Int32Array) -> Int64Array:
     """by_code[code] per row; 0 for absent labels (-1), codes beyond the array and no array at all."""
     if by_code is None:
@@ -210,7 +222,6 @@ class _PairSums:
 
 class _PreFilterState:
     __slots__ = (
-        "_vectors",
         "affinity",
         "affinity_counts",
         "anti_affinity",
@@ -237,11 +248,9 @@ class _PreFilterState:
         # Pairs -> existing pods' required anti-affinity terms that match the incoming pod.
         self.existing_counts = existing_counts
         self.ns_labels = ns_labels
-        # The three counts as arrays by value code for one table; dropped whenever the counts change.
-        self._vectors: tuple[NodeTable, tuple[dict[str, Int64Array], ...]] | None = None
 
     def clone(self) -> _PreFilterState:
-        copy = _PreFilterState(
+        return _PreFilterState(
             self.affinity,
             self.anti_affinity,
             dict(self.affinity_counts),
@@ -249,18 +258,8 @@ class _PreFilterState:
             dict(self.existing_counts),
             self.ns_labels,
         )
-        copy._vectors = self._vectors
-        return copy
-
-    def vectors(self, table: NodeTable) -> tuple[dict[str, Int64Array], ...]:
-        """(affinity, anti-affinity, existing) counts by topology key and value code."""
-        if self._vectors is None or self._vectors[0] is not table:
-            counts = (self.affinity_counts, self.anti_affinity_counts, self.existing_counts)
-            self._vectors = (table, tuple(_pair_arrays(c, table) for c in counts))
-        return self._vectors[1]
 
     def update_with_pod(self, incoming: Pod, other: Pod, node: Node, delta: int) -> None:
-        self._vectors = None
         labels = node.labels
         for term in other.required_anti_affinity:
             if existing_term_matches(term, other, incoming, self.ns_labels):
@@ -308,17 +307,13 @@ class InterPodAffinity:
         ns_labels = _namespace_labels(snapshot, pod.namespace)
 
         index = index_for(snapshot)
-        if index is None or snapshot.table is None or snapshot.rows is None:
-            existing_counts = _existing_counts(pod, ns_labels, snapshot.node_infos)
-            affinity_counts, anti_affinity_counts = _incoming_counts(affinity, anti_affinity, snapshot.node_infos)
-        else:
-            table, rows = snapshot.table, snapshot.rows
-            existing = _PairSums(table)
-            for term, term_rows in index.existing_terms(FILTER_TERMS, pod.labels):
-                if term.selects(pod.namespace, pod.labels, ns_labels):
-                    existing.add(term.topology_key, *term_rows.arrays())
-            existing_counts = existing.pairs()
-            affinity_counts, anti_affinity_counts = _incoming_counts_rows(affinity, anti_affinity, table, rows, index)
+        table, rows = snapshot.table, snapshot.rows
+        existing = _PairSums(table)
+        for term, term_rows in index.existing_terms(FILTER_TERMS, pod.labels):
+            if term.selects(pod.namespace, pod.labels, ns_labels):
+                existing.add(term.topology_key, *term_rows.arrays())
+        existing_counts = existing.pairs()
+        affinity_counts, anti_affinity_counts = _incoming_counts_rows(affinity, anti_affinity, table, rows, index)
         if not existing_counts and not affinity and not anti_affinity:
             return None, SKIP
         state.write(
@@ -335,57 +330,30 @@ class InterPodAffinity:
     ) -> None:
         state.read(_PRE_FILTER_KEY, _PreFilterState).update_with_pod(pod, pod_to_remove, node_info.node, -1)
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        """The first failing check decides: affinity (unresolvable), own anti-affinity, then existing pods'."""
-        s = state.read(_PRE_FILTER_KEY, _PreFilterState)
-        labels = node_info.node.labels
-        if not _satisfies_affinity(s, pod, labels):
-            return unresolvable(REASON_AFFINITY)
-        if s.anti_affinity_counts:
-            for t in s.anti_affinity:
-                value = labels.get(t.topology_key)
-                if value is not None and s.anti_affinity_counts.get((t.topology_key, value), 0) > 0:
-                    return unschedulable(REASON_ANTI_AFFINITY)
-        existing = s.existing_counts
-        if existing:
-            if len(existing) < len(labels):
-                for (key, value), count in existing.items():
-                    if count > 0 and labels.get(key) == value:
-                        return unschedulable(REASON_EXISTING_ANTI_AFFINITY)
-            else:
-                for pair in labels.items():
-                    if existing.get(pair, 0) > 0:
-                        return unschedulable(REASON_EXISTING_ANTI_AFFINITY)
-        return None
-
     def filter_rows(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
     ) -> tuple[Int32Array, list[Status]]:
         """Filter over table rows: the same three checks in the same order, as gathers of pair counts."""
         s = state.read(_PRE_FILTER_KEY, _PreFilterState)
-        affinity, anti_affinity, existing = s.vectors(table)
         result = np.zeros(len(rows), dtype=np.int32)
         if s.affinity:
             missing = np.zeros(len(rows), dtype=bool)
             pods_exist = np.ones(len(rows), dtype=bool)
             for t in s.affinity:
-                codes = table.label_codes(t.topology_key, rows)
-                missing |= codes < 0
-                pods_exist &= _lookup(affinity.get(t.topology_key), codes) > 0
+                missing |= table.label_codes(t.topology_key, rows) < 0
+                pods_exist &= _pair_lookup(s.affinity_counts, t.topology_key, table, rows) > 0
             # With no matching pod anywhere, a pod matching its own terms may start the group.
             first_of_group = not s.affinity_counts and _matches_all(s.affinity, pod)
             result[missing if first_of_group else missing | ~pods_exist] = 1
         pending = result == 0
         if s.anti_affinity_counts:
             for t in s.anti_affinity:
-                hit = pending & (
-                    _lookup(anti_affinity.get(t.topology_key), table.label_codes(t.topology_key, rows)) > 0
-                )
+                hit = pending & (_pair_lookup(s.anti_affinity_counts, t.topology_key, table, rows) > 0)
                 result[hit] = 2
                 pending &= ~hit
         if s.existing_counts:
-            for key, by_code in existing.items():
-                hit = pending & (_lookup(by_code, table.label_codes(key, rows)) > 0)
+            for key in sorted({key for key, _ in s.existing_counts}):
+                hit = pending & (_pair_lookup(s.existing_counts, key, table, rows) > 0)
                 result[hit] = 3
                 pending &= ~hit
         statuses = [
@@ -397,7 +365,7 @@ class InterPodAffinity:
 
     # -- PreScore / Score ------------------------------------------------------------------------
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Status | None:
         """Sums weights per topology pair over all pods in the cluster (not only the feasible nodes').
 
         Skips when nothing matched anywhere. ``ignorePreferredTermsOfExistingPods`` only matters for pods
@@ -411,60 +379,12 @@ class InterPodAffinity:
         preferred_anti = tuple(resolve_term(w.term, pod, namespaces, -w.weight) for w in pod.preferred_anti_affinity)
         own_terms = preferred + preferred_anti
         ns_labels = _namespace_labels(snapshot, pod.namespace)
-        index = index_for(snapshot)
-        if index is None or snapshot.table is None or snapshot.rows is None:
-            scores = self._topology_score(pod, own_terms, ns_labels, snapshot)
-            by_code = None
-        else:
-            sums = self._topology_sums(pod, own_terms, ns_labels, snapshot.table, snapshot.rows, index)
-            scores, by_code = sums.by_key(), sums.sums
+        sums = self._topology_sums(pod, own_terms, ns_labels, snapshot.table, snapshot.rows, index_for(snapshot))
+        scores, by_code = sums.by_key(), sums.sums
         if not scores:
             return SKIP
         state.write(_PRE_SCORE_KEY, _PreScoreState(scores, by_code))
         return None
-
-    def _topology_score(
-        self, pod: Pod, own_terms: tuple[AffinityTerm, ...], ns_labels: Labels, snapshot: Snapshot
-    ) -> dict[str, dict[str, int]]:
-        """Key -> value -> summed weights, node by node (snapshots without a NodeTable)."""
-        hard_weight = self.hard_pod_affinity_weight
-        scores: dict[str, dict[str, int]] = {}
-
-        def add(key: str, labels: Labels, weight: int) -> None:
-            value = labels.get(key)
-            if value is not None:
-                by_value = scores.setdefault(key, {})
-                by_value[value] = by_value.get(value, 0) + weight
-
-        # The namespaces the pod's preferred terms select (None: any), to pass over other pods cheaply.
-        own_namespaces: frozenset[str] | None = frozenset()
-        for t in own_terms:
-            own_namespaces = None if own_namespaces is None or t.namespaces is None else own_namespaces | t.namespaces
-        for info in snapshot.node_infos:
-            labels = info.node.labels
-            # Upstream passes over nodes without labels entirely.
-            if not labels:
-                continue
-            if own_terms:
-                for existing in info.pods.values():
-                    if own_namespaces is not None and existing.namespace not in own_namespaces:
-                        continue
-                    for t in own_terms:
-                        if t.matches(existing):
-                            add(t.topology_key, labels, t.weight)
-            # Symmetry: existing pods' terms that select the incoming pod.
-            for existing in info.pods_with_affinity.values():
-                if hard_weight > 0:
-                    for term in existing.required_affinity:
-                        if existing_term_matches(term, existing, pod, ns_labels):
-                            add(term.topology_key, labels, hard_weight)
-                for weighted in existing.preferred_affinity:
-                    if existing_term_matches(weighted.term, existing, pod, ns_labels):
-                        add(weighted.term.topology_key, labels, weighted.weight)
-                for weighted in existing.preferred_anti_affinity:
-                    if existing_term_matches(weighted.term, existing, pod, ns_labels):
-                        add(weighted.term.topology_key, labels, -weighted.weight)
-        return scores
 
     def _topology_sums(
         self,
@@ -473,7 +393,7 @@ class InterPodAffinity:
         ns_labels: Labels,
         table: NodeTable,
         rows: IntpArray,
-        index: PodIndex,
+        index: PodIndexView,
     ) -> _PairSums:
         """The same sums over the NodeTable: the pod's terms' matches per row from the pod index, and the
         existing pods' terms that select the pod, found through the labels they require."""
@@ -495,16 +415,6 @@ class InterPodAffinity:
                 sums.add(term.topology_key, *term_rows.arrays(), weight)
         return sums
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
-        s = state.read(_PRE_SCORE_KEY, _PreScoreState)
-        labels = node_info.node.labels
-        total = 0
-        for key, by_value in s.topology_score.items():
-            value = labels.get(key)
-            if value is not None:
-                total += by_value.get(value, 0)
-        return total
-
     def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
         s = state.read(_PRE_SCORE_KEY, _PreScoreState)
         total = np.zeros(len(rows), dtype=np.int64)
@@ -516,16 +426,6 @@ class InterPodAffinity:
         for key, sums in by_code.items():
             total += _lookup(sums, table.label_codes(key, rows))
         return total
-
-    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
-        """Min-max scaling to 0..100, in float64 and truncated as upstream (negative raw scores occur)."""
-        s = state.read(_PRE_SCORE_KEY, _PreScoreState)
-        if not s.topology_score or not scores:
-            return
-        low, high = min(scores), max(scores)
-        spread = high - low
-        for i, raw in enumerate(scores):
-            scores[i] = int(float(MAX_NODE_SCORE) * (float(raw - low) / float(spread))) if spread > 0 else 0
 
     def normalize_rows(self, state: CycleState, pod: Pod, scores: Int64Array) -> Int64Array:
         s = state.read(_PRE_SCORE_KEY, _PreScoreState)
@@ -539,30 +439,16 @@ class InterPodAffinity:
         return scaled.astype(np.int64)
 
 
-def _existing_counts(pod: Pod, ns_labels: Labels, node_infos: Iterable[NodeInfo]) -> PairCounts:
-    """Pairs -> existing pods' required anti-affinity terms that select the incoming pod, node by node."""
-    existing_counts: PairCounts = {}
-    for info in node_infos:
-        if not info.pods_with_required_anti_affinity:
-            continue
-        labels = info.node.labels
-        for existing in info.pods_with_required_anti_affinity.values():
-            for term in existing.required_anti_affinity:
-                value = labels.get(term.topology_key)
-                if value is not None and existing_term_matches(term, existing, pod, ns_labels):
-                    pair = (term.topology_key, value)
-                    existing_counts[pair] = existing_counts.get(pair, 0) + 1
-    return existing_counts
-
-
 def _incoming_counts_rows(
     affinity: tuple[AffinityTerm, ...],
     anti_affinity: tuple[AffinityTerm, ...],
     table: NodeTable,
     rows: IntpArray,
-    index: PodIndex,
+    index: PodIndexView,
 ) -> tuple[PairCounts, PairCounts]:
-    """_incoming_counts over the NodeTable, with matching pods per row from the pod index."""
+    """Existing pods matching the incoming pod's required terms, per topology pair: pods matching all the
+    affinity terms count for every affinity term, anti-affinity terms count one by one (matching pods per
+    row from the pod index)."""
     affinity_sums, anti_affinity_sums = _PairSums(table), _PairSums(table)
     if affinity:
         matching_all = index.pod_counts(PodQuery(tuple((t.namespaces, t.selector) for t in affinity)))[rows]
@@ -571,57 +457,6 @@ def _incoming_counts_rows(
     for t in anti_affinity:
         anti_affinity_sums.add(t.topology_key, rows, index.pod_counts(PodQuery(((t.namespaces, t.selector),)))[rows])
     return affinity_sums.pairs(), anti_affinity_sums.pairs()
-
-
-def _incoming_counts(
-    affinity: tuple[AffinityTerm, ...], anti_affinity: tuple[AffinityTerm, ...], node_infos: Iterable[NodeInfo]
-) -> tuple[PairCounts, PairCounts]:
-    """Existing pods matching the incoming pod's required terms, per topology pair: pods matching all the
-    affinity terms count for every affinity term, anti-affinity terms count one by one."""
-    affinity_counts: PairCounts = {}
-    anti_affinity_counts: PairCounts = {}
-    terms = affinity + anti_affinity
-    if not terms:
-        return affinity_counts, anti_affinity_counts
-    keys = {t.topology_key for t in terms}
-    # The namespaces any term selects (None: any), to pass over other pods cheaply.
-    namespaces: frozenset[str] | None = frozenset()
-    for t in terms:
-        namespaces = None if namespaces is None or t.namespaces is None else namespaces | t.namespaces
-    for info in node_infos:
-        labels = info.node.labels
-        # Pods on a node without any of the terms' keys count nowhere.
-        if not any(k in labels for k in keys):
-            continue
-        for existing in info.pods.values():
-            if namespaces is not None and existing.namespace not in namespaces:
-                continue
-            if affinity:
-                for t in affinity:
-                    if not t.matches(existing):
-                        break
-                else:
-                    for t in affinity:
-                        _add(affinity_counts, labels, t.topology_key, 1)
-            for t in anti_affinity:
-                if t.matches(existing):
-                    _add(anti_affinity_counts, labels, t.topology_key, 1)
-    return affinity_counts, anti_affinity_counts
-
-
-def _satisfies_affinity(s: _PreFilterState, pod: Pod, labels: Labels) -> bool:
-    """Every term's key must be on the node; a domain without matching pods fails unless no pod in the
-    cluster matches and the pod matches its own terms (the first pod of a self-affine group)."""
-    pods_exist = True
-    for t in s.affinity:
-        value = labels.get(t.topology_key)
-        if value is None:
-            return False
-        if s.affinity_counts.get((t.topology_key, value), 0) <= 0:
-            pods_exist = False
-    if pods_exist:
-        return True
-    return not s.affinity_counts and _matches_all(s.affinity, pod)
 
 
 def new(args: Mapping[str, Any]) -> InterPodAffinity:

@@ -12,20 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int32Array, Int64Array, IntpArray, PreFilterResult
 from podfit.server.framework.profile import NODE_AFFINITY
 from podfit.server.framework.status import SKIP, Status, unresolvable
-from podfit.server.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm
+from podfit.server.model import NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm
 from podfit.server.plugins.helper import (
     NODE_NAME_FIELD,
     default_normalize_rows,
-    default_normalize_score,
-    required_node_affinity_matches,
-    term_matches,
     term_valid,
-    terms_match,
 )
 
 if TYPE_CHECKING:
@@ -45,10 +40,6 @@ _OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 def _effective_preferred(terms: Sequence[PreferredSchedulingTerm]) -> tuple[PreferredSchedulingTerm, ...]:
     """Upstream drops zero-weight terms and empty preferences before scoring."""
     return tuple(t for t in terms if t.weight != 0 and (t.preference.match_expressions or t.preference.match_fields))
-
-
-def _preferred_score(terms: Sequence[PreferredSchedulingTerm], node: Node) -> int:
-    return sum(t.weight for t in terms if term_matches(t.preference, node))
 
 
 def _node_names_from_fields(terms: Sequence[NodeSelectorTerm]) -> set[str] | None:
@@ -171,12 +162,6 @@ class NodeAffinity:
         # None when addedAffinity has no preferred terms (then PreScore may skip).
         self.added_preferred = added_preferred
 
-    def _added_matches(self, node: Node) -> bool:
-        if self.added_required is None:
-            return True
-        # Empty terms are dropped by upstream's NodeSelector; term_matches never matches them either.
-        return terms_match(self.added_required, node)
-
     def pre_filter(
         self, state: CycleState, pod: Pod, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None]:
@@ -192,14 +177,6 @@ class NodeAffinity:
             return None, unresolvable(REASON_CONFLICT)
         return PreFilterResult(frozenset(names)), None
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        node = node_info.node
-        if not self._added_matches(node):
-            return _REJECTED_BY_ENFORCED
-        if not required_node_affinity_matches(pod, node):
-            return _REJECTED_BY_POD
-        return None
-
     def filter_rows(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
     ) -> tuple[Int32Array, list[Status]]:
@@ -209,20 +186,12 @@ class NodeAffinity:
             codes[~_terms_rows(self.added_required, table, rows)] = 1
         return codes, [_REJECTED_BY_ENFORCED, _REJECTED_BY_POD]
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Status | None:
         # The model cannot tell an absent preferred list from an empty one; both skip here.
         if not pod.preferred_node_affinity and self.added_preferred is None:
             return SKIP
         state.write(self.name, _PreScoreState(_effective_preferred(pod.preferred_node_affinity)))
         return None
-
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
-        """The summed weights of the matching preferred terms, the pod's and the added ones."""
-        node = node_info.node
-        total = 0
-        if self.added_preferred is not None:
-            total += _preferred_score(self.added_preferred, node)
-        return total + _preferred_score(self._pod_preferred(state, pod), node)
 
     def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
         return _preferred_rows((*(self.added_preferred or ()), *self._pod_preferred(state, pod)), table, rows)
@@ -230,9 +199,6 @@ class NodeAffinity:
     def _pod_preferred(self, state: CycleState, pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:
         pre = state.get(self.name)
         return pre.preferred if isinstance(pre, _PreScoreState) else _effective_preferred(pod.preferred_node_affinity)
-
-    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
-        default_normalize_score(MAX_NODE_SCORE, False, scores)
 
     def normalize_rows(self, state: CycleState, pod: Pod, scores: Int64Array) -> Int64Array:
         return default_normalize_rows(MAX_NODE_SCORE, False, scores)

@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import Int32Array, IntpArray
 from podfit.server.framework.profile import NODE_NAME
@@ -22,11 +21,6 @@ _REJECTED = unresolvable(REASON_NODE_NAME)
 
 class NodeName:
     name = NODE_NAME
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if not pod.node_name or pod.node_name == node_info.name:
-            return None
-        return _REJECTED
 
     def filter_rows(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray

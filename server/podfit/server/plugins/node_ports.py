@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import Int32Array, IntpArray, PreFilterResult
 from podfit.server.framework.profile import NODE_PORTS
@@ -35,26 +34,18 @@ class NodePorts:
         state.write(self.name, pod.host_ports)
         return None, None
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        wanted: tuple[ContainerPort, ...] = state.get(self.name) or pod.host_ports
-        used = node_info.used_ports
-        if not used:
-            return None
-        for port in wanted:
-            if used.conflicts(port.host_ip, port.protocol, port.host_port):
-                return _REJECTED
-        return None
-
     def filter_rows(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
     ) -> tuple[Int32Array, list[Status]]:
         """Only nodes with a used host port can conflict; those few are checked one by one."""
+        wanted: tuple[ContainerPort, ...] = state.get(self.name) or pod.host_ports
         codes = np.zeros(len(rows), dtype=np.int32)
         infos = table.infos
         with_ports = np.flatnonzero(table.has_ports.take(rows))
         for i, row in zip(with_ports.tolist(), rows[with_ports].tolist(), strict=True):
             info = infos[row]
-            if info is not None and self.filter(state, pod, info) is not None:
+            used = info.used_ports if info is not None else None
+            if used and any(used.conflicts(p.host_ip, p.protocol, p.host_port) for p in wanted):
                 codes[i] = 1
         return codes, [_REJECTED]
 

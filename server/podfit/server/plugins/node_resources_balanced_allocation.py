@@ -7,14 +7,12 @@ requests none of the resources is skipped altogether.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int64Array, IntpArray
 from podfit.server.framework.profile import NODE_RESOURCES_BALANCED_ALLOCATION
@@ -26,7 +24,6 @@ from podfit.server.plugins.node_resources_fit import (
     ResourceRows,
     check_fields,
     parse_resources,
-    score_by_node,
 )
 
 if TYPE_CHECKING:
@@ -38,30 +35,9 @@ FloatArray = npt.NDArray[np.float64]
 _ARGS = "NodeResourcesBalancedAllocationArgs"
 
 
-def balanced_resource_score(requested: list[int], allocatable: list[int]) -> int:
-    """Float arithmetic in upstream's order, truncated toward zero like Go's int64()."""
-    fractions: list[float] = []
-    total = 0.0
-    for req, alloc in zip(requested, allocatable, strict=True):
-        if alloc == 0:
-            continue
-        fraction = min(float(req) / float(alloc), 1.0)
-        total += fraction
-        fractions.append(fraction)
-    std = 0.0
-    if len(fractions) == 2:
-        std = abs((fractions[0] - fractions[1]) / 2)
-    elif len(fractions) > 2:
-        mean = total / len(fractions)
-        squares = 0.0
-        for fraction in fractions:
-            squares = squares + (fraction - mean) * (fraction - mean)
-        std = math.sqrt(squares / len(fractions))
-    return int((1 - std) * float(MAX_NODE_SCORE))
-
-
 def balanced_resource_score_rows(inputs: Sequence[ResourceRows], n: int) -> Int64Array:
-    """``balanced_resource_score`` over rows, bit for bit: the same float64 operations in the same order.
+    """Upstream's balancedResourceScorer over rows: float arithmetic in upstream's order, truncated toward
+    zero like Go's int64().
 
     A resource a row skips (allocatable 0) adds an exact 0.0 to that row's running sums, which leaves
     them unchanged, so the sums keep the per-node order. Rows differ in how many resources count, and
@@ -75,7 +51,8 @@ def balanced_resource_score_rows(inputs: Sequence[ResourceRows], n: int) -> Int6
             divisor: FloatArray | float = float(max(resource.uniform, 1))
         else:
             divisor = np.maximum(resource.allocatable, 1).astype(np.float64)
-        fractions.append(np.minimum(resource.requested / divisor, 1.0))
+        # Python-int rows (huge amounts) divide as float(int) / float, like float64 rows.
+        fractions.append(np.minimum(resource.requested / divisor, 1.0).astype(np.float64))
     std = np.zeros(n, dtype=np.float64)
     if all(resource.counts_everywhere for resource in inputs):
         if len(fractions) == 2:
@@ -133,7 +110,7 @@ class NodeResourcesBalancedAllocation:
     def __init__(self, scorer: ResourceAllocationScorer) -> None:
         self.scorer = scorer
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Status | None:
         requests = self.scorer.pod_requests(pod)
         if not any(requests):
             return SKIP
@@ -144,20 +121,11 @@ class NodeResourcesBalancedAllocation:
         pre = state.get(self.name)
         return pre.pod_requests if isinstance(pre, _PreScoreState) else self.scorer.pod_requests(pod)
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
-        requests = self._pod_requests(state, pod)
-        if not any(requests):
-            return 0
-        return self.scorer.score(node_info, requests)
-
     def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
         requests = self._pod_requests(state, pod)
         if not any(requests):
             return np.zeros(len(rows), dtype=np.int64)
-        scores = self.scorer.score_rows(table, rows, requests)
-        if scores is None:
-            return score_by_node(table, rows, lambda info: self.score(state, pod, info))
-        return scores
+        return self.scorer.score_rows(table, rows, requests)
 
 
 def new(args: Mapping[str, Any]) -> NodeResourcesBalancedAllocation:
@@ -172,7 +140,5 @@ def new(args: Mapping[str, Any]) -> NodeResourcesBalancedAllocation:
         if spec.weight != 1:
             raise ValueError(f"{path}[{i}].weight: Invalid value: {spec.weight}: must be 1")
     return NodeResourcesBalancedAllocation(
-        ResourceAllocationScorer(
-            resources, balanced_resource_score, use_requested=True, row_scorer=balanced_resource_score_rows
-        )
+        ResourceAllocationScorer(resources, use_requested=True, row_scorer=balanced_resource_score_rows)
     )

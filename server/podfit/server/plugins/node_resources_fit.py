@@ -4,23 +4,20 @@ resource-allocation strategy (LeastAllocated, MostAllocated or RequestedToCapaci
 The resource-allocation scorer here is shared with NodeResourcesBalancedAllocation, as upstream's
 ``noderesources`` package shares it.
 
-Filter and Score also run over NodeTable columns (``filter_rows``/``score_rows``). That int64 arithmetic
-is exact only for amounts in [0, 2**53) (products by 100 must not overflow; Python's ints never do), so
-calls meeting anything else (negative or huge quantities, which the API server would reject anyway)
-answer through the per-node methods instead.
+Filter and Score are written once, over NodeTable rows. Scoring's int64 arithmetic is exact for
+amounts in [0, 2**53) (products by 100 must not overflow); rows meeting larger amounts (which the API
+server would hardly accept) are scored by the same code over Python-int object arrays, which never overflow.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int32Array, Int64Array, IntpArray, PreFilterResult
 from podfit.server.framework.profile import NODE_RESOURCES_FIT
@@ -98,9 +95,6 @@ class ResourceSpec:
 
 DEFAULT_RESOURCES = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
 
-# requested per resource, allocatable per resource -> node score
-Scorer = Callable[[list[int], list[int]], int]
-
 # Bound on amounts for the vectorised paths: below it int64 sums and products by 100 stay exact.
 EXACT_LIMIT = 1 << 53
 
@@ -134,13 +128,10 @@ class ResourceAllocationScorer:
     requests, where a container without a request counts as 100m / 200Mi.
     """
 
-    __slots__ = ("resources", "row_scorer", "scorer", "use_requested")
+    __slots__ = ("resources", "row_scorer", "use_requested")
 
-    def __init__(
-        self, resources: Sequence[ResourceSpec], scorer: Scorer, use_requested: bool, row_scorer: RowScorer
-    ) -> None:
+    def __init__(self, resources: Sequence[ResourceSpec], use_requested: bool, row_scorer: RowScorer) -> None:
         self.resources = tuple(resources)
-        self.scorer = scorer
         self.use_requested = use_requested
         self.row_scorer = row_scorer
 
@@ -155,40 +146,13 @@ class ResourceAllocationScorer:
                 result.append(pod.requests.get(spec.name, 0))
         return tuple(result)
 
-    def _allocatable_and_requested(self, node_info: NodeInfo, resource: str, pod_request: int) -> tuple[int, int]:
-        scalar = is_scalar_resource(resource)
-        if pod_request == 0 and scalar:
-            return 0, 0
-        allocatable = node_info.allocatable
-        if resource in (CPU, MEMORY):
-            used = (
-                node_info.requested_amount(resource) if self.use_requested else node_info.non_zero_requested(resource)
-            )
-            return allocatable.get(resource, 0), used + pod_request
-        if resource == EPHEMERAL_STORAGE:
-            return allocatable.get(resource, 0), node_info.requested_amount(resource) + pod_request
-        if scalar and resource in allocatable:
-            return allocatable[resource], node_info.requested_amount(resource) + pod_request
-        return 0, 0
-
-    def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
-        n = len(self.resources)
-        requested = [0] * n
-        allocatable = [0] * n
-        for i, spec in enumerate(self.resources):
-            alloc, req = self._allocatable_and_requested(node_info, spec.name, pod_requests[i])
-            if alloc == 0:
-                continue
-            allocatable[i] = alloc
-            requested[i] = req
-        return self.scorer(requested, allocatable)
-
-    def score_rows(self, table: NodeTable, rows: IntpArray, pod_requests: Sequence[int]) -> Int64Array | None:
-        """``score`` for every row at once (the same resource selection as ``_allocatable_and_requested``),
-        or None when some amount is outside the exact range and the caller must score node by node."""
+    def score_rows(self, table: NodeTable, rows: IntpArray, pod_requests: Sequence[int]) -> Int64Array:
+        """Scores of the rows: per configured resource (allocatable, requested + the pod's request), where
+        scalar resources count only when the pod requests them and a row with allocatable 0 skips one."""
         if not len(rows):
             return np.zeros(0, dtype=np.int64)
-        inputs: list[ResourceRows] = []
+        columns: list[tuple[int, Int64Array, Int64Array, int]] = []
+        exact = True
         for i, spec in enumerate(self.resources):
             name, pod_request = spec.name, pod_requests[i]
             column = table.resources.get(name)
@@ -197,35 +161,26 @@ class ResourceAllocationScorer:
                 # Without a column no node has it (allocatable 0); uncounted kinds score (0, 0) per node.
                 continue
             allocatable = table.allocatable[:, column][rows]
-            low, high = int(allocatable.min()), int(allocatable.max())
-            if low < 0 or high >= EXACT_LIMIT or not 0 <= pod_request < EXACT_LIMIT:
-                return None
-            if not high:
-                continue
             used: Int64Array
             if name in (CPU, MEMORY) and not self.use_requested:
                 used = (table.non_zero_cpu if name == CPU else table.non_zero_memory)[rows]
             else:
                 used = table.requested[:, column][rows]
+            exact = exact and in_exact_range(allocatable) and in_exact_range(used) and 0 <= pod_request < EXACT_LIMIT
+            columns.append((i, allocatable, used, pod_request))
+        inputs: list[ResourceRows] = []
+        for i, allocatable, used, pod_request in columns:
+            if not exact:
+                # Python ints: the same operations, without int64's bounds.
+                allocatable, used = allocatable.astype(object), used.astype(object)
+            low, high = int(allocatable.min()), int(allocatable.max())
+            if not high:
+                continue
             total = used + pod_request
-            if not in_exact_range(total):
-                return None
+            if exact and not in_exact_range(total):
+                total = used.astype(object) + pod_request
             inputs.append(ResourceRows(i, allocatable, total, low > 0, low if low == high else None))
         return self.row_scorer(inputs, len(rows))
-
-
-def _weighted_average(resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]) -> Scorer:
-    def score(requested: list[int], allocatable: list[int]) -> int:
-        node_score = weight_sum = 0
-        for i, capacity in enumerate(allocatable):
-            if capacity == 0:
-                continue
-            weight = resources[i].weight
-            node_score += per_resource(requested[i], capacity) * weight
-            weight_sum += weight
-        return 0 if weight_sum == 0 else go_div(node_score, weight_sum)
-
-    return score
 
 
 def _weighted_average_rows(
@@ -240,7 +195,8 @@ def _weighted_average_rows(
         partly = False
         for resource in inputs:
             weight = resources[resource.position].weight
-            resource_score = per_resource(resource)
+            # At most 100 whatever the amounts, so int64 from here on.
+            resource_score = per_resource(resource).astype(np.int64)
             if resource.counts_everywhere:
                 every_row += weight
             else:
@@ -278,18 +234,6 @@ def _most_requested_rows(resource: ResourceRows) -> Int64Array:
     return divide_rows(np.minimum(resource.requested, resource.allocatable) * MAX_NODE_SCORE, resource)
 
 
-def _least_requested(requested: int, capacity: int) -> int:
-    if capacity == 0 or requested > capacity:
-        return 0
-    return go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
-
-
-def _most_requested(requested: int, capacity: int) -> int:
-    if capacity == 0:
-        return 0
-    return go_div(min(requested, capacity) * MAX_NODE_SCORE, capacity)
-
-
 def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
     """Piecewise-linear interpolation over (utilization, score) points, flat outside them."""
 
@@ -303,39 +247,6 @@ def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:
         return shape[-1][1]
 
     return value
-
-
-def go_round(x: float) -> int:
-    """Go's math.Round: halves round away from zero."""
-    t = math.trunc(x)
-    if abs(x - t) >= 0.5:
-        t += 1 if x > 0 else -1
-    return t
-
-
-def _requested_to_capacity_ratio(resources: Sequence[ResourceSpec], shape: Sequence[tuple[int, int]]) -> Scorer:
-    scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-    raw = broken_linear([(u, s * scale) for u, s in shape])
-
-    def per_resource(requested: int, capacity: int) -> int:
-        if capacity == 0 or requested > capacity:
-            return raw(_MAX_UTILIZATION)
-        return raw(go_div(requested * _MAX_UTILIZATION, capacity))
-
-    def score(requested: list[int], allocatable: list[int]) -> int:
-        node_score = weight_sum = 0
-        for i, capacity in enumerate(allocatable):
-            if capacity == 0:
-                continue
-            weight = resources[i].weight
-            resource_score = per_resource(requested[i], capacity)
-            # Resources scoring 0 do not count towards the average.
-            if resource_score > 0:
-                node_score += resource_score * weight
-                weight_sum += weight
-        return 0 if weight_sum == 0 else go_round(float(node_score) / float(weight_sum))
-
-    return score
 
 
 def _requested_to_capacity_ratio_rows(resources: Sequence[ResourceSpec], shape: Sequence[tuple[int, int]]) -> RowScorer:
@@ -353,7 +264,9 @@ def _requested_to_capacity_ratio_rows(resources: Sequence[ResourceSpec], shape: 
         weight_sum = np.zeros(n, dtype=np.int64)
         for resource in inputs:
             weight = resources[resource.position].weight
-            utilization = np.minimum(divide_rows(resource.requested * _MAX_UTILIZATION, resource), _MAX_UTILIZATION)
+            utilization = np.minimum(
+                divide_rows(resource.requested * _MAX_UTILIZATION, resource), _MAX_UTILIZATION
+            ).astype(np.int64)
             resource_score = table[utilization]
             counts = resource_score > 0
             if not resource.counts_everywhere:
@@ -455,39 +368,6 @@ class NodeResourcesFit:
             return True
         return bool(self.ignored_resource_groups) and name.split("/")[0] in self.ignored_resource_groups
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        """Reasons in upstream's order; UnschedulableAndUnresolvable as soon as one request exceeds the
-        node's whole allocatable (no preemption can help), Unschedulable otherwise."""
-        request = state.get(self._pre_filter_key)
-        if not isinstance(request, _PodResource):
-            request = pod_resource(pod)
-        allocatable = node_info.allocatable
-        reasons: list[str] = []
-        unresolvable = False
-        if len(node_info.pods) + 1 > allocatable.get(PODS, 0):
-            reasons.append(REASON_TOO_MANY_PODS)
-        if not request.empty:
-            for name, amount in (
-                (CPU, request.milli_cpu),
-                (MEMORY, request.memory),
-                (EPHEMERAL_STORAGE, request.ephemeral_storage),
-            ):
-                if amount > 0:
-                    capacity = allocatable.get(name, 0)
-                    if amount > capacity - node_info.requested_amount(name):
-                        reasons.append(f"Insufficient {name}")
-                        unresolvable = unresolvable or amount > capacity
-            for name, amount in request.scalars:
-                if amount == 0 or self._ignored(name):
-                    continue
-                capacity = allocatable.get(name, 0)
-                if amount > capacity - node_info.requested_amount(name):
-                    reasons.append(f"Insufficient {name}")
-                    unresolvable = unresolvable or amount > capacity
-        if not reasons:
-            return None
-        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unresolvable else Code.UNSCHEDULABLE, tuple(reasons))
-
     def _checks(self, request: _PodResource) -> list[tuple[str, int]]:
         """The (resource, amount) pairs Filter compares besides the pod count, in its reason order."""
         if request.empty:
@@ -517,8 +397,8 @@ class NodeResourcesFit:
         bits = len(checks) + 2
         if not n:
             return np.zeros(0, dtype=np.int32), []
-        if bits > _MAX_FILTER_BITS:
-            return self._filter_by_node(state, pod, table, rows)
+        # Beyond 63 bits (pods checking dozens of extended resources) the bitmasks are Python ints.
+        key_type: type = np.int64 if bits <= _MAX_FILTER_BITS else object
         allocatable, requested = table.allocatable, table.requested
         fails: list[BoolArray] = [table.pod_count[rows] + 1 > allocatable[:, table.resources[PODS]][rows]]
         capacities: list[Int64Array | None] = []
@@ -533,10 +413,8 @@ class NodeResourcesFit:
                     everywhere |= (1 << bit) | 1
                 continue
             capacity = allocatable[:, column][rows]
+            # Amounts are non-negative int64 (refused otherwise at conversion): capacity - used cannot overflow.
             used = requested[:, column][rows]
-            # Non-negative amounts keep capacity - used from overflowing int64.
-            if (capacity | used).min() < 0:
-                return self._filter_by_node(state, pod, table, rows)
             capacities.append(capacity)
             fails.append(amount > capacity - used)
         codes = np.zeros(n, dtype=np.int32)
@@ -550,9 +428,9 @@ class NodeResourcesFit:
             if not len(failing):
                 return codes, []
         every_row = len(failing) == n
-        keys = np.full(len(failing), everywhere, dtype=np.int64)
+        keys: Int64Array = np.full(len(failing), everywhere, dtype=key_type)
         for bit, fail in enumerate(fails, start=1):
-            keys |= (fail if every_row else fail[failing]).astype(np.int64) << bit
+            keys |= (fail if every_row else fail[failing]).astype(key_type) << bit
         # Unresolvable (bit 0): some failed request exceeds the node's whole allocatable.
         for bit, whole in enumerate(capacities, start=2):
             if whole is not None:
@@ -566,13 +444,7 @@ class NodeResourcesFit:
             statuses.append(Status(code, tuple(r for b, r in enumerate(reasons, start=1) if key >> b & 1)))
         return codes, statuses
 
-    def _filter_by_node(
-        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
-    ) -> tuple[Int32Array, list[Status]]:
-        """filter_rows' exact fallback outside the int64-safe range."""
-        return by_node(table, rows, lambda info: self.filter(state, pod, info))
-
-    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Status | None:
         state.write(self._pre_score_key, _PreScoreState(self.scorer.pod_requests(pod)))
         return None
 
@@ -580,38 +452,8 @@ class NodeResourcesFit:
         pre = state.get(self._pre_score_key)
         return pre.pod_requests if isinstance(pre, _PreScoreState) else self.scorer.pod_requests(pod)
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
-        return self.scorer.score(node_info, self._pod_requests(state, pod))
-
     def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
-        scores = self.scorer.score_rows(table, rows, self._pod_requests(state, pod))
-        if scores is None:
-            return score_by_node(table, rows, lambda info: self.score(state, pod, info))
-        return scores
-
-
-def _info(table: NodeTable, row: int) -> NodeInfo:
-    info = table.infos[row]
-    assert info is not None, f"row {row} holds no node"
-    return info
-
-
-def by_node(
-    table: NodeTable, rows: IntpArray, filter_one: Callable[[NodeInfo], Status | None]
-) -> tuple[Int32Array, list[Status]]:
-    """Per-node Filter over table rows, with equal statuses shared (the fallback of filter_rows)."""
-    codes = np.zeros(len(rows), dtype=np.int32)
-    index: dict[Status, int] = {}
-    for i, row in enumerate(rows.tolist()):
-        status = filter_one(_info(table, row))
-        if status is not None:
-            codes[i] = index.setdefault(status, len(index) + 1)
-    return codes, list(index)
-
-
-def score_by_node(table: NodeTable, rows: IntpArray, score_one: Callable[[NodeInfo], int]) -> Int64Array:
-    """Per-node Score over table rows (the fallback of score_rows)."""
-    return np.array([score_one(_info(table, row)) for row in rows.tolist()], dtype=np.int64)
+        return self.scorer.score_rows(table, rows, self._pod_requests(state, pod))
 
 
 # -- arguments -------------------------------------------------------------------------------------
@@ -728,19 +570,15 @@ def new(args: Mapping[str, Any]) -> NodeResourcesFit:
             ratio_data = as_mapping(ratio, ratio_path)
             check_fields(ratio_data, ratio_path, ("shape",))
             shape = _parse_shape(ratio_data.get("shape"), f"{ratio_path}.shape")
-    scorer: Scorer
     row_scorer: RowScorer
     if kind == LEAST_ALLOCATED:
-        scorer = _weighted_average(resources, _least_requested)
         row_scorer = _weighted_average_rows(resources, _least_requested_rows)
     elif kind == MOST_ALLOCATED:
-        scorer = _weighted_average(resources, _most_requested)
         row_scorer = _weighted_average_rows(resources, _most_requested_rows)
     else:
         if shape is None:
             raise ValueError(f"{path}.requestedToCapacityRatio.shape: Required value: needed by {kind}")
-        scorer = _requested_to_capacity_ratio(resources, shape)
         row_scorer = _requested_to_capacity_ratio_rows(resources, shape)
     return NodeResourcesFit(
-        ResourceAllocationScorer(resources, scorer, use_requested=False, row_scorer=row_scorer), ignored, groups
+        ResourceAllocationScorer(resources, use_requested=False, row_scorer=row_scorer), ignored, groups
     )

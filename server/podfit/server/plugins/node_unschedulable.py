@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import Int32Array, IntpArray
 from podfit.server.framework.profile import NODE_UNSCHEDULABLE
@@ -23,13 +22,6 @@ _REJECTED = unresolvable(REASON_UNSCHEDULABLE)
 
 class NodeUnschedulable:
     name = NODE_UNSCHEDULABLE
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if not node_info.node.unschedulable:
-            return None
-        if _tolerates_unschedulable(pod):
-            return None
-        return _REJECTED
 
     def filter_rows(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray

@@ -14,7 +14,6 @@ without a table walk every node and pod instead; both ways give the same state a
 from __future__ import annotations
 
 import math
-import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
-from podfit.server.cache.pod_index import PodIndex, PodQuery, index_for
+from podfit.server.cache.pod_index import PodIndexView, PodQuery, index_for
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -179,50 +178,8 @@ def default_selector(pod: Pod, workloads: Sequence[WorkloadSelector]) -> LabelSe
     return None if selector.empty else selector
 
 
-def count_matching(pods: Iterable[Pod], selector: LabelSelector | None, namespace: str) -> int:
-    """countPodsMatchSelector: pods of ``namespace`` the selector matches; an empty selector counts nothing."""
-    if selector is None or selector.empty:
-        return 0
-    matches = selector.matches
-    return sum(1 for p in pods if p.namespace == namespace and matches(p.labels))
-
-
 def _has_all_keys(labels: Labels, constraints: Sequence[Constraint]) -> bool:
     return all(c.topology_key in labels for c in constraints)
-
-
-def _selector_groups(constraints: Sequence[Constraint]) -> list[int]:
-    """For each constraint, the index of the first constraint with an equal selector (shared counting)."""
-    groups = []
-    for i, c in enumerate(constraints):
-        groups.append(next(j for j in range(i + 1) if constraints[j].selector == c.selector))
-    return groups
-
-
-class _NodeInclusion:
-    """Evaluates a node's inclusion policies at most once per node across constraints."""
-
-    __slots__ = ("_affinity", "_taints", "node", "pod")
-
-    def __init__(self, pod: Pod, node: Node) -> None:
-        self.pod = pod
-        self.node = node
-        self._affinity: bool | None = None
-        self._taints: bool | None = None
-
-    def includes(self, c: Constraint) -> bool:
-        if c.honor_node_affinity:
-            if self._affinity is None:
-                self._affinity = required_node_affinity_matches(self.pod, self.node)
-            if not self._affinity:
-                return False
-        if c.honor_node_taints:
-            if self._taints is None:
-                taint = find_untolerated_taint(self.node.taints, self.pod.tolerations, do_not_schedule_taints)
-                self._taints = taint is None
-            if not self._taints:
-                return False
-        return True
 
 
 # --------------------------------------------------------------------------------------------------
@@ -324,14 +281,6 @@ class _PreFilterState:
         # Per constraint: the counts by value code, while they agree with the dict form.
         self._vectors = vectors
 
-    @classmethod
-    def from_counts(
-        cls, constraints: list[Constraint], counts: list[dict[str, int]], self_match: list[int]
-    ) -> _PreFilterState:
-        paths = [_CriticalPaths.of(list(by_value), list(by_value.values())) for by_value in counts]
-        sizes = [len(by_value) for by_value in counts]
-        return cls(constraints, list(counts), paths, self_match, sizes, [None] * len(constraints))
-
     @property
     def counts(self) -> list[dict[str, int]]:
         counts = self._counts
@@ -370,16 +319,19 @@ class _PreFilterState:
             vector = self._vectors[i] = _CodeCounts(column.names, by_code)
         return vector.by_code
 
-    def update_with_pod(self, incoming: Pod, other: Pod, node: Node, delta: int) -> None:
+    def update_with_pod(self, incoming: Pod, other: Pod, info: NodeInfo, snapshot: Snapshot, delta: int) -> None:
+        """Counts ``other`` in or out of its node's domains (preemption's AddPod/RemovePod). The node is a
+        row of the snapshot's table (a dry run changes only its pods), judged by the same row kernels."""
         if other.namespace != incoming.namespace:
             return
-        labels = node.labels
+        labels = info.node.labels
         if not _has_all_keys(labels, self.constraints):
             return
-        inclusion = _NodeInclusion(incoming, node)
+        node = _Rows(incoming, snapshot.table, np.array([snapshot.table.row_of[info.name]], dtype=np.intp))
         all_counts = self.counts
         for i, c in enumerate(self.constraints):
-            if not c.matches(other.labels) or not inclusion.includes(c):
+            included = node.includes(c)
+            if not c.matches(other.labels) or (included is not None and not included[0]):
                 continue
             value = labels[c.topology_key]
             counts = all_counts[i]
@@ -481,41 +433,6 @@ class _Rows:
         return verdict[sets]
 
 
-class _RowsById:
-    """Rows of the snapshot's NodeInfos found by id() with a binary search, for the last node list seen (the
-    cache keeps one list until nodes come or go). Holding that list keeps its NodeInfos alive, so an id
-    found is that very NodeInfo. Cheaper than NodeTable.rows_for's name lookups per node."""
-
-    nodes: Sequence[NodeInfo] | None = None
-    ids: Int64Array = np.zeros(0, dtype=np.int64)
-    rows: IntpArray = np.zeros(0, dtype=np.intp)
-
-    @classmethod
-    def lookup(cls, snapshot: Snapshot, rows: IntpArray, nodes: Sequence[NodeInfo]) -> IntpArray | None:
-        if cls.nodes is not snapshot.node_infos:
-            ids = np.fromiter(map(id, snapshot.node_infos), dtype=np.int64, count=len(snapshot.node_infos))
-            order = np.argsort(ids)
-            cls.nodes, cls.ids, cls.rows = snapshot.node_infos, ids[order], rows[order]
-        wanted = np.fromiter(map(id, nodes), dtype=np.int64, count=len(nodes))
-        if not len(cls.ids):
-            return None if len(wanted) else np.zeros(0, dtype=np.intp)
-        at = np.minimum(np.searchsorted(cls.ids, wanted), len(cls.ids) - 1)
-        if not (cls.ids[at] == wanted).all():
-            return None
-        return cls.rows[at]
-
-
-def _feasible_rows(snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> IntpArray | None:
-    """The rows of ``nodes`` in the snapshot's table (None when some node is not one of its NodeInfos)."""
-    table, rows = snapshot.table, snapshot.rows
-    if table is None or rows is None:
-        return None
-    all_nodes = snapshot.node_infos
-    if len(nodes) == len(all_nodes) and all(map(operator.is_, nodes, all_nodes)):
-        return rows
-    return _RowsById.lookup(snapshot, rows, nodes)
-
-
 def _first_seen(codes: Int32Array | IntpArray, size: int) -> IntpArray:
     """The distinct codes (all below ``size``) in the order they first occur; O(n), unlike np.unique's sort."""
     n = len(codes)
@@ -534,7 +451,7 @@ def _gather(by_code: Int64Array, codes: Int32Array, size: int) -> Int64Array:
 
 
 def _selector_counts(
-    index: PodIndex, selector: LabelSelector | None, namespace: str, cache: dict[LabelSelector | None, Int64Array]
+    index: PodIndexView, selector: LabelSelector | None, namespace: str, cache: dict[LabelSelector | None, Int64Array]
 ) -> Int64Array:
     """countPodsMatchSelector for every table row (empty and absent selectors count nothing)."""
     counts = cache.get(selector)
@@ -583,37 +500,9 @@ class PodTopologySpread:
         if not constraints:
             return None, SKIP
         self_match = [1 if c.matches(pod.labels) else 0 for c in constraints]
-        index = index_for(snapshot)
-        if index is None or snapshot.table is None or snapshot.rows is None:
-            counts = self._pre_filter_counts(pod, constraints, snapshot)
-            state.write(_PRE_FILTER_KEY, _PreFilterState.from_counts(constraints, counts, self_match))
-        else:
-            s = self._pre_filter_rows(pod, constraints, self_match, snapshot.table, snapshot.rows, index)
-            state.write(_PRE_FILTER_KEY, s)
+        s = self._pre_filter_rows(pod, constraints, self_match, snapshot.table, snapshot.rows, index_for(snapshot))
+        state.write(_PRE_FILTER_KEY, s)
         return None, None
-
-    def _pre_filter_counts(self, pod: Pod, constraints: list[Constraint], snapshot: Snapshot) -> list[dict[str, int]]:
-        """Matching pods per domain, node by node (snapshots without a NodeTable)."""
-        namespace = pod.namespace
-        groups = _selector_groups(constraints)
-        counts: list[dict[str, int]] = [{} for _ in constraints]
-        for info in snapshot.node_infos:
-            node = info.node
-            labels = node.labels
-            if not _has_all_keys(labels, constraints):
-                continue
-            inclusion = _NodeInclusion(pod, node)
-            per_group: dict[int, int] = {}
-            for i, c in enumerate(constraints):
-                if not inclusion.includes(c):
-                    continue
-                group = groups[i]
-                count = per_group.get(group)
-                if count is None:
-                    count = per_group[group] = count_matching(info.pods.values(), c.selector, namespace)
-                value = labels[c.topology_key]
-                counts[i][value] = counts[i].get(value, 0) + count
-        return counts
 
     def _pre_filter_rows(
         self,
@@ -622,7 +511,7 @@ class PodTopologySpread:
         self_match: list[int],
         table: NodeTable,
         rows: IntpArray,
-        index: PodIndex,
+        index: PodIndexView,
     ) -> _PreFilterState:
         """The same counts over the NodeTable: matching pods per row from the pod index, summed per domain
         over the rows that carry every key and pass the inclusion policies. Domains keep the order in which
@@ -649,26 +538,12 @@ class PodTopologySpread:
         return _PreFilterState(constraints, [None] * len(constraints), paths, self_match, sizes, vectors)
 
     def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo, snapshot: Snapshot) -> None:
-        state.read(_PRE_FILTER_KEY, _PreFilterState).update_with_pod(pod, pod_to_add, node_info.node, 1)
+        state.read(_PRE_FILTER_KEY, _PreFilterState).update_with_pod(pod, pod_to_add, node_info, snapshot, 1)
 
     def remove_pod(
         self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo, snapshot: Snapshot
     ) -> None:
-        state.read(_PRE_FILTER_KEY, _PreFilterState).update_with_pod(pod, pod_to_remove, node_info.node, -1)
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        """Rejects when placing the pod would make its domain exceed the global minimum by more than maxSkew."""
-        s = state.read(_PRE_FILTER_KEY, _PreFilterState)
-        labels = node_info.node.labels
-        counts = s.counts
-        for i, c in enumerate(s.constraints):
-            value = labels.get(c.topology_key)
-            if value is None:
-                return unresolvable(REASON_NODE_LABEL_NOT_MATCH)
-            skew = counts[i].get(value, 0) + s.self_match[i] - s.min_match(i)
-            if skew > c.max_skew:
-                return unschedulable(REASON_CONSTRAINTS_NOT_MATCH)
-        return None
+        state.read(_PRE_FILTER_KEY, _PreFilterState).update_with_pod(pod, pod_to_remove, node_info, snapshot, -1)
 
     def filter_rows(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
@@ -691,7 +566,7 @@ class PodTopologySpread:
 
     # -- PreScore / Score ------------------------------------------------------------------------
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Status | None:
         """Counts matching pods over all nodes, per domain present among the feasible nodes.
 
         Own constraints (or List defaults) require a node to carry every topology key to be scored; with
@@ -704,57 +579,9 @@ class PodTopologySpread:
             return SKIP
         require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
         index = index_for(snapshot)
-        feasible = _feasible_rows(snapshot, nodes) if index is not None else None
-        if index is None or feasible is None or snapshot.table is None or snapshot.rows is None:
-            s = self._pre_score_per_node(pod, constraints, require_all, nodes, snapshot)
-        else:
-            s = self._pre_score_rows(pod, constraints, require_all, feasible, snapshot.table, snapshot.rows, index)
+        s = self._pre_score_rows(pod, constraints, require_all, rows, snapshot.table, snapshot.rows, index)
         state.write(_PRE_SCORE_KEY, s)
         return None
-
-    def _pre_score_per_node(
-        self, pod: Pod, constraints: list[Constraint], require_all: bool, nodes: Sequence[NodeInfo], snapshot: Snapshot
-    ) -> _PreScoreState:
-        counts: list[dict[str, int]] = [{} for _ in constraints]
-        ignored: set[str] = set()
-        for info in nodes:
-            labels = info.node.labels
-            if require_all and not _has_all_keys(labels, constraints):
-                ignored.add(info.name)
-                continue
-            for i, c in enumerate(constraints):
-                if c.topology_key != LABEL_HOSTNAME:
-                    counts[i].setdefault(labels.get(c.topology_key, ""), 0)
-        weights = []
-        for i, c in enumerate(constraints):
-            size = len(nodes) - len(ignored) if c.topology_key == LABEL_HOSTNAME else len(counts[i])
-            weights.append(math.log(float(size + 2)))
-
-        namespace = pod.namespace
-        groups = _selector_groups(constraints)
-        counted = [i for i, c in enumerate(constraints) if c.topology_key != LABEL_HOSTNAME]
-        if counted:
-            for info in snapshot.node_infos:
-                node = info.node
-                labels = node.labels
-                if require_all and not _has_all_keys(labels, constraints):
-                    continue
-                inclusion = _NodeInclusion(pod, node)
-                per_group: dict[int, int] = {}
-                for i in counted:
-                    c = constraints[i]
-                    if not inclusion.includes(c):
-                        continue
-                    value = labels.get(c.topology_key, "")
-                    by_value = counts[i]
-                    if value not in by_value:
-                        continue
-                    group = groups[i]
-                    count = per_group.get(group)
-                    if count is None:
-                        count = per_group[group] = count_matching(info.pods.values(), c.selector, namespace)
-                    by_value[value] += count
-        return _PreScoreState(constraints, frozenset(ignored), counts, weights)
 
     def _pre_score_rows(
         self,
@@ -764,7 +591,7 @@ class PodTopologySpread:
         feasible: IntpArray,
         table: NodeTable,
         rows: IntpArray,
-        index: PodIndex,
+        index: PodIndexView,
     ) -> _PreScoreState:
         """The same over the NodeTable. A node without the key belongs to domain "" (System defaults only),
         which shares the code of a real "" label value when some node has one."""
@@ -806,27 +633,6 @@ class PodTopologySpread:
             row_counts.append(None)
         return _PreScoreState(constraints, ignored, counts, weights, code_counts, row_counts)
 
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
-        """Sum over constraints of count x log(domains + 2) + maxSkew - 1, rounded (lower is better).
-
-        Nodes PreScore ignored score -1, a marker NormalizeScore turns into 0.
-        """
-        s = state.read(_PRE_SCORE_KEY, _PreScoreState)
-        if node_info.name in s.ignored_nodes:
-            return _INVALID_SCORE
-        labels = node_info.node.labels
-        total = 0.0
-        for i, c in enumerate(s.constraints):
-            value = labels.get(c.topology_key)
-            if value is None:
-                continue
-            if c.topology_key == LABEL_HOSTNAME:
-                count = count_matching(node_info.pods.values(), c.selector, pod.namespace)
-            else:
-                count = s.counts[i].get(value, 0)
-            total += count * s.weights[i] + float(c.max_skew - 1)
-        return _round_half_away(total)
-
     def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
         """Score over table rows, with the same float64 operations in the same order, then rounded alike."""
         s = state.read(_PRE_SCORE_KEY, _PreScoreState)
@@ -835,15 +641,10 @@ class PodTopologySpread:
             codes = table.label_codes(c.topology_key, rows)
             present = codes >= 0
             if c.topology_key == LABEL_HOSTNAME:
-                per_row = s.row_counts[i] if s.row_counts is not None else None
-                if per_row is not None and len(per_row) == table.capacity:
-                    count = per_row[rows]
-                else:
-                    infos = table.infos
-                    count = np.array(
-                        [count_matching(infos[r].pods.values(), c.selector, pod.namespace) for r in rows.tolist()],
-                        dtype=np.int64,
-                    )
+                assert s.row_counts is not None
+                per_row = s.row_counts[i]
+                assert per_row is not None
+                count = per_row[rows]
             else:
                 column = table.labels.get(c.topology_key)
                 if column is None:
@@ -864,22 +665,6 @@ class PodTopologySpread:
             )
             scores[ignored] = _INVALID_SCORE
         return scores
-
-    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
-        """Reverses and scales: the lowest raw score gets 100; ignored nodes get 0."""
-        low, high = _MAX_INT64, 0
-        for raw in scores:
-            if raw == _INVALID_SCORE:
-                continue
-            low = min(low, raw)
-            high = max(high, raw)
-        for i, raw in enumerate(scores):
-            if raw == _INVALID_SCORE:
-                scores[i] = 0
-            elif high == 0:
-                scores[i] = MAX_NODE_SCORE
-            else:
-                scores[i] = MAX_NODE_SCORE * (high + low - raw) // high
 
     def normalize_rows(self, state: CycleState, pod: Pod, scores: Int64Array) -> Int64Array:
         valid = scores != _INVALID_SCORE

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from podfit.server.cache.node_info import NodeInfo
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int32Array, Int64Array, IntpArray
 from podfit.server.framework.profile import TAINT_TOLERATION
@@ -17,7 +16,6 @@ from podfit.server.framework.status import Status, unresolvable
 from podfit.server.model import Pod, Taint, Toleration
 from podfit.server.plugins.helper import (
     default_normalize_rows,
-    default_normalize_score,
     do_not_schedule_taints,
     find_untolerated_taint,
 )
@@ -70,11 +68,6 @@ def _prefer_no_schedule_tolerations(pod: Pod) -> tuple[Toleration, ...]:
 class TaintToleration:
     name = TAINT_TOLERATION
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if find_untolerated_taint(node_info.node.taints, pod.tolerations, do_not_schedule_taints) is None:
-            return None
-        return _REJECTED
-
     def filter_rows(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
     ) -> tuple[Int32Array, list[Status]]:
@@ -85,14 +78,10 @@ class TaintToleration:
 
         return _per_taint_set(table, rows, np.int32, rejects), [_REJECTED]
 
-    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], snapshot: Snapshot) -> Status | None:
+    def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Status | None:
         # Never skips: every feasible node gets a score, even when no node has a PreferNoSchedule taint.
         state.write(_PRE_SCORE_KEY, _PreScoreState(_prefer_no_schedule_tolerations(pod)))
         return None
-
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
-        """The number of untolerated PreferNoSchedule taints (fewer is better after normalising)."""
-        return _untolerated_prefer_no_schedule(node_info.node.taints, _score_tolerations(state, pod))
 
     def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
         tolerations = _score_tolerations(state, pod)
@@ -101,9 +90,6 @@ class TaintToleration:
             return _untolerated_prefer_no_schedule(taints, tolerations)
 
         return _per_taint_set(table, rows, np.int64, count)
-
-    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
-        default_normalize_score(MAX_NODE_SCORE, True, scores)
 
     def normalize_rows(self, state: CycleState, pod: Pod, scores: Int64Array) -> Int64Array:
         return default_normalize_rows(MAX_NODE_SCORE, True, scores)

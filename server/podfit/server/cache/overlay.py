@@ -1,0 +1,233 @@
+"""Overlays: a snapshot forked to answer "what if" without copying the cluster or touching the cache.
+
+An overlay changes a few nodes — adds hypothetical ones, removes, cordons or re-taints existing ones,
+binds or removes pods — and yields snapshots that decisions run on exactly as on the cache's own. Its
+NodeTable is a copy-on-write fork of the cache's (a column is copied only when the overlay first writes
+it); a changed node's NodeInfo is cloned once; the pod index is the cache's with the changed rows read
+again. So the cost of an overlay grows with what it changes, and any number of overlays can exist side
+by side. Like snapshots, an overlay is valid for the cache generation it was forked from: use it within
+one synchronous decision or simulation, before the cache changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+from podfit.server.cache.node_info import NodeInfo
+from podfit.server.cache.pod_index import OverlayPodIndex, PodIndexView, base_index
+from podfit.server.cache.snapshot import ImageSummary, Snapshot
+from podfit.server.model import Node, Pod
+
+
+class OverlayError(ValueError):
+    """A change that does not apply to the overlay as it stands (unknown node, name taken, ...)."""
+
+
+class _NodeMap(Mapping[str, NodeInfo]):
+    """The base snapshot's name -> NodeInfo map with the overlay's nodes in front and removed ones gone."""
+
+    __slots__ = ("_base", "_own", "_removed")
+
+    def __init__(self, base: Mapping[str, NodeInfo], own: Mapping[str, NodeInfo], removed: set[str]) -> None:
+        self._base, self._own, self._removed = base, own, removed
+
+    def __getitem__(self, name: str) -> NodeInfo:
+        info = self._own.get(name)
+        if info is not None:
+            return info
+        if name in self._removed:
+            raise KeyError(name)
+        return self._base[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from (name for name in self._base if name not in self._removed)
+        yield from (name for name in self._own if name not in self._base)
+
+    def __len__(self) -> int:
+        return len(self._base) - len(self._removed) + sum(1 for name in self._own if name not in self._base)
+
+
+class Overlay:
+    def __init__(self, base: Snapshot) -> None:
+        if base.pod_index is not None:
+            raise OverlayError("fork an overlay with Overlay.fork(), not its snapshot")
+        self.base = base
+        self.table = base.table.fork()
+        # The overlay's own NodeInfos (clones of changed nodes, and added nodes), by name.
+        self._infos: dict[str, NodeInfo] = {}
+        self._removed: set[str] = set()
+        # Rows whose contents differ from the base: the overlay's NodeInfo there, or None when emptied.
+        self._dirty: dict[int, NodeInfo | None] = {}
+        self._nodes_changed = False
+        # Nodes were added or removed, so the name order and rows differ from the base's.
+        self._rows_moved = False
+        self._snapshot: Snapshot | None = None
+
+    def fork(self) -> Overlay:
+        """An independent overlay that starts from this one's changes."""
+        copy = Overlay(self.base)
+        copy.table = self.table.fork()
+        copy._infos = {name: info.clone() for name, info in self._infos.items()}
+        for info in copy._infos.values():
+            copy.table.adopt(info)
+        copy._removed = set(self._removed)
+        copy._dirty = {row: None if info is None else copy._infos[info.name] for row, info in self._dirty.items()}
+        copy._nodes_changed, copy._rows_moved = self._nodes_changed, self._rows_moved
+        return copy
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def node(self, name: str) -> NodeInfo | None:
+        info = self._infos.get(name)
+        if info is not None or name in self._removed:
+            return info
+        return self.base.node_info_map.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        return self.node(name) is not None
+
+    @property
+    def changed_nodes(self) -> Mapping[str, NodeInfo]:
+        """The overlay's own NodeInfos: added nodes and clones of changed ones."""
+        return self._infos
+
+    # -- changes ---------------------------------------------------------------------------------
+
+    def _own(self, name: str) -> NodeInfo:
+        """The overlay's NodeInfo for ``name``, cloned from the base on first change."""
+        info = self._infos.get(name)
+        if info is not None:
+            return info
+        base = None if name in self._removed else self.base.node_info_map.get(name)
+        if base is None:
+            raise OverlayError(f"node {name!r} is not in the cluster")
+        info = self._infos[name] = base.clone()
+        self.table.adopt(info)
+        return info
+
+    def _changed(self, info: NodeInfo | None, row: int) -> None:
+        self._dirty[row] = info
+        self._snapshot = None
+
+    def add_node(self, node: Node) -> NodeInfo:
+        """Adds a node that does not exist (a hypothetical one), without pods."""
+        if self.node(node.name) is not None:
+            raise OverlayError(f"node {node.name!r} already exists")
+        info = NodeInfo(node, self.base.generation)
+        self._infos[node.name] = info
+        self._removed.discard(node.name)
+        self._nodes_changed = self._rows_moved = True
+        self._changed(info, self.table.add(info))
+        return info
+
+    def remove_node(self, name: str) -> list[Pod]:
+        """Removes a node and the pods bound to it; returns those pods (to place elsewhere, say)."""
+        info = self.node(name)
+        if info is None:
+            raise OverlayError(f"node {name!r} is not in the cluster")
+        row = self.table.row_of[name]
+        self.table.remove(info)
+        self._infos.pop(name, None)
+        if name in self.base.node_info_map:
+            self._removed.add(name)
+        self._nodes_changed = self._rows_moved = True
+        self._changed(None, row)
+        return list(info.pods.values())
+
+    def update_node(self, node: Node) -> NodeInfo:
+        """Replaces a node's object (labels, taints, unschedulable, allocatable) and keeps its pods."""
+        old = self.node(node.name)
+        if old is None:
+            raise OverlayError(f"node {node.name!r} is not in the cluster")
+        new = old.clone()
+        new.node = node
+        self._infos[node.name] = new
+        self._nodes_changed = True
+        self._changed(new, self.table.replace(old, new))
+        return new
+
+    def bind_pod(self, pod: Pod) -> None:
+        """Binds ``pod`` to ``pod.node_name`` (replacing a pod of the same key there)."""
+        if not pod.node_name:
+            raise OverlayError(f"pod {pod.key} has no node")
+        info = self._own(pod.node_name)
+        info.add_pod(pod)
+        self.table.refresh(info)
+        self._changed(info, self.table.row_of[info.name])
+
+    def remove_pod(self, pod: Pod) -> None:
+        """Removes a bound pod from its node."""
+        info = self._own(pod.node_name) if pod.node_name in self else None
+        if info is None or not info.remove_pod(pod):
+            raise OverlayError(f"pod {pod.key} is not bound to node {pod.node_name!r}")
+        self.table.refresh(info)
+        self._changed(info, self.table.row_of[info.name])
+
+    # -- the overlay as a snapshot ---------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """A snapshot of the base with this overlay's changes, reused until the next change."""
+        if self._snapshot is None:
+            self._snapshot = self._build()
+        return self._snapshot
+
+    def _build(self) -> Snapshot:
+        base, table = self.base, self.table
+        if not self._rows_moved:
+            # Same nodes, same rows: swap the changed NodeInfos into copies of the base arrays.
+            names, rows = base.names, base.rows
+            info_array = base.info_array.copy()
+            if self._infos:
+                positions = np.searchsorted(names, list(self._infos))
+                info_array[positions] = list(self._infos.values())
+        else:
+            removed = self._removed
+            added = [name for name in self._infos if name not in base.node_info_map]
+            ordered = sorted([*(n for n in base.names.tolist() if n not in removed), *added])
+            names = np.array(ordered, dtype=object)
+            rows = np.fromiter((table.row_of[n] for n in ordered), dtype=np.intp, count=len(ordered))
+            info_array = np.empty(len(ordered), dtype=object)
+            info_array[:] = [table.infos[r] for r in rows.tolist()]
+        dirty = dict(self._dirty)
+        index: OverlayPodIndex | None = None
+
+        def pod_index() -> PodIndexView:
+            nonlocal index
+            if index is None:
+                index = OverlayPodIndex(base_index(base), table.capacity, dirty)
+            return index
+
+        return Snapshot(
+            generation=base.generation,
+            node_infos=info_array.tolist(),
+            node_info_map=_NodeMap(base.node_info_map, dict(self._infos), set(self._removed)),
+            namespaces=base.namespaces,
+            pdbs=base.pdbs,
+            workloads=base.workloads,
+            nominated_pods=base.nominated_pods,
+            images=self._images() if self._nodes_changed else base.images,
+            table=table,
+            rows=rows,
+            names=names,
+            info_array=info_array,
+            pod_index=pod_index,
+        )
+
+    def _images(self) -> dict[str, ImageSummary]:
+        """The base's image summaries with the changed nodes' images counted again."""
+        counts = {name: [s.size_bytes, s.num_nodes] for name, s in self.base.images.items()}
+        base_nodes = self.base.node_info_map
+        for name in {*self._infos, *self._removed}:
+            before = base_nodes.get(name)
+            after = self._infos.get(name)
+            old = before.node if before is not None else None
+            new = after.node if after is not None else None
+            if old is new:
+                continue
+            for node, delta in ((old, -1), (new, 1)):
+                for image in node.images if node is not None else ():
+                    for image_name in image.names:
+                        entry = counts.setdefault(image_name, [image.size_bytes, 0])
+                        entry[1] += delta
+        return {name: ImageSummary(size, n) for name, (size, n) in counts.items() if n > 0}
