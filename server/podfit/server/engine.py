@@ -6,6 +6,8 @@ gRPC and extender transports only convert to and from it.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +27,16 @@ from podfit.server.plugins.default_preemption import DefaultPreemption, Preempti
 
 # PostFilter did not run: the pod is gated, some node fits, or the cluster has no nodes.
 NO_POST_FILTER = PreemptionResult("", (), 0, (), "", "")
+
+
+def pod_signature(pod: Pod) -> str:
+    """What a decision about ``pod`` depends on, minus its identity: identical replicas share it.
+
+    The uid stays in when pods are nominated somewhere, because nominated-pod filtering excludes the
+    pod itself by identity.
+    """
+    anonymous = dataclasses.replace(pod, name="", uid="", resource_version="", start_time=None)
+    return hashlib.blake2b(repr(anonymous).encode(), digest_size=16).hexdigest()
 
 
 class UnknownProfileError(LookupError):
@@ -147,8 +159,12 @@ class Engine:
         *,
         score: bool = True,
         snapshot: Snapshot | None = None,
+        signature: str | None = None,
     ) -> tuple[Decision, CycleState, FilterOutcome | None]:
-        """Filter (and optionally score) ``pod`` against the candidates, at one cache generation."""
+        """Filter (and optionally score) ``pod`` against the candidates, at one cache generation.
+
+        ``signature`` (``pod_signature(pod)``, computed when not given) lets row-local plugins reuse
+        what they answered for an identical pod on every node that has not changed since."""
         framework = self.framework_for(pod, scheduler_name)
         snapshot = snapshot or self.cache.snapshot()
         positions = self.candidate_positions(snapshot, node_names)
@@ -159,11 +175,13 @@ class Engine:
             decision.gated = True
             decision.message = f"{gate.plugin}: {gate.message}"
             return decision, state, None
-        outcome = framework.find_nodes_that_fit(state, pod, snapshot, positions)
+        if signature is None:
+            signature = pod_signature(pod)
+        outcome = framework.find_nodes_that_fit(state, pod, snapshot, positions, signature)
         decision.outcome = outcome
         if score and len(outcome.feasible_index):
             framework.run_pre_score(state, pod, snapshot, outcome.rows[outcome.feasible_index])
-            decision.score_table = framework.run_score(state, pod, outcome, snapshot)
+            decision.score_table = framework.run_score(state, pod, outcome, snapshot, signature)
         return decision, state, outcome
 
     def preempt(

@@ -7,7 +7,6 @@ back; nothing below this module knows about a wire format.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,20 +14,10 @@ from typing import Any
 
 from aiocache import Cache
 from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache, Upsert
-from podfit.server.engine import Decision, Engine
+from podfit.server.engine import Decision, Engine, pod_signature
 from podfit.server.framework.profile import Profile
 from podfit.server.model import Kind, Node, Pod
 from podfit.server.telemetry import Telemetry
-
-
-def pod_signature(pod: Pod) -> str:
-    """What a decision about ``pod`` depends on, minus its identity: identical replicas share it.
-
-    The uid stays in when pods are nominated somewhere, because nominated-pod filtering excludes the
-    pod itself by identity.
-    """
-    anonymous = dataclasses.replace(pod, name="", uid="", resource_version="", start_time=None)
-    return hashlib.blake2b(repr(anonymous).encode(), digest_size=16).hexdigest()
 
 
 class SchedulingService:
@@ -75,20 +64,21 @@ class SchedulingService:
         """
         generation = self.cache.generation
         key = None
+        signature = pod_signature(pod)
         if self._memo is not None:
             if generation != self._memo_generation:
                 if self._memo_entries:
                     await self._memo.clear()
                 self._memo_generation, self._memo_entries = generation, 0
             nominated = self.cache.has_nominated_pods
-            signature = pod_signature(pod) + (pod.uid + pod.key if nominated else "")
-            key = f"{generation}:{scheduler_name}:{score}:{signature}:{','.join(node_names)}"
+            identity = pod.uid + pod.key if nominated else ""
+            key = f"{generation}:{scheduler_name}:{score}:{signature}{identity}:{','.join(node_names)}"
             cached: Decision | None = await self._memo.get(key)
             if cached is not None:
                 self.telemetry.memo_hit()
                 return dataclasses.replace(cached)
         started = time.perf_counter()
-        decision, _, _ = self.engine.decide(pod, node_names, scheduler_name, score=score)
+        decision, _, _ = self.engine.decide(pod, node_names, scheduler_name, score=score, signature=signature)
         self.telemetry.decision_latency(time.perf_counter() - started, "decide")
         if key is not None and self.cache.generation == generation and self._memo_entries < self._memo_max_entries:
             await self._memo.set(key, decision, ttl=self._memo_ttl)

@@ -90,6 +90,7 @@ _ROW_ARRAYS = (
     "has_ports",
     "taint_set",
     "row_generation",
+    "live",
 )
 
 
@@ -111,6 +112,8 @@ class NodeTable:
         self.taint_set: npt.NDArray[np.int32] = np.zeros(capacity, dtype=np.int32)
         # Each row's NodeInfo.generation when last refreshed: lets indexes find changed rows at once.
         self.row_generation: IntArray = np.zeros(capacity, dtype=np.int64)
+        # Rows holding a node (others are free).
+        self.live: BoolArray = np.zeros(capacity, dtype=bool)
         # Interned taint lists; index 0 is "no taints".
         self.taint_sets: list[tuple[Taint, ...]] = [()]
         self._taint_index: dict[tuple[Taint, ...], int] = {(): 0}
@@ -207,6 +210,7 @@ class NodeTable:
         self._own("infos")
         self._own("row_of")
         row = self._free.pop()
+        self.live[row] = True
         self.infos[row] = info
         self.row_of[info.name] = row
         node = info.node
@@ -242,6 +246,7 @@ class NodeTable:
         self._own("row_of")
         self._own("_free")
         row = self.row_of.pop(info.name)
+        self.live[row] = False
         self.infos[row] = None
         for key in info.node.labels:
             self.labels[key].set(row, -1)

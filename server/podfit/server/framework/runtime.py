@@ -8,9 +8,11 @@ reserve their room there).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -94,6 +96,14 @@ class Framework:
         # Capabilities resolved once: runtime-checkable protocol isinstance checks cost microseconds each.
         self._extensions = [p for p in profile.pre_filter if isinstance(p, PreFilterExtensions)]
         self._normalizers = {w.plugin.name for w in profile.score if isinstance(w.plugin, NormalizeScorePlugin)}
+        # Row-local plugins (see ``_RowMemo``): the leading run of Filter plugins, and the Score plugins.
+        local_filters = 0
+        while local_filters < len(profile.filter) and getattr(profile.filter[local_filters], "row_local", False):
+            local_filters += 1
+        self._local_filters = profile.filter[:local_filters]
+        self._other_filters = profile.filter[local_filters:]
+        self._local_scores = {w.plugin.name for w in profile.score if getattr(w.plugin, "row_local", False)}
+        self._memo: OrderedDict[tuple[str, frozenset[str]], _RowMemo] = OrderedDict()
 
     # -- PreEnqueue ------------------------------------------------------------------------------
 
@@ -140,12 +150,19 @@ class Framework:
         return result, None, tuple(restricting)
 
     def run_filter(
-        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray, codes: Int32Array, statuses: list[Status]
+        self,
+        state: CycleState,
+        pod: Pod,
+        table: NodeTable,
+        rows: IntpArray,
+        codes: Int32Array,
+        statuses: list[Status],
+        plugins: Sequence[Any] | None = None,
     ) -> None:
-        """The Filter plugins over ``rows`` where ``codes`` is still 0; each plugin sees only the rows
-        every earlier plugin passed, and a rejection is recorded as an index into ``statuses``."""
+        """The Filter plugins (all, or ``plugins``) over ``rows`` where ``codes`` is still 0; each plugin
+        sees only the rows every earlier plugin passed, and a rejection is an index into ``statuses``."""
         skip = state.skip_filter
-        for plugin in self.profile.filter:
+        for plugin in self.profile.filter if plugins is None else plugins:
             if plugin.name in skip:
                 continue
             pending = np.flatnonzero(codes == 0)
@@ -202,10 +219,16 @@ class Framework:
                 plugin.remove_pod(state, pod, pod_to_remove, node_info, snapshot)
 
     def find_nodes_that_fit(
-        self, state: CycleState, pod: Pod, snapshot: Snapshot, positions: IntpArray | None = None
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        positions: IntpArray | None = None,
+        signature: str | None = None,
     ) -> FilterOutcome:
         """PreFilter, then Filter over the candidates: every node of the snapshot, or those at
-        ``positions`` in its name order."""
+        ``positions`` in its name order. With the pod's scheduling ``signature``, row-local plugins
+        reuse their earlier verdicts for every row whose generation has not moved."""
         if positions is None:
             rows, names, infos = snapshot.rows, snapshot.names, snapshot.info_array
         else:
@@ -234,7 +257,12 @@ class Framework:
         special = np.array([name in nominated for name in names.tolist()], dtype=bool) if nominated else None
         if special is not None:
             codes[special & (codes == 0)] = -1
-        self.run_filter(state, pod, snapshot.table, rows, codes, table)
+        memo = self._row_memo(state, snapshot, signature)
+        if memo is None:
+            self.run_filter(state, pod, snapshot.table, rows, codes, table)
+        else:
+            memo.filter(self, state, pod, snapshot, rows, codes, table)
+            self.run_filter(state, pod, snapshot.table, rows, codes, table, self._other_filters)
         if special is not None:
             for i in np.flatnonzero(codes == -1).tolist():
                 verdict = self.run_filter_with_nominated_pods(state, pod, infos[i], snapshot)
@@ -252,24 +280,117 @@ class Framework:
             if status is not None and status.code is Code.SKIP:
                 state.skip_score.add(plugin.name)
 
-    def run_score(self, state: CycleState, pod: Pod, outcome: FilterOutcome, snapshot: Snapshot) -> ScoreTable:
-        """Scores, normalises and weighs every feasible node, plugin by plugin."""
+    def run_score(
+        self, state: CycleState, pod: Pod, outcome: FilterOutcome, snapshot: Snapshot, signature: str | None = None
+    ) -> ScoreTable:
+        """Scores, normalises and weighs every feasible node, plugin by plugin (row-local raw scores
+        reused per row as in ``find_nodes_that_fit``; normalisation always sees every feasible node)."""
         index = outcome.feasible_index
         rows = outcome.rows[index]
         table = snapshot.table
         totals = np.zeros(len(rows), dtype=np.int64)
         plugins: dict[str, Int64Array] = {}
+        memo = self._row_memo(state, snapshot, signature)
         for weighted in self.profile.score:
             plugin = weighted.plugin
             if plugin.name in state.skip_score:
                 continue
-            raw = plugin.score_rows(state, pod, table, rows)
+            if memo is not None and plugin.name in self._local_scores:
+                raw = memo.score(plugin, state, pod, snapshot, rows)
+            else:
+                raw = plugin.score_rows(state, pod, table, rows)
             if plugin.name in self._normalizers:
                 raw = plugin.normalize_rows(state, pod, raw)  # type: ignore[attr-defined]
             scores = raw * weighted.weight
             plugins[plugin.name] = scores
             totals += scores
         return ScoreTable(outcome.names[index], totals, plugins)
+
+    def _row_memo(self, state: CycleState, snapshot: Snapshot, signature: str | None) -> _RowMemo | None:
+        """The memo of a pod signature over the cache's own table (overlays and scratch tables have none)."""
+        if signature is None or snapshot.pod_index is not None:
+            return None
+        key = (signature, frozenset(state.skip_filter))
+        memo = self._memo.get(key)
+        if memo is None or memo.table is not snapshot.table:
+            memo = self._memo[key] = _RowMemo(snapshot.table)
+            if len(self._memo) > _MEMO_SIGNATURES:
+                self._memo.popitem(last=False)
+        else:
+            self._memo.move_to_end(key)
+        return memo
+
+
+# Pod signatures whose row columns are kept (each holds a few int64 columns over the table).
+_MEMO_SIGNATURES = 64
+
+
+class _RowMemo:
+    """What row-local plugins answered for one pod signature, per table row, and the cache generation
+    the answers reflect. A row whose NodeInfo generation is above that generation has changed since
+    (pods came or went, the node was replaced, the row was reused) and is evaluated again; every other
+    row's answer stands, because a row-local plugin reads nothing but the row and the pod. A burst of
+    replicas with assume so re-evaluates the one row each assume changed, not the cluster.
+    """
+
+    __slots__ = ("_filter_generation", "_score_generation", "_statuses", "codes", "scores", "table")
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        # The leading row-local Filter plugins' first rejection per row (0 = all passed).
+        self.codes = np.zeros(0, dtype=np.int32)
+        self._statuses: dict[Status, int] = {}
+        self._filter_generation = -1
+        # Raw row-local scores per plugin, per row.
+        self.scores: dict[str, Int64Array] = {}
+        self._score_generation: dict[str, int] = {}
+
+    def _stale(self, generation: int, size: int) -> IntpArray | None:
+        """Rows to evaluate again (None: all of them)."""
+        table = self.table
+        if generation < 0 or size != table.capacity:
+            return None
+        return np.flatnonzero((table.row_generation > generation) & table.live)
+
+    def filter(
+        self,
+        framework: Framework,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        rows: IntpArray,
+        codes: Int32Array,
+        statuses: list[Status],
+    ) -> None:
+        table = self.table
+        stale = self._stale(self._filter_generation, len(self.codes))
+        if stale is None:
+            self.codes = np.zeros(table.capacity, dtype=np.int32)
+            self._statuses = {}
+            stale = snapshot.rows
+        if len(stale):
+            fresh = np.zeros(len(stale), dtype=np.int32)
+            found: list[Status] = []
+            framework.run_filter(state, pod, table, stale, fresh, found, framework._local_filters)
+            known = self._statuses
+            remap = np.array([0, *(known.setdefault(s, len(known) + 1) for s in found)], dtype=np.int32)
+            self.codes[stale] = remap[fresh]
+        self._filter_generation = snapshot.generation
+        local = self.codes[rows]
+        hit = (codes == 0) & (local > 0)
+        codes[hit] = local[hit] + len(statuses)
+        statuses.extend(self._statuses)
+
+    def score(self, plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Int64Array:
+        column = self.scores.get(plugin.name)
+        stale = None if column is None else self._stale(self._score_generation[plugin.name], len(column))
+        if column is None or stale is None:
+            column = self.scores[plugin.name] = np.zeros(self.table.capacity, dtype=np.int64)
+            stale = snapshot.rows
+        if len(stale):
+            column[stale] = plugin.score_rows(state, pod, self.table, stale)
+        self._score_generation[plugin.name] = snapshot.generation
+        return column[rows]
 
 
 def _outranking_nominated(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 
 class DynamicResources:
+    # Filter and Score of a row read only that row: results survive until the row's generation moves.
+    row_local = True
     name = DYNAMIC_RESOURCES
 
     def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:

@@ -20,6 +20,8 @@ _REJECTED = unresolvable(REASON_NODE_NAME)
 
 
 class NodeName:
+    # Filter and Score of a row read only that row: results survive until the row's generation moves.
+    row_local = True
     name = NODE_NAME
 
     def filter_rows(

@@ -24,6 +24,8 @@ class NodePorts:
     """No PreFilterExtensions upstream: the wanted ports do not depend on other pods, and the used
     ports are read from the (possibly preemption-modified) NodeInfo itself."""
 
+    # Filter and Score of a row read only that row: results survive until the row's generation moves.
+    row_local = True
     name = NODE_PORTS
 
     def pre_filter(

@@ -105,6 +105,8 @@ class _PreScoreState:
 
 
 class NodeResourcesBalancedAllocation:
+    # Filter and Score of a row read only that row: results survive until the row's generation moves.
+    row_local = True
     name = NODE_RESOURCES_BALANCED_ALLOCATION
 
     def __init__(self, scorer: ResourceAllocationScorer) -> None:

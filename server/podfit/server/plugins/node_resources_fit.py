@@ -340,6 +340,8 @@ def distinct_verdicts(keys: Int64Array, bits: int) -> tuple[Int32Array, Int64Arr
 
 
 class NodeResourcesFit:
+    # Filter and Score of a row read only that row: results survive until the row's generation moves.
+    row_local = True
     name = NODE_RESOURCES_FIT
     _pre_filter_key = "PreFilter" + NODE_RESOURCES_FIT
     _pre_score_key = "PreScore" + NODE_RESOURCES_FIT

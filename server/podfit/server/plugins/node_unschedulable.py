@@ -21,6 +21,8 @@ _REJECTED = unresolvable(REASON_UNSCHEDULABLE)
 
 
 class NodeUnschedulable:
+    # Filter and Score of a row read only that row: results survive until the row's generation moves.
+    row_local = True
     name = NODE_UNSCHEDULABLE
 
     def filter_rows(

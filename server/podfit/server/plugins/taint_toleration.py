@@ -66,6 +66,8 @@ def _prefer_no_schedule_tolerations(pod: Pod) -> tuple[Toleration, ...]:
 
 
 class TaintToleration:
+    # Filter and Score of a row read only that row: results survive until the row's generation moves.
+    row_local = True
     name = TAINT_TOLERATION
 
     def filter_rows(

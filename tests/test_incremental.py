@@ -1,0 +1,149 @@
+"""Incremental decisions: an engine that keeps row-local answers between decisions must answer exactly as
+a fresh engine does, on a cluster that keeps changing, and must re-evaluate only the rows that changed."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+from podfit.server.cache.cluster_cache import ClusterCache, Delete, Upsert
+from podfit.server.config import default_profile
+from podfit.server.engine import Engine
+from podfit.server.model import Kind, Pod
+from podfit.server.plugins.node_resources_fit import NodeResourcesFit
+
+from tests.builders import PodBuilder, make_cache, make_node, make_pod
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+def _probes() -> dict[str, PodBuilder]:
+    return {
+        "replica": make_pod("r").labels(app="web").req(cpu="500m", memory="1Gi"),
+        "tolerating": make_pod("t").req(cpu="1").toleration("dedicated", "Exists"),
+        "node-affinity": make_pod("na").req(cpu="1").node_selector(disk="ssd"),
+        "host-port": make_pod("hp").req(cpu="100m").host_port(8080),
+        "spread": make_pod("s")
+        .labels(app="web")
+        .req(cpu="250m")
+        .spread(1, ZONE, selector={"matchLabels": {"app": "web"}}),
+        "anti-affinity": make_pod("aa")
+        .labels(app="web")
+        .req(cpu="250m")
+        .affinity(
+            "podAntiAffinity",
+            {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            },
+        ),
+    }
+
+
+def _node(rng: random.Random, name: str) -> Any:
+    node = (
+        make_node(name)
+        .labels(**{ZONE: rng.choice("abc")})
+        .capacity(cpu=rng.choice(["2", "4", "8"]), memory="8Gi", pods="12")
+    )
+    if rng.random() < 0.3:
+        node = node.labels(disk="ssd")
+    if rng.random() < 0.2:
+        node = node.taint("dedicated", "x")
+    if rng.random() < 0.1:
+        node = node.unschedulable()
+    return node
+
+
+def _pod(rng: random.Random, name: str, node: str) -> PodBuilder:
+    pod = make_pod(name).labels(app=rng.choice(["web", "db", "batch"])).node(node)
+    pod = pod.req(cpu=rng.choice(["100m", "500m", "1"]), memory=rng.choice(["256Mi", "1Gi"]))
+    if rng.random() < 0.1:
+        pod = pod.host_port(8080)
+    return pod
+
+
+def _answer(engine: Engine, cache: ClusterCache, pod: Pod) -> tuple[Any, ...]:
+    decision, _, _ = engine.decide(pod, snapshot=cache.snapshot())
+    return (
+        {v.node_name: v.status for v in decision.verdicts},
+        [(s.node_name, s.total, s.plugins) for s in decision.scores],
+    )
+
+
+def _churn(rng: random.Random, cache: ClusterCache, step: int) -> None:
+    """One random change of the kinds a live cluster sees."""
+    names = cache.snapshot().names.tolist()
+    action = rng.random()
+    if action < 0.45:
+        cache.apply([Upsert(Kind.POD, _pod(rng, f"p{step}", rng.choice(names)).obj())])
+    elif action < 0.7:
+        pods = [p for info in cache.snapshot().node_infos for p in info.pods.values()]
+        if pods:
+            victim = rng.choice(pods)
+            cache.apply([Delete(Kind.POD, victim.namespace, victim.name)])
+    elif action < 0.85:
+        cache.apply([Upsert(Kind.NODE, _node(rng, rng.choice(names)).obj())])
+    elif action < 0.93:
+        cache.apply([Upsert(Kind.NODE, _node(rng, f"n-new-{step}").obj())])
+    elif len(names) > 3:
+        cache.apply([Delete(Kind.NODE, "", rng.choice(names))])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_incremental_decisions_equal_from_scratch_on_a_churning_cluster(seed: int) -> None:
+    rng = random.Random(seed)
+    cache = make_cache(*[_node(rng, f"n{i:02d}") for i in range(24)])
+    warm = Engine(cache, {"default-scheduler": default_profile()})
+    probes = {name: builder.obj() for name, builder in _probes().items()}
+    for step in range(60):
+        _churn(rng, cache, step)
+        for name, pod in probes.items():
+            cold = Engine(cache, {"default-scheduler": default_profile()})
+            assert _answer(warm, cache, pod) == _answer(cold, cache, pod), f"step {step}, probe {name}"
+
+
+def test_replicas_with_assume_equal_from_scratch() -> None:
+    rng = random.Random(7)
+    cache = make_cache(*[_node(rng, f"n{i:02d}") for i in range(30)])
+    warm = Engine(cache, {"default-scheduler": default_profile()})
+    replica = _probes()["replica"]
+    for i in range(40):
+        pod = replica.obj()
+        cold = Engine(cache, {"default-scheduler": default_profile()})
+        assert _answer(warm, cache, pod) == _answer(cold, cache, pod), f"replica {i}"
+        decision, _, _ = warm.decide(pod, snapshot=cache.snapshot())
+        if not decision.selected:
+            break
+        assumed = make_pod(f"r{i}").labels(app="web").req(cpu="500m", memory="1Gi").node(decision.selected)
+        cache.apply([Upsert(Kind.POD, assumed.obj())])
+
+
+def test_only_changed_rows_are_evaluated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    original = NodeResourcesFit.filter_rows
+
+    def counting(self: NodeResourcesFit, state: Any, pod: Pod, table: Any, rows: np.ndarray) -> Any:
+        seen.append(len(rows))
+        return original(self, state, pod, table, rows)
+
+    monkeypatch.setattr(NodeResourcesFit, "filter_rows", counting)
+    cache = make_cache(*[make_node(f"n{i:03d}") for i in range(200)])
+    engine = Engine(cache, {"default-scheduler": default_profile()})
+    pod = make_pod("r").req(cpu="1").obj()
+    engine.decide(pod)
+    assert seen == [200]
+    seen.clear()
+    engine.decide(pod)
+    assert seen == [] or seen == [0]
+    cache.apply([Upsert(Kind.POD, make_pod("x").req(cpu="1").node("n007").obj())])
+    seen.clear()
+    engine.decide(pod)
+    assert seen == [1]
+    # Another pod shape has its own answers.
+    seen.clear()
+    engine.decide(make_pod("other").req(cpu="2").obj())
+    assert seen == [200]
