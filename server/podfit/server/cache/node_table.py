@@ -152,6 +152,28 @@ class NodeTable:
         table._shared = {"resources", "taints"}
         return table
 
+    def subset(self, rows: npt.NDArray[np.intp]) -> NodeTable:
+        """A table of copies of some rows (row i of it is ``rows[i]`` here), over the same dictionaries and
+        NodeInfos: for changing the rows' pod aggregates in bulk, as a preemption dry run of many nodes does."""
+        table = NodeTable.__new__(NodeTable)
+        table.capacity = len(rows)
+        for name in _ROW_ARRAYS:
+            setattr(table, name, getattr(self, name)[rows])
+        table.resources = self.resources
+        table.taint_sets, table._taint_index = self.taint_sets, self._taint_index
+        table.labels = {key: column.shared(column.codes[rows]) for key, column in self.labels.items()}
+        table.infos = [self.infos[row] for row in rows.tolist()]
+        table.row_of = {info.name: i for i, info in enumerate(table.infos) if info is not None}
+        table.image_rows = {}
+        for i, info in enumerate(table.infos):
+            for image in info.node.images if info is not None else ():
+                for name in image.names:
+                    table.image_rows.setdefault(name, set()).add(i)
+        table._image_arrays = {}
+        table._free = []
+        table._shared = {"resources", "taints"}
+        return table
+
     def _own(self, name: str) -> None:
         """Copies a shared attribute before its first write."""
         if name not in self._shared:

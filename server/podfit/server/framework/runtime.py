@@ -191,7 +191,7 @@ class Framework:
         table a preemption dry run keeps its cloned NodeInfo in.
         """
         table = snapshot.table if table is None else table
-        nominated = _outranking_nominated(pod, snapshot.nominated_pods.get(node_info.name, ()))
+        nominated = outranking_nominated(pod, snapshot.nominated_pods.get(node_info.name, ()))
         if nominated:
             state_with = state.clone()
             info_with = node_info.clone()
@@ -253,7 +253,7 @@ class Framework:
             )
             codes[[i for i, name in enumerate(names.tolist()) if name not in allowed]] = len(table)
         # Nodes holding nominated pods that outrank the pod are filtered one by one, with them added.
-        nominated = {name for name, pods in snapshot.nominated_pods.items() if _outranking_nominated(pod, pods)}
+        nominated = {name for name, pods in snapshot.nominated_pods.items() if outranking_nominated(pod, pods)}
         special = np.array([name in nominated for name in names.tolist()], dtype=bool) if nominated else None
         if special is not None:
             codes[special & (codes == 0)] = -1
@@ -393,7 +393,7 @@ class _RowMemo:
         return column[rows]
 
 
-def _outranking_nominated(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:
+def outranking_nominated(pod: Pod, nominated: Sequence[Pod]) -> list[Pod]:
     """The pods nominated to a node that reserve their room against ``pod``: at least its priority."""
     return [p for p in nominated if p.priority >= pod.priority and not _same_pod(p, pod)]
 

@@ -15,13 +15,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.interfaces import PreFilterExtensions
 from podfit.server.framework.profile import DEFAULT_PREEMPTION, DYNAMIC_RESOURCES
-from podfit.server.framework.runtime import Framework
+from podfit.server.framework.runtime import Framework, outranking_nominated
 from podfit.server.framework.status import Code, Status, unresolvable
 from podfit.server.model import LabelSelector, Pod, PodDisruptionBudget, ValidationError
+from podfit.server.model.objects import PODS
 
 REASON_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
@@ -72,19 +75,15 @@ class _Candidate:
     # Most important first (victims[0] has the highest priority).
     victims: tuple[Pod, ...]
     num_pdb_violations: int
+    rank: _Rank
 
-    def rank(self, now: float) -> _Rank:
-        victims = self.victims
+    @classmethod
+    def of(cls, node_name: str, victims: tuple[Pod, ...], num_pdb_violations: int, now: float) -> _Candidate:
         top = victims[0].priority
         # A pod without a start time counts as starting now (upstream's GetPodStartTime).
         earliest = min(now if p.start_time is None else p.start_time for p in victims if p.priority == top)
-        return (
-            self.num_pdb_violations,
-            top,
-            sum(p.priority + _PRIORITY_OFFSET for p in victims),
-            len(victims),
-            -earliest,
-        )
+        total = sum(p.priority for p in victims) + _PRIORITY_OFFSET * len(victims)
+        return cls(node_name, victims, num_pdb_violations, (num_pdb_violations, top, total, len(victims), -earliest))
 
 
 def _int_arg(args: Mapping[str, Any], key: str, default: int) -> int:
@@ -199,6 +198,19 @@ class DefaultPreemption:
         potential.sort(key=lambda entry: entry[:2])
         budgets = _Budgets(snapshot.pdbs)
         best: _Rank | None = None
+        batch: list[tuple[NodeInfo, list[Pod]]] = []
+        if self._batchable(state, framework):
+            # Nodes holding outranking nominated pods are filtered with those added: one by one, below.
+            nominated = {name for name, pods in snapshot.nominated_pods.items() if outranking_nominated(pod, pods)}
+            batch = [(info, lower) for _, _, info, lower in potential if info.name not in nominated]
+            batched = {info.name for info, _ in batch}
+            potential = [entry for entry in potential if entry[2].name not in batched]
+        for info, (victims, violations, status) in zip(
+            [info for info, _ in batch],
+            self._select_victims_rows(state, pod, batch, snapshot, framework, budgets, now),
+            strict=True,
+        ):
+            best = self._record(info, victims, violations, status, candidates, failures, now, best)
         for lowest, _, info, lower in potential:
             if best is not None and (0, lowest, lowest + _PRIORITY_OFFSET, 1, -math.inf) > best:
                 continue
@@ -207,21 +219,134 @@ class DefaultPreemption:
             )
             if status is _OUTRANKED:
                 continue
-            if status is None and victims:
-                candidate = _Candidate(info.name, tuple(victims), violations)
-                candidates.append(candidate)
-                rank = candidate.rank(now)
-                best = rank if best is None else min(best, rank)
-                continue
-            if status is None:
-                status = Status(Code.ERROR, (f'expected at least one victim pod on node "{info.name}"',))
-            failures[info.name] = status
+            best = self._record(info, victims, violations, status, candidates, failures, now, best)
         errors = [
             status.message
             for info in snapshot.node_infos
             if (status := failures.get(info.name)) is not None and status.code is Code.ERROR
         ]
         return candidates, failures, errors
+
+    @staticmethod
+    def _record(
+        info: NodeInfo,
+        victims: list[Pod],
+        violations: int,
+        status: Status | None,
+        candidates: list[_Candidate],
+        failures: dict[str, Status],
+        now: float,
+        best: _Rank | None,
+    ) -> _Rank | None:
+        """Files one node's dry run as a candidate or a failure; returns the best rank so far."""
+        if status is None and victims:
+            candidate = _Candidate.of(info.name, tuple(victims), violations, now)
+            candidates.append(candidate)
+            rank = candidate.rank
+            return rank if best is None else min(best, rank)
+        if status is None:
+            status = Status(Code.ERROR, (f'expected at least one victim pod on node "{info.name}"',))
+        failures[info.name] = status
+        return best
+
+    @staticmethod
+    def _batchable(state: CycleState, framework: Framework) -> bool:
+        """Whether every active Filter plugin reads only its row's columns and no PreFilter state follows
+        the removed pods: then each node's dry run is independent of the others' and of the NodeInfo, and
+        all nodes can run in lockstep over one table of their rows."""
+        skip = state.skip_filter
+        profile = framework.profile
+        if any(p.name not in skip for p in profile.pre_filter if isinstance(p, PreFilterExtensions)):
+            return False
+        return all(
+            p.name in skip or (getattr(p, "row_local", False) and not getattr(p, "reads_node_info", False))
+            for p in profile.filter
+        )
+
+    def _select_victims_rows(
+        self,
+        state: CycleState,
+        pod: Pod,
+        nodes: Sequence[tuple[NodeInfo, list[Pod]]],
+        snapshot: Snapshot,
+        framework: Framework,
+        budgets: _Budgets,
+        now: float,
+    ) -> list[tuple[list[Pod], int, Status | None]]:
+        """``_select_victims`` for many nodes at once (see ``_batchable``): their rows are copied into one
+        table; every lower-priority pod is taken off its row's aggregates, then the pods are offered back
+        in lockstep — the k-th pod of every node in one Filter pass — each staying a victim where the
+        pod no longer fits with it back."""
+        if not nodes:
+            return []
+        base = snapshot.table
+        table = base.subset(np.array([base.row_of[info.name] for info, _ in nodes], dtype=np.intp))
+        resources = table.resources
+        pods_column = resources[PODS]
+
+        def importance(p: Pod) -> tuple[int, float]:
+            return (-p.priority, now if p.start_time is None else p.start_time)
+
+        # Per node: its pods in reprieve order (PDB-violating first), and how many violate.
+        orders: list[list[Pod]] = []
+        violating_counts: list[int] = []
+        # One request vector per distinct request set (replicas share theirs): a class per set.
+        classes: dict[tuple[tuple[str, int], ...], int] = {}
+        for _, lower in nodes:
+            violating, non_violating = budgets.split(sorted(lower, key=importance))
+            orders.append(violating + non_violating)
+            violating_counts.append(len(violating))
+        order_classes = [[classes.setdefault(tuple(p.requests.items()), len(classes)) for p in o] for o in orders]
+        for key in classes:
+            for name, _ in key:
+                table.resource_column(name)
+        vectors = np.zeros((len(classes), table.requested.shape[1]), dtype=np.int64)
+        for key, c in classes.items():
+            for name, amount in key:
+                vectors[c, resources[name]] = amount
+        vectors[:, pods_column] = 1
+        node_of = np.repeat(np.arange(len(nodes)), [len(o) for o in order_classes])
+        class_of = np.fromiter((c for o in order_classes for c in o), dtype=np.intp, count=len(node_of))
+        removed = np.zeros((len(nodes), vectors.shape[1]), dtype=np.int64)
+        np.add.at(removed, node_of, vectors[class_of])
+        table.requested = table.requested - removed
+        table.pod_count = table.requested[:, pods_column].copy()
+
+        results: list[tuple[list[Pod], int, Status | None]] = [([], 0, None)] * len(nodes)
+        all_rows = np.arange(len(nodes), dtype=np.intp)
+        codes = np.zeros(len(nodes), dtype=np.int32)
+        statuses: list[Status] = []
+        framework.run_filter(state, pod, table, all_rows, codes, statuses)
+        for i in np.flatnonzero(codes).tolist():
+            results[i] = ([], 0, statuses[codes[i] - 1])
+        active = np.flatnonzero(codes == 0)
+        victims: dict[int, list[Pod]] = {i: [] for i in active.tolist()}
+        violations = dict.fromkeys(victims, 0)
+        step = 0
+        while True:
+            rows = active[[len(orders[i]) > step for i in active.tolist()]]
+            if not len(rows):
+                break
+            offered = [orders[i][step] for i in rows.tolist()]
+            added = vectors[[order_classes[i][step] for i in rows.tolist()]]
+            table.requested[rows] += added
+            table.pod_count[rows] += 1
+            verdict = np.zeros(len(rows), dtype=np.int32)
+            framework.run_filter(state, pod, table, rows, verdict, [])
+            for j in np.flatnonzero(verdict).tolist():
+                i = int(rows[j])
+                victims[i].append(offered[j])
+                if step < violating_counts[i]:
+                    violations[i] += 1
+            back = verdict > 0
+            table.requested[rows[back]] -= added[back]
+            table.pod_count[rows[back]] -= 1
+            step += 1
+        for i, found in victims.items():
+            if violating_counts[i] and violating_counts[i] < len(orders[i]):
+                found.sort(key=importance)
+            results[i] = (found, violations[i], None)
+        return results
 
     def select_victims_on_node(
         self,
@@ -377,7 +502,7 @@ def _fit_error(num_nodes: int, failures: Mapping[str, Status]) -> str:
 def _best(candidates: Sequence[_Candidate], now: float) -> list[_Candidate]:
     """pickOneNodeForPreemption: its criteria, applied in turn while several nodes are tied, select the
     candidates of the smallest rank; all of them, by name (upstream takes the first in map order)."""
-    ranks = [c.rank(now) for c in candidates]
+    ranks = [c.rank for c in candidates]
     best = min(ranks)
     return sorted((c for c, r in zip(candidates, ranks, strict=True) if r == best), key=lambda c: c.node_name)
 

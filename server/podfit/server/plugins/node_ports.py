@@ -26,6 +26,8 @@ class NodePorts:
 
     # Filter and Score of a row read only that row: results survive until the row's generation moves.
     row_local = True
+    # ...but the row's used ports live in its NodeInfo, not in a column.
+    reads_node_info = True
     name = NODE_PORTS
 
     def pre_filter(
