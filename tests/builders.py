@@ -100,6 +100,19 @@ class PodBuilder:
         self.spec.setdefault("affinity", {})[section] = copy.deepcopy(value)
         return self
 
+    def pod_term(
+        self, section: str, match_labels: Mapping[str, str], topology_key: str, weight: int | None = None
+    ) -> PodBuilder:
+        """Adds one podAffinity/podAntiAffinity term selecting ``match_labels``: required, or preferred with
+        ``weight``."""
+        term: dict[str, Any] = {"labelSelector": {"matchLabels": dict(match_labels)}, "topologyKey": topology_key}
+        kind = "required" if weight is None else "preferred"
+        if weight is not None:
+            term = {"weight": weight, "podAffinityTerm": term}
+        terms = self.spec.setdefault("affinity", {}).setdefault(section, {})
+        terms.setdefault(f"{kind}DuringSchedulingIgnoredDuringExecution", []).append(term)
+        return self
+
     def toleration(self, key: str = "", operator: str = "Equal", value: str = "", effect: str = "") -> PodBuilder:
         t = {"key": key, "operator": operator, "value": value, "effect": effect}
         self.spec.setdefault("tolerations", []).append({k: v for k, v in t.items() if v})

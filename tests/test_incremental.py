@@ -32,14 +32,7 @@ def _probes() -> dict[str, PodBuilder]:
         "anti-affinity": make_pod("aa")
         .labels(app="web")
         .req(cpu="250m")
-        .affinity(
-            "podAntiAffinity",
-            {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
-                ]
-            },
-        ),
+        .pod_term("podAntiAffinity", {"app": "db"}, "kubernetes.io/hostname"),
     }
 
 

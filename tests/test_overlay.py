@@ -21,6 +21,7 @@ from podfit.server.model import Kind, LabelSelector
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
 
 
 def _node(name: str, zone: str, cpu: str = "4") -> NodeBuilder:
@@ -41,18 +42,7 @@ def _cluster() -> list[Any]:
         _web("w1", "a1"),
         _web("w2", "a1"),
         _web("w3", "b1", cpu="2"),
-        make_pod("db")
-        .labels(app="db")
-        .node("c1")
-        .req(cpu="1")
-        .affinity(
-            "podAntiAffinity",
-            {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
-                ]
-            },
-        ),
+        make_pod("db").labels(app="db").node("c1").req(cpu="1").pod_term("podAntiAffinity", {"app": "web"}, HOSTNAME),
         make_pod("low").labels(app="batch").node("b2").req(cpu="2").priority(-10),
     ]
 
@@ -67,28 +57,11 @@ def _probes() -> dict[str, PodBuilder]:
         "anti-affinity": make_pod("p-anti")
         .labels(app="web")
         .req(cpu="1")
-        .affinity(
-            "podAntiAffinity",
-            {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
-                ]
-            },
-        ),
+        .pod_term("podAntiAffinity", {"app": "web"}, HOSTNAME),
         "preferred-affinity": make_pod("p-pref")
         .labels(app="x")
         .req(cpu="1")
-        .affinity(
-            "podAffinity",
-            {
-                "preferredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "weight": 50,
-                        "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": ZONE},
-                    }
-                ]
-            },
-        ),
+        .pod_term("podAffinity", {"app": "web"}, ZONE, weight=50),
         "image": make_pod("p-image").container({"cpu": "1"}, image="registry/app:1"),
         "big": make_pod("p-big").req(cpu="3").priority(100),
     }
