@@ -9,6 +9,7 @@ a decision never awaits while it reads.
 from __future__ import annotations
 
 import bisect
+import gc
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +92,9 @@ class UpdateRejected(ValueError):
         self.error = error
 
 
+_FREEZE_AFTER = 10_000
+
+
 class ClusterCache:
     def __init__(self) -> None:
         self.generation = 0
@@ -112,6 +116,8 @@ class ClusterCache:
         # Read-only views handed to every snapshot, rebuilt only after their objects changed
         # (namespaces, PDBs, workload selectors and nominated pods change far less often than decisions run).
         self._views: dict[str, Any] = {}
+        # Objects applied since the cyclic garbage collector last set the cache's objects aside.
+        self._unfrozen = 0
 
     # ---------------------------------------------------------------------------------------------
     # Reads
@@ -211,6 +217,13 @@ class ClusterCache:
         outcomes = [self._apply_one(change) for change in changes]
         if any(o == Outcome.APPLIED for o in outcomes):
             self.generation += 1
+        self._unfrozen += len(changes)
+        if self._unfrozen >= _FREEZE_AFTER:
+            # The cache's records live until replaced and form no cycles: moving them out of the
+            # collector's generations spares every later collection a walk over the whole cluster
+            # (tens of ms per collection at 20,000 pods, paid inside decisions).
+            gc.freeze()
+            self._unfrozen = 0
         return BatchResult(self.generation, outcomes)
 
     def replace(self, kind: Kind, objects: Sequence[Upsert]) -> tuple[int, int, int, int]:
