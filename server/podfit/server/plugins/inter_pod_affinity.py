@@ -153,15 +153,25 @@ def _pair_arrays(counts: PairCounts, table: NodeTable) -> dict[str, Int64Array]:
 
 
 def _pair_lookup(counts: PairCounts, key: str, table: NodeTable, rows: IntpArray) -> Int64Array:
-    """counts[(key, value)] per row, 0 for rows without the key: one dict lookup per distinct value
-    among the rows, broadcast (a one-row table costs one lookup)."""
+    """counts[(key, value)] per row, 0 for rows without the key. Whichever is smaller is walked: the
+    pairs (placed by value code) or the distinct values among the rows (looked up and broadcast), so a
+    one-row table costs one lookup and a cluster with few matching pods a few."""
     column = table.labels.get(key)
     if column is None or not counts:
         return np.zeros(len(rows), dtype=np.int64)
-    distinct, inverse = np.unique(column.codes[rows], return_inverse=True)
+    codes = column.codes[rows]
+    if len(counts) < len(rows):
+        values = column.values
+        by_code = np.zeros(len(column.names) + 1, dtype=np.int64)  # the last entry serves code -1
+        for (pair_key, value), count in counts.items():
+            code = values.get(value) if pair_key == key else None
+            if code is not None:
+                by_code[code] = count
+        return by_code[codes]
+    distinct, inverse = np.unique(codes, return_inverse=True)
     names = column.names
-    values = [counts.get((key, names[code]), 0) if code >= 0 else 0 for code in distinct.tolist()]
-    return np.array(values, dtype=np.int64)[inverse.reshape(-1)]
+    found = [counts.get((key, names[code]), 0) if code >= 0 else 0 for code in distinct.tolist()]
+    return np.array(found, dtype=np.int64)[inverse.reshape(-1)]
 
 
 def _lookup(by_code: Int64Array | None, codes: Int32Array) -> Int64Array:
