@@ -173,3 +173,40 @@ def test_snapshot_views_follow_namespace_pdb_and_nomination_changes() -> None:
     assert [p.name for p in cache.snapshot().nominated_pods["n1"]] == ["q"]
     cache.apply([Delete(Kind.POD, "default", "q"), Delete(Kind.NAMESPACE, "", "a")])
     assert cache.snapshot().nominated_pods == {} and cache.snapshot().namespaces == {}
+
+
+def _node_json(rv: str, uid: str = "u-a", cpu: str = "4") -> dict[str, Any]:
+    data = make_node("a").capacity(cpu=cpu).json()
+    data["metadata"].update({"uid": uid, "resourceVersion": rv} if uid else {"resourceVersion": rv})
+    return data
+
+
+@pytest.mark.parametrize(
+    ("sent", "same_as_cached", "reused_on_resend"),
+    [
+        pytest.param(_node_json("7"), True, True, id="uid and resourceVersion of the cached node: that node"),
+        pytest.param(_node_json("8", cpu="8"), False, True, id="a newer version: converted once, then reused"),
+        pytest.param(_node_json("7", uid="u-other"), False, True, id="another uid: converted once, then reused"),
+        pytest.param(_node_json("7", uid=""), False, False, id="no uid: converted every time"),
+    ],
+)
+def test_caller_sent_nodes_are_converted_once_per_version(
+    sent: dict[str, Any], same_as_cached: bool, reused_on_resend: bool
+) -> None:
+    cache = ClusterCache()
+    cache.apply([Upsert(Kind.NODE, cache.node_from_k8s(_node_json("7"), "node"))])
+    cached = cache.snapshot().node_info_map["a"].node
+    first = cache.node_from_k8s(sent, "Nodes.items[0]")
+    assert (first is cached) is same_as_cached
+    assert (cache.node_from_k8s(sent, "Nodes.items[0]") is first) is reused_on_resend
+    assert first.allocatable == cache.node_from_k8s(dict(sent), "x").allocatable
+    # The overlay for caller-sent nodes is skipped exactly when nothing differs from the cache.
+    assert (cache.snapshot_with_nodes([first]).pod_index is None) == (first == cached)
+
+
+def test_caller_sent_nodes_are_validated_with_their_path() -> None:
+    cache = ClusterCache()
+    bad = _node_json("1")
+    bad["status"]["allocatable"]["cpu"] = "lots"
+    with pytest.raises(ValueError, match=r"Nodes.items\[3\].status.allocatable.cpu"):
+        cache.node_from_k8s(bad, "Nodes.items[3]")

@@ -19,7 +19,7 @@ from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.snapshot import ImageSummary, Snapshot
 from podfit.server.model import Kind, Node, Pod, ValidationError, WorkloadSelector
-from podfit.server.model.objects import ClusterObject
+from podfit.server.model.objects import ClusterObject, node_from_k8s
 from podfit.server.model.readiness import validate_pod_update
 
 WORKLOAD_KINDS = (Kind.SERVICE, Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTROLLER)
@@ -93,6 +93,7 @@ class UpdateRejected(ValueError):
 
 
 _FREEZE_AFTER = 10_000
+_MAX_CONVERTED_NODES = 20_000
 
 
 class ClusterCache:
@@ -118,6 +119,8 @@ class ClusterCache:
         self._views: dict[str, Any] = {}
         # Objects applied since the cyclic garbage collector last set the cache's objects aside.
         self._unfrozen = 0
+        # Caller-sent Nodes converted before, by (name, uid, resourceVersion).
+        self._converted_nodes: dict[tuple[str, str, str], Node] = {}
 
     # ---------------------------------------------------------------------------------------------
     # Reads
@@ -165,7 +168,11 @@ class ClusterCache:
         their own Node objects (the extender without nodeCacheCapable). Nodes equal to the cached ones
         change nothing, so the usual case costs no overlay at all."""
         base = self.snapshot()
-        changed = [n for n in nodes if (cached := self._node_infos.get(n.name)) is None or cached.node != n]
+        changed = [
+            n
+            for n in nodes
+            if (cached := self._node_infos.get(n.name)) is None or (cached.node is not n and cached.node != n)
+        ]
         if not changed:
             return base
         overlay = base.fork()
@@ -177,6 +184,28 @@ class ClusterCache:
             for pod in self._orphans.get(node.name, {}).values():
                 overlay.bind_pod(pod)
         return overlay.snapshot()
+
+    def node_from_k8s(self, data: Any, path: str) -> Node:
+        """A caller-sent Kubernetes Node as a record. When its uid and resourceVersion are those of the
+        cached node it is that node (nothing converted, and decisions see no change); other conversions
+        are kept by (name, uid, resourceVersion) — a Node object with a given resourceVersion never
+        changes — so a scheduler resending the same 500 Nodes per call converts each once."""
+        meta = data.get("metadata") if isinstance(data, dict) else None
+        if isinstance(meta, dict):
+            name, uid, version = meta.get("name"), meta.get("uid"), meta.get("resourceVersion")
+            if isinstance(name, str) and isinstance(uid, str) and isinstance(version, str) and uid and version:
+                cached = self._node_infos.get(name)
+                if cached is not None and cached.node.uid == uid and cached.node.resource_version == version:
+                    return cached.node
+                key = (name, uid, version)
+                node = self._converted_nodes.get(key)
+                if node is None:
+                    node = node_from_k8s(data, path)
+                    if len(self._converted_nodes) >= _MAX_CONVERTED_NODES:
+                        self._converted_nodes.clear()
+                    self._converted_nodes[key] = node
+                return node
+        return node_from_k8s(data, path)
 
     def get(self, kind: Kind, namespace: str, name: str) -> Entry | None:
         return self._objects[kind].get(object_key(kind, namespace, name))
