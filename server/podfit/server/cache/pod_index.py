@@ -439,3 +439,14 @@ def index_for(snapshot: Snapshot) -> PodIndex | None:
         index = _INDEXES[table] = PodIndex()
     index.sync(table, snapshot.node_infos, snapshot.rows, snapshot.generation)
     return index
+
+
+def resync_existing(snapshot: Snapshot) -> None:
+    """Syncs the snapshot table's index, if one was built, to the snapshot's generation (even when that
+    generation is lower than the index's: the cache went back to it by undoing tentative batches)."""
+    table = snapshot.table
+    if table is None or snapshot.rows is None:
+        return
+    index = _INDEXES.get(table)
+    if index is not None:
+        index.sync(table, snapshot.node_infos, snapshot.rows, snapshot.generation)
