@@ -7,13 +7,15 @@ from typing import Any
 
 from google.protobuf import json_format
 from podfit.k8s.convert import ENUM_TO_KIND, KINDS, ConversionError, object_kind_and_message
-from podfit.server.cache.cluster_cache import Change, ClusterCache, Delete, Upsert
-from podfit.server.engine import Decision
+from podfit.server.cache.cluster_cache import Change, Delete, Upsert
+from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.runtime import NodeScores
 from podfit.server.framework.status import Code, Status
 from podfit.server.model import Kind, Pod, ValidationError
 from podfit.server.model.objects import object_from_k8s, pod_from_parts, pod_spec_fields
-from podfit.server.transport.errors import NotFoundError
+from podfit.server.plugins.default_preemption import PreemptionResult
+from podfit.server.service import CachedPod, GivenPod, NotFoundError, PodInput, PodRejected, ScheduleResult
+from podfit.server.transport.errors import LocatedProfileError
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import objects_pb2 as ob
 from podfit.v1 import scheduler_pb2 as sc
@@ -123,29 +125,33 @@ def object_from_source(source: bytes) -> cc.ClusterObject:
     return obj
 
 
-def pod_from_reference(ref: sc.PodReference, cache: ClusterCache, path: str = "pod") -> Pod:
+def pod_input(ref: sc.PodReference, path: str = "pod", *, with_source: bool = False) -> PodInput:
+    """The pod a request is about: converted when given (with its stored form when ``with_source``, which
+    assuming it needs), or a reference the service resolves."""
     which = ref.WhichOneof("source")
     if which == "cached":
         if not ref.cached.name:
             raise ValidationError(f"{path}.cached.name", "is required")
-        entry = cache.get(Kind.POD, ref.cached.namespace, ref.cached.name)
-        if entry is None:
-            raise NotFoundError(f"pod {ref.cached.namespace or 'default'}/{ref.cached.name} is not in the cache")
-        assert isinstance(entry.obj, Pod)
-        return entry.obj
+        return CachedPod(ref.cached.namespace, ref.cached.name)
     if which == "pod":
-        return pod_from_message(ref.pod, f"{path}.pod")
-    if which == "kubernetes_json":
+        message = ref.pod
+        pod = pod_from_message(message, f"{path}.pod")
+    elif which == "kubernetes_json":
         wrapper = cc.ClusterObject(kubernetes_json=ref.kubernetes_json)
         try:
-            kind, message = object_kind_and_message(wrapper)
+            kind, converted = object_kind_and_message(wrapper)
         except ConversionError as exc:
             raise _located(exc, path) from exc
         if kind != "Pod":
             raise ValidationError(f"{path}.kubernetes_json.kind", f"must be Pod, not {kind}")
-        assert isinstance(message, ob.Pod)
-        return pod_from_message(message, f"{path}.kubernetes_json")
-    raise ValidationError(path, "must set pod, kubernetes_json or cached")
+        assert isinstance(converted, ob.Pod)
+        message = converted
+        pod = pod_from_message(message, f"{path}.kubernetes_json")
+    else:
+        raise ValidationError(path, "must set pod, kubernetes_json or cached")
+    if not with_source:
+        return pod
+    return GivenPod(pod, cc.ClusterObject(pod=message).SerializeToString(deterministic=True))
 
 
 def verdict_message(node_name: str, status: Status | None) -> sc.NodeVerdict:
@@ -172,20 +178,49 @@ def verdicts(decision: Decision) -> list[sc.NodeVerdict]:
     return [verdict_message(v.node_name, v.status) for v in decision.verdicts]
 
 
-def assumed_source(ref: sc.PodReference, cache: ClusterCache, node_name: str) -> bytes:
-    """The typed pod message of a reservation: the pod as given, bound to ``node_name``."""
-    which = ref.WhichOneof("source")
-    obj = cc.ClusterObject()
-    if which == "cached":
-        entry = cache.get(Kind.POD, ref.cached.namespace, ref.cached.name)
-        if entry is None:
-            raise NotFoundError(f"pod {ref.cached.namespace or 'default'}/{ref.cached.name} is not in the cache")
-        obj = object_from_source(entry.source)
-    elif which == "pod":
-        obj.pod.CopyFrom(ref.pod)
-    else:
-        _, message = object_kind_and_message(cc.ClusterObject(kubernetes_json=ref.kubernetes_json))
-        obj.pod.MergeFromString(message.SerializeToString())
-    obj.pod.spec.node_name = node_name
-    obj.pod.status.nominated_node_name = ""
-    return obj.SerializeToString(deterministic=True)
+def preempt_response(result: PreemptionResult, generation: int) -> sc.PreemptResponse:
+    return sc.PreemptResponse(
+        generation=generation,
+        nominated_node=result.nominated_node,
+        victims=[
+            sc.Victim(namespace=v.namespace, name=v.name, uid=v.uid, priority=v.priority)
+            for v in sorted(result.victims, key=lambda v: v.key)
+        ],
+        num_pdb_violations=result.num_pdb_violations,
+        node_ties=list(result.node_ties),
+        message=result.message,
+    )
+
+
+def schedule_response(result: ScheduleResult, *, full: bool) -> sc.ScheduleResponse:
+    """A Schedule answer; ``full`` (VIEW_FULL) adds every node's verdict, scores and the tie set."""
+    decision = result.decision
+    response = sc.ScheduleResponse(
+        generation=decision.generation,
+        gated=decision.gated,
+        message=decision.message,
+        selected_node=decision.selected,
+        best_nodes=decision.best if full else [],
+        best_count=len(decision.best),
+        nodes=verdicts(decision) if full else [],
+        scores=[score_message(s) for s in decision.scores] if full else [],
+        feasible_count=decision.feasible_count,
+        assumed_generation=result.assumed_generation,
+    )
+    if result.preemption is not None:
+        response.preemption.CopyFrom(preempt_response(result.preemption, decision.generation))
+    return response
+
+
+def located_pod_error(exc: PodRejected, scheduler_name: str, path: str = "pods") -> Exception:
+    """The request-level error for a batch's rejected pod, at its field path ``pods[i]...``."""
+    where = f"{path}[{exc.index}]"
+    error = exc.error
+    if isinstance(error, ValidationError):
+        return _located(error, where)
+    if isinstance(error, UnknownProfileError):
+        # The request's scheduler_name chose the profile, or else this pod's own schedulerName did.
+        return error if scheduler_name else LocatedProfileError(where, str(error))
+    if isinstance(error, NotFoundError):
+        return NotFoundError(f"{where}: {error}")
+    return error
