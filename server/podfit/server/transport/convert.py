@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.protobuf import json_format
@@ -12,7 +13,7 @@ from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.runtime import NodeScores
 from podfit.server.framework.status import Code, Status
 from podfit.server.model import Kind, Pod, ValidationError
-from podfit.server.model.objects import object_from_k8s, pod_from_parts, pod_spec_fields
+from podfit.server.model.objects import DEFAULT_NAMESPACE, OwnerReference, object_from_k8s, pod_spec_fields
 from podfit.server.plugins.default_preemption import PreemptionResult
 from podfit.server.service import CachedPod, GivenPod, NotFoundError, PodInput, PodRejected, ScheduleResult
 from podfit.server.transport.errors import LocatedProfileError
@@ -61,13 +62,46 @@ class _SpecMemo:
 _SPECS = _SpecMemo()
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _start_time(status: ob.PodStatus, path: str) -> float | None:
+    """``status.startTime`` in seconds, exactly as the Kubernetes JSON path parses its RFC 3339 text
+    (microsecond precision)."""
+    if not status.HasField("start_time"):
+        return None
+    stamp = status.start_time
+    try:
+        return (_EPOCH + timedelta(seconds=stamp.seconds, microseconds=stamp.nanos // 1000)).timestamp()
+    except OverflowError:
+        raise ValidationError(f"{path}.status.startTime", "must be an RFC 3339 time between years 1 and 9999") from None
+
+
 def pod_from_message(message: ob.Pod, path: str) -> Pod:
-    meta = json_format.MessageToDict(message.metadata)
-    if not meta.get("name"):
+    """A Pod from its typed message: metadata and status are read field by field (every value is
+    already typed, so only presence rules remain to check); the spec goes through the Kubernetes JSON
+    validation once per distinct spec (``_SPECS``), which replicas share."""
+    meta = message.metadata
+    if not meta.name:
         raise ValidationError(f"{path}.metadata.name", "is required")
     fields = _SPECS.fields(message.spec, f"{path}.spec")
-    status = json_format.MessageToDict(message.status)
-    return pod_from_parts(meta, fields, message.spec.node_name, status, path)
+    status = message.status
+    return Pod(
+        name=meta.name,
+        namespace=meta.namespace or DEFAULT_NAMESPACE,
+        uid=meta.uid,
+        resource_version=meta.resource_version,
+        labels=dict(meta.labels),
+        owner_references=tuple(
+            OwnerReference(api_version=r.api_version, kind=r.kind, name=r.name, uid=r.uid, controller=r.controller)
+            for r in meta.owner_references
+        ),
+        node_name=message.spec.node_name,
+        phase=status.phase,
+        nominated_node_name=status.nominated_node_name,
+        start_time=_start_time(status, path),
+        **fields,
+    )
 
 
 def upsert_from_object(obj: cc.ClusterObject, path: str, expected_kind: Kind | None = None) -> Upsert:
