@@ -65,7 +65,7 @@ async def test_nothing_fits_preempts_on_the_decision_already_made() -> None:
     svc = cluster(filler=True)
     decides, preempts = counting(svc, "decide"), counting(svc, "preempt")
     result = await svc.schedule(make_pod("urgent").req(cpu="5").priority(100).obj())
-    assert result.decision.selected == "" and result.preemption is not None
+    assert result.selected == "" and result.preemption is not None
     assert result.preemption.nominated_node == "" and "preemption" in result.preemption.message
     assert (len(decides), len(preempts)) == (1, 0)
     urgent = await svc.schedule(make_pod("urgent").req(cpu="3").priority(100).obj())
@@ -79,7 +79,7 @@ async def test_the_preemption_answer_equals_the_preempt_flow() -> None:
     pod = make_pod("urgent").req(cpu="3").priority(100).obj()
     scheduled = await svc.schedule(pod)
     preempted, generation = svc.preempt(pod)
-    assert scheduled.preemption == preempted and generation == scheduled.decision.generation
+    assert scheduled.preemption == preempted and generation == scheduled.generation
 
 
 async def test_a_memoised_no_fit_still_gets_a_preemption_answer() -> None:
@@ -88,7 +88,7 @@ async def test_a_memoised_no_fit_still_gets_a_preemption_answer() -> None:
     second = await svc.schedule(make_pod("u-2").req(cpu="3").priority(100).obj())
     assert first.preemption is not None and second.preemption == first.preemption
     no_preempt = await svc.schedule(make_pod("u-3").req(cpu="3").priority(100).obj(), preempt=False)
-    assert no_preempt.preemption is None and no_preempt.decision.best == []
+    assert no_preempt.preemption is None and no_preempt.selected == "" and no_preempt.best_count == 0
 
 
 async def test_replicas_share_a_decision_until_one_is_assumed() -> None:
@@ -96,12 +96,12 @@ async def test_replicas_share_a_decision_until_one_is_assumed() -> None:
     decides = counting(svc, "decide")
     for name in ("w-1", "w-2"):
         result = await svc.schedule(make_pod(name).req(cpu="1").obj())
-        assert (result.decision.selected, result.assumed_generation) == ("n2", 0)
+        assert (result.selected, result.assumed_generation) == ("n2", 0)
     assert len(decides) == 1
     assumed = await svc.schedule(given(make_pod("w-3").req(cpu="1")), assume=True)
-    assert (assumed.decision.selected, assumed.assumed_generation) == ("n2", 2)
+    assert (assumed.selected, assumed.assumed_generation) == ("n2", 2)
     again = await svc.schedule(make_pod("w-4").req(cpu="1").obj())
-    assert len(decides) == 2 and again.decision.generation == 2
+    assert len(decides) == 2 and again.generation == 2
 
 
 @pytest.mark.parametrize(
@@ -158,7 +158,7 @@ def test_a_batch_places_pods_in_order_each_seeing_the_earlier_ones(
 ) -> None:
     svc = cluster()
     placement = svc.schedule_batch(pods, all_or_nothing=all_or_nothing)
-    assert [r.decision.selected for r in placement.results] == selected
+    assert [r.selected for r in placement.results] == selected
     assert [r.assumed_generation for r in placement.results] == assumed
     assert placement.generation == 1 and placement.assumed_generation == svc.generation == max(assumed)
     assert placement.all_placed == all(assumed)
@@ -184,12 +184,12 @@ def test_all_or_nothing_leaves_the_cache_exactly_as_it_was(pods: list[GivenPod])
     assert contents(svc) == before
     assert not placement.all_placed and placement.assumed_generation == 0
     assert all(r.assumed_generation == 0 for r in placement.results)
-    assert {r.decision.generation for r in placement.results} == {before[0]}
+    assert {r.generation for r in placement.results} == {before[0]}
     # Every pod is still answered, as decided with the earlier ones placed.
     assert len(placement.results) == len(pods)
     # And the cache decides as before: the first pod goes where it would have gone alone.
     alone = svc.schedule_batch(pods[:1])
-    assert alone.results[0].decision.selected == placement.results[0].decision.selected
+    assert alone.results[0].selected == placement.results[0].selected
 
 
 @pytest.mark.parametrize(
@@ -232,3 +232,14 @@ def test_an_error_midway_undoes_what_the_batch_assumed() -> None:
     with pytest.raises(RuntimeError):
         svc.schedule_batch(replicas(3))
     assert contents(svc) == before
+
+
+@pytest.mark.parametrize("details", [True, False], ids=["with details", "outcome only"])
+def test_a_batch_without_details_keeps_only_the_outcome(details: bool) -> None:
+    svc = cluster()
+    placement = svc.schedule_batch(replicas(2), details=details)
+    for result in placement.results:
+        assert (result.selected, result.best_count, result.feasible_count, result.candidate_count) == ("n2", 1, 1, 2)
+        assert (result.decision is not None) is details
+        if result.decision is not None:
+            assert result.decision.best == ["n2"] and len(result.decision.verdicts) == 2

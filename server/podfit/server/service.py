@@ -74,14 +74,38 @@ PodInput = Pod | GivenPod | CachedPod
 
 @dataclasses.dataclass(slots=True)
 class ScheduleResult:
-    """One Schedule answer: the decision, and either the reservation or the preemption answer."""
+    """One Schedule answer: the decision's outcome, and either the reservation or the preemption answer.
+
+    ``decision`` holds every node's verdict and scores; a batch asked for no details drops it right
+    after summarising it (a decision over 5,000 nodes holds a few hundred KB of columns)."""
 
     pod: Pod
-    decision: Decision
+    decision: Decision | None
+    generation: int
+    gated: bool = False
+    message: str = ""
+    selected: str = ""
+    best_count: int = 0
+    feasible_count: int = 0
+    candidate_count: int = 0
     # The generation that holds the reservation; 0 when the pod was not assumed.
     assumed_generation: int = 0
     # DefaultPreemption's answer when nothing fits, the pod is not gated and preemption was wanted.
     preemption: PreemptionResult | None = None
+
+    @classmethod
+    def of(cls, pod: Pod, decision: Decision) -> ScheduleResult:
+        return cls(
+            pod,
+            decision,
+            generation=decision.generation,
+            gated=decision.gated,
+            message=decision.message,
+            selected=decision.selected,
+            best_count=len(decision.best),
+            feasible_count=decision.feasible_count,
+            candidate_count=decision.candidate_count,
+        )
 
 
 @dataclasses.dataclass(slots=True)
@@ -310,11 +334,13 @@ class SchedulingService:
         resolved, source = self.resolve(pod)
         key, decision = await self._recall(resolved, node_names, scheduler_name, True)
         if decision is not None and (decision.selected or decision.gated or not preempt):
-            assumed = self._assume(resolved, source, decision.selected, self.cache.apply) if assume else 0
-            return ScheduleResult(resolved, decision, assumed_generation=assumed)
+            result = ScheduleResult.of(resolved, decision)
+            if assume:
+                result.assumed_generation = self._assume(resolved, source, decision.selected, self.cache.apply)
+            return result
         # A memoised "nothing fits" lacks the CycleState PostFilter needs: decide afresh.
         result = self._schedule_now(resolved, source, node_names, scheduler_name, assume, preempt, self.cache.apply)
-        if not result.assumed_generation:
+        if not result.assumed_generation and result.decision is not None:
             await self._remember(key, result.decision)
         return result
 
@@ -329,7 +355,7 @@ class SchedulingService:
         apply: Callable[[Iterable[Change]], BatchResult],
     ) -> ScheduleResult:
         decision, state, outcome, snapshot = self._decide_now(pod, node_names, scheduler_name)
-        result = ScheduleResult(pod, decision)
+        result = ScheduleResult.of(pod, decision)
         if decision.selected:
             if assume:
                 result.assumed_generation = self._assume(pod, source, decision.selected, apply)
@@ -355,6 +381,7 @@ class SchedulingService:
         *,
         all_or_nothing: bool = False,
         preempt: bool = True,
+        details: bool = True,
     ) -> BatchPlacement:
         """Schedules ``pods`` in order with assume, each seeing the reservations of the pods before it.
 
@@ -363,7 +390,7 @@ class SchedulingService:
         still answered (as decided with the earlier pods placed), stating the starting generation.
         Every pod is resolved and checked before anything is assumed (PodRejected names the first bad
         one), and an error midway undoes the batch too. Runs without awaiting, so no other call sees
-        an intermediate state.
+        an intermediate state. Without ``details`` the results keep only each decision's outcome.
         """
         resolved: builtins.list[tuple[Pod, bytes]] = []
         seen: dict[str, int] = {}
@@ -382,6 +409,8 @@ class SchedulingService:
         try:
             for record, source in resolved:
                 result = self._schedule_now(record, source, node_names, scheduler_name, True, preempt, tentative.apply)
+                if not details:
+                    result.decision = None
                 placement.results.append(result)
         except BaseException:
             tentative.rollback()
@@ -390,7 +419,7 @@ class SchedulingService:
             tentative.rollback()
             for result in placement.results:
                 result.assumed_generation = 0
-                result.decision.generation = placement.generation
+                result.generation = placement.generation
         elif any(r.assumed_generation for r in placement.results):
             placement.assumed_generation = self.cache.generation
         return placement

@@ -228,21 +228,22 @@ def preempt_response(result: PreemptionResult, generation: int) -> sc.PreemptRes
 
 def schedule_response(result: ScheduleResult, *, full: bool) -> sc.ScheduleResponse:
     """A Schedule answer; ``full`` (VIEW_FULL) adds every node's verdict, scores and the tie set."""
-    decision = result.decision
+    decision = result.decision if full else None
     response = sc.ScheduleResponse(
-        generation=decision.generation,
-        gated=decision.gated,
-        message=decision.message,
-        selected_node=decision.selected,
-        best_nodes=decision.best if full else [],
-        best_count=len(decision.best),
-        nodes=verdicts(decision) if full else [],
-        scores=[score_message(s) for s in decision.scores] if full else [],
-        feasible_count=decision.feasible_count,
+        generation=result.generation,
+        gated=result.gated,
+        message=result.message,
+        selected_node=result.selected,
+        best_count=result.best_count,
+        feasible_count=result.feasible_count,
         assumed_generation=result.assumed_generation,
     )
+    if decision is not None:
+        response.best_nodes.extend(decision.best)
+        response.nodes.extend(verdicts(decision))
+        response.scores.extend(score_message(s) for s in decision.scores)
     if result.preemption is not None:
-        response.preemption.CopyFrom(preempt_response(result.preemption, decision.generation))
+        response.preemption.CopyFrom(preempt_response(result.preemption, result.generation))
     return response
 
 

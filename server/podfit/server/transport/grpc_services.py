@@ -198,12 +198,11 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
             assume=request.assume,
             preempt=not request.disable_preemption,
         )
-        decision = result.decision
         annotate(
-            nodes=decision.candidate_count,
-            feasible=decision.feasible_count,
-            selected=decision.selected,
-            gated=decision.gated,
+            nodes=result.candidate_count,
+            feasible=result.feasible_count,
+            selected=result.selected,
+            gated=result.gated,
         )
         return convert.schedule_response(result, full=request.view != sc.VIEW_BASIC)
 
@@ -224,6 +223,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         self, request: sc.ScheduleBatchRequest, context: grpc.aio.ServicerContext
     ) -> sc.ScheduleBatchResponse:
         pods = [convert.pod_input(ref, f"pods[{i}]", with_source=True) for i, ref in enumerate(request.pods)]
+        full = request.view != sc.VIEW_BASIC
         try:
             placement = self.service.schedule_batch(
                 pods,
@@ -231,10 +231,10 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
                 request.scheduler_name,
                 all_or_nothing=request.all_or_nothing,
                 preempt=not request.disable_preemption,
+                details=full,
             )
         except PodRejected as exc:
             raise convert.located_pod_error(exc, request.scheduler_name) from None
-        full = request.view != sc.VIEW_BASIC
         placed = sum(1 for r in placement.results if r.assumed_generation)
         annotate(pods=len(pods), placed=placed, generation=placement.generation)
         return sc.ScheduleBatchResponse(
