@@ -412,3 +412,19 @@ async def test_batch_with_an_unknown_profile_for_all_pods_names_the_request_fiel
     with pytest.raises(PodfitError) as info:
         await live.client.schedule_batch([make_pod("a").json()], scheduler_name="nobody")
     assert info.value.field_violations[0][0] == "scheduler_name" and info.value.reason == "UNKNOWN_PROFILE"
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["Schedule", "ScheduleBatch"])
+async def test_assuming_a_refused_pod_update_is_invalid_argument(live: LiveServer, batch: bool) -> None:
+    """Replacing a gated cached pod by an ungated one with another nodeSelector is an update
+    kube-apiserver refuses; assuming it is refused alike, and nothing is assumed."""
+    await live.client.apply([*cluster(), make_pod("gw").gates("example.com/a").node_selector(zone="a").json()])
+    changed = make_pod("gw").node_selector(zone="b").json()
+    with pytest.raises(PodfitError) as info:
+        if batch:
+            await live.client.schedule_batch([make_pod("first").json(), changed])
+        else:
+            await live.client.schedule(changed, assume=True)
+    assert info.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.field_violations[0][0] == ("pods[1]" if batch else "pod") + ".spec.nodeSelector"
+    assert (await live.client.stats()).generation == 1

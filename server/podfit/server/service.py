@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiocache import Cache
-from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache, Entry, Upsert
+from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache, Entry, UpdateRejected, Upsert
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Decision, Engine
 from podfit.server.framework.cycle_state import CycleState
@@ -407,8 +407,14 @@ class SchedulingService:
         tentative = self.cache.tentative()
         placement = BatchPlacement([], tentative.generation)
         try:
-            for record, source in resolved:
-                result = self._schedule_now(record, source, node_names, scheduler_name, True, preempt, tentative.apply)
+            for i, (record, source) in enumerate(resolved):
+                try:
+                    result = self._schedule_now(
+                        record, source, node_names, scheduler_name, True, preempt, tentative.apply
+                    )
+                except UpdateRejected as exc:
+                    # The pod replaces a cached one in a way kube-apiserver would refuse.
+                    raise PodRejected(i, exc.error) from None
                 if not details:
                     result.decision = None
                 placement.results.append(result)

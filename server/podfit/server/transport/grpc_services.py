@@ -191,13 +191,17 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         )
 
     async def _schedule(self, request: sc.ScheduleRequest) -> sc.ScheduleResponse:
-        result = await self.service.schedule(
-            self._pod(request.pod, with_source=request.assume),
-            list(request.node_names),
-            request.scheduler_name,
-            assume=request.assume,
-            preempt=not request.disable_preemption,
-        )
+        try:
+            result = await self.service.schedule(
+                self._pod(request.pod, with_source=request.assume),
+                list(request.node_names),
+                request.scheduler_name,
+                assume=request.assume,
+                preempt=not request.disable_preemption,
+            )
+        except UpdateRejected as exc:
+            # Assuming the pod would replace a cached one in a way kube-apiserver refuses.
+            raise ValidationError(f"pod.{exc.error.field}", exc.error.message) from None
         annotate(
             nodes=result.candidate_count,
             feasible=result.feasible_count,
