@@ -210,3 +210,92 @@ def test_caller_sent_nodes_are_validated_with_their_path() -> None:
     bad["status"]["allocatable"]["cpu"] = "lots"
     with pytest.raises(ValueError, match=r"Nodes.items\[3\].status.allocatable.cpu"):
         cache.node_from_k8s(bad, "Nodes.items[3]")
+
+
+# -- tentative batches --------------------------------------------------------------------------------
+
+
+def _zoned_cluster() -> list[Upsert]:
+    return [
+        upsert(make_node("a1").label("zone", "a").capacity(cpu="4", memory="8Gi", pods="20")),
+        upsert(make_node("a2").label("zone", "a").capacity(cpu="4", memory="8Gi", pods="20")),
+        upsert(make_node("b1").label("zone", "b").capacity(cpu="4", memory="8Gi", pods="20")),
+        upsert(make_pod("old").node("b1").label("app", "web").req(cpu="1")),
+        upsert(make_pod("waiting").label("app", "web").nominated("a2").req(cpu="1")),
+    ]
+
+
+def _web(name: str) -> Any:
+    return (
+        make_pod(name)
+        .label("app", "web")
+        .req(cpu="500m")
+        .spread(1, "zone", "ScheduleAnyway", {"matchLabels": {"app": "web"}})
+        .affinity(
+            "podAntiAffinity",
+            {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 50,
+                        "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"},
+                    }
+                ]
+            },
+        )
+    )
+
+
+def _contents(cache: ClusterCache) -> Any:
+    snapshot = cache.snapshot()
+    return (
+        cache.generation,
+        {kind: sorted((e.obj.name, e.source) for e in cache.entries(kind)) for kind in Kind},
+        {name: (info.requested, sorted(info.pods)) for name, info in snapshot.node_info_map.items()},
+        sorted(p.key for p in cache.pending_pods),
+        {node: sorted(p.key for p in pods) for node, pods in snapshot.nominated_pods.items()},
+    )
+
+
+def _decide(cache: ClusterCache, pod: Any) -> Any:
+    from podfit.server.config import default_profile
+    from podfit.server.engine import Engine
+
+    decision, _, _ = Engine(cache, {"default-scheduler": default_profile()}).decide(pod.obj())
+    return decision.totals(), decision.rejections()
+
+
+@pytest.mark.parametrize(
+    ("changes", "decide_meanwhile"),
+    [
+        pytest.param(1, False, id="one batch, no decision while tentative"),
+        pytest.param(1, True, id="one batch, decisions index it"),
+        pytest.param(3, True, id="three batches, decisions index them"),
+        pytest.param(-1, True, id="binding a cached nominated pod, then a new one"),
+    ],
+)
+def test_a_rolled_back_tentative_leaves_no_trace(changes: int, decide_meanwhile: bool) -> None:
+    """After rollback the cache equals one that never saw the batches, in contents, generation and in
+    every later decision (the pod index must not keep the undone pods, nor miss the next real change)."""
+    cache, untouched = ClusterCache(), ClusterCache()
+    cache.apply(_zoned_cluster())
+    untouched.apply(_zoned_cluster())
+    _decide(cache, _web("probe"))  # builds the pod index at the starting generation
+    before = _contents(cache)
+    tentative = cache.tentative()
+    batches = (
+        [[upsert(make_pod("waiting").label("app", "web").node("a1").req(cpu="1"))], [upsert(_web("t0").node("a2"))]]
+        if changes < 0
+        else [[upsert(_web(f"t{i}").node("a1"))] for i in range(changes)]
+    )
+    for batch in batches:
+        tentative.apply(batch)
+        if decide_meanwhile:
+            _decide(cache, _web("probe"))
+    assert cache.generation == before[0] + len(batches)
+    tentative.rollback()
+    assert _contents(cache) == before == _contents(untouched)
+    # The next real change (before any decision) lands on both alike, and decisions agree.
+    for c in (cache, untouched):
+        c.apply([upsert(_web("real").node("b1"))])
+    assert _contents(cache) == _contents(untouched)
+    assert _decide(cache, _web("probe")) == _decide(untouched, _web("probe"))

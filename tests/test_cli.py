@@ -104,3 +104,54 @@ def test_bad_manifest_reports_the_field(server: str, capsys: pytest.CaptureFixtu
 def test_unreachable_server(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "127.0.0.1:1", "stats")
     assert code == 1 and "UNAVAILABLE" in err
+
+
+def _documents(path: Path, manifests: list[dict[str, object]]) -> str:
+    import yaml
+
+    path.write_text(yaml.safe_dump_all(manifests))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("flags", "pods", "nodes", "summary"),
+    [
+        pytest.param([], 2, ["node-1", "node-1"], "placed 2/2 pods", id="two pods: a batch"),
+        pytest.param([], 4, ["node-1"] * 3 + ["-"], "placed 3/4 pods", id="the fourth does not fit"),
+        pytest.param(
+            ["--all-or-nothing"],
+            4,
+            ["node-1"] * 3 + ["-"],
+            "not every pod fits: nothing assumed (all-or-nothing",
+            id="all or nothing",
+        ),
+    ],
+)
+def test_schedule_several_pods_is_one_batch(
+    server: str,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    flags: list[str],
+    pods: int,
+    nodes: list[str],
+    summary: str,
+) -> None:
+    from tests.builders import make_node, make_pod
+
+    cluster = _documents(tmp_path / "cluster.yaml", [make_node("node-1").capacity(cpu="3", pods="10").json()])
+    code, _, _ = run(capsys, server, "apply", "--replace", "-f", cluster)
+    assert code == 0
+    manifests = [make_pod(f"web-{i}").req(cpu="1").json() for i in range(pods)]
+    half = len(manifests) // 2
+    first = _documents(tmp_path / "a.yaml", manifests[:half])
+    second = _documents(tmp_path / "b.yaml", manifests[half:])
+    code, out, err = run(capsys, server, "schedule", "-f", first, "-f", second, *flags)
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAMESPACE", "NAME", "NODE", "OUTCOME"]
+    assert [line.split()[2] for line in lines[1:-1]] == nodes
+    generation = json.loads(run(capsys, server, "-o", "json", "stats")[1])["generation"]
+    assert lines[-1] == f"{summary}{'; ' if flags else ' ('}generation {generation})"
+    code, out, _ = run(capsys, server, "-o", "json", "get", "pods")
+    bound = [m["spec"].get("nodeName") for m in json.loads(out)["items"]]
+    assert sum(1 for b in bound if b) == (0 if flags else nodes.count("node-1"))

@@ -171,3 +171,48 @@ def test_objects_of_the_official_kubernetes_client_are_accepted() -> None:
     assert dict(message.spec.containers[0].resources.requests) == {"cpu": "250m"}
     node = k8s.V1Node(metadata=k8s.V1ObjectMeta(name="n1"), status=k8s.V1NodeStatus(allocatable={"cpu": "4"}))
     assert [m["kind"] for m in load_manifests([node, pod])] == ["Node", "Pod"]
+
+
+def _with(builder: Any, **extra: Any) -> dict[str, Any]:
+    manifest = builder.json()
+    for section, values in extra.items():
+        manifest.setdefault(section, {}).update(values)
+    return manifest
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        pytest.param(make_pod("plain").json(), id="a plain pod"),
+        pytest.param(_with(make_pod("ns"), metadata={"namespace": ""}), id="an empty namespace means default"),
+        pytest.param(
+            _with(make_pod("meta").labels(app="web", tier="db"), metadata={"resourceVersion": "42", "uid": "u-1"}),
+            id="labels, uid and resourceVersion",
+        ),
+        pytest.param(make_pod("owned").owner("ReplicaSet", "rs").json(), id="a controller owner reference"),
+        pytest.param(
+            _with(make_pod("owner2"), metadata={"ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "x"}]}),
+            id="an owner reference without controller",
+        ),
+        pytest.param(
+            make_pod("bound").node("n1").phase("Running").start_time("2024-02-29T23:59:59Z").json(),
+            id="bound and started",
+        ),
+        pytest.param(make_pod("ms").start_time("2024-01-01T00:00:00.125Z").json(), id="a start time in ms"),
+        pytest.param(make_pod("us").start_time("2001-09-09T01:46:40.123456Z").json(), id="a start time in us"),
+        pytest.param(make_pod("epoch").start_time("1970-01-01T00:00:00Z").json(), id="a start time at the epoch"),
+        pytest.param(make_pod("old").start_time("1900-06-01T12:00:00Z").json(), id="a start time before the epoch"),
+        pytest.param(make_pod("nominated").nominated("n2").phase("Pending").json(), id="nominated"),
+        pytest.param(make_pod("done").phase("Succeeded").json(), id="terminal"),
+    ],
+)
+def test_typed_metadata_and_status_convert_like_kubernetes_json(manifest: dict[str, Any]) -> None:
+    """The gRPC path reads metadata and status field by field; the result equals the JSON path's."""
+    from podfit.server.model import Pod
+    from podfit.server.model.objects import pod_from_k8s
+    from podfit.server.transport.convert import pod_from_message
+
+    typed = pod_from_message(manifest_to_object(manifest).pod, "pod")
+    expected = pod_from_k8s(manifest)
+    assert typed == expected
+    assert [type(getattr(typed, f)) for f in Pod.__slots__] == [type(getattr(expected, f)) for f in Pod.__slots__]

@@ -301,3 +301,130 @@ async def test_schedule_stream_places_pods_in_order_with_assume(live: LiveServer
     assert [a.selected_node for a in answers] == ["n2", "n2", "n2", "n2", ""]
     assert [a.assumed_generation for a in answers[:4]] == [2, 3, 4, 5]
     assert answers[4].HasField("preemption")
+
+
+# -- ScheduleBatch ---------------------------------------------------------------------------------
+
+
+async def test_schedule_batch_places_replicas_in_order(live: LiveServer) -> None:
+    await live.client.apply(cluster())
+    pods = [make_pod(f"r{i}").req(cpu="1").json() for i in range(5)]
+    response = await live.client.schedule_batch(pods, view="basic")
+    # n2 has 4 cpu free, n1 500m: the first four go to n2, each seeing the ones before it.
+    assert [r.selected_node for r in response.results] == ["n2", "n2", "n2", "n2", ""]
+    assert [r.assumed_generation for r in response.results] == [2, 3, 4, 5, 0]
+    assert (response.generation, response.assumed_generation, response.placed_count) == (1, 5, 4)
+    assert not response.all_placed and response.results[4].HasField("preemption")
+    assert all(not r.nodes and not r.scores for r in response.results)
+    assert (await live.client.get("Pod", "r3")).object.pod.spec.node_name == "n2"
+
+
+async def test_schedule_batch_full_view_and_cached_pods(live: LiveServer) -> None:
+    await live.client.apply([*cluster(), make_pod("pending").req(cpu="1").json()])
+    response = await live.client.schedule_batch(["default/pending", make_pod("web").req(cpu="1").json()])
+    assert [r.selected_node for r in response.results] == ["n2", "n2"]
+    assert response.all_placed and response.placed_count == 2 and response.assumed_generation == 3
+    assert [len(r.nodes) for r in response.results] == [2, 2]
+    assert response.results[1].scores[0].node_name == "n2"
+    assert (await live.client.get("Pod", "pending")).object.pod.spec.node_name == "n2"
+
+
+async def _observable(live: LiveServer) -> Any:
+    pods = await live.client.list("Pod")
+    return (await live.client.stats(), sorted(o.SerializeToString(deterministic=True) for o in pods.objects))
+
+
+@pytest.mark.parametrize(
+    ("cpus", "placed"),
+    [
+        pytest.param(["1", "1", "1", "1"], True, id="four fit: all assumed"),
+        pytest.param(["1", "1", "1", "1", "1"], False, id="the fifth does not fit: none assumed"),
+        pytest.param(["3", "2"], False, id="the second fits only without the first: none assumed"),
+    ],
+)
+async def test_schedule_batch_all_or_nothing(live: LiveServer, cpus: list[str], placed: bool) -> None:
+    await live.client.apply(cluster())
+    before = await _observable(live)
+    pods = [make_pod(f"g{i}").label("gang", "g").req(cpu=cpu).json() for i, cpu in enumerate(cpus)]
+    response = await live.client.schedule_batch(pods, all_or_nothing=True, disable_preemption=True, view="basic")
+    assert response.all_placed is placed
+    assert len(response.results) == len(pods)
+    assert not any(r.HasField("preemption") for r in response.results)
+    if placed:
+        assert [r.assumed_generation for r in response.results] == list(range(2, 2 + len(pods)))
+        assert (await live.client.stats()).bound_pods == 1 + len(pods)
+    else:
+        assert (await _observable(live)) == before
+        assert response.generation == 1 and response.assumed_generation == 0 and response.placed_count == 0
+        assert {r.generation for r in response.results} == {1}
+        assert {r.assumed_generation for r in response.results} == {0}
+        # The next decision sees the cache as it was before the batch.
+        again = await live.client.schedule(pods[0], view="basic")
+        assert (again.generation, again.selected_node) == (1, response.results[0].selected_node)
+
+
+BAD_BATCHES = [
+    pytest.param(
+        [make_pod("a").json(), make_pod("b").req(cpu="lots").json()],
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "pods[1].pod.spec.containers[0].resources.requests.cpu",
+        id="a bad quantity in the second pod",
+    ),
+    pytest.param(
+        [make_pod("a").json(), {"kind": "Pod", "metadata": {}}],
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "pods[1].pod.metadata.name",
+        id="a pod without a name",
+    ),
+    pytest.param(
+        [make_pod("a").json(), make_pod("b").json(), make_pod("a").json()],
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "pods[2]",
+        id="the same pod twice",
+    ),
+    pytest.param(
+        [make_pod("a").json(), make_pod("b").scheduler("nobody").json()],
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "pods[1]",
+        id="a pod naming an unknown profile",
+    ),
+    pytest.param([make_pod("a").json(), "default/ghost"], grpc.StatusCode.NOT_FOUND, None, id="an unknown cached pod"),
+]
+
+
+@pytest.mark.parametrize(("pods", "code", "field"), BAD_BATCHES)
+async def test_a_bad_pod_in_a_batch_is_reported_at_its_index(
+    live: LiveServer, pods: list[Any], code: grpc.StatusCode, field: str | None
+) -> None:
+    await live.client.apply(cluster())
+    with pytest.raises(PodfitError) as info:
+        await live.client.schedule_batch(pods)
+    assert info.value.code is code
+    if field is None:
+        assert "pods[1]" in info.value.message and "default/ghost" in info.value.message
+    else:
+        assert info.value.field_violations[0][0] == field
+    assert (await live.client.stats()).generation == 1
+
+
+async def test_batch_with_an_unknown_profile_for_all_pods_names_the_request_field(live: LiveServer) -> None:
+    await live.client.apply(cluster())
+    with pytest.raises(PodfitError) as info:
+        await live.client.schedule_batch([make_pod("a").json()], scheduler_name="nobody")
+    assert info.value.field_violations[0][0] == "scheduler_name" and info.value.reason == "UNKNOWN_PROFILE"
+
+
+@pytest.mark.parametrize("batch", [False, True], ids=["Schedule", "ScheduleBatch"])
+async def test_assuming_a_refused_pod_update_is_invalid_argument(live: LiveServer, batch: bool) -> None:
+    """Replacing a gated cached pod by an ungated one with another nodeSelector is an update
+    kube-apiserver refuses; assuming it is refused alike, and nothing is assumed."""
+    await live.client.apply([*cluster(), make_pod("gw").gates("example.com/a").node_selector(zone="a").json()])
+    changed = make_pod("gw").node_selector(zone="b").json()
+    with pytest.raises(PodfitError) as info:
+        if batch:
+            await live.client.schedule_batch([make_pod("first").json(), changed])
+        else:
+            await live.client.schedule(changed, assume=True)
+    assert info.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.field_violations[0][0] == ("pods[1]" if batch else "pod") + ".spec.nodeSelector"
+    assert (await live.client.stats()).generation == 1

@@ -13,8 +13,10 @@ from podfit.server.config import default_profile
 from podfit.server.engine import Engine
 from podfit.server.model import Kind, Pod
 from podfit.server.plugins.node_resources_fit import NodeResourcesFit
+from podfit.server.service import SchedulingService
 
 from tests.builders import PodBuilder, make_cache, make_node, make_pod
+from tests.test_schedule_flows import given
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -140,3 +142,19 @@ def test_only_changed_rows_are_evaluated_again(monkeypatch: pytest.MonkeyPatch) 
     seen.clear()
     engine.decide(make_pod("other").req(cpu="2").obj())
     assert seen == [200]
+
+
+def test_rows_changed_after_an_undone_batch_are_evaluated_again() -> None:
+    """An all-or-nothing batch that fails is undone and its generation numbers are issued again; answers
+    kept from inside the batch must not pass for current ones afterwards."""
+    svc = SchedulingService({"default-scheduler": default_profile()})
+    svc.apply([Upsert(Kind.NODE, make_node(f"n{i}").capacity(cpu="2", pods="10").obj()) for i in range(3)])
+    replica = _probes()["replica"]
+    batch = [given(make_pod(f"b{i}").labels(app="web").req(cpu="500m", memory="1Gi")) for i in range(4)]
+    placement = svc.schedule_batch([*batch, given(make_pod("huge").req(cpu="64"))], all_or_nothing=True)
+    assert not placement.all_placed and svc.generation == 1
+    # The same generation numbers again, with other contents.
+    for i in range(4):
+        svc.apply([Upsert(Kind.POD, make_pod(f"x{i}").req(cpu="1500m").node(f"n{i % 3}").obj())])
+    cold = Engine(svc.cache, {"default-scheduler": default_profile()})
+    assert _answer(svc.engine, svc.cache, replica.obj()) == _answer(cold, svc.cache, replica.obj())

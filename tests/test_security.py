@@ -130,14 +130,14 @@ async def test_graceful_shutdown_drains_in_flight_calls() -> None:
     running = await create_server(Settings(), addr="127.0.0.1:0", extender_addr="off")
     target = f"127.0.0.1:{running.port}"
     gate, entered = asyncio.Event(), []
-    decide = running.service.decide
+    schedule = running.service.schedule
 
-    async def held_decide(*args: object, **kwargs: object) -> object:
+    async def held_schedule(*args: object, **kwargs: object) -> object:
         entered.append(1)
         await gate.wait()
-        return await decide(*args, **kwargs)  # type: ignore[arg-type]
+        return await schedule(*args, **kwargs)  # type: ignore[arg-type]
 
-    running.service.decide = held_decide  # type: ignore[method-assign]
+    running.service.schedule = held_schedule  # type: ignore[method-assign]
     async with AsyncClient(target) as client, grpc.aio.insecure_channel(target) as channel:
         await client.apply([make_node(f"n{i}").json() for i in range(3)])
         calls = [asyncio.create_task(client.schedule({"kind": "Pod", "metadata": {"name": f"p{i}"}})) for i in range(5)]

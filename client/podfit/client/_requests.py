@@ -146,5 +146,24 @@ def schedule_request(
     )
 
 
+def schedule_batch_request(
+    pods: Iterable[Any],
+    node_names: Sequence[str] = (),
+    scheduler_name: str = "",
+    all_or_nothing: bool = False,
+    disable_preemption: bool = False,
+    view: str = "full",
+) -> sc.ScheduleBatchRequest:
+    """``pods``: each a manifest (dict, YAML/JSON text, kubernetes object) or "namespace/name" of a cached pod."""
+    return sc.ScheduleBatchRequest(
+        pods=[to_pod_reference(pod) for pod in pods],
+        node_names=list(node_names),
+        scheduler_name=scheduler_name,
+        all_or_nothing=all_or_nothing,
+        disable_preemption=disable_preemption,
+        view=view_enum(view),
+    )
+
+
 def preempt_request(pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "") -> sc.PreemptRequest:
     return sc.PreemptRequest(pod=to_pod_reference(pod), node_names=list(node_names), scheduler_name=scheduler_name)

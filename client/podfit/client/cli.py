@@ -182,9 +182,19 @@ def cmd_score(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def _pods(paths: Sequence[str]) -> list[Any]:
+    manifests = [m for path in paths for m in load_manifests(path) if m.get("kind", "Pod") == "Pod"]
+    if not manifests:
+        raise ConversionError(", ".join(paths), "expected at least one Pod, found none")
+    return manifests
+
+
 def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
+    pods = _pods(args.filename)
+    if len(pods) > 1:
+        return _schedule_batch(client, args, pods)
     response = client.schedule(
-        _single_pod(args.filename),
+        pods[0],
         _nodes(args),
         args.scheduler_name,
         assume=args.assume,
@@ -207,6 +217,39 @@ def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
         print(_table(["NODE", "FITS", "PLUGIN", "CODE", "REASONS"], _verdict_rows(response.nodes)))
         if response.HasField("preemption"):
             print(_preemption_text(response.preemption))
+    return 0
+
+
+def _schedule_batch(client: Client, args: argparse.Namespace, pods: list[Any]) -> int:
+    """Several pods: one ScheduleBatch, which always assumes (each pod sees the ones before it)."""
+    response = client.schedule_batch(
+        pods,
+        _nodes(args),
+        args.scheduler_name,
+        all_or_nothing=args.all_or_nothing,
+        disable_preemption=args.no_preempt,
+        view="basic",
+    )
+    if args.output == "json":
+        print(_json(response))
+        return 0
+    rows = []
+    for manifest, answer in zip(pods, response.results, strict=True):
+        meta = manifest.get("metadata") or {}
+        if answer.gated:
+            outcome = f"gated: {answer.message}"
+        elif answer.selected_node:
+            outcome = f"assumed at generation {answer.assumed_generation}" if answer.assumed_generation else "fits"
+        elif answer.HasField("preemption") and answer.preemption.nominated_node:
+            outcome = f"no node fits; preemption on {answer.preemption.nominated_node}"
+        else:
+            outcome = "no node fits"
+        rows.append([meta.get("namespace") or "default", meta.get("name", ""), answer.selected_node or "-", outcome])
+    print(_table(["NAMESPACE", "NAME", "NODE", "OUTCOME"], rows))
+    if args.all_or_nothing and not response.all_placed:
+        print(f"not every pod fits: nothing assumed (all-or-nothing; generation {response.generation})")
+    else:
+        print(f"placed {response.placed_count}/{len(pods)} pods (generation {response.assumed_generation})")
     return 0
 
 
@@ -300,12 +343,28 @@ def build_parser() -> argparse.ArgumentParser:
         ("preempt", "which pods to evict"),
     ):
         p = sub.add_parser(name, help=text)
-        p.add_argument("-f", "--filename", required=True, help="the pod manifest (file or -)")
+        if name == "schedule":
+            p.add_argument(
+                "-f",
+                "--filename",
+                action="append",
+                required=True,
+                help="pod manifests (file or -, repeatable); several pods are scheduled in order as one batch",
+            )
+        else:
+            p.add_argument("-f", "--filename", required=True, help="the pod manifest (file or -)")
         p.add_argument("--nodes", help="comma-separated candidate nodes (default: all)")
         p.add_argument("--scheduler-name", default="", help="profile (default: the pod's schedulerName)")
         if name == "schedule":
-            p.add_argument("--assume", action="store_true", help="reserve the pod on the selected node")
+            p.add_argument(
+                "--assume", action="store_true", help="reserve the pod on the selected node (always, for several pods)"
+            )
             p.add_argument("--no-preempt", action="store_true", help="do not compute preemption when nothing fits")
+            p.add_argument(
+                "--all-or-nothing",
+                action="store_true",
+                help="several pods: assume none of them unless every one fits (gang scheduling)",
+            )
     sub.add_parser("stats", help="cache statistics")
     p = sub.add_parser("bench", help="decision throughput and latency on scheduler_perf workloads")
     p.add_argument("workloads", nargs="*", help="e.g. SchedulingBasic/5000Nodes_10000Pods (default: all)")

@@ -129,6 +129,22 @@ class Client:
         except grpc.RpcError as exc:
             raise PodfitError.from_rpc_error(exc) from None
 
+    def schedule_batch(
+        self,
+        pods: Iterable[Any],
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        *,
+        all_or_nothing: bool = False,
+        disable_preemption: bool = False,
+        view: str = "full",
+        timeout: float | None = None,
+    ) -> sc.ScheduleBatchResponse:
+        """Schedules ``pods`` in order on one call, always assuming them; each sees the earlier ones.
+        ``all_or_nothing`` leaves the cache untouched unless every pod is placed (gang scheduling)."""
+        request = rq.schedule_batch_request(pods, node_names, scheduler_name, all_or_nothing, disable_preemption, view)
+        return cast(sc.ScheduleBatchResponse, self._call(self.scheduler.ScheduleBatch, request, timeout))
+
     def preempt(
         self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None
     ) -> sc.PreemptResponse:

@@ -437,6 +437,97 @@ class ScheduleResponse(_message.Message):
 Global___ScheduleResponse: _TypeAlias = ScheduleResponse  # noqa: Y015
 
 @_typing.final
+class ScheduleBatchRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PODS_FIELD_NUMBER: _builtins.int
+    NODE_NAMES_FIELD_NUMBER: _builtins.int
+    SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
+    ALL_OR_NOTHING_FIELD_NUMBER: _builtins.int
+    DISABLE_PREEMPTION_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
+    scheduler_name: _builtins.str
+    """The profile for every pod; empty means each pod's spec.schedulerName, then "default-scheduler"."""
+    all_or_nothing: _builtins.bool
+    """Assume nothing unless every pod is placed (the building block of gang scheduling): when a pod
+    is not placed, the reservations of the others are undone and the cache is exactly as before,
+    generation included. Every pod is still answered as decided with the earlier pods placed.
+    """
+    disable_preemption: _builtins.bool
+    """When a pod does not fit, do not compute its preemption answer."""
+    view: Global___View.ValueType
+    """Applies to every per-pod answer: VIEW_BASIC omits the per-node verdicts and scores."""
+    @_builtins.property
+    def pods(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodReference]:
+        """The pods, scheduled in this order and always assumed: each pod's decision sees the reservations
+        of the pods before it. A pod may appear only once; every pod is converted and resolved before
+        anything is assumed, so a bad one (INVALID_ARGUMENT at pods[i]..., or NOT_FOUND) changes nothing.
+        """
+
+    @_builtins.property
+    def node_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Candidate nodes for every pod; empty means every node in the cache."""
+
+    def __init__(
+        self,
+        *,
+        pods: _abc.Iterable[Global___PodReference] | None = ...,
+        node_names: _abc.Iterable[_builtins.str] | None = ...,
+        scheduler_name: _builtins.str = ...,
+        all_or_nothing: _builtins.bool = ...,
+        disable_preemption: _builtins.bool = ...,
+        view: Global___View.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_or_nothing", b"all_or_nothing", "disable_preemption", b"disable_preemption", "node_names", b"node_names", "pods", b"pods", "scheduler_name", b"scheduler_name", "view", b"view"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ScheduleBatchRequest: _TypeAlias = ScheduleBatchRequest  # noqa: Y015
+
+@_typing.final
+class ScheduleBatchResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    GENERATION_FIELD_NUMBER: _builtins.int
+    ASSUMED_GENERATION_FIELD_NUMBER: _builtins.int
+    PLACED_COUNT_FIELD_NUMBER: _builtins.int
+    ALL_PLACED_FIELD_NUMBER: _builtins.int
+    generation: _builtins.int
+    """The cache generation when the batch started (and again after an all_or_nothing rollback)."""
+    assumed_generation: _builtins.int
+    """The generation that holds every reservation of this batch; 0 when nothing was assumed."""
+    placed_count: _builtins.int
+    """How many pods were placed and stay assumed."""
+    all_placed: _builtins.bool
+    """True when every pod was placed and assumed."""
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScheduleResponse]:
+        """One answer per pod, in request order, as Schedule with assume would give it. assumed_generation
+        is 0 for a pod that was not placed, and for every pod when all_or_nothing undid the batch (then
+        each answer's generation is the batch's starting generation).
+        """
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___ScheduleResponse] | None = ...,
+        generation: _builtins.int = ...,
+        assumed_generation: _builtins.int = ...,
+        placed_count: _builtins.int = ...,
+        all_placed: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_placed", b"all_placed", "assumed_generation", b"assumed_generation", "generation", b"generation", "placed_count", b"placed_count", "results", b"results"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ScheduleBatchResponse: _TypeAlias = ScheduleBatchResponse  # noqa: Y015
+
+@_typing.final
 class PreemptRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

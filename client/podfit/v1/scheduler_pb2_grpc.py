@@ -54,6 +54,11 @@ class SchedulerStub:
                 request_serializer=podfit_dot_v1_dot_scheduler__pb2.ScheduleRequest.SerializeToString,
                 response_deserializer=podfit_dot_v1_dot_scheduler__pb2.ScheduleResponse.FromString,
                 _registered_method=True)
+        self.ScheduleBatch = channel.unary_unary(
+                '/podfit.v1.Scheduler/ScheduleBatch',
+                request_serializer=podfit_dot_v1_dot_scheduler__pb2.ScheduleBatchRequest.SerializeToString,
+                response_deserializer=podfit_dot_v1_dot_scheduler__pb2.ScheduleBatchResponse.FromString,
+                _registered_method=True)
         self.Preempt = channel.unary_unary(
                 '/podfit.v1.Scheduler/Preempt',
                 request_serializer=podfit_dot_v1_dot_scheduler__pb2.PreemptRequest.SerializeToString,
@@ -93,6 +98,14 @@ class SchedulerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ScheduleBatch(self, request, context):
+        """Schedule several pods in order with assume on one call, each seeing the earlier reservations;
+        optionally all or nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Preempt(self, request, context):
         """Which pods to evict, and where the pod would then go.
         """
@@ -122,6 +135,11 @@ def add_SchedulerServicer_to_server(servicer, server):
                     servicer.ScheduleStream,
                     request_deserializer=podfit_dot_v1_dot_scheduler__pb2.ScheduleRequest.FromString,
                     response_serializer=podfit_dot_v1_dot_scheduler__pb2.ScheduleResponse.SerializeToString,
+            ),
+            'ScheduleBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.ScheduleBatch,
+                    request_deserializer=podfit_dot_v1_dot_scheduler__pb2.ScheduleBatchRequest.FromString,
+                    response_serializer=podfit_dot_v1_dot_scheduler__pb2.ScheduleBatchResponse.SerializeToString,
             ),
             'Preempt': grpc.unary_unary_rpc_method_handler(
                     servicer.Preempt,
@@ -237,6 +255,33 @@ class Scheduler:
             '/podfit.v1.Scheduler/ScheduleStream',
             podfit_dot_v1_dot_scheduler__pb2.ScheduleRequest.SerializeToString,
             podfit_dot_v1_dot_scheduler__pb2.ScheduleResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScheduleBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/podfit.v1.Scheduler/ScheduleBatch',
+            podfit_dot_v1_dot_scheduler__pb2.ScheduleBatchRequest.SerializeToString,
+            podfit_dot_v1_dot_scheduler__pb2.ScheduleBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

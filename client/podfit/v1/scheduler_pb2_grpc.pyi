@@ -44,6 +44,10 @@ class SchedulerStub:
     """Schedule for a stream of pods on one call, answered in order (each with assume sees the earlier
     reservations): for batch placement and high decision rates without per-call overhead.
     """
+    ScheduleBatch: _grpc.UnaryUnaryMultiCallable[_scheduler_pb2.ScheduleBatchRequest, _scheduler_pb2.ScheduleBatchResponse]
+    """Schedule several pods in order with assume on one call, each seeing the earlier reservations;
+    optionally all or nothing.
+    """
     Preempt: _grpc.UnaryUnaryMultiCallable[_scheduler_pb2.PreemptRequest, _scheduler_pb2.PreemptResponse]
     """Which pods to evict, and where the pod would then go."""
 
@@ -59,6 +63,10 @@ class SchedulerAsyncStub(SchedulerStub):
     ScheduleStream: _aio.StreamStreamMultiCallable[_scheduler_pb2.ScheduleRequest, _scheduler_pb2.ScheduleResponse]  # type: ignore[assignment]
     """Schedule for a stream of pods on one call, answered in order (each with assume sees the earlier
     reservations): for batch placement and high decision rates without per-call overhead.
+    """
+    ScheduleBatch: _aio.UnaryUnaryMultiCallable[_scheduler_pb2.ScheduleBatchRequest, _scheduler_pb2.ScheduleBatchResponse]  # type: ignore[assignment]
+    """Schedule several pods in order with assume on one call, each seeing the earlier reservations;
+    optionally all or nothing.
     """
     Preempt: _aio.UnaryUnaryMultiCallable[_scheduler_pb2.PreemptRequest, _scheduler_pb2.PreemptResponse]  # type: ignore[assignment]
     """Which pods to evict, and where the pod would then go."""
@@ -96,6 +104,16 @@ class SchedulerServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_scheduler_pb2.ScheduleResponse], _abc.AsyncIterator[_scheduler_pb2.ScheduleResponse]]:
         """Schedule for a stream of pods on one call, answered in order (each with assume sees the earlier
         reservations): for batch placement and high decision rates without per-call overhead.
+        """
+
+    @_abc_1.abstractmethod
+    def ScheduleBatch(
+        self,
+        request: _scheduler_pb2.ScheduleBatchRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_scheduler_pb2.ScheduleBatchResponse, _abc.Awaitable[_scheduler_pb2.ScheduleBatchResponse]]:
+        """Schedule several pods in order with assume on one call, each seeing the earlier reservations;
+        optionally all or nothing.
         """
 
     @_abc_1.abstractmethod

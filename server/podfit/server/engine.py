@@ -1,7 +1,8 @@
-"""The decision engine: runs a profile over a cache snapshot and returns transport-neutral answers.
+"""The decision engine: pure decisions over a given cache snapshot.
 
-This is the one place that turns "a pod and a cluster" into Filter / Score / Schedule answers; the
-gRPC and extender transports only convert to and from it.
+This is the one place that turns "a pod and a snapshot" into Filter / Score / PostFilter answers. It
+never changes the cache (no assume) and remembers nothing between calls (no memo): that is
+``podfit.server.service.SchedulingService``'s job, which the transports call.
 """
 
 from __future__ import annotations
@@ -122,6 +123,9 @@ class Decision:
 
 
 class Engine:
+    """Pure decisions: profiles run over a snapshot the caller chooses (the cache's current one by
+    default). Nothing here writes to the cache or keeps state between calls."""
+
     def __init__(self, cache: ClusterCache, profiles: Mapping[str, Profile]) -> None:
         self.cache = cache
         self.frameworks = {name: Framework(profile) for name, profile in profiles.items()}
@@ -192,6 +196,21 @@ class Engine:
         snapshot = snapshot or self.cache.snapshot()
         _, state, outcome = self.decide(pod, node_names, scheduler_name, score=False, snapshot=snapshot)
         if outcome is None or outcome.feasible:
+            return NO_POST_FILTER
+        plugin = next((p for p in framework.profile.post_filter if p.name == DEFAULT_PREEMPTION), None)
+        if not isinstance(plugin, DefaultPreemption):
+            return NO_POST_FILTER
+        return plugin.post_filter(
+            state, pod, snapshot, framework, outcome.statuses, pre_filter_status=outcome.pre_filter_status
+        )
+
+    def post_filter(
+        self, pod: Pod, state: CycleState, outcome: FilterOutcome, snapshot: Snapshot, scheduler_name: str = ""
+    ) -> PreemptionResult:
+        """DefaultPreemption's PostFilter for a pod no candidate fits, reusing the CycleState and filter
+        outcome of the ``decide`` call that found so (on the same ``snapshot``)."""
+        framework = self.framework_for(pod, scheduler_name)
+        if outcome.feasible:
             return NO_POST_FILTER
         plugin = next((p for p in framework.profile.post_filter if p.name == DEFAULT_PREEMPTION), None)
         if not isinstance(plugin, DefaultPreemption):

@@ -1,26 +1,162 @@
-"""The scheduling service: the cache, the engine and the decision memo behind every transport.
+"""The scheduling service: the cache, its snapshots, the decision memo, assume, and the per-RPC flows.
 
-Transports (gRPC, the extender's HTTP) convert their wire formats into the domain calls here and
-back; nothing below this module knows about a wire format.
+Transports (gRPC, the extender's HTTP) convert their wire formats into the calls here and back, and
+do nothing else: they never read the cache themselves. The decisions proper come from ``Engine``, which
+only computes over a snapshot it is given; this service chooses the snapshot, remembers decisions,
+resolves pods named by reference, and changes the cache (assume, batches, rollbacks).
 """
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiocache import Cache
-from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache, Upsert
+from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache, Entry, UpdateRejected, Upsert
+from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Decision, Engine, pod_signature
+from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.profile import Profile
-from podfit.server.model import Kind, Node, Pod
+from podfit.server.framework.runtime import FilterOutcome
+from podfit.server.model import Kind, Node, Pod, ValidationError
+from podfit.server.plugins.default_preemption import PreemptionResult
 from podfit.server.telemetry import Telemetry
+from podfit.v1 import cluster_cache_pb2 as cc
+
+
+class NotFoundError(LookupError):
+    """A referenced object is not in the cache."""
+
+
+class PodRejected(ValueError):
+    """Pod ``index`` of a batch cannot be scheduled at all (bad reference, unknown profile, a duplicate);
+    nothing of the batch was assumed. ``error`` is the underlying fault, its field relative to the pod."""
+
+    def __init__(self, index: int, error: Exception) -> None:
+        super().__init__(f"pod {index}: {error}")
+        self.index = index
+        self.error = error
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CachedPod:
+    """A pod named by reference to the cache; the service resolves it."""
+
+    namespace: str
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace or 'default'}/{self.name}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GivenPod:
+    """A pod sent with the request: its record and its stored form (a serialized ``podfit.v1``
+    ClusterObject, as Get/List return it), which becomes the cache entry when the pod is assumed."""
+
+    pod: Pod
+    source: bytes = b""
+
+    @property
+    def key(self) -> str:
+        return self.pod.key
+
+
+# What a decision is about: a record (never assumed), a pod with its source, or a cached pod.
+PodInput = Pod | GivenPod | CachedPod
+
+
+@dataclasses.dataclass(slots=True)
+class ScheduleResult:
+    """One Schedule answer: the decision's outcome, and either the reservation or the preemption answer.
+
+    ``decision`` holds every node's verdict and scores; a batch asked for no details drops it right
+    after summarising it (a decision over 5,000 nodes holds a few hundred KB of columns)."""
+
+    pod: Pod
+    decision: Decision | None
+    generation: int
+    gated: bool = False
+    message: str = ""
+    selected: str = ""
+    best_count: int = 0
+    feasible_count: int = 0
+    candidate_count: int = 0
+    # The generation that holds the reservation; 0 when the pod was not assumed.
+    assumed_generation: int = 0
+    # DefaultPreemption's answer when nothing fits, the pod is not gated and preemption was wanted.
+    preemption: PreemptionResult | None = None
+
+    @classmethod
+    def of(cls, pod: Pod, decision: Decision) -> ScheduleResult:
+        return cls(
+            pod,
+            decision,
+            generation=decision.generation,
+            gated=decision.gated,
+            message=decision.message,
+            selected=decision.selected,
+            best_count=len(decision.best),
+            feasible_count=decision.feasible_count,
+            candidate_count=decision.candidate_count,
+        )
+
+
+@dataclasses.dataclass(slots=True)
+class BatchPlacement:
+    """A ScheduleBatch answer: one result per pod, in order."""
+
+    results: list[ScheduleResult]
+    # The generation the batch started from (and the one the cache is at again after a rollback).
+    generation: int
+    # The generation that holds every reservation of the batch; 0 when nothing was assumed.
+    assumed_generation: int = 0
+
+    @property
+    def all_placed(self) -> bool:
+        return all(r.assumed_generation for r in self.results)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CacheStats:
+    generation: int
+    nodes: int
+    pods: int
+    bound_pods: int
+    pending_pods: int
+    gated_pods: int
+    namespaces: int
+    pod_disruption_budgets: int
+    services: int
+    replica_sets: int
+    stateful_sets: int
+    replication_controllers: int
+    memory_bytes_estimate: int
+
+
+def bound_source(source: bytes, node_name: str) -> bytes:
+    """A pod's stored form (a serialized ClusterObject) bound to ``node_name``, as a reservation."""
+    obj = cc.ClusterObject()
+    obj.ParseFromString(source)
+    obj.pod.spec.node_name = node_name
+    obj.pod.status.nominated_node_name = ""
+    return obj.SerializeToString(deterministic=True)
 
 
 class SchedulingService:
+    """The cache, snapshots, memo and assume behind every transport, one method per RPC flow.
+
+    Every flow decides on one snapshot with one CycleState: ``schedule`` filters and scores, then either
+    assumes the pod or runs PostFilter on the same state; ``schedule_batch`` does that for several pods
+    in order, all or nothing if asked. Decisions come from ``Engine``; nothing here awaits between
+    reading a snapshot and writing what was decided on it.
+    """
+
     def __init__(
         self,
         profiles: Mapping[str, Profile],
@@ -52,67 +188,282 @@ class SchedulingService:
     def replace(self, kind: Kind, objects: Sequence[Upsert]) -> tuple[int, int, int, int]:
         return self.cache.replace(kind, objects)
 
+    # -- reads -----------------------------------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        return self.cache.generation
+
+    def get(self, kind: Kind, namespace: str, name: str) -> Entry | None:
+        return self.cache.get(kind, namespace, name)
+
+    def list(
+        self,
+        kind: Kind,
+        namespace: str = "",
+        labels: Callable[[Mapping[str, str]], bool] | None = None,
+        bound: bool | None = None,
+    ) -> builtins.list[Entry]:
+        """Cached objects of ``kind``, optionally in one namespace, matching a label predicate, and (for
+        pods) bound or not."""
+        found = []
+        for entry in self.cache.entries(kind):
+            obj = entry.obj
+            if namespace and getattr(obj, "namespace", "") != namespace:
+                continue
+            if labels is not None and not labels(getattr(obj, "labels", {})):
+                continue
+            if bound is not None and isinstance(obj, Pod) and bool(obj.node_name) != bound:
+                continue
+            found.append(entry)
+        return found
+
+    def stats(self) -> CacheStats:
+        cache = self.cache
+        pods = [e.obj for e in cache.entries(Kind.POD)]
+        pending = cache.pending_pods
+        return CacheStats(
+            generation=cache.generation,
+            nodes=cache.count(Kind.NODE),
+            pods=len(pods),
+            bound_pods=sum(1 for p in pods if isinstance(p, Pod) and p.node_name),
+            pending_pods=len(pending),
+            gated_pods=sum(1 for p in pending if p.scheduling_gates),
+            namespaces=cache.count(Kind.NAMESPACE),
+            pod_disruption_budgets=cache.count(Kind.POD_DISRUPTION_BUDGET),
+            services=cache.count(Kind.SERVICE),
+            replica_sets=cache.count(Kind.REPLICA_SET),
+            stateful_sets=cache.count(Kind.STATEFUL_SET),
+            replication_controllers=cache.count(Kind.REPLICATION_CONTROLLER),
+            memory_bytes_estimate=cache.memory_estimate(),
+        )
+
+    def has_node(self, name: str) -> bool:
+        return self.cache.get(Kind.NODE, "", name) is not None
+
+    def resolve(self, pod: PodInput) -> tuple[Pod, bytes]:
+        """The record and stored form of ``pod``; a cached pod is looked up (NotFoundError if absent)."""
+        if isinstance(pod, Pod):
+            return pod, b""
+        if isinstance(pod, GivenPod):
+            return pod.pod, pod.source
+        entry = self.cache.get(Kind.POD, pod.namespace, pod.name)
+        if entry is None or not isinstance(entry.obj, Pod):
+            raise NotFoundError(f"pod {pod.key} is not in the cache")
+        return entry.obj, entry.source
+
     # -- decisions -------------------------------------------------------------------------------
 
+    async def _recall(
+        self, pod: Pod, signature: str, node_names: Sequence[str], scheduler_name: str, score: bool
+    ) -> tuple[str | None, Decision | None]:
+        """(memo key, a memoised decision of the current generation or None)."""
+        if self._memo is None:
+            return None, None
+        generation = self.cache.generation
+        if generation != self._memo_generation:
+            if self._memo_entries:
+                await self._memo.clear()
+            self._memo_generation, self._memo_entries = generation, 0
+        identity = pod.uid + pod.key if self.cache.has_nominated_pods else ""
+        key = f"{generation}:{scheduler_name}:{score}:{signature}{identity}:{','.join(node_names)}"
+        cached: Decision | None = await self._memo.get(key)
+        if cached is None or cached.generation != self.cache.generation:
+            return key, None
+        self.telemetry.memo_hit()
+        return key, dataclasses.replace(cached)
+
+    async def _remember(self, key: str | None, decision: Decision) -> None:
+        if (
+            key is not None
+            and self.cache.generation == decision.generation == self._memo_generation
+            and self._memo_entries < self._memo_max_entries
+        ):
+            await self._memo.set(key, decision, ttl=self._memo_ttl)
+            self._memo_entries += 1
+
+    def _decide_now(
+        self, pod: Pod, node_names: Sequence[str], scheduler_name: str, score: bool = True, signature: str | None = None
+    ) -> tuple[Decision, CycleState, FilterOutcome | None, Snapshot]:
+        started = time.perf_counter()
+        snapshot = self.cache.snapshot()
+        decision, state, outcome = self.engine.decide(
+            pod, node_names, scheduler_name, score=score, snapshot=snapshot, signature=signature
+        )
+        self.telemetry.decision_latency(time.perf_counter() - started, "decide")
+        return decision, state, outcome, snapshot
+
     async def decide(
-        self, pod: Pod, node_names: Sequence[str] = (), scheduler_name: str = "", *, score: bool = True
+        self, pod: PodInput, node_names: Sequence[str] = (), scheduler_name: str = "", *, score: bool = True
     ) -> Decision:
         """Filter (and score) at the current generation, memoised per (pod signature, generation).
 
         kube-scheduler calls an extender's filter and then prioritize for the same pod, and replicas
         of one workload ask the same question; both reuse the first answer while nothing changed.
         """
-        generation = self.cache.generation
-        key = None
-        signature = pod_signature(pod)
-        if self._memo is not None:
-            if generation != self._memo_generation:
-                if self._memo_entries:
-                    await self._memo.clear()
-                self._memo_generation, self._memo_entries = generation, 0
-            nominated = self.cache.has_nominated_pods
-            identity = pod.uid + pod.key if nominated else ""
-            key = f"{generation}:{scheduler_name}:{score}:{signature}{identity}:{','.join(node_names)}"
-            cached: Decision | None = await self._memo.get(key)
-            if cached is not None:
-                self.telemetry.memo_hit()
-                return dataclasses.replace(cached)
-        started = time.perf_counter()
-        decision, _, _ = self.engine.decide(pod, node_names, scheduler_name, score=score, signature=signature)
-        self.telemetry.decision_latency(time.perf_counter() - started, "decide")
-        if key is not None and self.cache.generation == generation and self._memo_entries < self._memo_max_entries:
-            await self._memo.set(key, decision, ttl=self._memo_ttl)
-            self._memo_entries += 1
+        resolved, _ = self.resolve(pod)
+        signature = pod_signature(resolved)
+        key, decision = await self._recall(resolved, signature, node_names, scheduler_name, score)
+        if decision is not None:
+            return decision
+        decision, _, _, _ = self._decide_now(resolved, node_names, scheduler_name, score, signature)
+        await self._remember(key, decision)
         return decision
 
-    def decide_with_nodes(self, pod: Pod, nodes: Sequence[Node], scheduler_name: str = "") -> Decision:
-        """Filter and score on caller-supplied Node objects (standing in for the cached ones)."""
-        started = time.perf_counter()
+    async def schedule(
+        self,
+        pod: PodInput,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        *,
+        assume: bool = False,
+        preempt: bool = True,
+    ) -> ScheduleResult:
+        """Filter, score and select on one snapshot; then assume the pod on the selected node (when
+        ``assume``), or, when nothing fits and ``preempt``, run DefaultPreemption's PostFilter on the
+        same snapshot and CycleState. Decisions that assume nothing are memoised like ``decide``'s."""
+        resolved, source = self.resolve(pod)
+        signature = pod_signature(resolved)
+        key, decision = await self._recall(resolved, signature, node_names, scheduler_name, True)
+        if decision is not None and (decision.selected or decision.gated or not preempt):
+            result = ScheduleResult.of(resolved, decision)
+            if assume:
+                result.assumed_generation = self._assume(resolved, source, decision.selected, self.cache.apply)
+            return result
+        # A memoised "nothing fits" lacks the CycleState PostFilter needs: decide afresh.
+        result = self._schedule_now(
+            resolved, source, node_names, scheduler_name, assume, preempt, self.cache.apply, signature
+        )
+        if not result.assumed_generation and result.decision is not None:
+            await self._remember(key, result.decision)
+        return result
+
+    def _schedule_now(
+        self,
+        pod: Pod,
+        source: bytes,
+        node_names: Sequence[str],
+        scheduler_name: str,
+        assume: bool,
+        preempt: bool,
+        apply: Callable[[Iterable[Change]], BatchResult],
+        signature: str | None = None,
+    ) -> ScheduleResult:
+        decision, state, outcome, snapshot = self._decide_now(pod, node_names, scheduler_name, True, signature)
+        result = ScheduleResult.of(pod, decision)
+        if decision.selected:
+            if assume:
+                result.assumed_generation = self._assume(pod, source, decision.selected, apply)
+        elif preempt and outcome is not None:
+            started = time.perf_counter()
+            result.preemption = self.engine.post_filter(pod, state, outcome, snapshot, scheduler_name)
+            self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
+        return result
+
+    def _assume(self, pod: Pod, source: bytes, node_name: str, apply: Callable[[Iterable[Change]], BatchResult]) -> int:
+        if not node_name:
+            return 0
+        if not source:
+            raise ValueError(f"pod {pod.key} was given without its source and cannot be assumed")
+        bound = dataclasses.replace(pod, node_name=node_name, nominated_node_name="")
+        return apply([Upsert(Kind.POD, bound, bound_source(source, node_name))]).generation
+
+    def schedule_batch(
+        self,
+        pods: Sequence[PodInput],
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        *,
+        all_or_nothing: bool = False,
+        preempt: bool = True,
+        details: bool = True,
+    ) -> BatchPlacement:
+        """Schedules ``pods`` in order with assume, each seeing the reservations of the pods before it.
+
+        With ``all_or_nothing`` nothing stays assumed unless every pod was placed: the tentative
+        reservations are undone and the cache is exactly as before, generation included; every pod is
+        still answered (as decided with the earlier pods placed), stating the starting generation.
+        Every pod is resolved and checked before anything is assumed (PodRejected names the first bad
+        one), and an error midway undoes the batch too. Runs without awaiting, so no other call sees
+        an intermediate state. Without ``details`` the results keep only each decision's outcome.
+        """
+        resolved: builtins.list[tuple[Pod, bytes]] = []
+        seen: dict[str, int] = {}
+        for i, pod in enumerate(pods):
+            try:
+                record, source = self.resolve(pod)
+                self.engine.framework_for(record, scheduler_name)
+            except (ValidationError, LookupError) as exc:
+                raise PodRejected(i, exc) from None
+            if record.key in seen:
+                raise PodRejected(i, ValidationError("", f"is pod {record.key} again (as pods[{seen[record.key]}])"))
+            seen[record.key] = i
+            resolved.append((record, source))
+        tentative = self.cache.tentative()
+        placement = BatchPlacement([], tentative.generation)
+        try:
+            for i, (record, source) in enumerate(resolved):
+                try:
+                    result = self._schedule_now(
+                        record, source, node_names, scheduler_name, True, preempt, tentative.apply
+                    )
+                except UpdateRejected as exc:
+                    # The pod replaces a cached one in a way kube-apiserver would refuse.
+                    raise PodRejected(i, exc.error) from None
+                if not details:
+                    result.decision = None
+                placement.results.append(result)
+        except BaseException:
+            tentative.rollback()
+            raise
+        if all_or_nothing and not placement.all_placed:
+            tentative.rollback()
+            for result in placement.results:
+                result.assumed_generation = 0
+                result.generation = placement.generation
+        elif any(r.assumed_generation for r in placement.results):
+            placement.assumed_generation = self.cache.generation
+        return placement
+
+    def nodes_from_k8s(self, items: Sequence[Any], path: str) -> builtins.list[Node]:
+        """Caller-sent Kubernetes Nodes as records: an unchanged cached node is that node, and other
+        versions are converted once (see ``ClusterCache.node_from_k8s``)."""
+        return [self.cache.node_from_k8s(item, f"{path}[{i}]") for i, item in enumerate(items)]
+
+    async def decide_with_nodes(self, pod: Pod, nodes: Sequence[Node], scheduler_name: str = "") -> Decision:
+        """Filter and score on caller-supplied Node objects (standing in for the cached ones). When they
+        are the cached nodes this is ``decide`` over their names, memo included."""
         snapshot = self.cache.snapshot_with_nodes(nodes)
+        if snapshot.pod_index is None:
+            return await self.decide(pod, [n.name for n in nodes], scheduler_name)
+        started = time.perf_counter()
         decision, _, _ = self.engine.decide(pod, [n.name for n in nodes], scheduler_name, snapshot=snapshot)
         self.telemetry.decision_latency(time.perf_counter() - started, "decide")
         return decision
 
     def victims_on_nodes(
         self, pod: Pod, node_names: Sequence[str], nodes: Sequence[Node] = (), scheduler_name: str = ""
-    ) -> dict[str, tuple[list[Pod], int]]:
+    ) -> dict[str, tuple[builtins.list[Pod], int]]:
         started = time.perf_counter()
         snapshot = self.cache.snapshot_with_nodes(nodes) if nodes else None
         result = self.engine.victims_on_nodes(pod, node_names, scheduler_name, snapshot=snapshot)
         self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
         return result
 
-    def assume(self, pod: Pod, node_name: str, source: bytes) -> int:
+    def assume(self, pod: GivenPod | CachedPod, node_name: str) -> int:
         """Reserves ``pod`` on ``node_name`` as a bound pod so the next decision sees it; returns the
         generation that holds the reservation."""
-        bound = dataclasses.replace(pod, node_name=node_name, nominated_node_name="")
-        return self.cache.apply([Upsert(Kind.POD, bound, source)]).generation
+        record, source = self.resolve(pod)
+        return self._assume(record, source, node_name, self.cache.apply)
 
-    def preempt(self, pod: Pod, node_names: Sequence[str] = (), scheduler_name: str = "") -> tuple[Any, int]:
+    def preempt(
+        self, pod: PodInput, node_names: Sequence[str] = (), scheduler_name: str = ""
+    ) -> tuple[PreemptionResult, int]:
         """DefaultPreemption's answer at the current generation: (result, generation)."""
+        resolved, _ = self.resolve(pod)
         started = time.perf_counter()
         generation = self.cache.generation
-        result = self.engine.preempt(pod, node_names, scheduler_name)
+        result = self.engine.preempt(resolved, node_names, scheduler_name)
         self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
         return result, generation
 

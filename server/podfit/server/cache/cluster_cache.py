@@ -210,6 +210,9 @@ class ClusterCache:
     def get(self, kind: Kind, namespace: str, name: str) -> Entry | None:
         return self._objects[kind].get(object_key(kind, namespace, name))
 
+    def get_by_key(self, kind: Kind, key: str) -> Entry | None:
+        return self._objects[kind].get(key)
+
     def entries(self, kind: Kind) -> Iterator[Entry]:
         return iter(self._objects[kind].values())
 
@@ -268,6 +271,35 @@ class ClusterCache:
         deleted = sum(1 for o in result.outcomes[len(objects) :] if o == Outcome.APPLIED)
         unchanged = sum(1 for o in result.outcomes[: len(objects)] if o != Outcome.APPLIED)
         return result.generation, upserted, deleted, unchanged
+
+    def tentative(self) -> Tentative:
+        """Starts a set of batches that can be undone as a whole (see Tentative)."""
+        return Tentative(self)
+
+    def _restore(self, generation: int, before: dict[tuple[Kind, str], Entry | None]) -> None:
+        """Puts back the entries ``before`` held and the generation ``generation``.
+
+        Derived state keyed by generation must not believe it is current: the NodeInfos touched here are
+        stamped above every generation issued so far (``self.generation`` still counts the undone
+        batches), and the pod index is re-synced to ``generation`` at once, so it re-reads those rows and
+        any later change is again a step above what it last saw.
+        """
+        for (kind, key), entry in before.items():
+            current = self._objects[kind].get(key)
+            if current is entry:
+                continue
+            if current is not None:
+                self._on_remove(kind, current.obj)
+            if entry is None:
+                del self._objects[kind][key]
+            else:
+                self._objects[kind][key] = entry
+                self._on_add(kind, entry.obj)
+        self.generation = generation
+        self.table.epoch += 1
+        from podfit.server.cache.pod_index import resync_existing
+
+        resync_existing(self.snapshot())
 
     def check(self, changes: Sequence[Change]) -> None:
         """Raises UpdateRejected for the first pod update that kube-apiserver would refuse."""
@@ -411,3 +443,30 @@ class ClusterCache:
                     if not nodes:
                         del self._images[name]
         self._image_summaries = None
+
+
+class Tentative:
+    """Batches applied through ``apply`` land in the cache as usual (decisions see them, each is a
+    generation step) until ``rollback`` undoes them all: every touched object's entry and the generation
+    are exactly as before, as if none of it happened. Both run without awaiting, so on the event loop
+    nobody observes the undone generations."""
+
+    def __init__(self, cache: ClusterCache) -> None:
+        self._cache = cache
+        self.generation = cache.generation
+        self._before: dict[tuple[Kind, str], Entry | None] = {}
+
+    def apply(self, changes: Iterable[Change]) -> BatchResult:
+        changes = list(changes)
+        for change in changes:
+            if isinstance(change, Delete):
+                key = object_key(change.kind, change.namespace, change.name)
+            else:
+                key = key_of(change.kind, change.obj)
+            self._before.setdefault((change.kind, key), self._cache.get_by_key(change.kind, key))
+        return self._cache.apply(changes)
+
+    def rollback(self) -> None:
+        if self._before:
+            self._cache._restore(self.generation, self._before)
+        self._before = {}

@@ -126,6 +126,9 @@ class NodeTable:
         self._free: list[int] = list(range(capacity - 1, -1, -1))
         # Attributes still shared with the table this one was forked from (copied before a write).
         self._shared: set[str] = set()
+        # Bumped when the cache undoes batches and so issues generation numbers again: state derived from
+        # the rows and keyed by generation must then not trust a number it saw before.
+        self.epoch = 0
 
     # -- forks -----------------------------------------------------------------------------------
 

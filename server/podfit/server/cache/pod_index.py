@@ -533,3 +533,11 @@ def base_index(snapshot: Snapshot) -> PodIndex:
         index = _INDEXES[table] = PodIndex()
     index.sync(table, snapshot.node_infos, snapshot.rows, snapshot.generation)
     return index
+
+
+def resync_existing(snapshot: Snapshot) -> None:
+    """Syncs the snapshot table's index, if one was built, to the snapshot's generation (even when that
+    generation is lower than the index's: the cache went back to it by undoing tentative batches)."""
+    index = _INDEXES.get(snapshot.table)
+    if index is not None:
+        index.sync(snapshot.table, snapshot.node_infos, snapshot.rows, snapshot.generation)

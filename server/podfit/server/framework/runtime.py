@@ -333,7 +333,7 @@ class _RowMemo:
     replicas with assume so re-evaluates the one row each assume changed, not the cluster.
     """
 
-    __slots__ = ("_filter_generation", "_score_generation", "_statuses", "codes", "scores", "table")
+    __slots__ = ("_epoch", "_filter_generation", "_score_generation", "_statuses", "codes", "scores", "table")
 
     def __init__(self, table: NodeTable) -> None:
         self.table = table
@@ -344,10 +344,15 @@ class _RowMemo:
         # Raw row-local scores per plugin, per row.
         self.scores: dict[str, Int64Array] = {}
         self._score_generation: dict[str, int] = {}
+        self._epoch = table.epoch
 
     def _stale(self, generation: int, size: int) -> IntpArray | None:
         """Rows to evaluate again (None: all of them)."""
         table = self.table
+        if self._epoch != table.epoch:
+            # The cache undid batches: generation numbers were issued again, so none can be trusted.
+            self._epoch, self._filter_generation, self._score_generation = table.epoch, -1, {}
+            return None
         if generation < 0 or size != table.capacity:
             return None
         return np.flatnonzero((table.row_generation > generation) & table.live)
@@ -383,7 +388,7 @@ class _RowMemo:
 
     def score(self, plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Int64Array:
         column = self.scores.get(plugin.name)
-        stale = None if column is None else self._stale(self._score_generation[plugin.name], len(column))
+        stale = None if column is None else self._stale(self._score_generation.get(plugin.name, -1), len(column))
         if column is None or stale is None:
             column = self.scores[plugin.name] = np.zeros(self.table.capacity, dtype=np.int64)
             stale = snapshot.rows

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from google.protobuf import json_format
 from podfit.k8s.convert import ENUM_TO_KIND, KINDS, ConversionError, object_kind_and_message
-from podfit.server.cache.cluster_cache import Change, ClusterCache, Delete, Upsert
-from podfit.server.engine import Decision
+from podfit.server.cache.cluster_cache import Change, Delete, Upsert
+from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.runtime import NodeScores
 from podfit.server.framework.status import Code, Status
 from podfit.server.model import Kind, Pod, ValidationError
-from podfit.server.model.objects import object_from_k8s, pod_from_parts, pod_spec_fields
-from podfit.server.transport.errors import NotFoundError
+from podfit.server.model.objects import DEFAULT_NAMESPACE, OwnerReference, object_from_k8s, pod_spec_fields
+from podfit.server.plugins.default_preemption import PreemptionResult
+from podfit.server.service import CachedPod, GivenPod, NotFoundError, PodInput, PodRejected, ScheduleResult
+from podfit.server.transport.errors import LocatedProfileError
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import objects_pb2 as ob
 from podfit.v1 import scheduler_pb2 as sc
@@ -59,13 +62,46 @@ class _SpecMemo:
 _SPECS = _SpecMemo()
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _start_time(status: ob.PodStatus, path: str) -> float | None:
+    """``status.startTime`` in seconds, exactly as the Kubernetes JSON path parses its RFC 3339 text
+    (microsecond precision)."""
+    if not status.HasField("start_time"):
+        return None
+    stamp = status.start_time
+    try:
+        return (_EPOCH + timedelta(seconds=stamp.seconds, microseconds=stamp.nanos // 1000)).timestamp()
+    except OverflowError:
+        raise ValidationError(f"{path}.status.startTime", "must be an RFC 3339 time between years 1 and 9999") from None
+
+
 def pod_from_message(message: ob.Pod, path: str) -> Pod:
-    meta = json_format.MessageToDict(message.metadata)
-    if not meta.get("name"):
+    """A Pod from its typed message: metadata and status are read field by field (every value is
+    already typed, so only presence rules remain to check); the spec goes through the Kubernetes JSON
+    validation once per distinct spec (``_SPECS``), which replicas share."""
+    meta = message.metadata
+    if not meta.name:
         raise ValidationError(f"{path}.metadata.name", "is required")
     fields = _SPECS.fields(message.spec, f"{path}.spec")
-    status = json_format.MessageToDict(message.status)
-    return pod_from_parts(meta, fields, message.spec.node_name, status, path)
+    status = message.status
+    return Pod(
+        name=meta.name,
+        namespace=meta.namespace or DEFAULT_NAMESPACE,
+        uid=meta.uid,
+        resource_version=meta.resource_version,
+        labels=dict(meta.labels),
+        owner_references=tuple(
+            OwnerReference(api_version=r.api_version, kind=r.kind, name=r.name, uid=r.uid, controller=r.controller)
+            for r in meta.owner_references
+        ),
+        node_name=message.spec.node_name,
+        phase=status.phase,
+        nominated_node_name=status.nominated_node_name,
+        start_time=_start_time(status, path),
+        **fields,
+    )
 
 
 def upsert_from_object(obj: cc.ClusterObject, path: str, expected_kind: Kind | None = None) -> Upsert:
@@ -123,29 +159,33 @@ def object_from_source(source: bytes) -> cc.ClusterObject:
     return obj
 
 
-def pod_from_reference(ref: sc.PodReference, cache: ClusterCache, path: str = "pod") -> Pod:
+def pod_input(ref: sc.PodReference, path: str = "pod", *, with_source: bool = False) -> PodInput:
+    """The pod a request is about: converted when given (with its stored form when ``with_source``, which
+    assuming it needs), or a reference the service resolves."""
     which = ref.WhichOneof("source")
     if which == "cached":
         if not ref.cached.name:
             raise ValidationError(f"{path}.cached.name", "is required")
-        entry = cache.get(Kind.POD, ref.cached.namespace, ref.cached.name)
-        if entry is None:
-            raise NotFoundError(f"pod {ref.cached.namespace or 'default'}/{ref.cached.name} is not in the cache")
-        assert isinstance(entry.obj, Pod)
-        return entry.obj
+        return CachedPod(ref.cached.namespace, ref.cached.name)
     if which == "pod":
-        return pod_from_message(ref.pod, f"{path}.pod")
-    if which == "kubernetes_json":
+        message = ref.pod
+        pod = pod_from_message(message, f"{path}.pod")
+    elif which == "kubernetes_json":
         wrapper = cc.ClusterObject(kubernetes_json=ref.kubernetes_json)
         try:
-            kind, message = object_kind_and_message(wrapper)
+            kind, converted = object_kind_and_message(wrapper)
         except ConversionError as exc:
             raise _located(exc, path) from exc
         if kind != "Pod":
             raise ValidationError(f"{path}.kubernetes_json.kind", f"must be Pod, not {kind}")
-        assert isinstance(message, ob.Pod)
-        return pod_from_message(message, f"{path}.kubernetes_json")
-    raise ValidationError(path, "must set pod, kubernetes_json or cached")
+        assert isinstance(converted, ob.Pod)
+        message = converted
+        pod = pod_from_message(message, f"{path}.kubernetes_json")
+    else:
+        raise ValidationError(path, "must set pod, kubernetes_json or cached")
+    if not with_source:
+        return pod
+    return GivenPod(pod, cc.ClusterObject(pod=message).SerializeToString(deterministic=True))
 
 
 def verdict_message(node_name: str, status: Status | None) -> sc.NodeVerdict:
@@ -172,20 +212,50 @@ def verdicts(decision: Decision) -> list[sc.NodeVerdict]:
     return [verdict_message(v.node_name, v.status) for v in decision.verdicts]
 
 
-def assumed_source(ref: sc.PodReference, cache: ClusterCache, node_name: str) -> bytes:
-    """The typed pod message of a reservation: the pod as given, bound to ``node_name``."""
-    which = ref.WhichOneof("source")
-    obj = cc.ClusterObject()
-    if which == "cached":
-        entry = cache.get(Kind.POD, ref.cached.namespace, ref.cached.name)
-        if entry is None:
-            raise NotFoundError(f"pod {ref.cached.namespace or 'default'}/{ref.cached.name} is not in the cache")
-        obj = object_from_source(entry.source)
-    elif which == "pod":
-        obj.pod.CopyFrom(ref.pod)
-    else:
-        _, message = object_kind_and_message(cc.ClusterObject(kubernetes_json=ref.kubernetes_json))
-        obj.pod.MergeFromString(message.SerializeToString())
-    obj.pod.spec.node_name = node_name
-    obj.pod.status.nominated_node_name = ""
-    return obj.SerializeToString(deterministic=True)
+def preempt_response(result: PreemptionResult, generation: int) -> sc.PreemptResponse:
+    return sc.PreemptResponse(
+        generation=generation,
+        nominated_node=result.nominated_node,
+        victims=[
+            sc.Victim(namespace=v.namespace, name=v.name, uid=v.uid, priority=v.priority)
+            for v in sorted(result.victims, key=lambda v: v.key)
+        ],
+        num_pdb_violations=result.num_pdb_violations,
+        node_ties=list(result.node_ties),
+        message=result.message,
+    )
+
+
+def schedule_response(result: ScheduleResult, *, full: bool) -> sc.ScheduleResponse:
+    """A Schedule answer; ``full`` (VIEW_FULL) adds every node's verdict, scores and the tie set."""
+    decision = result.decision if full else None
+    response = sc.ScheduleResponse(
+        generation=result.generation,
+        gated=result.gated,
+        message=result.message,
+        selected_node=result.selected,
+        best_count=result.best_count,
+        feasible_count=result.feasible_count,
+        assumed_generation=result.assumed_generation,
+    )
+    if decision is not None:
+        response.best_nodes.extend(decision.best)
+        response.nodes.extend(verdicts(decision))
+        response.scores.extend(score_message(s) for s in decision.scores)
+    if result.preemption is not None:
+        response.preemption.CopyFrom(preempt_response(result.preemption, result.generation))
+    return response
+
+
+def located_pod_error(exc: PodRejected, scheduler_name: str, path: str = "pods") -> Exception:
+    """The request-level error for a batch's rejected pod, at its field path ``pods[i]...``."""
+    where = f"{path}[{exc.index}]"
+    error = exc.error
+    if isinstance(error, ValidationError):
+        return _located(error, where)
+    if isinstance(error, UnknownProfileError):
+        # The request's scheduler_name chose the profile, or else this pod's own schedulerName did.
+        return error if scheduler_name else LocatedProfileError(where, str(error))
+    if isinstance(error, NotFoundError):
+        return NotFoundError(f"{where}: {error}")
+    return error

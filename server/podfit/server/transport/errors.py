@@ -14,13 +14,20 @@ from grpc_status import rpc_status
 from podfit.k8s.convert import ConversionError
 from podfit.server.engine import UnknownProfileError
 from podfit.server.model import ValidationError
+from podfit.server.service import NotFoundError
 
 log = logging.getLogger("podfit.server")
 DOMAIN = "podfit.dev"
 
+__all__ = ["LocatedProfileError", "NotFoundError", "status_for", "stream_errors", "unary_errors"]
 
-class NotFoundError(LookupError):
-    """A referenced object is not in the cache."""
+
+class LocatedProfileError(UnknownProfileError):
+    """An unknown profile chosen by a pod's own schedulerName, reported at that pod's field path."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def status_for(exc: BaseException) -> status_pb2.Status:
@@ -32,7 +39,11 @@ def status_for(exc: BaseException) -> status_pb2.Status:
         return _status(code_pb2.INVALID_ARGUMENT, str(exc), bad, "INVALID_OBJECT")
     if isinstance(exc, UnknownProfileError):
         bad = error_details_pb2.BadRequest(
-            field_violations=[error_details_pb2.BadRequest.FieldViolation(field="scheduler_name", description=str(exc))]
+            field_violations=[
+                error_details_pb2.BadRequest.FieldViolation(
+                    field=exc.field if isinstance(exc, LocatedProfileError) else "scheduler_name", description=str(exc)
+                )
+            ]
         )
         return _status(code_pb2.INVALID_ARGUMENT, str(exc), bad, "UNKNOWN_PROFILE")
     if isinstance(exc, NotFoundError):

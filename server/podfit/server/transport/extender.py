@@ -19,12 +19,9 @@ from aiohttp import web
 from podfit.server.cache.cluster_cache import UpdateRejected
 from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.status import Code
-from podfit.server.model import Kind, Node, Pod, ValidationError
-from podfit.server.model.objects import node_from_k8s, pod_from_k8s
-from podfit.server.service import SchedulingService
-from podfit.server.transport import convert
-from podfit.v1 import cluster_cache_pb2 as cc
-from podfit.v1 import scheduler_pb2 as sc
+from podfit.server.model import Node, Pod, ValidationError
+from podfit.server.model.objects import pod_from_k8s
+from podfit.server.service import CachedPod, NotFoundError, SchedulingService
 
 log = logging.getLogger("podfit.server.extender")
 MAX_EXTENDER_PRIORITY = 10
@@ -118,7 +115,7 @@ class Extender:
             proposed = args.get("NodeNameToVictims")
         if not isinstance(proposed, dict):
             raise BadRequest("NodeNameToVictims or NodeNameToMetaVictims: one of them is required")
-        names = [name for name in proposed if self.service.cache.snapshot().get(name) is not None]
+        names = [name for name in proposed if self.service.has_node(name)]
         victims = self.service.victims_on_nodes(pod, names)
         return {
             "NodeNameToMetaVictims": {
@@ -135,15 +132,15 @@ class Extender:
         if not isinstance(node, str) or not node:
             raise BadRequest("Node: is required")
         namespace = namespace if isinstance(namespace, str) and namespace else "default"
-        entry = self.service.cache.get(Kind.POD, namespace, name)
-        if entry is None or not isinstance(entry.obj, Pod):
-            raise BadRequest(f"pod {namespace}/{name} is not in podfit's cache")
-        if uid and entry.obj.uid and uid != entry.obj.uid:
-            raise BadRequest(f"PodUID: {uid} does not match the cached pod's uid {entry.obj.uid}")
-        if self.service.cache.snapshot().get(node) is None:
+        try:
+            pod, _ = self.service.resolve(CachedPod(namespace, name))
+        except NotFoundError:
+            raise BadRequest(f"pod {namespace}/{name} is not in podfit's cache") from None
+        if uid and pod.uid and uid != pod.uid:
+            raise BadRequest(f"PodUID: {uid} does not match the cached pod's uid {pod.uid}")
+        if not self.service.has_node(node):
             raise BadRequest(f"Node: {node} is not in podfit's cache")
-        ref = sc.PodReference(cached=cc.ObjectKey(kind=cc.OBJECT_KIND_POD, namespace=namespace, name=name))
-        self.service.assume(entry.obj, node, convert.assumed_source(ref, self.service.cache, node))
+        self.service.assume(CachedPod(namespace, name), node)
         return {"Error": ""}
 
     # -- shared ----------------------------------------------------------------------------------
@@ -157,25 +154,23 @@ class Extender:
         if names is not None:
             if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
                 raise BadRequest("NodeNames: must be a list of node names")
-            snapshot = self.service.cache.snapshot()
-            cached = snapshot.node_info_map
-            unknown = {n for n in names if n not in cached}
+            unknown = {n for n in names if not self.service.has_node(n)}
             known = [n for n in names if n not in unknown] if unknown else names
             if not known:
-                return Decision(generation=snapshot.generation), list(names), unknown, None
+                return Decision(generation=self.service.generation), list(names), unknown, None
             decision = await self.service.decide(pod, known, score=score)
             return decision, list(names), unknown, None
         if isinstance(node_list, dict):
             items = node_list.get("items") or []
             if not isinstance(items, list):
                 raise BadRequest("Nodes.items: must be a list")
-            nodes: list[Node] = [node_from_k8s(item, f"Nodes.items[{i}]") for i, item in enumerate(items)]
+            nodes: list[Node] = self.service.nodes_from_k8s(items, "Nodes.items")
             order = [n.name for n in nodes]
             if len(set(order)) != len(order):
                 raise BadRequest("Nodes.items: node names must be unique")
             if not nodes:
-                return Decision(generation=self.service.cache.generation), [], set(), []
-            decision = self.service.decide_with_nodes(pod, nodes)
+                return Decision(generation=self.service.generation), [], set(), []
+            decision = await self.service.decide_with_nodes(pod, nodes)
             return decision, order, set(), list(items)
         raise BadRequest("one of Nodes or NodeNames is required")
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 
 import grpc
 from podfit.k8s.convert import KIND_TO_ENUM
 from podfit.k8s.selector import parse_label_selector
 from podfit.server.cache.cluster_cache import BatchResult, Change, Delete, Outcome, UpdateRejected, Upsert
-from podfit.server.model import Kind, Pod, ValidationError
-from podfit.server.service import SchedulingService
+from podfit.server.model import ValidationError
+from podfit.server.service import PodInput, PodRejected, SchedulingService
 from podfit.server.telemetry import annotate
 from podfit.server.transport import convert
 from podfit.server.transport.errors import NotFoundError, status_for, stream_errors, unary_errors
@@ -123,11 +124,11 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         kind = convert.kind_from_enum(request.key.kind, "key.kind")
         if not request.key.name:
             raise ValidationError("key.name", "is required")
-        entry = self.service.cache.get(kind, request.key.namespace, request.key.name)
+        entry = self.service.get(kind, request.key.namespace, request.key.name)
         if entry is None:
             where = f"{request.key.namespace or 'default'}/" if kind.namespaced else ""
             raise NotFoundError(f"{kind.value} {where}{request.key.name} is not in the cache")
-        return cc.GetResponse(object=convert.object_from_source(entry.source), generation=self.service.cache.generation)
+        return cc.GetResponse(object=convert.object_from_source(entry.source), generation=self.service.generation)
 
     @unary_errors
     async def List(self, request: cc.ListRequest, context: grpc.aio.ServicerContext) -> cc.ListResponse:
@@ -136,49 +137,27 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
             matches = parse_label_selector(request.label_selector)
         except ValueError as exc:
             raise ValidationError("label_selector", str(exc)) from exc
-        objects = []
-        for entry in self.service.cache.entries(kind):
-            obj = entry.obj
-            if request.namespace and getattr(obj, "namespace", "") != request.namespace:
-                continue
-            if not matches(getattr(obj, "labels", {})):
-                continue
-            if isinstance(obj, Pod) and request.pod_filter:
-                bound = bool(obj.node_name)
-                if (request.pod_filter == cc.POD_PHASE_FILTER_BOUND) != bound:
-                    continue
-            objects.append(convert.object_from_source(entry.source))
-        return cc.ListResponse(objects=objects, generation=self.service.cache.generation)
+        bound = None if not request.pod_filter else request.pod_filter == cc.POD_PHASE_FILTER_BOUND
+        entries = self.service.list(kind, request.namespace, matches, bound)
+        return cc.ListResponse(
+            objects=[convert.object_from_source(e.source) for e in entries], generation=self.service.generation
+        )
 
     @unary_errors
     async def Stats(self, request: cc.StatsRequest, context: grpc.aio.ServicerContext) -> cc.StatsResponse:
-        cache = self.service.cache
-        pods = [e.obj for e in cache.entries(Kind.POD)]
-        bound = sum(1 for p in pods if isinstance(p, Pod) and p.node_name)
-        pending = cache.pending_pods
-        return cc.StatsResponse(
-            generation=cache.generation,
-            nodes=cache.count(Kind.NODE),
-            pods=len(pods),
-            bound_pods=bound,
-            pending_pods=len(pending),
-            gated_pods=sum(1 for p in pending if p.scheduling_gates),
-            namespaces=cache.count(Kind.NAMESPACE),
-            pod_disruption_budgets=cache.count(Kind.POD_DISRUPTION_BUDGET),
-            services=cache.count(Kind.SERVICE),
-            replica_sets=cache.count(Kind.REPLICA_SET),
-            stateful_sets=cache.count(Kind.STATEFUL_SET),
-            replication_controllers=cache.count(Kind.REPLICATION_CONTROLLER),
-            memory_bytes_estimate=cache.memory_estimate(),
-        )
+        return cc.StatsResponse(**dataclasses.asdict(self.service.stats()))
 
 
 class SchedulerServicer(sc_grpc.SchedulerServicer):
+    """Converts requests into SchedulingService calls and their results into responses; nothing else
+    (the service resolves cached pods, decides, assumes and preempts)."""
+
     def __init__(self, service: SchedulingService) -> None:
         self.service = service
 
-    def _pod(self, ref: sc.PodReference) -> Pod:
-        pod = convert.pod_from_reference(ref, self.service.cache)
+    @staticmethod
+    def _pod(ref: sc.PodReference, *, with_source: bool = False) -> PodInput:
+        pod = convert.pod_input(ref, with_source=with_source)
         annotate(pod=pod.key)
         return pod
 
@@ -212,33 +191,24 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         )
 
     async def _schedule(self, request: sc.ScheduleRequest) -> sc.ScheduleResponse:
-        pod = self._pod(request.pod)
-        node_names = list(request.node_names)
-        decision = await self.service.decide(pod, node_names, request.scheduler_name)
-        full = request.view != sc.VIEW_BASIC
-        response = sc.ScheduleResponse(
-            generation=decision.generation,
-            gated=decision.gated,
-            message=decision.message,
-            selected_node=decision.selected,
-            best_nodes=decision.best if full else [],
-            best_count=len(decision.best),
-            nodes=convert.verdicts(decision) if full else [],
-            scores=[convert.score_message(s) for s in decision.scores] if full else [],
-            feasible_count=decision.feasible_count,
-        )
-        if decision.selected and request.assume:
-            source = convert.assumed_source(request.pod, self.service.cache, decision.selected)
-            response.assumed_generation = self.service.assume(pod, decision.selected, source)
-        elif not decision.selected and not decision.gated and not request.disable_preemption:
-            response.preemption.CopyFrom(await self._preempt(pod, node_names, request.scheduler_name))
+        try:
+            result = await self.service.schedule(
+                self._pod(request.pod, with_source=request.assume),
+                list(request.node_names),
+                request.scheduler_name,
+                assume=request.assume,
+                preempt=not request.disable_preemption,
+            )
+        except UpdateRejected as exc:
+            # Assuming the pod would replace a cached one in a way kube-apiserver refuses.
+            raise ValidationError(f"pod.{exc.error.field}", exc.error.message) from None
         annotate(
-            nodes=decision.candidate_count,
-            feasible=decision.feasible_count,
-            selected=decision.selected,
-            gated=decision.gated,
+            nodes=result.candidate_count,
+            feasible=result.feasible_count,
+            selected=result.selected,
+            gated=result.gated,
         )
-        return response
+        return convert.schedule_response(result, full=request.view != sc.VIEW_BASIC)
 
     @unary_errors
     async def Schedule(self, request: sc.ScheduleRequest, context: grpc.aio.ServicerContext) -> sc.ScheduleResponse:
@@ -252,26 +222,40 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         async for request in requests:
             yield await self._schedule(request)
 
-    async def _preempt(self, pod: Pod, node_names: list[str], scheduler_name: str) -> sc.PreemptResponse:
-        result, generation = self.service.preempt(pod, node_names, scheduler_name)
-        return sc.PreemptResponse(
-            generation=generation,
-            nominated_node=result.nominated_node,
-            victims=[
-                sc.Victim(namespace=v.namespace, name=v.name, uid=v.uid, priority=v.priority)
-                for v in sorted(result.victims, key=lambda v: v.key)
-            ],
-            num_pdb_violations=result.num_pdb_violations,
-            node_ties=list(result.node_ties),
-            message=result.message,
+    @unary_errors
+    async def ScheduleBatch(
+        self, request: sc.ScheduleBatchRequest, context: grpc.aio.ServicerContext
+    ) -> sc.ScheduleBatchResponse:
+        pods = [convert.pod_input(ref, f"pods[{i}]", with_source=True) for i, ref in enumerate(request.pods)]
+        full = request.view != sc.VIEW_BASIC
+        try:
+            placement = self.service.schedule_batch(
+                pods,
+                list(request.node_names),
+                request.scheduler_name,
+                all_or_nothing=request.all_or_nothing,
+                preempt=not request.disable_preemption,
+                details=full,
+            )
+        except PodRejected as exc:
+            raise convert.located_pod_error(exc, request.scheduler_name) from None
+        placed = sum(1 for r in placement.results if r.assumed_generation)
+        annotate(pods=len(pods), placed=placed, generation=placement.generation)
+        return sc.ScheduleBatchResponse(
+            results=[convert.schedule_response(r, full=full) for r in placement.results],
+            generation=placement.generation,
+            assumed_generation=placement.assumed_generation,
+            placed_count=placed,
+            all_placed=placement.all_placed,
         )
 
     @unary_errors
     async def Preempt(self, request: sc.PreemptRequest, context: grpc.aio.ServicerContext) -> sc.PreemptResponse:
-        pod = self._pod(request.pod)
-        response = await self._preempt(pod, list(request.node_names), request.scheduler_name)
-        annotate(nominated=response.nominated_node, victims=len(response.victims))
-        return response
+        result, generation = self.service.preempt(
+            self._pod(request.pod), list(request.node_names), request.scheduler_name
+        )
+        annotate(nominated=result.nominated_node, victims=len(result.victims))
+        return convert.preempt_response(result, generation)
 
 
 __all__ = ["ClusterCacheServicer", "SchedulerServicer", "status_for"]
