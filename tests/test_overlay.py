@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from podfit.server.cache.cluster_cache import ClusterCache, Delete, Upsert
 from podfit.server.cache.overlay import Overlay, OverlayError
-from podfit.server.cache.pod_index import PodQuery, base_index
+from podfit.server.cache.pod_index import PodQuery
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.config import default_profile
 from podfit.server.engine import Engine
@@ -149,7 +149,7 @@ def _answers(engine: Engine, snapshot: Snapshot) -> dict[str, Any]:
 def test_overlay_decisions_equal_a_cache_changed_the_same_way(changes: list[Change]) -> None:
     base = make_cache(*_cluster())
     changed = make_cache(*_cluster())
-    overlay = base.snapshot().fork()
+    overlay = Overlay(base.snapshot())
     for change in changes:
         change.on_overlay(overlay)
         change.on_cache(changed)
@@ -160,7 +160,7 @@ def test_overlay_decisions_equal_a_cache_changed_the_same_way(changes: list[Chan
 def _cache_state(cache: ClusterCache) -> tuple[Any, ...]:
     snapshot = cache.snapshot()
     table = snapshot.table
-    index = base_index(snapshot)
+    index = snapshot.cache_index()
     web = index.pod_counts(PodQuery(((None, LabelSelector(match_labels=(("app", "web"),))),))).copy()
     return (
         snapshot.names.tolist(),
@@ -189,7 +189,7 @@ def test_overlays_leave_the_cache_untouched(changes: list[Change]) -> None:
     cache = make_cache(*_cluster())
     engine = Engine(cache, {"default-scheduler": default_profile()})
     before, answers = _cache_state(cache), _answers(engine, cache.snapshot())
-    overlay = cache.snapshot().fork()
+    overlay = Overlay(cache.snapshot())
     for change in changes:
         change.on_overlay(overlay)
     _answers(engine, overlay.snapshot())
@@ -202,7 +202,7 @@ def test_overlays_side_by_side_stay_apart() -> None:
     engine = Engine(base, {"default-scheduler": default_profile()})
     first_changes = SCENARIOS["a node removed with its pods"] + SCENARIOS["pods bound"]
     second_changes = SCENARIOS["a hypothetical node in a new zone"] + SCENARIOS["a node cordoned"]
-    first, second = base.snapshot().fork(), base.snapshot().fork()
+    first, second = Overlay(base.snapshot()), Overlay(base.snapshot())
     first_cache, second_cache = make_cache(*_cluster()), make_cache(*_cluster())
     # Interleaved, as concurrent simulations would change them.
     for a, b in zip_longest(first_changes, second_changes):
@@ -217,7 +217,7 @@ def test_overlays_side_by_side_stay_apart() -> None:
 def test_a_fork_of_an_overlay_starts_from_its_changes_and_then_goes_its_own_way() -> None:
     base = make_cache(*_cluster())
     engine = Engine(base, {"default-scheduler": default_profile()})
-    parent = base.snapshot().fork()
+    parent = Overlay(base.snapshot())
     SCENARIOS["pods bound"][0].on_overlay(parent)
     child = parent.fork()
     SCENARIOS["a node removed with its pods"][0].on_overlay(child)
@@ -245,7 +245,7 @@ def test_a_fork_of_an_overlay_starts_from_its_changes_and_then_goes_its_own_way(
     ],
 )
 def test_changes_that_do_not_apply_are_refused(change: Callable[[Overlay], object], message: str) -> None:
-    overlay = make_cache(*_cluster()).snapshot().fork()
+    overlay = Overlay(make_cache(*_cluster()).snapshot())
     with pytest.raises(OverlayError, match=message):
         change(overlay)
 
@@ -254,7 +254,7 @@ def test_an_overlay_costs_what_it_changes_not_the_cluster() -> None:
     """Forking shares every column; only the columns a change writes are copied, once."""
     cache = make_cache(*[_node(f"n{i:04d}", f"z{i % 3}") for i in range(2000)])
     snapshot = cache.snapshot()
-    overlay = snapshot.fork()
+    overlay = Overlay(snapshot)
     assert overlay.table.requested is snapshot.table.requested
     assert overlay.table.labels[ZONE].codes is snapshot.table.labels[ZONE].codes
     overlay.bind_pod(_web("w", "n0001").obj())

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
+from podfit.server.cache.overlay import Overlay
+from podfit.server.cache.pod_index import resync
 from podfit.server.cache.snapshot import ImageSummary, Snapshot
 from podfit.server.model import Kind, Node, Pod, ValidationError, WorkloadSelector
 from podfit.server.model.objects import ClusterObject, node_from_k8s
@@ -175,7 +177,7 @@ class ClusterCache:
         ]
         if not changed:
             return base
-        overlay = base.fork()
+        overlay = Overlay(base)
         for node in changed:
             if node.name in overlay:
                 overlay.update_node(node)
@@ -297,9 +299,8 @@ class ClusterCache:
                 self._on_add(kind, entry.obj)
         self.generation = generation
         self.table.epoch += 1
-        from podfit.server.cache.pod_index import resync_existing
-
-        resync_existing(self.snapshot())
+        snapshot = self.snapshot()
+        resync(snapshot.table, snapshot.node_infos, snapshot.rows, snapshot.generation)
 
     def check(self, changes: Sequence[Change]) -> None:
         """Raises UpdateRejected for the first pod update that kube-apiserver would refuse."""

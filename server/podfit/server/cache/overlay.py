@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 from podfit.server.cache.node_info import NodeInfo
-from podfit.server.cache.pod_index import OverlayPodIndex, PodIndexView, base_index
+from podfit.server.cache.pod_index import OverlayPodIndex, PodIndexView
 from podfit.server.cache.snapshot import ImageSummary, Snapshot
 from podfit.server.model import Node, Pod
 
@@ -51,7 +51,7 @@ class _NodeMap(Mapping[str, NodeInfo]):
 class Overlay:
     def __init__(self, base: Snapshot) -> None:
         if base.pod_index is not None:
-            raise OverlayError("fork an overlay with Overlay.fork(), not its snapshot")
+            raise OverlayError("fork an overlay with Overlay.fork(), not Overlay(its snapshot)")
         self.base = base
         self.table = base.table.fork()
         # The overlay's own NodeInfos (clones of changed nodes, and added nodes), by name.
@@ -195,7 +195,7 @@ class Overlay:
         def pod_index() -> PodIndexView:
             nonlocal index
             if index is None:
-                index = OverlayPodIndex(base_index(base), table.capacity, dirty)
+                index = OverlayPodIndex(base.cache_index(), table.capacity, dirty)
             return index
 
         return Snapshot(

@@ -32,7 +32,6 @@ from podfit.server.model.objects import Labels, LabelSelector, LabelSelectorRequ
 if TYPE_CHECKING:
     from podfit.server.cache.node_info import NodeInfo
     from podfit.server.cache.node_table import NodeTable
-    from podfit.server.cache.snapshot import Snapshot
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -519,25 +518,20 @@ def _discard(index: dict[K, set[V]], key: K, item: V) -> None:
 _INDEXES: weakref.WeakKeyDictionary[NodeTable, PodIndex] = weakref.WeakKeyDictionary()
 
 
-def index_for(snapshot: Snapshot) -> PodIndexView:
-    """The index over the snapshot's table, synced to its generation (an overlay's own view for forks)."""
-    if snapshot.pod_index is not None:
-        return snapshot.pod_index()
-    return base_index(snapshot)
-
-
-def base_index(snapshot: Snapshot) -> PodIndex:
-    table = snapshot.table
+def index_of(table: NodeTable, nodes: Sequence[NodeInfo], rows: IntpArray, generation: int) -> PodIndex:
+    """The index over ``table`` (built on first use), synced to ``generation``; ``nodes`` are the
+    table's NodeInfos and ``rows`` their rows. Also re-syncs to a lower generation after the cache undid
+    batches."""
     index = _INDEXES.get(table)
     if index is None:
         index = _INDEXES[table] = PodIndex()
-    index.sync(table, snapshot.node_infos, snapshot.rows, snapshot.generation)
+    index.sync(table, nodes, rows, generation)
     return index
 
 
-def resync_existing(snapshot: Snapshot) -> None:
-    """Syncs the snapshot table's index, if one was built, to the snapshot's generation (even when that
-    generation is lower than the index's: the cache went back to it by undoing tentative batches)."""
-    index = _INDEXES.get(snapshot.table)
+def resync(table: NodeTable, nodes: Sequence[NodeInfo], rows: IntpArray, generation: int) -> None:
+    """Syncs the table's index, if one was built, to ``generation`` (lower than the index's when the
+    cache went back to it by undoing tentative batches)."""
+    index = _INDEXES.get(table)
     if index is not None:
-        index.sync(snapshot.table, snapshot.node_infos, snapshot.rows, snapshot.generation)
+        index.sync(table, nodes, rows, generation)

@@ -2,25 +2,21 @@
 
 Decisions run synchronously on the event loop (plugins never await), so no update can interleave
 with a decision and the view needs no copy: it references the cache's structures at one generation.
-``fork()`` gives an overlay that may change a few nodes and pods of the view without copying the
-cluster or touching the cache (preemption's dry runs, caller-supplied nodes, what-if simulation).
+``Overlay(snapshot)`` (cache/overlay.py) forks one into a view that changes a few nodes and pods
+without copying the cluster or touching the cache (caller-supplied nodes, what-if simulation).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
+from podfit.server.cache.pod_index import PodIndex, PodIndexView, index_of
 from podfit.server.model import Namespace, Pod, PodDisruptionBudget, WorkloadSelector
-
-if TYPE_CHECKING:
-    from podfit.server.cache.overlay import Overlay
-    from podfit.server.cache.pod_index import PodIndexView
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +51,10 @@ class Snapshot:
     def get(self, node_name: str) -> NodeInfo | None:
         return self.node_info_map.get(node_name)
 
-    def fork(self) -> Overlay:
-        from podfit.server.cache.overlay import Overlay
+    def index(self) -> PodIndexView:
+        """The bound pods indexed per row: an overlay's view, or the cache's index synced to this snapshot."""
+        return self.pod_index() if self.pod_index is not None else self.cache_index()
 
-        return Overlay(self)
+    def cache_index(self) -> PodIndex:
+        """The index over the cache's own table (for a snapshot of the cache, not of an overlay)."""
+        return index_of(self.table, self.node_infos, self.rows, self.generation)

@@ -28,7 +28,6 @@ from podfit.server.cache.pod_index import (
     SCORE_TERMS,
     PodIndexView,
     PodQuery,
-    index_for,
     merged_selector,
 )
 from podfit.server.framework.cycle_state import CycleState
@@ -316,7 +315,7 @@ class InterPodAffinity:
         anti_affinity = tuple(resolve_term(t, pod, namespaces) for t in pod.required_anti_affinity)
         ns_labels = _namespace_labels(snapshot, pod.namespace)
 
-        index = index_for(snapshot)
+        index = snapshot.index()
         table, rows = snapshot.table, snapshot.rows
         existing = _PairSums(table)
         for term, term_rows in index.existing_terms(FILTER_TERMS, pod.labels):
@@ -389,7 +388,7 @@ class InterPodAffinity:
         preferred_anti = tuple(resolve_term(w.term, pod, namespaces, -w.weight) for w in pod.preferred_anti_affinity)
         own_terms = preferred + preferred_anti
         ns_labels = _namespace_labels(snapshot, pod.namespace)
-        sums = self._topology_sums(pod, own_terms, ns_labels, snapshot.table, snapshot.rows, index_for(snapshot))
+        sums = self._topology_sums(pod, own_terms, ns_labels, snapshot.table, snapshot.rows, snapshot.index())
         scores, by_code = sums.by_key(), sums.sums
         if not scores:
             return SKIP

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
-from podfit.server.cache.pod_index import PodIndexView, PodQuery, index_for
+from podfit.server.cache.pod_index import PodIndexView, PodQuery
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -500,7 +500,7 @@ class PodTopologySpread:
         if not constraints:
             return None, SKIP
         self_match = [1 if c.matches(pod.labels) else 0 for c in constraints]
-        s = self._pre_filter_rows(pod, constraints, self_match, snapshot.table, snapshot.rows, index_for(snapshot))
+        s = self._pre_filter_rows(pod, constraints, self_match, snapshot.table, snapshot.rows, snapshot.index())
         state.write(_PRE_FILTER_KEY, s)
         return None, None
 
@@ -578,7 +578,7 @@ class PodTopologySpread:
         if not constraints:
             return SKIP
         require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
-        index = index_for(snapshot)
+        index = snapshot.index()
         s = self._pre_score_rows(pod, constraints, require_all, rows, snapshot.table, snapshot.rows, index)
         state.write(_PRE_SCORE_KEY, s)
         return None
