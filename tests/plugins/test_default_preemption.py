@@ -12,12 +12,14 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import pytest
 from podfit.server.cache.node_info import NodeInfo
+from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Engine
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import Plugin, PreFilterResult
+from podfit.server.framework.interfaces import Int32Array, IntpArray, Plugin, PreFilterResult
 from podfit.server.framework.profile import Profile
 from podfit.server.framework.status import Status, unresolvable, unschedulable
 from podfit.server.model import Kind, Pod, ValidationError
@@ -34,18 +36,21 @@ INT32_MIN = -(2**31)
 
 
 class _CpuFit:
-    """NodeResourcesFit's verdict for cpu alone: Unresolvable when the node could never hold the pod."""
+    """NodeResourcesFit's verdict for cpu alone: Unresolvable when the node could never hold the pod.
+    It reads only its rows' columns, so dry runs may batch nodes when no PreFilter state is in play."""
 
     name = "CpuFit"
+    row_local = True
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+    def filter_rows(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
+    ) -> tuple[Int32Array, list[Status]]:
         want = pod.requests.get("cpu", 0)
-        allocatable = node_info.allocatable.get("cpu", 0)
-        if want > allocatable:
-            return unresolvable("Insufficient cpu")
-        if node_info.requested_amount("cpu") + want > allocatable:
-            return unschedulable("Insufficient cpu")
-        return None
+        column = table.resources.get("cpu")
+        allocatable = table.allocatable[rows, column] if column is not None else np.zeros(len(rows), dtype=np.int64)
+        requested = table.requested[rows, column] if column is not None else np.zeros(len(rows), dtype=np.int64)
+        codes = np.where(want > allocatable, 1, np.where(requested + want > allocatable, 2, 0)).astype(np.int32)
+        return codes, [unresolvable("Insufficient cpu"), unschedulable("Insufficient cpu")]
 
 
 class _Counts:
@@ -80,23 +85,28 @@ class _NoBlockers:
         if _is_blocker(pod_to_remove):
             state.read(_BLOCKERS_KEY, _Counts).counts[node_info.name] -= 1
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if state.read(_BLOCKERS_KEY, _Counts).counts[node_info.name] > 0:
-            return unschedulable(REASON_BLOCKER)
-        return None
+    def filter_rows(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
+    ) -> tuple[Int32Array, list[Status]]:
+        counts = state.read(_BLOCKERS_KEY, _Counts).counts
+        infos = table.infos
+        blocked = [counts[info.name] > 0 if (info := infos[row]) is not None else False for row in rows.tolist()]
+        return np.array(blocked, dtype=np.int32), [unschedulable(REASON_BLOCKER)]
 
 
-def _profile(with_dra: bool = True) -> Profile:
+def _profile(with_dra: bool = True, with_blockers: bool = True) -> Profile:
+    """Without the blockers plugin no PreFilter state follows removed pods: dry runs batch the nodes."""
     affinity = node_affinity.new({})
     taints = taint_toleration.new({})
     cpu, blockers = _CpuFit(), _NoBlockers()
     preemption = default_preemption.new({})
-    plugins: dict[str, Plugin] = {p.name: p for p in (affinity, taints, cpu, blockers, preemption)}
+    stateful: list[Any] = [blockers] if with_blockers else []
+    plugins: dict[str, Plugin] = {p.name: p for p in (affinity, taints, cpu, *stateful, preemption)}
     if with_dra:
         plugins["DynamicResources"] = dynamic_resources.new({})
     return Profile(
-        pre_filter=[affinity, blockers],
-        filter=[taints, affinity, cpu, blockers],
+        pre_filter=[affinity, *stateful],
+        filter=[taints, affinity, cpu, *stateful],
         post_filter=[preemption],
         plugins=plugins,
     )
@@ -612,12 +622,15 @@ def _random_cluster(seed: int) -> tuple[list[CacheItem], PodBuilder]:
     return objects, _incoming(rnd.choice(["1500m", "2"]), rnd.choice([3, 6, 10]))
 
 
+@pytest.mark.parametrize("with_blockers", [True, False], ids=["node by node", "nodes in lockstep"])
 @pytest.mark.parametrize("seed", range(60))
-def test_pruned_search_equals_exhaustive_ranking(seed: int) -> None:
-    """Skipping nodes that cannot rank first never changes the answer (seeded random clusters)."""
+def test_pruned_search_equals_exhaustive_ranking(seed: int, with_blockers: bool) -> None:
+    """Skipping nodes that cannot rank first, or dry-running all nodes in lockstep over one table, never
+    changes the answer: each is checked against every node's own SelectVictimsOnNode (seeded random
+    clusters; blocker pods keep PreFilter state in play, which forces the node-by-node dry run)."""
     objects, incoming = _random_cluster(seed)
     cache = make_cache(*objects)
-    engine = Engine(cache, {"default-scheduler": _profile()})
+    engine = Engine(cache, {"default-scheduler": _profile(with_blockers=with_blockers)})
     pod = incoming.obj()
     result = engine.preempt(pod)
     framework = engine.framework_for(pod)
