@@ -15,8 +15,8 @@ def scores(pod: PodBuilder, *nodes: NodeBuilder) -> list[int]:
     plugin = image_locality.new({})
     snapshot = make_cache(*nodes).snapshot()
     state = CycleState()
-    assert plugin.pre_score(state, pod.obj(), snapshot.node_infos, snapshot) is None
-    return [plugin.score(state, pod.obj(), info) for info in snapshot.node_infos]
+    assert plugin.pre_score(state, pod.obj(), snapshot, snapshot.rows) is None
+    return list(plugin.score_rows(state, pod.obj(), snapshot.table, snapshot.rows).tolist())
 
 
 def pod_with(*images: str) -> PodBuilder:

@@ -15,6 +15,7 @@ from podfit.server.plugins.inter_pod_affinity import InterPodAffinity, merged_se
 
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pod
 from tests.plugins import harness
+from tests.plugins.harness import filter_snapshot
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -509,7 +510,7 @@ def test_pre_filter_extensions(
     state, incoming = CycleState(), pod.obj()
     _, status = plugin.pre_filter(state, incoming, snapshot)
     assert status is None
-    before = {info.name: plugin.filter(state, incoming, info) for info in snapshot.node_infos}
+    before = filter_snapshot(plugin, state, incoming, snapshot)
     changed = state.clone()
     action, other = change
     other_pod = other.node(node).obj()
@@ -517,9 +518,9 @@ def test_pre_filter_extensions(
         plugin.add_pod(changed, incoming, other_pod, snapshot.node_info_map[node], snapshot)
     else:
         plugin.remove_pod(changed, incoming, other_pod, snapshot.node_info_map[node], snapshot)
-    assert {info.name: plugin.filter(changed, incoming, info) for info in snapshot.node_infos} == want
+    assert filter_snapshot(plugin, changed, incoming, snapshot) == want
     # The state PreFilter wrote is untouched: preemption works on clones.
-    assert {info.name: plugin.filter(state, incoming, info) for info in snapshot.node_infos} == before
+    assert filter_snapshot(plugin, state, incoming, snapshot) == before
 
 
 # --------------------------------------------------------------------------------------------------

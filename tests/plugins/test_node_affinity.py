@@ -12,6 +12,7 @@ from podfit.server.framework.status import SKIP, Status, unresolvable
 from podfit.server.plugins import node_affinity
 
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pod, node_info
+from tests.plugins.harness import filter_one, score_snapshot
 
 MISMATCH = unresolvable("node(s) didn't match Pod's node affinity/selector")
 ENFORCED = unresolvable("node(s) didn't match scheduler-enforced node affinity")
@@ -189,7 +190,7 @@ def test_filter(args: dict[str, Any], pod: PodBuilder, node: NodeBuilder, want: 
     _, status = plugin.pre_filter(state, pod.obj(), make_cache(node).snapshot())
     # A skipped PreFilter means the runtime never calls Filter; Filter must agree it has nothing to reject.
     assert status in (None, SKIP)
-    assert plugin.filter(state, pod.obj(), node_info(node)) == want
+    assert filter_one(plugin, state, pod.obj(), node_info(node)) == want
 
 
 @pytest.mark.parametrize(
@@ -263,12 +264,10 @@ def _scores(args: dict[str, Any], pod: PodBuilder, nodes: list[NodeBuilder]) -> 
     plugin = node_affinity.new(args)
     snapshot = make_cache(*nodes).snapshot()
     state = CycleState()
-    status = plugin.pre_score(state, pod.obj(), snapshot.node_infos, snapshot)
+    status = plugin.pre_score(state, pod.obj(), snapshot, snapshot.rows)
     if status is not None:
         return status
-    scores = [plugin.score(state, pod.obj(), info) for info in snapshot.node_infos]
-    plugin.normalize_score(state, pod.obj(), scores)
-    return scores
+    return list(score_snapshot(plugin, state, pod.obj(), snapshot).values())
 
 
 ZONE_A = labels(expr("zone", "In", "a"))

@@ -8,6 +8,7 @@ from podfit.server.framework.status import SKIP, Status, unschedulable
 from podfit.server.plugins import node_ports
 
 from tests.builders import PodBuilder, make_cache, make_node, make_pod, node_info
+from tests.plugins.harness import filter_one
 
 CONFLICT = unschedulable("node(s) didn't have free ports for the requested pod ports")
 
@@ -100,7 +101,7 @@ def test_filter(pod: PodBuilder, on_node: list[PodBuilder], want: Status | None)
     plugin = node_ports.new({})
     state = CycleState()
     assert plugin.pre_filter(state, pod.obj(), make_cache(make_node("node")).snapshot()) == (None, None)
-    assert plugin.filter(state, pod.obj(), node_info(make_node("node"), *on_node)) == want
+    assert filter_one(plugin, state, pod.obj(), node_info(make_node("node"), *on_node)) == want
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from podfit.server.framework.status import SKIP, Status
 from podfit.server.plugins import node_resources_balanced_allocation as balanced
 
 from tests.builders import PodBuilder, make_cache, make_node, make_pod, node_info
+from tests.plugins.harness import one_row
 
 GPU = "example.com/gpu"
 NODE = make_node("node").allocatable(
@@ -26,10 +27,11 @@ def score(args: dict[str, Any], pod: PodBuilder, *on_node: PodBuilder) -> int | 
     plugin = balanced.new(args)
     state = CycleState()
     info = node_info(NODE, *on_node)
-    status = plugin.pre_score(state, pod.obj(), [info], make_cache().snapshot())
+    table, rows = one_row(info)
+    status = plugin.pre_score(state, pod.obj(), make_cache().snapshot(), rows)
     if status is not None:
         return status
-    return plugin.score(state, pod.obj(), info)
+    return int(plugin.score_rows(state, pod.obj(), table, rows)[0])
 
 
 @pytest.mark.parametrize(

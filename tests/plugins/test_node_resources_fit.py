@@ -11,6 +11,7 @@ from podfit.server.framework.status import Code, Status, unresolvable, unschedul
 from podfit.server.plugins import node_resources_fit
 
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pod, node_info
+from tests.plugins.harness import filter_one, one_row
 
 GPU = "example.com/gpu"
 
@@ -188,15 +189,16 @@ def test_filter(
     plugin = node_resources_fit.new(args)
     state = CycleState()
     assert plugin.pre_filter(state, pod.obj(), make_cache().snapshot()) == (None, None)
-    assert plugin.filter(state, pod.obj(), node_info(node, *on_node)) == want
+    assert filter_one(plugin, state, pod.obj(), node_info(node, *on_node)) == want
 
 
 def score(args: dict[str, Any], pod: PodBuilder, node: NodeBuilder, *on_node: PodBuilder) -> int:
     plugin = node_resources_fit.new(args)
     state = CycleState()
     info = node_info(node, *on_node)
-    assert plugin.pre_score(state, pod.obj(), [info], make_cache().snapshot()) is None
-    return plugin.score(state, pod.obj(), info)
+    table, rows = one_row(info)
+    assert plugin.pre_score(state, pod.obj(), make_cache().snapshot(), rows) is None
+    return int(plugin.score_rows(state, pod.obj(), table, rows)[0])
 
 
 def strategy(

@@ -15,6 +15,7 @@ from podfit.server.plugins.pod_topology_spread import PodTopologySpread, default
 
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pod
 from tests.plugins import harness
+from tests.plugins.harness import filter_snapshot
 
 ZONE = "zone"
 HOST = "kubernetes.io/hostname"
@@ -423,15 +424,15 @@ def test_pre_filter_extensions(action: str, other: PodBuilder, node: str, want: 
     state, incoming = CycleState(), foo("new").spread(1, ZONE, selector=FOO).obj()
     _, status = plugin.pre_filter(state, incoming, snapshot)
     assert status is None
-    before = {info.name: plugin.filter(state, incoming, info) for info in snapshot.node_infos}
+    before = filter_snapshot(plugin, state, incoming, snapshot)
     changed = state.clone()
     pod = other.node(node).obj()
     if action == "add":
         plugin.add_pod(changed, incoming, pod, snapshot.node_info_map[node], snapshot)
     else:
         plugin.remove_pod(changed, incoming, pod, snapshot.node_info_map[node], snapshot)
-    assert {info.name: plugin.filter(changed, incoming, info) for info in snapshot.node_infos} == want
-    assert {info.name: plugin.filter(state, incoming, info) for info in snapshot.node_infos} == before
+    assert filter_snapshot(plugin, changed, incoming, snapshot) == want
+    assert filter_snapshot(plugin, state, incoming, snapshot) == before
 
 
 # --------------------------------------------------------------------------------------------------

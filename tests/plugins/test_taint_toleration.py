@@ -8,6 +8,7 @@ from podfit.server.framework.status import Status, unresolvable
 from podfit.server.plugins import taint_toleration
 
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pod, node_info
+from tests.plugins.harness import filter_one, score_snapshot
 
 UNTOLERATED = unresolvable("node(s) had untolerated taint(s)")
 
@@ -92,17 +93,15 @@ UNTOLERATED = unresolvable("node(s) had untolerated taint(s)")
 )
 def test_filter(node: NodeBuilder, pod: PodBuilder, want: Status | None) -> None:
     plugin = taint_toleration.new({})
-    assert plugin.filter(CycleState(), pod.obj(), node_info(node)) == want
+    assert filter_one(plugin, CycleState(), pod.obj(), node_info(node)) == want
 
 
 def _scores(pod: PodBuilder, *nodes: NodeBuilder) -> list[int]:
     plugin = taint_toleration.new({})
     snapshot = make_cache(*nodes).snapshot()
     state = CycleState()
-    assert plugin.pre_score(state, pod.obj(), snapshot.node_infos, snapshot) is None
-    scores = [plugin.score(state, pod.obj(), info) for info in snapshot.node_infos]
-    plugin.normalize_score(state, pod.obj(), scores)
-    return scores
+    assert plugin.pre_score(state, pod.obj(), snapshot, snapshot.rows) is None
+    return list(score_snapshot(plugin, state, pod.obj(), snapshot).values())
 
 
 @pytest.mark.parametrize(

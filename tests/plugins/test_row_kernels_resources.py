@@ -1,7 +1,7 @@
-"""NodeResourcesFit and NodeResourcesBalancedAllocation: the vectorised Filter/Score answer exactly as
-the per-node methods do, on every public conformance case under each scoring configuration, and on
-edge cases the cases do not reach (unfittable requests, missing or zero allocatable, many extended
-resources, amounts outside the int64-exact range that must take the per-node fallback)."""
+"""NodeResourcesFit and NodeResourcesBalancedAllocation over rows: each row answers alike with or without
+the others, on every public conformance case under each scoring configuration and on edge cases the cases
+do not reach (unfittable requests, missing or zero allocatable, many extended resources, amounts outside
+the int64-exact range, scored over Python ints and checked against upstream's formulas by hand)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from podfit.server.plugins import node_resources_fit as fit
 
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pod
 from tests.conformance_support import cache_from_case, load_cases
-from tests.plugins.vector_harness import assert_filter_equivalent, assert_score_equivalent
+from tests.plugins.harness import filter_one, filter_rows
+from tests.plugins.row_harness import assert_filter_equivalent, assert_score_equivalent
 
 GPU = "example.com/gpu"
 
@@ -96,7 +97,7 @@ def _conformance() -> list[tuple[str, ClusterCache, Pod]]:
 
 
 @pytest.mark.parametrize("name", FIT_ARGS)
-def test_fit_matches_per_node_on_conformance_cases(name: str) -> None:
+def test_fit_answers_each_row_alike_on_conformance_cases(name: str) -> None:
     plugin = _fit(name)
     filtered = scored = 0
     for case_id, cache, pod in _conformance():
@@ -106,7 +107,7 @@ def test_fit_matches_per_node_on_conformance_cases(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", BALANCED_ARGS)
-def test_balanced_allocation_matches_per_node_on_conformance_cases(name: str) -> None:
+def test_balanced_allocation_answers_each_row_alike_on_conformance_cases(name: str) -> None:
     plugin = _balanced(name)
     scored = sum(assert_score_equivalent(plugin, pod, cache, case_id) for case_id, cache, pod in _conformance())
     assert scored > 100
@@ -199,7 +200,7 @@ EDGE_CASES: dict[str, tuple[list[NodeBuilder | PodBuilder], PodBuilder]] = {
         ],
         make_pod().req(cpu="2", **dict.fromkeys(MANY, "2")),
     ),
-    "amounts beyond 2^53 fall back to the per-node path": (
+    "amounts beyond 2^53": (
         [
             _node("huge-memory", cpu="4", memory="100P", pods="10"),
             _node("normal", cpu="4", memory="8Gi", pods="10", ephemeral_storage="1Gi"),
@@ -218,7 +219,7 @@ def _edge_plugins() -> list[Any]:
 
 
 @pytest.mark.parametrize("case", EDGE_CASES)
-def test_edge_cases_match_per_node(case: str) -> None:
+def test_edge_cases_answer_each_row_alike(case: str) -> None:
     objects, pod_builder = EDGE_CASES[case]
     cache = make_cache(*objects)
     pod = pod_builder.obj()
@@ -302,7 +303,8 @@ def test_filter_rows_many_resources_groups_verdicts() -> None:
 
 
 def test_rows_subset_in_any_order() -> None:
-    """The runtime passes the still-pending rows, not the whole table, in snapshot order."""
+    """The runtime passes the still-pending rows, not the whole table, in any order: each row's answer is
+    its answer alone."""
     objects, pod_builder = EDGE_CASES["allocatable zero or absent"]
     snapshot = make_cache(*objects).snapshot()
     pod = pod_builder.obj()
@@ -315,18 +317,67 @@ def test_rows_subset_in_any_order() -> None:
         plugin_any: Any = plugin
         if isinstance(plugin, fit.NodeResourcesFit):
             plugin.pre_filter(state, pod, snapshot)
-            codes, statuses = plugin.filter_rows(state, pod, snapshot.table, rows)
-            got = [None if c == 0 else statuses[c - 1] for c in codes.tolist()]
-            assert got == [plugin.filter(state, pod, info) for info in infos]
-        plugin_any.pre_score(state, pod, infos, snapshot)
-        want = [plugin_any.score(state, pod, info) for info in infos]
+            got = filter_rows(plugin, state, pod, snapshot.table, rows)
+            assert got == [filter_one(plugin, state, pod, info, like=snapshot) for info in infos]
+        plugin_any.pre_score(state, pod, snapshot, rows)
+        want = [int(plugin_any.score_rows(state, pod, snapshot.table, rows[i : i + 1])[0]) for i in range(len(rows))]
         assert plugin_any.score_rows(state, pod, snapshot.table, rows).tolist() == want
     # Without PreScore state (its SKIP ignored), a pod requesting none of the resources scores 0.
     idle = make_pod().container().obj()
     for plugin in (_balanced("default"), _balanced("nothing-counted")):
-        want = [plugin.score(CycleState(), idle, info) for info in infos]
-        assert plugin.score_rows(CycleState(), idle, snapshot.table, rows).tolist() == want == [0, 0, 0]
+        assert plugin.score_rows(CycleState(), idle, snapshot.table, rows).tolist() == [0, 0, 0]
     empty = np.zeros(0, dtype=np.intp)
     codes, statuses = _fit("default").filter_rows(CycleState(), pod, snapshot.table, empty)
     assert len(codes) == 0 and statuses == []
     assert len(_fit("ratio-increasing").score_rows(CycleState(), pod, snapshot.table, empty)) == 0
+
+
+# Upstream's formulas by hand, in Python ints (exact at any size), for the cases beyond int64-exact
+# arithmetic. LeastAllocated per resource: (allocatable - requested) * 100 // allocatable, 0 when
+# requested exceeds allocatable; the node score averages cpu and memory. BalancedAllocation:
+# fractions min(requested / allocatable, 1), std = |f_cpu - f_mem| / 2, score int((1 - std) * 100).
+_P, _E, _GI = 2**50, 10**18, 2**30
+
+
+def _least(requested: int, allocatable: int) -> int:
+    return 0 if requested > allocatable else (allocatable - requested) * 100 // allocatable
+
+
+def _balanced_two(cpu: float, memory: float) -> int:
+    return int((1 - abs(min(cpu, 1.0) - min(memory, 1.0)) / 2) * 100)
+
+
+@pytest.mark.parametrize(
+    ("case", "want_fit", "want_balanced"),
+    [
+        pytest.param(
+            "amounts beyond 2^53",
+            {
+                "huge-memory": (_least(1000, 4000) + _least(_GI, 100 * _P)) // 2,
+                "normal": (_least(1000, 4000) + _least(_GI, 8 * _GI)) // 2,
+            },
+            {"huge-memory": _balanced_two(0.25, _GI / (100 * _P)), "normal": _balanced_two(0.25, 0.125)},
+            id="memory of 100Pi: 87 and 81, balanced 87 and 93",
+        ),
+        pytest.param(
+            "a request near int64's limit",
+            {
+                "huge": (_least(1000, 4000) + _least(7 * _E, 8 * _E)) // 2,
+                "normal": (_least(1000, 4000) + _least(7 * _E, 8 * _GI)) // 2,
+            },
+            {"huge": _balanced_two(0.25, 7 / 8), "normal": _balanced_two(0.25, 7 * _E / (8 * _GI))},
+            id="7E of 8E: (8E - 7E) * 100 passes int64",
+        ),
+    ],
+)
+def test_scores_beyond_int64_exact_amounts(case: str, want_fit: dict[str, int], want_balanced: dict[str, int]) -> None:
+    objects, pod_builder = EDGE_CASES[case]
+    snapshot = make_cache(*objects).snapshot()
+    pod = pod_builder.obj()
+    names = snapshot.names.tolist()
+    for plugin, want in ((_fit("default"), want_fit), (_balanced("default"), want_balanced)):
+        state = CycleState()
+        plugin.pre_score(state, pod, snapshot, snapshot.rows)
+        got = plugin.score_rows(state, pod, snapshot.table, snapshot.rows)
+        assert got.dtype == np.int64
+        assert dict(zip(names, got.tolist(), strict=True)) == want

@@ -1,8 +1,9 @@
-"""The node-local plugins' vectorised Filter/Score answer exactly like their per-node methods.
+"""The node-local plugins' Filter/Score over rows: each row answers alike with or without the others.
 
-Every public conformance case is replayed through each plugin both ways (vector_harness), then edge
-cases the cases barely reach: many and distinct taint lists, Gt/Lt over non-integer labels, matchFields,
-host-port clashes by address, and image rows reused after node churn.
+Every public conformance case is replayed through each plugin over all rows and row by row
+(row_harness), then edge cases the cases barely reach, with their expected answers: many and distinct
+taint lists, Gt/Lt over non-integer labels, matchFields, host-port clashes by address, and image rows
+reused after node churn.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from podfit.server.plugins import (
 
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pod
 from tests.conformance_support import cache_from_case, load_cases
-from tests.plugins.vector_harness import assert_filter_equivalent, assert_score_equivalent
+from tests.plugins.row_harness import assert_filter_equivalent, assert_score_equivalent
 
 MB = 1024 * 1024
 Factory = Callable[[Mapping[str, Any]], Any]
@@ -91,7 +92,7 @@ def conformance() -> list[tuple[str, Pod, ClusterCache]]:
 
 
 @pytest.mark.parametrize("name", FILTERS)
-def test_filter_rows_match_per_node_on_conformance_cases(name: str) -> None:
+def test_filter_rows_answer_each_row_alike_on_conformance_cases(name: str) -> None:
     factory, args = FILTERS[name]
     plugin = factory(args)
     compared = sum(assert_filter_equivalent(plugin, pod, c, case_id) for case_id, pod, c in conformance())
@@ -100,7 +101,7 @@ def test_filter_rows_match_per_node_on_conformance_cases(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", SCORES)
-def test_score_rows_match_per_node_on_conformance_cases(name: str) -> None:
+def test_score_rows_answer_each_row_alike_on_conformance_cases(name: str) -> None:
     factory, args = SCORES[name]
     plugin = factory(args)
     compared = sum(assert_score_equivalent(plugin, pod, c, case_id) for case_id, pod, c in conformance())
@@ -111,7 +112,7 @@ def test_score_rows_match_per_node_on_conformance_cases(name: str) -> None:
 
 
 def filter_codes(plugin: Any, pod: PodBuilder, cache: ClusterCache) -> dict[str, int]:
-    """Asserts equivalence, then returns the vector codes per node (0 = fits) for checking the outcome."""
+    """Asserts row independence, then returns the codes per node (0 = fits) for checking the outcome."""
     incoming = pod.obj()
     assert assert_filter_equivalent(plugin, incoming, cache) == len(cache.snapshot().node_infos)
     snapshot = cache.snapshot()
@@ -124,13 +125,13 @@ def filter_codes(plugin: Any, pod: PodBuilder, cache: ClusterCache) -> dict[str,
 
 
 def raw_scores(plugin: Any, pod: PodBuilder, cache: ClusterCache) -> list[int]:
-    """Asserts equivalence, then returns the vector raw scores in node order."""
+    """Asserts row independence, then returns the raw scores in node order."""
     incoming = pod.obj()
     assert assert_score_equivalent(plugin, incoming, cache) == len(cache.snapshot().node_infos)
     snapshot = cache.snapshot()
     state = CycleState()
     if hasattr(plugin, "pre_score"):
-        plugin.pre_score(state, incoming, list(snapshot.node_infos), snapshot)
+        plugin.pre_score(state, incoming, snapshot, snapshot.rows)
     assert snapshot.table is not None and snapshot.rows is not None
     result: list[int] = plugin.score_rows(state, incoming, snapshot.table, snapshot.rows).tolist()
     return result

@@ -1,14 +1,13 @@
-"""PodTopologySpread and InterPodAffinity over the NodeTable answer exactly like node by node.
+"""PodTopologySpread and InterPodAffinity: row independence, and the incrementally synced pod index.
 
-Two things are checked: filter_rows / score_rows / normalize_rows against the per-node methods after the
-same PreFilter/PreScore, and PreFilter/PreScore computed through the pod index against the node-by-node
-walk (a snapshot without a table), including the state preemption later edits with add_pod/remove_pod.
-The random clusters also change between decisions, so the index's incremental sync is exercised.
+Two things are checked: filter_rows / score_rows over all rows against each row alone (row_harness),
+and every answer — PreFilter and PreScore state, Filter, Score, normalisation, and the state preemption
+edits with add_pod/remove_pod — on a cache that churned (its pod index synced row by row) against the same
+objects loaded into a fresh cache (its index built from scratch).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -16,22 +15,17 @@ from typing import Any
 import numpy as np
 import pytest
 from podfit.server.cache.cluster_cache import ClusterCache, Delete, Upsert
-from podfit.server.cache.pod_index import PodQuery, index_for
+from podfit.server.cache.pod_index import PodQuery
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.status import Code, Status
 from podfit.server.model import Kind, Pod
 from podfit.server.model.objects import LabelSelector, LabelSelectorRequirement, object_from_k8s, pod_from_k8s
 from podfit.server.plugins import inter_pod_affinity, pod_topology_spread
-from podfit.server.plugins.pod_topology_spread import (
-    _CriticalPaths,
-    _feasible_rows,
-    _round_half_away,
-    _round_half_away_rows,
-)
+from podfit.server.plugins.pod_topology_spread import _CriticalPaths, _round_half_away, _round_half_away_rows
 
 from tests.conformance_support import cache_from_case, load_cases
-from tests.plugins.vector_harness import assert_filter_equivalent, assert_score_equivalent
+from tests.plugins.row_harness import assert_filter_equivalent, assert_score_equivalent
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -54,20 +48,17 @@ CONFIGS: dict[str, Any] = {
 
 
 # --------------------------------------------------------------------------------------------------
-# Comparing the table path with the node-by-node path
+# Comparing a churned cache with the same objects loaded afresh
 
 
-def _flat(snapshot: Snapshot) -> Snapshot:
-    """The same snapshot without its NodeTable: plugins then walk every node and pod."""
-    return dataclasses.replace(snapshot, table=None, rows=None, names=None, info_array=None)
-
-
-def _filter_all(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot) -> list[Status | None]:
-    return [plugin.filter(state, pod, info) for info in snapshot.node_infos]
+def _rebuilt(cache: ClusterCache) -> ClusterCache:
+    """The cache's objects in a new cache, whose pod index will be built from scratch."""
+    fresh = ClusterCache()
+    fresh.apply([Upsert(kind, e.obj, e.source) for kind in Kind for e in cache.entries(kind)])
+    return fresh
 
 
 def _filter_rows(plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot) -> list[Status | None]:
-    assert snapshot.table is not None and snapshot.rows is not None
     codes, statuses = plugin.filter_rows(state, pod, snapshot.table, snapshot.rows)
     assert len(statuses) <= 3
     return [None if c == 0 else statuses[c - 1] for c in codes.tolist()]
@@ -90,61 +81,59 @@ def _pre_score_internals(plugin: Any, state: CycleState) -> Any:
 
 
 def assert_paths_agree(plugin: Any, pod: Pod, cache: ClusterCache, rng: random.Random | None = None) -> int:
-    """PreFilter and PreScore through the pod index equal the node-by-node walk, and stay equal after the
-    edits preemption makes (add_pod / remove_pod on clones). Returns how many nodes Filter compared."""
-    snapshot = cache.snapshot()
-    flat = _flat(snapshot)
-    indexed, walked = CycleState(), CycleState()
-    got = plugin.pre_filter(indexed, pod, snapshot)
-    assert got == plugin.pre_filter(walked, pod, flat)
+    """Every answer over the cache's (incrementally synced) pod index equals the answer over a fresh
+    cache of the same objects, including after the edits preemption makes (add_pod / remove_pod on
+    clones). Returns how many nodes Filter compared."""
+    snapshot, fresh = cache.snapshot(), _rebuilt(cache).snapshot()
+    assert snapshot.names.tolist() == fresh.names.tolist()
+    synced, built = CycleState(), CycleState()
+    got = plugin.pre_filter(synced, pod, snapshot)
+    assert got == plugin.pre_filter(built, pod, fresh)
     compared = 0
     if got[1] is None:
-        assert _pre_filter_internals(plugin, indexed) == _pre_filter_internals(plugin, walked)
-        want = _filter_all(plugin, walked, pod, flat)
-        assert _filter_all(plugin, indexed, pod, snapshot) == want
-        assert _filter_rows(plugin, indexed, pod, snapshot) == want
+        assert _pre_filter_internals(plugin, synced) == _pre_filter_internals(plugin, built)
+        want = _filter_rows(plugin, built, pod, fresh)
+        assert _filter_rows(plugin, synced, pod, snapshot) == want
         compared = len(want)
         if rng is not None:
-            _check_pre_filter_edits(plugin, pod, snapshot, indexed, walked, rng)
-    nodes = list(snapshot.node_infos)
-    if rng is not None and len(nodes) > 2:
-        nodes = sorted(rng.sample(nodes, len(nodes) * 2 // 3), key=lambda n: n.name)
-    indexed, walked = CycleState(), CycleState()
-    status = plugin.pre_score(indexed, pod, nodes, snapshot)
-    assert status == plugin.pre_score(walked, pod, nodes, flat)
+            _check_pre_filter_edits(plugin, pod, (snapshot, synced), (fresh, built), rng)
+    positions = list(range(len(snapshot.names)))
+    if rng is not None and len(positions) > 2:
+        positions = sorted(rng.sample(positions, len(positions) * 2 // 3))
+    synced, built = CycleState(), CycleState()
+    status = plugin.pre_score(synced, pod, snapshot, snapshot.rows[positions])
+    assert status == plugin.pre_score(built, pod, fresh, fresh.rows[positions])
     if status is None:
-        assert _pre_score_internals(plugin, indexed) == _pre_score_internals(plugin, walked)
-        want_scores = [plugin.score(walked, pod, info) for info in nodes]
-        assert [plugin.score(indexed, pod, info) for info in nodes] == want_scores
-        assert snapshot.table is not None
-        rows = snapshot.table.rows_for(nodes)
-        assert rows is not None
-        raw = plugin.score_rows(indexed, pod, snapshot.table, rows)
-        assert raw.tolist() == want_scores
-        normalised = list(want_scores)
-        plugin.normalize_score(walked, pod, normalised)
-        assert plugin.normalize_rows(indexed, pod, raw).tolist() == normalised
+        assert _pre_score_internals(plugin, synced) == _pre_score_internals(plugin, built)
+        want_scores = plugin.score_rows(built, pod, fresh.table, fresh.rows[positions])
+        raw = plugin.score_rows(synced, pod, snapshot.table, snapshot.rows[positions])
+        assert raw.tolist() == want_scores.tolist()
+        assert (
+            plugin.normalize_rows(synced, pod, raw).tolist() == plugin.normalize_rows(built, pod, want_scores).tolist()
+        )
     return compared
 
 
 def _check_pre_filter_edits(
-    plugin: Any, pod: Pod, snapshot: Snapshot, indexed: CycleState, walked: CycleState, rng: random.Random
+    plugin: Any,
+    pod: Pod,
+    one: tuple[Snapshot, CycleState],
+    other: tuple[Snapshot, CycleState],
+    rng: random.Random,
 ) -> None:
-    """Preemption's dry run: remove some pods, add one back, on cloned states; both paths agree."""
-    indexed, walked = indexed.clone(), walked.clone()
-    candidates = [(info, p) for info in snapshot.node_infos for p in info.pods.values()]
-    for info, victim in rng.sample(candidates, min(6, len(candidates))):
-        plugin.remove_pod(indexed, pod, victim, info, snapshot)
-        plugin.remove_pod(walked, pod, victim, info, snapshot)
+    """Preemption's dry run: remove some pods, add one back, on cloned states; both caches agree."""
+    (snapshot, synced), (fresh, built) = one, other
+    synced, built = synced.clone(), built.clone()
+    candidates = [(info.name, p) for info in snapshot.node_infos for p in info.pods.values()]
+    for name, victim in rng.sample(candidates, min(6, len(candidates))):
+        plugin.remove_pod(synced, pod, victim, snapshot.node_info_map[name], snapshot)
+        plugin.remove_pod(built, pod, victim, fresh.node_info_map[name], fresh)
     if candidates:
-        info, back = rng.choice(candidates)
-        plugin.add_pod(indexed, pod, back, info, snapshot)
-        plugin.add_pod(walked, pod, back, info, snapshot)
-    assert _pre_filter_internals(plugin, indexed) == _pre_filter_internals(plugin, walked)
-    flat = _flat(snapshot)
-    want = _filter_all(plugin, walked, pod, flat)
-    assert _filter_rows(plugin, indexed, pod, snapshot) == want
-    assert _filter_all(plugin, indexed, pod, snapshot) == want
+        name, back = rng.choice(candidates)
+        plugin.add_pod(synced, pod, back, snapshot.node_info_map[name], snapshot)
+        plugin.add_pod(built, pod, back, fresh.node_info_map[name], fresh)
+    assert _pre_filter_internals(plugin, synced) == _pre_filter_internals(plugin, built)
+    assert _filter_rows(plugin, synced, pod, snapshot) == _filter_rows(plugin, built, pod, fresh)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -372,9 +361,7 @@ def _brute_counts(cache: ClusterCache, query: PodQuery) -> dict[str, int]:
 
 def _indexed_counts(cache: ClusterCache, query: PodQuery) -> dict[str, int]:
     snapshot = cache.snapshot()
-    index = index_for(snapshot)
-    assert index is not None and snapshot.rows is not None
-    counts = index.pod_counts(query)[snapshot.rows].tolist()
+    counts = snapshot.cache_index().pod_counts(query)[snapshot.rows].tolist()
     return {info.name: n for info, n in zip(snapshot.node_infos, counts, strict=True)}
 
 
@@ -407,16 +394,15 @@ def test_existing_terms_cover_every_selecting_term() -> None:
     """existing_terms may return extra candidates, never miss a term that selects the pod."""
     rng = random.Random(11)
     cache, names = _random_cluster(rng, 30, 300)
-    index_for(cache.snapshot())
+    cache.snapshot().cache_index()
     _churn(rng, cache, names, 0)
-    index_for(cache.snapshot())
+    cache.snapshot().cache_index()
     # And a node holding pods with affinity terms leaves (its row is not reused).
     leaving = next(info.name for info in cache.snapshot().node_infos if info.pods_with_affinity)
     cache.apply([Delete(Kind.NODE, "", leaving)])
     names.remove(leaving)
     snapshot = cache.snapshot()
-    index = index_for(snapshot)
-    assert index is not None and snapshot.rows is not None
+    index = snapshot.cache_index()
     # The rows of a node that left hold nothing any more.
     live = set(snapshot.rows.tolist())
     held = set()
@@ -474,20 +460,6 @@ def test_critical_paths_without_visiting_every_domain() -> None:
             walked.update(value, num)
         got = _CriticalPaths.of(values, nums)
         assert (got.values, got.nums) == (walked.values, walked.nums), (values, nums)
-
-
-def test_feasible_rows_are_the_nodes_rows_or_none() -> None:
-    """PreScore's rows for its nodes: any subset in any order; None when a node is not the snapshot's own."""
-    rng = random.Random(17)
-    cache, _ = _random_cluster(rng, 30, 0)
-    snapshot = cache.snapshot()
-    assert snapshot.table is not None
-    nodes = list(snapshot.node_infos)
-    for size in (0, 1, 7, 29, 30):
-        subset = rng.sample(nodes, size)
-        got = _feasible_rows(snapshot, subset)
-        assert got is not None and got.tolist() == [snapshot.table.row_of[n.name] for n in subset]
-    assert _feasible_rows(snapshot, [*nodes[:3], nodes[3].clone()]) is None
 
 
 def test_rounding_over_rows_rounds_halves_away_from_zero() -> None:
