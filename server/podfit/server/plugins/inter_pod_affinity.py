@@ -5,10 +5,9 @@ Symmetry is what makes this plugin cross-pod: existing pods' required anti-affin
 pod, and existing pods' affinity terms attract it when scoring. PreFilter and PreScore fold every pod
 into counts per topology pair (label key, value) once, so Filter and Score only look up the node's labels.
 
-Over the cache's NodeTable the folding reads the pod index instead of every pod: matching pods per row
-for the incoming pod's terms, and only those existing terms that can select the incoming pod (found by a
-label they require); filter_rows / score_rows gather the pair counts by label code. Snapshots without a
-table walk every node and pod; both ways give the same state and answers.
+The folding reads the pod index instead of every pod: matching pods per row for the incoming pod's terms,
+and only those existing terms that can select the incoming pod (found by a label they require);
+filter_rows / score_rows look the pair counts up per distinct label value.
 """
 
 from __future__ import annotations

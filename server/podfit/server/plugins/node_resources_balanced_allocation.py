@@ -40,7 +40,7 @@ def balanced_resource_score_rows(inputs: Sequence[ResourceRows], n: int) -> Int6
     zero like Go's int64().
 
     A resource a row skips (allocatable 0) adds an exact 0.0 to that row's running sums, which leaves
-    them unchanged, so the sums keep the per-node order. Rows differ in how many resources count, and
+    them unchanged, so the sums keep upstream's order. Rows differ in how many resources count, and
     the count picks the formula.
     """
     fractions: list[FloatArray] = []
@@ -79,7 +79,7 @@ def balanced_resource_score_rows(inputs: Sequence[ResourceRows], n: int) -> Int6
 def _spread(
     fractions: Sequence[FloatArray], counted: Sequence[npt.NDArray[np.bool_]] | None, count: FloatArray | float
 ) -> FloatArray:
-    """The population standard deviation, summing in resource order as the per-node loop does."""
+    """The population standard deviation, summing in resource order as upstream's loop does."""
     total: FloatArray | float = 0.0
     for i, fraction in enumerate(fractions):
         total = total + (fraction if counted is None else np.where(counted[i], fraction, 0.0))

@@ -6,9 +6,8 @@ cluster-default ones (System: hostname and zone, ScheduleAnyway), selecting the 
 ReplicaSets, StatefulSets and ReplicationControllers the pod belongs to. PreFilter and PreScore count
 matching pods per domain once; Filter and Score then cost O(constraints) per node.
 
-Over the cache's NodeTable the counts come from the pod index (matching pods per row, kept across
-decisions) summed per domain with numpy, and filter_rows / score_rows gather them by label code. Snapshots
-without a table walk every node and pod instead; both ways give the same state and answers.
+The counts come from the pod index (matching pods per row, kept across decisions; an overlay's view of it
+for forked snapshots) summed per domain with numpy, and filter_rows / score_rows gather them by label code.
 """
 
 from __future__ import annotations
@@ -255,8 +254,8 @@ class _CodeCounts:
 
 
 class _PreFilterState:
-    """Per constraint: domain -> matching pods. Computed over the NodeTable the counts stay arrays by value
-    code until a per-node method asks for the dict form (Filter over rows then needs no dict at all)."""
+    """Per constraint: domain -> matching pods. The counts stay arrays by value code until preemption's
+    add_pod/remove_pod or a table with other value codes needs the dict form."""
 
     __slots__ = ("_counts", "_vectors", "constraints", "paths", "self_match", "sizes")
 
