@@ -122,6 +122,8 @@ WORKLOADS: dict[str, Workload] = {
 DEFAULT_WORKLOADS = (
     "SchedulingBasic/5000Nodes_10000Pods",
     "SchedulingBasic/5000Nodes_50000Pods",
+    # A large cluster (30 pods a node): cold load time and resident memory as much as decisions/s.
+    "SchedulingBasic/15000Nodes_450000Pods",
     "TopologySpreading/5000Nodes_5000Pods",
     "PreferredTopologySpreading/5000Nodes_5000Pods",
     "SchedulingPodAntiAffinity/5000Nodes_2000Pods",
@@ -151,6 +153,10 @@ class Result:
     load_seconds: float = 0.0
     # Resident memory of a local server process after the run, when known.
     server_rss_mib: float | None = None
+    # Resident memory of a local server process right after the load, when known.
+    server_rss_after_load_mib: float | None = None
+    # The server's own estimate of its cached objects (Stats), after the load: known for any server.
+    cache_estimate_mib: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         per_second = _per_second(self.completions)
@@ -168,6 +174,14 @@ class Result:
             },
             "load_seconds": round(self.load_seconds, 2),
             **({"server_rss_mib": round(self.server_rss_mib, 1)} if self.server_rss_mib is not None else {}),
+            **(
+                {"server_rss_after_load_mib": round(self.server_rss_after_load_mib, 1)}
+                if self.server_rss_after_load_mib is not None
+                else {}
+            ),
+            **(
+                {"cache_estimate_mib": round(self.cache_estimate_mib, 1)} if self.cache_estimate_mib is not None else {}
+            ),
         }
 
 
@@ -194,6 +208,21 @@ def _per_second(completions: Sequence[float]) -> list[float]:
 BATCH = 2000
 
 
+def _nodes(count: int) -> list[cc.ClusterObject]:
+    """``count`` nodes stamped from one typed template (15,000 manifest conversions would cost the
+    client half a second of the load figure)."""
+    template = to_cluster_object(node(0))
+    stamped = []
+    for i in range(count):
+        obj = cc.ClusterObject()
+        obj.CopyFrom(template)
+        n = obj.node
+        n.metadata.name = n.metadata.labels["kubernetes.io/hostname"] = f"node-{i:05d}"
+        n.metadata.labels["topology.kubernetes.io/zone"] = ZONES[i % 3]
+        stamped.append(obj)
+    return stamped
+
+
 async def load(client: AsyncClient, workload: Workload, nodes: int, init_pods: int) -> float:
     """Replaces the cluster with the workload's nodes, then streams its bound pods in batches.
 
@@ -201,7 +230,7 @@ async def load(client: AsyncClient, workload: Workload, nodes: int, init_pods: i
     pays no YAML/JSON conversion), so the figure is the server's ingestion."""
     started = time.perf_counter()
     await client.replace("Pod", [])
-    await client.replace("Node", [node(i) for i in range(nodes)])
+    await client.replace("Node", _nodes(nodes))
     unique_labels = workload is WORKLOADS["SchedulingPodAntiAffinity"]
     template = to_cluster_object(
         pod("template", {"color": "blue"}, workload.init_extra(0), "x", workload.init_priority)
@@ -244,7 +273,9 @@ def _measured(template: ob.Pod, i: int) -> ob.Pod:
     return stamped
 
 
-async def run_workload(client: AsyncClient, name: str, decisions: int, stream: bool = False) -> Result:
+async def run_workload(
+    client: AsyncClient, name: str, decisions: int, stream: bool = False, server_pid: int | None = None
+) -> Result:
     """Loads the workload's nodes and its pods (bound), then times ``decisions`` measured pods."""
     kind, nodes, pods = parse_name(name)
     workload = WORKLOADS[kind]
@@ -252,6 +283,9 @@ async def run_workload(client: AsyncClient, name: str, decisions: int, stream: b
     preempting = workload.measured_priority > workload.init_priority
     template = _measured_template(workload)
     result = Result(name, "grpc-stream" if stream else "grpc", decisions, 0.0, load_seconds=load_seconds)
+    result.cache_estimate_mib = (await client.stats()).memory_bytes_estimate / 2**20
+    if server_pid is not None:
+        result.server_rss_after_load_mib = process_rss_mib(server_pid)
     started = time.perf_counter()
     if stream:
         sent: list[float] = []
@@ -302,25 +336,28 @@ async def run(
     results = []
     async with AsyncClient(target, **options) as client:
         for name in names:
-            results.append(await run_workload(client, name, decisions, stream=False))
-            if stream and not name.startswith(("PreemptionBasic", "MixedChurn")):
-                results.append(await run_workload(client, name, decisions, stream=True))
+            results.append(await run_workload(client, name, decisions, stream=False, server_pid=server_pid))
             if server_pid is not None:
                 results[-1].server_rss_mib = process_rss_mib(server_pid)
+            if stream and not name.startswith(("PreemptionBasic", "MixedChurn")):
+                results.append(await run_workload(client, name, decisions, stream=True, server_pid=server_pid))
+                if server_pid is not None:
+                    results[-1].server_rss_mib = process_rss_mib(server_pid)
     return results
 
 
 def table(results: Sequence[Result]) -> str:
     lines = [
         "| workload | mode | decisions | load (s) | throughput avg/s | p50/s | p90/s | p99/s "
-        "| latency p50 ms | p90 ms | p99 ms | server RSS MiB |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| latency p50 ms | p90 ms | p99 ms | RSS after load MiB | RSS after run MiB | cache estimate MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         d = r.as_dict()
         t, lat = d["throughput"], d["latency_ms"]
         lines.append(
             f"| {r.name} | {r.mode} | {r.decisions} | {d['load_seconds']} | {t['avg']} | {t['p50']} | {t['p90']} | "
-            f"{t['p99']} | {lat['p50']} | {lat['p90']} | {lat['p99']} | {d.get('server_rss_mib', '-')} |"
+            f"{t['p99']} | {lat['p50']} | {lat['p90']} | {lat['p99']} | {d.get('server_rss_after_load_mib', '-')} | "
+            f"{d.get('server_rss_mib', '-')} | {d.get('cache_estimate_mib', '-')} |"
         )
     return "\n".join(lines)
