@@ -155,8 +155,12 @@ def wait_ready(process: subprocess.Popen[bytes], target: str, timeout: float = 3
 
 
 async def load(grpc_port: int, nodes: int, pods: int) -> float:
+    """podfit bench's SchedulingBasic cluster, its nodes then replaced by the v1 Nodes kube-scheduler sends:
+    a feeder watching the same API server holds the very objects (uid, resourceVersion) the scheduler has."""
     async with AsyncClient(f"127.0.0.1:{grpc_port}") as client:
-        return await bench.load(client, bench.WORKLOADS["SchedulingBasic"], nodes, pods)
+        seconds = await bench.load(client, bench.WORKLOADS["SchedulingBasic"], nodes, pods)
+        await client.replace("Node", [wire_node(i) for i in range(nodes)])
+        return seconds
 
 
 class Caller:

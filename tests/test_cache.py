@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 from podfit.server.cache.cluster_cache import ClusterCache, Delete, Outcome, Upsert
-from podfit.server.model import Kind
-from podfit.server.model.objects import pod_from_k8s
+from podfit.server.model import Kind, Node
+from podfit.server.model.objects import node_from_k8s, pod_from_k8s
 
 from tests.builders import make_node, make_pod
 
@@ -175,6 +175,12 @@ def test_snapshot_views_follow_namespace_pdb_and_nomination_changes() -> None:
     assert cache.snapshot().nominated_pods == {} and cache.snapshot().namespaces == {}
 
 
+def _sent(cache: ClusterCache, data: dict[str, Any], path: str = "Nodes.items[0]") -> Node:
+    """A node as the extender hands it over: a loader of the object, and what its metadata says."""
+    meta = data["metadata"]
+    return cache.node_from_k8s(lambda: data, path, meta["name"], meta.get("uid", ""), meta["resourceVersion"])
+
+
 def _node_json(rv: str, uid: str = "u-a", cpu: str = "4") -> dict[str, Any]:
     data = make_node("a").capacity(cpu=cpu).json()
     data["metadata"].update({"uid": uid, "resourceVersion": rv} if uid else {"resourceVersion": rv})
@@ -194,12 +200,12 @@ def test_caller_sent_nodes_are_converted_once_per_version(
     sent: dict[str, Any], same_as_cached: bool, reused_on_resend: bool
 ) -> None:
     cache = ClusterCache()
-    cache.apply([Upsert(Kind.NODE, cache.node_from_k8s(_node_json("7"), "node"))])
+    cache.apply([Upsert(Kind.NODE, _sent(cache, _node_json("7")))])
     cached = cache.snapshot().node_info_map["a"].node
-    first = cache.node_from_k8s(sent, "Nodes.items[0]")
+    first = _sent(cache, sent)
     assert (first is cached) is same_as_cached
-    assert (cache.node_from_k8s(sent, "Nodes.items[0]") is first) is reused_on_resend
-    assert first.allocatable == cache.node_from_k8s(dict(sent), "x").allocatable
+    assert (_sent(cache, sent) is first) is reused_on_resend
+    assert first.allocatable == node_from_k8s(sent).allocatable
     # The overlay for caller-sent nodes is skipped exactly when nothing differs from the cache.
     assert (cache.snapshot_with_nodes([first]).pod_index is None) == (first == cached)
 
@@ -209,7 +215,7 @@ def test_caller_sent_nodes_are_validated_with_their_path() -> None:
     bad = _node_json("1")
     bad["status"]["allocatable"]["cpu"] = "lots"
     with pytest.raises(ValueError, match=r"Nodes.items\[3\].status.allocatable.cpu"):
-        cache.node_from_k8s(bad, "Nodes.items[3]")
+        _sent(cache, bad, "Nodes.items[3]")
 
 
 # -- tentative batches --------------------------------------------------------------------------------

@@ -425,10 +425,16 @@ class SchedulingService:
             placement.assumed_generation = self.cache.generation
         return placement
 
-    def nodes_from_k8s(self, items: Sequence[Any], path: str) -> builtins.list[Node]:
-        """Caller-sent Kubernetes Nodes as records: an unchanged cached node is that node, and other
-        versions are converted once (see ``ClusterCache.node_from_k8s``)."""
-        return [self.cache.node_from_k8s(item, f"{path}[{i}]") for i, item in enumerate(items)]
+    def nodes_from_k8s(
+        self, items: Sequence[tuple[Callable[[], Any], str, str, str]], path: str
+    ) -> builtins.list[Node]:
+        """Caller-sent Kubernetes Nodes as records, each given as (a loader of the whole object, its
+        name, uid, resourceVersion): an unchanged cached node is that node and other versions are
+        converted once (see ``ClusterCache.node_from_k8s``); a loader runs only when converting."""
+        return [
+            self.cache.node_from_k8s(load, f"{path}[{i}]", name, uid, version)
+            for i, (load, name, uid, version) in enumerate(items)
+        ]
 
     async def decide_with_nodes(self, pod: Pod, nodes: Sequence[Node], scheduler_name: str = "") -> Decision:
         """Filter and score on caller-supplied Node objects (standing in for the cached ones). When they

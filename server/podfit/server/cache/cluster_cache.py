@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import gc
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,27 +187,29 @@ class ClusterCache:
                 overlay.bind_pod(pod)
         return overlay.snapshot()
 
-    def node_from_k8s(self, data: Any, path: str) -> Node:
-        """A caller-sent Kubernetes Node as a record. When its uid and resourceVersion are those of the
-        cached node it is that node (nothing converted, and decisions see no change); other conversions
-        are kept by (name, uid, resourceVersion) — a Node object with a given resourceVersion never
-        changes — so a scheduler resending the same 500 Nodes per call converts each once."""
-        meta = data.get("metadata") if isinstance(data, dict) else None
-        if isinstance(meta, dict):
-            name, uid, version = meta.get("name"), meta.get("uid"), meta.get("resourceVersion")
-            if isinstance(name, str) and isinstance(uid, str) and isinstance(version, str) and uid and version:
-                cached = self._node_infos.get(name)
-                if cached is not None and cached.node.uid == uid and cached.node.resource_version == version:
-                    return cached.node
-                key = (name, uid, version)
-                node = self._converted_nodes.get(key)
-                if node is None:
-                    node = node_from_k8s(data, path)
-                    if len(self._converted_nodes) >= _MAX_CONVERTED_NODES:
-                        self._converted_nodes.clear()
-                    self._converted_nodes[key] = node
-                return node
-        return node_from_k8s(data, path)
+    def node_from_k8s(
+        self, load: Callable[[], Any], path: str, name: str = "", uid: str = "", version: str = ""
+    ) -> Node:
+        """A caller-sent Kubernetes Node as a record; ``load`` gives the whole object. When its ``uid`` and
+        resourceVersion (``version``) are those of the cached node it is that node (nothing converted,
+        and decisions see no change); other conversions are kept by (name, uid, resourceVersion) — a Node
+        object with a given resourceVersion never changes — so a scheduler resending the same 500 Nodes
+        per call converts each once."""
+        if not (name and uid and version):
+            return node_from_k8s(load(), path)
+        cached = self._node_infos.get(name)
+        if cached is not None and cached.node.uid == uid and cached.node.resource_version == version:
+            return cached.node
+        key = (name, uid, version)
+        node = self._converted_nodes.get(key)
+        if node is None:
+            node = node_from_k8s(load(), path)
+            if (node.name, node.uid, node.resource_version) != key:
+                return node  # the object disagrees with what the caller said of it: not worth keeping
+            if len(self._converted_nodes) >= _MAX_CONVERTED_NODES:
+                self._converted_nodes.clear()
+            self._converted_nodes[key] = node
+        return node
 
     def get(self, kind: Kind, namespace: str, name: str) -> Entry | None:
         return self._objects[kind].get(object_key(kind, namespace, name))

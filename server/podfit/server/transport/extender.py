@@ -9,12 +9,13 @@ is a 400 with a one-line message. Decisions come from the same SchedulingService
 
 from __future__ import annotations
 
-import json
 import logging
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
+import msgspec
 from aiohttp import web
 from podfit.server.cache.cluster_cache import UpdateRejected
 from podfit.server.engine import Decision, UnknownProfileError
@@ -33,25 +34,75 @@ class BadRequest(ValueError):
     """Answered with HTTP 400."""
 
 
-def _json_response(body: Any) -> web.Response:
-    return web.Response(text=json.dumps(body), content_type="application/json")
+def _json_response(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=msgspec.json.encode(body), status=status, content_type="application/json")
 
 
-async def _body(request: web.Request) -> Mapping[str, Any]:
+# The body's top-level fields stay raw JSON until a verb reads them: without a node cache kube-scheduler
+# sends ~750 KB of v1 Nodes per call, of which podfit needs each node's name, uid and resourceVersion
+# (the cache holds the rest) and returns the passing ones verbatim.
+Args = Mapping[str, msgspec.Raw]
+_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+class _Meta(msgspec.Struct):
+    name: str = ""
+    uid: str = ""
+    resourceVersion: str = ""
+
+
+class _Head(msgspec.Struct):
+    """What podfit reads of a Node before knowing whether it must convert the whole object."""
+
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+class _NodeList(msgspec.Struct):
+    items: list[msgspec.Raw] | None = None
+
+
+_HEAD = msgspec.json.Decoder(_Head)
+_NODE_LIST = msgspec.json.Decoder(_NodeList)
+
+
+async def _body(request: web.Request) -> Args:
     raw = await request.read()
     try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+        return _FIELDS.decode(raw)
+    except msgspec.ValidationError:
+        raise BadRequest("request body must be a JSON object") from None
+    except msgspec.DecodeError as exc:
         raise BadRequest(f"request body is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise BadRequest("request body must be a JSON object")
-    return data
 
 
-def _pod(args: Mapping[str, Any]) -> Pod:
-    if not isinstance(args.get("Pod"), dict):
+def _field(args: Args, key: str) -> Any:
+    """A top-level field decoded (None when absent or null)."""
+    raw = args.get(key)
+    return None if raw is None else msgspec.json.decode(raw)
+
+
+def _pod(args: Args) -> Pod:
+    pod = _field(args, "Pod")
+    if not isinstance(pod, dict):
         raise BadRequest("Pod: is required")
-    return pod_from_k8s(args["Pod"], "Pod")
+    return pod_from_k8s(pod, "Pod")
+
+
+def _node_items(raw: msgspec.Raw) -> list[tuple[msgspec.Raw, _Meta]] | None:
+    """ExtenderArgs.Nodes as (the item as sent, its metadata); None for a null NodeList."""
+    try:
+        node_list = _NODE_LIST.decode(raw) if bytes(raw) != b"null" else None
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"Nodes: {exc}") from None
+    if node_list is None:
+        return None
+    items = []
+    for i, item in enumerate(node_list.items or ()):
+        try:
+            items.append((item, _HEAD.decode(item).metadata))
+        except msgspec.ValidationError as exc:
+            raise BadRequest(f"Nodes.items[{i}]: {exc}") from None
+    return items
 
 
 class Extender:
@@ -60,7 +111,7 @@ class Extender:
 
     # -- verbs -----------------------------------------------------------------------------------
 
-    async def filter(self, args: Mapping[str, Any]) -> dict[str, Any]:
+    async def filter(self, args: Args) -> dict[str, Any]:
         """ExtenderArgs -> ExtenderFilterResult."""
         pod = _pod(args)
         decision, order, unknown, full_nodes = await self._decide(args, pod, score=False)
@@ -85,7 +136,7 @@ class Extender:
                 "Error": error,
             }
         keep = set(passing)
-        items = [item for item in full_nodes if item["metadata"]["name"] in keep]
+        items = [item for item, meta in full_nodes if meta.name in keep]
         return {
             "Nodes": {"metadata": {}, "items": items},
             "NodeNames": None,
@@ -94,7 +145,7 @@ class Extender:
             "Error": error,
         }
 
-    async def prioritize(self, args: Mapping[str, Any]) -> list[dict[str, Any]]:
+    async def prioritize(self, args: Args) -> list[dict[str, Any]]:
         """ExtenderArgs -> HostPriorityList: podfit's totals scaled to 0..MaxExtenderPriority, the best
         node at the maximum; nodes podfit finds infeasible score 0."""
         pod = _pod(args)
@@ -106,13 +157,13 @@ class Extender:
             for name in order
         ]
 
-    async def preempt(self, args: Mapping[str, Any]) -> dict[str, Any]:
+    async def preempt(self, args: Args) -> dict[str, Any]:
         """ExtenderPreemptionArgs -> ExtenderPreemptionResult: of the scheduler's candidate nodes, those
         where podfit's DefaultPreemption also finds victims, with podfit's victims (by UID)."""
         pod = _pod(args)
-        proposed = args.get("NodeNameToMetaVictims")
+        proposed = _field(args, "NodeNameToMetaVictims")
         if proposed is None:
-            proposed = args.get("NodeNameToVictims")
+            proposed = _field(args, "NodeNameToVictims")
         if not isinstance(proposed, dict):
             raise BadRequest("NodeNameToVictims or NodeNameToMetaVictims: one of them is required")
         names = [name for name in proposed if self.service.has_node(name)]
@@ -124,9 +175,9 @@ class Extender:
             }
         }
 
-    async def bind(self, args: Mapping[str, Any]) -> dict[str, Any]:
+    async def bind(self, args: Args) -> dict[str, Any]:
         """ExtenderBindingArgs -> ExtenderBindingResult: records the binding in the cache."""
-        name, namespace, uid, node = (args.get(k) for k in ("PodName", "PodNamespace", "PodUID", "Node"))
+        name, namespace, uid, node = (_field(args, k) for k in ("PodName", "PodNamespace", "PodUID", "Node"))
         if not isinstance(name, str) or not name:
             raise BadRequest("PodName: is required")
         if not isinstance(node, str) or not node:
@@ -146,11 +197,11 @@ class Extender:
     # -- shared ----------------------------------------------------------------------------------
 
     async def _decide(
-        self, args: Mapping[str, Any], pod: Pod, *, score: bool
-    ) -> tuple[Decision, list[str], set[str], list[dict[str, Any]] | None]:
-        """(decision, node order as sent, names unknown to the cache, full Node items when sent)."""
-        names = args.get("NodeNames")
-        node_list = args.get("Nodes")
+        self, args: Args, pod: Pod, *, score: bool
+    ) -> tuple[Decision, list[str], set[str], list[tuple[msgspec.Raw, _Meta]] | None]:
+        """(decision, node order as sent, names unknown to the cache, the Node items as sent when sent)."""
+        names = _field(args, "NodeNames")
+        node_list = _node_items(args["Nodes"]) if "Nodes" in args else None
         if names is not None:
             if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
                 raise BadRequest("NodeNames: must be a list of node names")
@@ -160,22 +211,25 @@ class Extender:
                 return Decision(generation=self.service.generation), list(names), unknown, None
             decision = await self.service.decide(pod, known, score=score)
             return decision, list(names), unknown, None
-        if isinstance(node_list, dict):
-            items = node_list.get("items") or []
-            if not isinstance(items, list):
-                raise BadRequest("Nodes.items: must be a list")
-            nodes: list[Node] = self.service.nodes_from_k8s(items, "Nodes.items")
+        if node_list is not None:
+            nodes: list[Node] = self.service.nodes_from_k8s(
+                [
+                    (partial(msgspec.json.decode, item), meta.name, meta.uid, meta.resourceVersion)
+                    for item, meta in node_list
+                ],
+                "Nodes.items",
+            )
             order = [n.name for n in nodes]
             if len(set(order)) != len(order):
                 raise BadRequest("Nodes.items: node names must be unique")
             if not nodes:
                 return Decision(generation=self.service.generation), [], set(), []
             decision = await self.service.decide_with_nodes(pod, nodes)
-            return decision, order, set(), list(items)
+            return decision, order, set(), node_list
         raise BadRequest("one of Nodes or NodeNames is required")
 
 
-Handler = Callable[[Mapping[str, Any]], Awaitable[Any]]
+Handler = Callable[[Args], Awaitable[Any]]
 
 
 def _route(handler: Handler, verb: str) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -183,18 +237,12 @@ def _route(handler: Handler, verb: str) -> Callable[[web.Request], Awaitable[web
         try:
             return _json_response(await handler(await _body(request)))
         except (BadRequest, ValidationError, UnknownProfileError, UpdateRejected) as exc:
-            return web.Response(
-                status=400, text=json.dumps({"Error": f"{verb}: {exc}"}), content_type="application/json"
-            )
+            return _json_response({"Error": f"{verb}: {exc}"}, status=400)
         except web.HTTPException:
             raise
         except Exception:
             log.exception("unexpected error in extender %s", verb)
-            return web.Response(
-                status=500,
-                text=json.dumps({"Error": f"{verb}: internal error; the server log has the details"}),
-                content_type="application/json",
-            )
+            return _json_response({"Error": f"{verb}: internal error; the server log has the details"}, status=500)
 
     return handle
 
