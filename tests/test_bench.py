@@ -14,8 +14,12 @@ from tests.conftest import LiveServer
 
 @pytest.mark.parametrize("kind", sorted(bench.WORKLOADS))
 async def test_every_workload_runs_small(live: LiveServer, kind: str) -> None:
-    results = await bench.run([f"{kind}/12Nodes_40Pods"], live.target, decisions=8, stream=True)
+    results = await bench.run([f"{kind}/12Nodes_40Pods"], live.target, decisions=8, stream=True, batch=3)
     assert results[0].decisions == 8 and len(results[0].latencies_ms) == 8
+    placing = kind not in ("PreemptionBasic", "MixedChurn")
+    assert [r.mode for r in results] == (["grpc", "grpc-stream", "grpc-batch3"] if placing else ["grpc"])
+    # Batches of 3, 3 and 2 pods: every pod timed by its batch's round trip.
+    assert all(len(r.latencies_ms) == len(r.completions) == 8 for r in results)
     body = results[0].as_dict()
     assert set(body) == {"mode", "decisions", "throughput", "latency_ms", "load_seconds", "cache_estimate_mib"}
     assert set(body["throughput"]) == {"avg", "p50", "p90", "p99"} and body["throughput"]["avg"] > 0

@@ -274,20 +274,36 @@ def _measured(template: ob.Pod, i: int) -> ob.Pod:
 
 
 async def run_workload(
-    client: AsyncClient, name: str, decisions: int, stream: bool = False, server_pid: int | None = None
+    client: AsyncClient,
+    name: str,
+    decisions: int,
+    stream: bool = False,
+    server_pid: int | None = None,
+    batch: int = 0,
 ) -> Result:
-    """Loads the workload's nodes and its pods (bound), then times ``decisions`` measured pods."""
+    """Loads the workload's nodes and its pods (bound), then times ``decisions`` measured pods: one
+    unary call each, one ScheduleStream, or ScheduleBatch calls of ``batch`` pods (each pod's latency
+    is then its batch's round trip)."""
     kind, nodes, pods = parse_name(name)
     workload = WORKLOADS[kind]
     load_seconds = await load(client, workload, nodes, pods)
     preempting = workload.measured_priority > workload.init_priority
     template = _measured_template(workload)
-    result = Result(name, "grpc-stream" if stream else "grpc", decisions, 0.0, load_seconds=load_seconds)
+    mode = f"grpc-batch{batch}" if batch else "grpc-stream" if stream else "grpc"
+    result = Result(name, mode, decisions, 0.0, load_seconds=load_seconds)
     result.cache_estimate_mib = (await client.stats()).memory_bytes_estimate / 2**20
     if server_pid is not None:
         result.server_rss_after_load_mib = process_rss_mib(server_pid)
     started = time.perf_counter()
-    if stream:
+    if batch:
+        for first in range(0, decisions, batch):
+            pods_of_call = [_measured(template, i) for i in range(first, min(decisions, first + batch))]
+            t0 = time.perf_counter()
+            await client.schedule_batch(pods_of_call, view="basic")
+            now = time.perf_counter()
+            result.latencies_ms.extend([(now - t0) * 1000] * len(pods_of_call))
+            result.completions.extend([now] * len(pods_of_call))
+    elif stream:
         sent: list[float] = []
 
         async def requests() -> AsyncIterator[sc.ScheduleRequest]:
@@ -331,16 +347,26 @@ def process_rss_mib(pid: int) -> float | None:
 
 
 async def run(
-    names: Sequence[str], target: str, decisions: int, stream: bool, server_pid: int | None = None, **options: Any
+    names: Sequence[str],
+    target: str,
+    decisions: int,
+    stream: bool,
+    server_pid: int | None = None,
+    batch: int = 0,
+    **options: Any,
 ) -> list[Result]:
+    """Each workload unary, then (for placements, not preemption or churn) streamed and batched if asked."""
     results = []
     async with AsyncClient(target, **options) as client:
         for name in names:
-            results.append(await run_workload(client, name, decisions, stream=False, server_pid=server_pid))
-            if server_pid is not None:
-                results[-1].server_rss_mib = process_rss_mib(server_pid)
-            if stream and not name.startswith(("PreemptionBasic", "MixedChurn")):
-                results.append(await run_workload(client, name, decisions, stream=True, server_pid=server_pid))
+            extra = not name.startswith(("PreemptionBasic", "MixedChurn"))
+            modes = [
+                (False, 0),
+                *([(True, 0)] if stream and extra else []),
+                *([(False, batch)] if batch and extra else []),
+            ]
+            for streamed, size in modes:
+                results.append(await run_workload(client, name, decisions, streamed, server_pid, size))
                 if server_pid is not None:
                     results[-1].server_rss_mib = process_rss_mib(server_pid)
     return results

@@ -295,11 +295,15 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
     for name in names:
         bench.parse_name(name)
     if args.target_given:
-        results = asyncio.run(bench.run(names, args.target, args.decisions, args.stream, config=config))
+        results = asyncio.run(
+            bench.run(names, args.target, args.decisions, args.stream, batch=args.batch, config=config)
+        )
     else:
         with LocalServer() as server:
             results = asyncio.run(
-                bench.run(names, server.target, args.decisions, args.stream, server_pid=server.process.pid)
+                bench.run(
+                    names, server.target, args.decisions, args.stream, server_pid=server.process.pid, batch=args.batch
+                )
             )
     print(bench.table(results))
     if args.json:
@@ -370,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("workloads", nargs="*", help="e.g. SchedulingBasic/5000Nodes_10000Pods (default: all)")
     p.add_argument("--decisions", type=int, default=1000, help="measured decisions per workload")
     p.add_argument("--stream", action="store_true", help="also measure over ScheduleStream")
+    p.add_argument("--batch", type=int, default=0, metavar="N", help="also measure ScheduleBatch calls of N pods")
     p.add_argument("--json", help="write the results here")
     p = sub.add_parser("conformance", help="replay kube-scheduler's recorded answers and compare")
     p.add_argument("cases", help="cases JSONL file")

@@ -267,6 +267,9 @@ class SchedulingService:
             self._memo_generation, self._memo_entries = generation, 0
         identity = pod.uid + pod.key if self.cache.has_nominated_pods else ""
         key = f"{generation}:{scheduler_name}:{score}:{signature}{identity}:{','.join(node_names)}"
+        if not self._memo_entries:
+            # Nothing of this generation is remembered (always so for a run of assumes): skip the lookup.
+            return key, None
         cached: Decision | None = await self._memo.get(key)
         if cached is None or cached.generation != self.cache.generation:
             return key, None

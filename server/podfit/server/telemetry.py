@@ -40,7 +40,11 @@ class Telemetry:
             processor = BatchSpanProcessor(exporter) if batch_spans else SimpleSpanProcessor(exporter)
             self.tracer_provider.add_span_processor(processor)
         self.meter_provider = MeterProvider(resource=resource, metric_readers=list(metric_readers))
-        self.tracer = self.tracer_provider.get_tracer("podfit.server")
+        # Without an exporter nobody reads spans: a no-op tracer makes the per-RPC span nearly free
+        # (recording spans for nothing cost ~15% of Schedule throughput).
+        self.tracer: trace.Tracer = (
+            self.tracer_provider.get_tracer("podfit.server") if span_exporters else trace.NoOpTracer()
+        )
         meter = self.meter_provider.get_meter("podfit.server")
         self._meter = meter
         self._rpc_duration = meter.create_histogram(
