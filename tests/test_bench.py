@@ -67,3 +67,8 @@ def test_cli_bench_writes_the_json_shape(tmp_path: Path, capsys: pytest.CaptureF
     assert "| SchedulingBasic/6Nodes_10Pods | grpc | 5 |" in capsys.readouterr().out
     assert entry["server_rss_mib"] > 10
     assert entry["server_rss_after_load_mib"] > 10 and entry["cache_estimate_mib"] >= 0
+
+
+async def test_full_view_is_measured_as_its_own_mode(live: LiveServer) -> None:
+    results = await bench.run(["SchedulingBasic/5Nodes_10Pods"], live.target, decisions=4, stream=False, view="full")
+    assert [r.mode for r in results] == ["grpc (full view)"] and len(results[0].latencies_ms) == 4

@@ -280,6 +280,7 @@ async def run_workload(
     stream: bool = False,
     server_pid: int | None = None,
     batch: int = 0,
+    view: str = "basic",
 ) -> Result:
     """Loads the workload's nodes and its pods (bound), then times ``decisions`` measured pods: one
     unary call each, one ScheduleStream, or ScheduleBatch calls of ``batch`` pods (each pod's latency
@@ -290,6 +291,8 @@ async def run_workload(
     preempting = workload.measured_priority > workload.init_priority
     template = _measured_template(workload)
     mode = f"grpc-batch{batch}" if batch else "grpc-stream" if stream else "grpc"
+    if view != "basic":
+        mode += f" ({view} view)"
     result = Result(name, mode, decisions, 0.0, load_seconds=load_seconds)
     result.cache_estimate_mib = (await client.stats()).memory_bytes_estimate / 2**20
     if server_pid is not None:
@@ -299,7 +302,7 @@ async def run_workload(
         for first in range(0, decisions, batch):
             pods_of_call = [_measured(template, i) for i in range(first, min(decisions, first + batch))]
             t0 = time.perf_counter()
-            await client.schedule_batch(pods_of_call, view="basic")
+            await client.schedule_batch(pods_of_call, view=view)
             now = time.perf_counter()
             result.latencies_ms.extend([(now - t0) * 1000] * len(pods_of_call))
             result.completions.extend([now] * len(pods_of_call))
@@ -309,7 +312,7 @@ async def run_workload(
         async def requests() -> AsyncIterator[sc.ScheduleRequest]:
             for i in range(decisions):
                 sent.append(time.perf_counter())
-                yield schedule_request(_measured(template, i), assume=True, view="basic")
+                yield schedule_request(_measured(template, i), assume=True, view=view)
 
         async for _ in client.schedule_stream(requests()):
             now = time.perf_counter()
@@ -322,7 +325,7 @@ async def run_workload(
             if preempting:
                 await client.preempt(manifest)
             else:
-                await client.schedule(manifest, assume=True, view="basic")
+                await client.schedule(manifest, assume=True, view=view)
             now = time.perf_counter()
             result.latencies_ms.append((now - t0) * 1000)
             result.completions.append(now)
@@ -353,6 +356,7 @@ async def run(
     stream: bool,
     server_pid: int | None = None,
     batch: int = 0,
+    view: str = "basic",
     **options: Any,
 ) -> list[Result]:
     """Each workload unary, then (for placements, not preemption or churn) streamed and batched if asked."""
@@ -366,7 +370,7 @@ async def run(
                 *([(False, batch)] if batch and extra else []),
             ]
             for streamed, size in modes:
-                results.append(await run_workload(client, name, decisions, streamed, server_pid, size))
+                results.append(await run_workload(client, name, decisions, streamed, server_pid, size, view))
                 if server_pid is not None:
                     results[-1].server_rss_mib = process_rss_mib(server_pid)
     return results

@@ -296,13 +296,19 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
         bench.parse_name(name)
     if args.target_given:
         results = asyncio.run(
-            bench.run(names, args.target, args.decisions, args.stream, batch=args.batch, config=config)
+            bench.run(names, args.target, args.decisions, args.stream, batch=args.batch, view=args.view, config=config)
         )
     else:
         with LocalServer() as server:
             results = asyncio.run(
                 bench.run(
-                    names, server.target, args.decisions, args.stream, server_pid=server.process.pid, batch=args.batch
+                    names,
+                    server.target,
+                    args.decisions,
+                    args.stream,
+                    server_pid=server.process.pid,
+                    batch=args.batch,
+                    view=args.view,
                 )
             )
     print(bench.table(results))
@@ -375,6 +381,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--decisions", type=int, default=1000, help="measured decisions per workload")
     p.add_argument("--stream", action="store_true", help="also measure over ScheduleStream")
     p.add_argument("--batch", type=int, default=0, metavar="N", help="also measure ScheduleBatch calls of N pods")
+    p.add_argument(
+        "--view",
+        choices=("basic", "full"),
+        default="basic",
+        help="answers with the outcome only, or every node's verdict and scores (VIEW_FULL)",
+    )
     p.add_argument("--json", help="write the results here")
     p = sub.add_parser("conformance", help="replay kube-scheduler's recorded answers and compare")
     p.add_argument("cases", help="cases JSONL file")
