@@ -150,14 +150,23 @@ def _pair_arrays(counts: PairCounts, table: NodeTable) -> dict[str, Int64Array]:
     return arrays
 
 
-def _pair_lookup(counts: PairCounts, key: str, table: NodeTable, rows: IntpArray) -> Int64Array:
-    """counts[(key, value)] per row, 0 for rows without the key. Whichever is smaller is walked: the
-    pairs (placed by value code) or the distinct values among the rows (looked up and broadcast), so a
-    one-row table costs one lookup and a cluster with few matching pods a few."""
+def _pair_lookup(
+    counts: PairCounts, key: str, table: NodeTable, rows: IntpArray, columns: PairColumns | None = None
+) -> Int64Array:
+    """counts[(key, value)] per row, 0 for rows without the key. PreFilter's sums by value code serve
+    when the table shares their value dictionary (a gather); otherwise whichever is smaller is walked:
+    the pairs (placed by value code) or the distinct values among the rows (looked up and broadcast),
+    so a one-row table costs one lookup and a cluster with few matching pods a few."""
     column = table.labels.get(key)
     if column is None or not counts:
         return np.zeros(len(rows), dtype=np.int64)
     codes = column.codes[rows]
+    if columns is not None:
+        entry = columns.get(key)
+        if entry is None:
+            return np.zeros(len(rows), dtype=np.int64)
+        if entry[0] is column.names:
+            return _lookup(entry[1], codes)
     if len(counts) < len(rows):
         values = column.values
         by_code = np.zeros(len(column.names) + 1, dtype=np.int64)  # the last entry serves code -1
@@ -179,6 +188,10 @@ def _lookup(by_code: Int64Array | None, codes: Int32Array) -> Int64Array:
     padded = np.zeros(len(by_code) + 1, dtype=np.int64)
     padded[: len(by_code)] = by_code
     return padded[np.where((codes >= 0) & (codes < len(by_code)), codes, len(by_code))]
+
+
+# Pair counts by value code per topology key: (the label column's value list, counts by code).
+PairColumns = dict[str, tuple[list[str], Int64Array]]
 
 
 class _PairSums:
@@ -209,8 +222,12 @@ class _PairSums:
         self.sums[key] += np.bincount(codes, weights=weights, minlength=size).astype(np.int64)
         self.touched[key][codes] = True
 
+    def columns(self) -> PairColumns:
+        """The sums by value code per key, with the value dictionary they index."""
+        return {key: (self.table.labels[key].names, sums) for key, sums in self.sums.items()}
+
     def pairs(self) -> PairCounts:
-        """The non-zero pairs (the node-by-node form drops pairs at zero)."""
+        """The non-zero pairs (pairs that sum to zero are dropped)."""
         pairs: PairCounts = {}
         for key, sums in self.sums.items():
             names = self.table.labels[key].names
@@ -234,6 +251,7 @@ class _PreFilterState:
         "affinity_counts",
         "anti_affinity",
         "anti_affinity_counts",
+        "columns",
         "existing_counts",
         "ns_labels",
     )
@@ -246,6 +264,7 @@ class _PreFilterState:
         anti_affinity_counts: PairCounts,
         existing_counts: PairCounts,
         ns_labels: Labels,
+        columns: tuple[PairColumns, PairColumns, PairColumns] | None = None,
     ) -> None:
         self.affinity = affinity
         self.anti_affinity = anti_affinity
@@ -256,6 +275,9 @@ class _PreFilterState:
         # Pairs -> existing pods' required anti-affinity terms that match the incoming pod.
         self.existing_counts = existing_counts
         self.ns_labels = ns_labels
+        # The three counts as PreFilter summed them by value code (affinity, anti-affinity, existing),
+        # for gathering over rows of tables with the same value dictionaries; dropped once they change.
+        self.columns = columns
 
     def clone(self) -> _PreFilterState:
         return _PreFilterState(
@@ -265,9 +287,11 @@ class _PreFilterState:
             dict(self.anti_affinity_counts),
             dict(self.existing_counts),
             self.ns_labels,
+            self.columns,
         )
 
     def update_with_pod(self, incoming: Pod, other: Pod, node: Node, delta: int) -> None:
+        self.columns = None
         labels = node.labels
         for term in other.required_anti_affinity:
             if existing_term_matches(term, other, incoming, self.ns_labels):
@@ -321,12 +345,16 @@ class InterPodAffinity:
             if term.selects(pod.namespace, pod.labels, ns_labels):
                 existing.add(term.topology_key, *term_rows.arrays())
         existing_counts = existing.pairs()
-        affinity_counts, anti_affinity_counts = _incoming_counts_rows(affinity, anti_affinity, table, rows, index)
+        affinity_sums, anti_affinity_sums = _incoming_counts_rows(affinity, anti_affinity, table, rows, index)
         if not existing_counts and not affinity and not anti_affinity:
             return None, SKIP
+        columns = (affinity_sums.columns(), anti_affinity_sums.columns(), existing.columns())
+        affinity_counts, anti_affinity_counts = affinity_sums.pairs(), anti_affinity_sums.pairs()
         state.write(
             _PRE_FILTER_KEY,
-            _PreFilterState(affinity, anti_affinity, affinity_counts, anti_affinity_counts, existing_counts, ns_labels),
+            _PreFilterState(
+                affinity, anti_affinity, affinity_counts, anti_affinity_counts, existing_counts, ns_labels, columns
+            ),
         )
         return None, None
 
@@ -343,25 +371,27 @@ class InterPodAffinity:
     ) -> tuple[Int32Array, list[Status]]:
         """Filter over table rows: the same three checks in the same order, as gathers of pair counts."""
         s = state.read(_PRE_FILTER_KEY, _PreFilterState)
+        columns = s.columns or (None, None, None)
         result = np.zeros(len(rows), dtype=np.int32)
         if s.affinity:
             missing = np.zeros(len(rows), dtype=bool)
             pods_exist = np.ones(len(rows), dtype=bool)
             for t in s.affinity:
                 missing |= table.label_codes(t.topology_key, rows) < 0
-                pods_exist &= _pair_lookup(s.affinity_counts, t.topology_key, table, rows) > 0
+                pods_exist &= _pair_lookup(s.affinity_counts, t.topology_key, table, rows, columns[0]) > 0
             # With no matching pod anywhere, a pod matching its own terms may start the group.
             first_of_group = not s.affinity_counts and _matches_all(s.affinity, pod)
             result[missing if first_of_group else missing | ~pods_exist] = 1
         pending = result == 0
         if s.anti_affinity_counts:
             for t in s.anti_affinity:
-                hit = pending & (_pair_lookup(s.anti_affinity_counts, t.topology_key, table, rows) > 0)
+                hit = pending & (_pair_lookup(s.anti_affinity_counts, t.topology_key, table, rows, columns[1]) > 0)
                 result[hit] = 2
                 pending &= ~hit
         if s.existing_counts:
-            for key in sorted({key for key, _ in s.existing_counts}):
-                hit = pending & (_pair_lookup(s.existing_counts, key, table, rows) > 0)
+            keys = columns[2].keys() if columns[2] is not None else {key for key, _ in s.existing_counts}
+            for key in sorted(keys):
+                hit = pending & (_pair_lookup(s.existing_counts, key, table, rows, columns[2]) > 0)
                 result[hit] = 3
                 pending &= ~hit
         statuses = [
@@ -453,7 +483,7 @@ def _incoming_counts_rows(
     table: NodeTable,
     rows: IntpArray,
     index: PodIndexView,
-) -> tuple[PairCounts, PairCounts]:
+) -> tuple[_PairSums, _PairSums]:
     """Existing pods matching the incoming pod's required terms, per topology pair: pods matching all the
     affinity terms count for every affinity term, anti-affinity terms count one by one (matching pods per
     row from the pod index)."""
@@ -464,7 +494,7 @@ def _incoming_counts_rows(
             affinity_sums.add(t.topology_key, rows, matching_all)
     for t in anti_affinity:
         anti_affinity_sums.add(t.topology_key, rows, index.pod_counts(PodQuery(((t.namespaces, t.selector),)))[rows])
-    return affinity_sums.pairs(), anti_affinity_sums.pairs()
+    return affinity_sums, anti_affinity_sums
 
 
 def new(args: Mapping[str, Any]) -> InterPodAffinity:
