@@ -70,7 +70,10 @@ def _pre_filter_internals(plugin: Any, state: CycleState) -> Any:
         # Domain order matters: it decides which domains the critical paths keep.
         return [list(c.items()) for c in s.counts], [(p.values, p.nums) for p in s.paths], s.sizes, s.self_match
     s = state.read(inter_pod_affinity._PRE_FILTER_KEY, inter_pod_affinity._PreFilterState)
-    return s.affinity_counts, s.anti_affinity_counts, s.existing_counts
+    return [
+        s.counts(which)
+        for which in (inter_pod_affinity.AFFINITY, inter_pod_affinity.ANTI_AFFINITY, inter_pod_affinity.EXISTING)
+    ]
 
 
 def _pre_score_internals(plugin: Any, state: CycleState) -> Any:

@@ -37,7 +37,7 @@ from podfit.server.model import Node, Pod
 from podfit.server.model.objects import Labels, LabelSelector, Namespace, PodAffinityTerm
 
 if TYPE_CHECKING:
-    from podfit.server.cache.node_table import NodeTable
+    from podfit.server.cache.node_table import LabelColumn, NodeTable
     from podfit.server.cache.snapshot import Snapshot
 
 __all__ = ["AffinityTerm", "InterPodAffinity", "existing_term_matches", "merged_selector", "new", "resolve_term"]
@@ -150,24 +150,13 @@ def _pair_arrays(counts: PairCounts, table: NodeTable) -> dict[str, Int64Array]:
     return arrays
 
 
-def _pair_lookup(
-    counts: PairCounts, key: str, table: NodeTable, rows: IntpArray, columns: PairColumns | None = None
-) -> Int64Array:
-    """counts[(key, value)] per row, 0 for rows without the key. PreFilter's sums by value code serve
-    when the table shares their value dictionary (a gather); otherwise whichever is smaller is walked:
-    the pairs (placed by value code) or the distinct values among the rows (looked up and broadcast),
-    so a one-row table costs one lookup and a cluster with few matching pods a few."""
-    column = table.labels.get(key)
-    if column is None or not counts:
-        return np.zeros(len(rows), dtype=np.int64)
-    codes = column.codes[rows]
-    if columns is not None:
-        entry = columns.get(key)
-        if entry is None:
-            return np.zeros(len(rows), dtype=np.int64)
-        if entry[0] is column.names:
-            return _lookup(entry[1], codes)
-    if len(counts) < len(rows):
+def _pair_lookup(counts: PairCounts, key: str, column: LabelColumn, codes: Int32Array) -> Int64Array:
+    """counts[(key, value)] for each code of the column, 0 for -1 (no such label). Whichever is smaller
+    is walked: the pairs (placed by value code) or the distinct codes (looked up and broadcast), so a
+    one-row table costs one lookup and a cluster with few matching pods a few."""
+    if not counts:
+        return np.zeros(len(codes), dtype=np.int64)
+    if len(counts) < len(codes):
         values = column.values
         by_code = np.zeros(len(column.names) + 1, dtype=np.int64)  # the last entry serves code -1
         for (pair_key, value), count in counts.items():
@@ -226,15 +215,6 @@ class _PairSums:
         """The sums by value code per key, with the value dictionary they index."""
         return {key: (self.table.labels[key].names, sums) for key, sums in self.sums.items()}
 
-    def pairs(self) -> PairCounts:
-        """The non-zero pairs (pairs that sum to zero are dropped)."""
-        pairs: PairCounts = {}
-        for key, sums in self.sums.items():
-            names = self.table.labels[key].names
-            codes = np.flatnonzero(sums)
-            pairs.update(zip([(key, names[c]) for c in codes.tolist()], sums[codes].tolist(), strict=True))
-        return pairs
-
     def by_key(self) -> dict[str, dict[str, int]]:
         """Key -> value -> sum, for every pair some pod counted for."""
         result: dict[str, dict[str, int]] = {}
@@ -245,63 +225,93 @@ class _PairSums:
         return result
 
 
+AFFINITY, ANTI_AFFINITY, EXISTING = 0, 1, 2
+
+
+def _pairs_of(columns: PairColumns) -> PairCounts:
+    """The non-zero pairs of sums by value code."""
+    pairs: PairCounts = {}
+    for key, (names, sums) in columns.items():
+        codes = np.flatnonzero(sums)
+        pairs.update(zip([(key, names[c]) for c in codes.tolist()], sums[codes].tolist(), strict=True))
+    return pairs
+
+
 class _PreFilterState:
-    __slots__ = (
-        "affinity",
-        "affinity_counts",
-        "anti_affinity",
-        "anti_affinity_counts",
-        "columns",
-        "existing_counts",
-        "ns_labels",
-    )
+    """Three pair counts: existing pods matching all the incoming pod's required affinity terms
+    (AFFINITY), matching one of its required anti-affinity terms, per term (ANTI_AFFINITY), and existing
+    pods' required anti-affinity terms that match the incoming pod (EXISTING).
+
+    PreFilter leaves them as sums by value code (``columns``), which Filter gathers over any table
+    sharing the value dictionaries. The (key, value) -> count dict form is built only when needed:
+    preemption's AddPod/RemovePod edit it (and drop the columns), other tables look values up in it."""
+
+    __slots__ = ("_pairs", "affinity", "anti_affinity", "columns", "ns_labels")
 
     def __init__(
         self,
         affinity: tuple[AffinityTerm, ...],
         anti_affinity: tuple[AffinityTerm, ...],
-        affinity_counts: PairCounts,
-        anti_affinity_counts: PairCounts,
-        existing_counts: PairCounts,
         ns_labels: Labels,
-        columns: tuple[PairColumns, PairColumns, PairColumns] | None = None,
+        columns: tuple[PairColumns, PairColumns, PairColumns] | None,
+        pairs: list[PairCounts | None] | None = None,
     ) -> None:
         self.affinity = affinity
         self.anti_affinity = anti_affinity
-        # Pairs -> existing pods matching all the incoming pod's required affinity terms.
-        self.affinity_counts = affinity_counts
-        # Pairs -> existing pods matching one of the incoming pod's required anti-affinity terms (per term).
-        self.anti_affinity_counts = anti_affinity_counts
-        # Pairs -> existing pods' required anti-affinity terms that match the incoming pod.
-        self.existing_counts = existing_counts
         self.ns_labels = ns_labels
-        # The three counts as PreFilter summed them by value code (affinity, anti-affinity, existing),
-        # for gathering over rows of tables with the same value dictionaries; dropped once they change.
         self.columns = columns
+        self._pairs: list[PairCounts | None] = pairs if pairs is not None else [None, None, None]
+
+    def counts(self, which: int) -> PairCounts:
+        pairs = self._pairs[which]
+        if pairs is None:
+            assert self.columns is not None
+            pairs = self._pairs[which] = _pairs_of(self.columns[which])
+        return pairs
+
+    def any(self, which: int) -> bool:
+        pairs = self._pairs[which]
+        if pairs is not None or self.columns is None:
+            return bool(pairs)
+        return any(sums.any() for _, sums in self.columns[which].values())
+
+    def keys(self, which: int) -> list[str]:
+        """Topology keys with counts (a superset: keys whose counts reached zero may remain)."""
+        if self.columns is not None:
+            return sorted(self.columns[which])
+        return sorted({key for key, _ in self.counts(which)})
+
+    def lookup(self, which: int, key: str, table: NodeTable, rows: IntpArray) -> Int64Array:
+        """The count of each row's (key, value) pair, 0 for rows without the key."""
+        column = table.labels.get(key)
+        if column is None:
+            return np.zeros(len(rows), dtype=np.int64)
+        codes = column.codes[rows]
+        if self.columns is not None:
+            entry = self.columns[which].get(key)
+            if entry is None:
+                return np.zeros(len(rows), dtype=np.int64)
+            if entry[0] is column.names:
+                return _lookup(entry[1], codes)
+        return _pair_lookup(self.counts(which), key, column, codes)
 
     def clone(self) -> _PreFilterState:
-        return _PreFilterState(
-            self.affinity,
-            self.anti_affinity,
-            dict(self.affinity_counts),
-            dict(self.anti_affinity_counts),
-            dict(self.existing_counts),
-            self.ns_labels,
-            self.columns,
-        )
+        pairs = [None if p is None else dict(p) for p in self._pairs]
+        return _PreFilterState(self.affinity, self.anti_affinity, self.ns_labels, self.columns, pairs)
 
     def update_with_pod(self, incoming: Pod, other: Pod, node: Node, delta: int) -> None:
+        existing, affinity, anti_affinity = self.counts(EXISTING), self.counts(AFFINITY), self.counts(ANTI_AFFINITY)
         self.columns = None
         labels = node.labels
         for term in other.required_anti_affinity:
             if existing_term_matches(term, other, incoming, self.ns_labels):
-                _add(self.existing_counts, labels, term.topology_key, delta)
+                _add(existing, labels, term.topology_key, delta)
         if _matches_all(self.affinity, other):
             for t in self.affinity:
-                _add(self.affinity_counts, labels, t.topology_key, delta)
+                _add(affinity, labels, t.topology_key, delta)
         for t in self.anti_affinity:
             if t.matches(other):
-                _add(self.anti_affinity_counts, labels, t.topology_key, delta)
+                _add(anti_affinity, labels, t.topology_key, delta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,18 +354,12 @@ class InterPodAffinity:
         for term, term_rows in index.existing_terms(FILTER_TERMS, pod.labels):
             if term.selects(pod.namespace, pod.labels, ns_labels):
                 existing.add(term.topology_key, *term_rows.arrays())
-        existing_counts = existing.pairs()
         affinity_sums, anti_affinity_sums = _incoming_counts_rows(affinity, anti_affinity, table, rows, index)
-        if not existing_counts and not affinity and not anti_affinity:
-            return None, SKIP
         columns = (affinity_sums.columns(), anti_affinity_sums.columns(), existing.columns())
-        affinity_counts, anti_affinity_counts = affinity_sums.pairs(), anti_affinity_sums.pairs()
-        state.write(
-            _PRE_FILTER_KEY,
-            _PreFilterState(
-                affinity, anti_affinity, affinity_counts, anti_affinity_counts, existing_counts, ns_labels, columns
-            ),
-        )
+        s = _PreFilterState(affinity, anti_affinity, ns_labels, columns)
+        if not s.any(EXISTING) and not affinity and not anti_affinity:
+            return None, SKIP
+        state.write(_PRE_FILTER_KEY, s)
         return None, None
 
     def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo, snapshot: Snapshot) -> None:
@@ -371,27 +375,25 @@ class InterPodAffinity:
     ) -> tuple[Int32Array, list[Status]]:
         """Filter over table rows: the same three checks in the same order, as gathers of pair counts."""
         s = state.read(_PRE_FILTER_KEY, _PreFilterState)
-        columns = s.columns or (None, None, None)
         result = np.zeros(len(rows), dtype=np.int32)
         if s.affinity:
             missing = np.zeros(len(rows), dtype=bool)
             pods_exist = np.ones(len(rows), dtype=bool)
             for t in s.affinity:
                 missing |= table.label_codes(t.topology_key, rows) < 0
-                pods_exist &= _pair_lookup(s.affinity_counts, t.topology_key, table, rows, columns[0]) > 0
+                pods_exist &= s.lookup(AFFINITY, t.topology_key, table, rows) > 0
             # With no matching pod anywhere, a pod matching its own terms may start the group.
-            first_of_group = not s.affinity_counts and _matches_all(s.affinity, pod)
+            first_of_group = not s.any(AFFINITY) and _matches_all(s.affinity, pod)
             result[missing if first_of_group else missing | ~pods_exist] = 1
         pending = result == 0
-        if s.anti_affinity_counts:
+        if s.any(ANTI_AFFINITY):
             for t in s.anti_affinity:
-                hit = pending & (_pair_lookup(s.anti_affinity_counts, t.topology_key, table, rows, columns[1]) > 0)
+                hit = pending & (s.lookup(ANTI_AFFINITY, t.topology_key, table, rows) > 0)
                 result[hit] = 2
                 pending &= ~hit
-        if s.existing_counts:
-            keys = columns[2].keys() if columns[2] is not None else {key for key, _ in s.existing_counts}
-            for key in sorted(keys):
-                hit = pending & (_pair_lookup(s.existing_counts, key, table, rows, columns[2]) > 0)
+        if s.any(EXISTING):
+            for key in s.keys(EXISTING):
+                hit = pending & (s.lookup(EXISTING, key, table, rows) > 0)
                 result[hit] = 3
                 pending &= ~hit
         statuses = [
