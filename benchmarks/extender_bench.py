@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from podfit.client import AsyncClient, Client, bench
+from podfit.client.conformance import stop_process
 
 SHAPES = ("names-500", "nodes-500", "names-all")
 PER_CALL = 500
@@ -127,11 +128,7 @@ class Server:
         return bench.process_rss_mib(self.process.pid)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        stop_process(self.process)
 
 
 def _free_port() -> int:

@@ -358,11 +358,9 @@ class ServerProcess:
             raise RuntimeError(f"{mode} server did not start")
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        from podfit.client.conformance import stop_process
+
+        stop_process(self.process)
 
 
 def measure(server: ServerProcess, target: str, call: str, concurrency: int, seconds: float) -> dict[str, Any]:

@@ -90,6 +90,15 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def stop_process(process: subprocess.Popen[Any]) -> None:
+    """Asks a server process to stop (SIGTERM, its graceful drain), and kills it if it takes over 15 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
 class LocalServer:
     """A podfit-server subprocess on a loopback port (the client never imports the server)."""
 
@@ -121,11 +130,7 @@ class LocalServer:
         raise RuntimeError("podfit-server did not become ready")
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        stop_process(self.process)
 
     def __enter__(self) -> LocalServer:
         self.wait_ready()

@@ -192,17 +192,11 @@ class Engine:
         self, pod: Pod, node_names: Sequence[str] = (), scheduler_name: str = "", *, snapshot: Snapshot | None = None
     ) -> PreemptionResult:
         """Filters without scoring and, when no node fits, runs DefaultPreemption's PostFilter."""
-        framework = self.framework_for(pod, scheduler_name)
         snapshot = snapshot or self.cache.snapshot()
         _, state, outcome = self.decide(pod, node_names, scheduler_name, score=False, snapshot=snapshot)
-        if outcome is None or outcome.feasible:
+        if outcome is None:
             return NO_POST_FILTER
-        plugin = next((p for p in framework.profile.post_filter if p.name == DEFAULT_PREEMPTION), None)
-        if not isinstance(plugin, DefaultPreemption):
-            return NO_POST_FILTER
-        return plugin.post_filter(
-            state, pod, snapshot, framework, outcome.statuses, pre_filter_status=outcome.pre_filter_status
-        )
+        return self.post_filter(pod, state, outcome, snapshot, scheduler_name)
 
     def post_filter(
         self, pod: Pod, state: CycleState, outcome: FilterOutcome, snapshot: Snapshot, scheduler_name: str = ""
