@@ -141,19 +141,17 @@ class Engine:
     def candidate_positions(self, snapshot: Snapshot, node_names: Sequence[str]) -> IntpArray | None:
         """Where the named nodes stand in the snapshot's name order (None: every node, which is what
         kube-scheduler's extender calls usually name), sorted by name."""
-        names = snapshot.names
         if not node_names:
             return None
-        wanted = np.array(node_names, dtype=object)
-        positions = np.searchsorted(names, wanted) if len(names) else np.zeros(len(wanted), dtype=np.intp)
-        found = positions < len(names)
-        found[found] = names[positions[found]] == wanted[found]
-        if not found.all():
-            i = int(np.flatnonzero(~found)[0])
+        known = snapshot.positions()
+        positions = np.fromiter((known.get(n, -1) for n in node_names), dtype=np.intp, count=len(node_names))
+        if len(positions) and positions.min() < 0:
+            i = int(np.flatnonzero(positions < 0)[0])
             raise ValidationError(f"node_names[{i}]", f"node {node_names[i]!r} is not in the cache")
-        if len(positions) == len(names) and len(np.unique(positions)) == len(names):
+        positions.sort()
+        if len(positions) == len(known) and (len(positions) < 2 or bool((positions[1:] != positions[:-1]).all())):
             return None
-        return np.sort(positions).astype(np.intp)
+        return positions
 
     def decide(
         self,

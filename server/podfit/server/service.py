@@ -238,6 +238,11 @@ class SchedulingService:
             memory_bytes_estimate=cache.memory_estimate(),
         )
 
+    def unknown_nodes(self, names: Sequence[str]) -> set[str]:
+        """The names that are no cached node (one set lookup each: kube-scheduler sends thousands)."""
+        nodes = self.cache.snapshot().node_info_map
+        return {name for name in names if name not in nodes}
+
     def has_node(self, name: str) -> bool:
         return self.cache.get(Kind.NODE, "", name) is not None
 

@@ -107,6 +107,7 @@ class ClusterCache:
         self._node_list: list[NodeInfo] | None = None
         self._node_rows: np.ndarray | None = None
         self._node_name_array: np.ndarray = np.empty(0, dtype=object)
+        self._node_positions: dict[str, int] = {}
         self._node_info_array: np.ndarray = np.empty(0, dtype=object)
         self.table = NodeTable()
         # Bound pods whose node is not (yet) in the cache, by node name.
@@ -132,6 +133,7 @@ class ClusterCache:
             self._node_list = [self._node_infos[name] for name in self._node_names]
             self._node_rows = np.array([self.table.row_of[name] for name in self._node_names], dtype=np.intp)
             self._node_name_array = np.array(self._node_names, dtype=object)
+            self._node_positions = {name: i for i, name in enumerate(self._node_names)}
             self._node_info_array = np.empty(len(self._node_list), dtype=object)
             self._node_info_array[:] = self._node_list
         if self._image_summaries is None:
@@ -162,6 +164,7 @@ class ClusterCache:
             rows=self._node_rows,
             names=self._node_name_array,
             info_array=self._node_info_array,
+            name_positions=self._node_positions,
         )
 
     def snapshot_with_nodes(self, nodes: Sequence[Node]) -> Snapshot:

@@ -47,9 +47,17 @@ class Snapshot:
     info_array: npt.NDArray[np.object_]
     # Set on an overlay's snapshot: its view of the pod index (the cache's own index otherwise).
     pod_index: Callable[[], PodIndexView] | None = None
+    # Name -> position in ``names``; built on first use (the cache hands every snapshot the same one).
+    name_positions: dict[str, int] | None = None
 
     def get(self, node_name: str) -> NodeInfo | None:
         return self.node_info_map.get(node_name)
+
+    def positions(self) -> dict[str, int]:
+        """Each node's position in ``names`` (and ``node_infos``), by name."""
+        if self.name_positions is None:
+            self.name_positions = {name: i for i, name in enumerate(self.names.tolist())}
+        return self.name_positions
 
     def index(self) -> PodIndexView:
         """The bound pods indexed per row: an overlay's view, or the cache's index synced to this snapshot."""

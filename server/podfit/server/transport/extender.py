@@ -62,6 +62,7 @@ class _NodeList(msgspec.Struct):
 
 
 _HEAD = msgspec.json.Decoder(_Head)
+_NAMES = msgspec.json.Decoder(list[str] | None)
 _NODE_LIST = msgspec.json.Decoder(_NodeList)
 
 
@@ -200,12 +201,13 @@ class Extender:
         self, args: Args, pod: Pod, *, score: bool
     ) -> tuple[Decision, list[str], set[str], list[tuple[msgspec.Raw, _Meta]] | None]:
         """(decision, node order as sent, names unknown to the cache, the Node items as sent when sent)."""
-        names = _field(args, "NodeNames")
+        try:
+            names = _NAMES.decode(args["NodeNames"]) if "NodeNames" in args else None
+        except msgspec.ValidationError:
+            raise BadRequest("NodeNames: must be a list of node names") from None
         node_list = _node_items(args["Nodes"]) if "Nodes" in args else None
         if names is not None:
-            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-                raise BadRequest("NodeNames: must be a list of node names")
-            unknown = {n for n in names if not self.service.has_node(n)}
+            unknown = self.service.unknown_nodes(names)
             known = [n for n in names if n not in unknown] if unknown else names
             if not known:
                 return Decision(generation=self.service.generation), list(names), unknown, None
