@@ -6,12 +6,12 @@ from collections import OrderedDict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 from google.protobuf import json_format
 from podfit.k8s.convert import ENUM_TO_KIND, KINDS, ConversionError, object_kind_and_message
 from podfit.server.cache.cluster_cache import Change, Delete, Upsert
 from podfit.server.engine import Decision, UnknownProfileError
-from podfit.server.framework.runtime import NodeScores
-from podfit.server.framework.status import Code, Status
+from podfit.server.framework.status import Code
 from podfit.server.model import Kind, Pod, ValidationError
 from podfit.server.model.objects import DEFAULT_NAMESPACE, OwnerReference, object_from_k8s, pod_spec_fields
 from podfit.server.plugins.default_preemption import PreemptionResult
@@ -188,28 +188,51 @@ def pod_input(ref: sc.PodReference, path: str = "pod", *, with_source: bool = Fa
     return GivenPod(pod, cc.ClusterObject(pod=message).SerializeToString(deterministic=True))
 
 
-def verdict_message(node_name: str, status: Status | None) -> sc.NodeVerdict:
-    if status is None:
-        return sc.NodeVerdict(node_name=node_name, fits=True, code=sc.STATUS_CODE_SUCCESS)
-    return sc.NodeVerdict(
-        node_name=node_name,
-        fits=False,
-        plugin=status.plugin,
-        reasons=list(status.reasons),
-        code=STATUS_CODES.get(status.code, sc.STATUS_CODE_ERROR),
-    )
+def add_verdicts(field: Any, decision: Decision) -> None:
+    """Appends every candidate's verdict to a repeated NodeVerdict field, straight from the decision's
+    columns (``add`` builds each message in place: constructing and copying them costs 4x more)."""
+    outcome = decision.outcome
+    if outcome is None:
+        return
+    rejected = [
+        (status.plugin, list(status.reasons), STATUS_CODES.get(status.code, sc.STATUS_CODE_ERROR))
+        for status in outcome.status_table
+    ]
+    success = sc.STATUS_CODE_SUCCESS
+    for name, code in zip(outcome.names.tolist(), outcome.codes.tolist(), strict=True):
+        if code == 0:
+            field.add(node_name=name, fits=True, code=success)
+        else:
+            plugin, reasons, status_code = rejected[code - 1]
+            field.add(node_name=name, fits=False, plugin=plugin, reasons=reasons, code=status_code)
 
 
-def score_message(scores: NodeScores) -> sc.NodeScore:
-    return sc.NodeScore(
-        node_name=scores.node_name,
-        total=scores.total,
-        plugins=[sc.PluginScore(plugin=name, score=value) for name, value in scores.plugins.items()],
-    )
+def add_scores(field: Any, decision: Decision, only: set[str] | None = None) -> None:
+    """Appends the feasible nodes' scores, best first (total descending, then name), to a repeated
+    NodeScore field; ``only`` keeps the named nodes.
 
-
-def verdicts(decision: Decision) -> list[sc.NodeVerdict]:
-    return [verdict_message(v.node_name, v.status) for v in decision.verdicts]
+    Nodes with equal per-plugin scores share one serialized PluginScore list, merged into each node's
+    message: building the ~35,000 PluginScore messages of a 5,000-node answer one by one took 10 ms."""
+    table = decision.score_table
+    if table is None:
+        return
+    names, totals = table.names.tolist(), table.totals.tolist()
+    plugins = list(table.plugins)
+    rows = np.stack(list(table.plugins.values()), axis=1).tolist() if plugins else [[] for _ in names]
+    encoded: dict[tuple[int, ...], bytes] = {}
+    prototype = sc.NodeScore()
+    # Candidates are in name order, so a stable sort by total keeps names ascending among ties.
+    for i in np.argsort(-table.totals, kind="stable").tolist():
+        if only is not None and names[i] not in only:
+            continue
+        key = tuple(rows[i])
+        scores = encoded.get(key)
+        if scores is None:
+            prototype.Clear()
+            for plugin, score in zip(plugins, key, strict=True):
+                prototype.plugins.add(plugin=plugin, score=score)
+            scores = encoded[key] = prototype.SerializeToString()
+        field.add(node_name=names[i], total=totals[i]).MergeFromString(scores)
 
 
 def preempt_response(result: PreemptionResult, generation: int) -> sc.PreemptResponse:
@@ -240,8 +263,8 @@ def schedule_response(result: ScheduleResult, *, full: bool) -> sc.ScheduleRespo
     )
     if decision is not None:
         response.best_nodes.extend(decision.best)
-        response.nodes.extend(verdicts(decision))
-        response.scores.extend(score_message(s) for s in decision.scores)
+        add_verdicts(response.nodes, decision)
+        add_scores(response.scores, decision)
     if result.preemption is not None:
         response.preemption.CopyFrom(preempt_response(result.preemption, result.generation))
     return response

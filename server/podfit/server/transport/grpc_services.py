@@ -166,29 +166,24 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         pod = self._pod(request.pod)
         decision = await self.service.decide(pod, list(request.node_names), request.scheduler_name, score=False)
         annotate(nodes=decision.candidate_count, feasible=decision.feasible_count, gated=decision.gated)
-        return sc.FilterResponse(
+        response = sc.FilterResponse(
             generation=decision.generation,
             gated=decision.gated,
             message=decision.message,
-            nodes=convert.verdicts(decision) if request.view != sc.VIEW_BASIC else [],
             feasible_count=decision.feasible_count,
         )
+        if request.view != sc.VIEW_BASIC:
+            convert.add_verdicts(response.nodes, decision)
+        return response
 
     @unary_errors
     async def Score(self, request: sc.ScoreRequest, context: grpc.aio.ServicerContext) -> sc.ScoreResponse:
         pod = self._pod(request.pod)
         decision = await self.service.decide(pod, list(request.node_names), request.scheduler_name)
         annotate(nodes=decision.candidate_count, feasible=decision.feasible_count, gated=decision.gated)
-        scores = decision.scores
-        if request.view == sc.VIEW_BASIC:
-            best = set(decision.best)
-            scores = [s for s in scores if s.node_name in best]
-        return sc.ScoreResponse(
-            generation=decision.generation,
-            gated=decision.gated,
-            message=decision.message,
-            scores=[convert.score_message(s) for s in scores],
-        )
+        response = sc.ScoreResponse(generation=decision.generation, gated=decision.gated, message=decision.message)
+        convert.add_scores(response.scores, decision, set(decision.best) if request.view == sc.VIEW_BASIC else None)
+        return response
 
     async def _schedule(self, request: sc.ScheduleRequest) -> sc.ScheduleResponse:
         try:
