@@ -1,5 +1,6 @@
 """Cache bookkeeping: NodeInfo aggregates, versions, idempotency, replace, pending and nominated pods."""
 
+import json
 from typing import Any
 
 import pytest
@@ -176,9 +177,14 @@ def test_snapshot_views_follow_namespace_pdb_and_nomination_changes() -> None:
 
 
 def _sent(cache: ClusterCache, data: dict[str, Any], path: str = "Nodes.items[0]") -> Node:
-    """A node as the extender hands it over: a loader of the object, and what its metadata says."""
+    """A node as the extender hands it over: its raw JSON, what its metadata says, and a loader."""
     meta = data["metadata"]
-    return cache.node_from_k8s(lambda: data, path, meta["name"], meta.get("uid", ""), meta["resourceVersion"])
+    raw = json.dumps(data).encode()
+    return cache.node_from_k8s(raw, path, meta["name"], meta.get("uid", ""), meta["resourceVersion"], json.loads)
+
+
+def _fail(source: Any) -> Any:
+    raise AssertionError(f"{source!r} was loaded")
 
 
 def _node_json(rv: str, uid: str = "u-a", cpu: str = "4") -> dict[str, Any]:
@@ -206,6 +212,11 @@ def test_caller_sent_nodes_are_converted_once_per_version(
     assert (first is cached) is same_as_cached
     assert (_sent(cache, sent) is first) is reused_on_resend
     assert first.allocatable == node_from_k8s(sent).allocatable
+    if reused_on_resend:
+        # A version seen before (or the cached one) is never loaded again, let alone converted.
+        meta = sent["metadata"]
+        unread = cache.node_from_k8s(b"not json", "x", meta["name"], meta["uid"], meta["resourceVersion"], _fail)
+        assert unread is first
     # The overlay for caller-sent nodes is skipped exactly when nothing differs from the cache.
     assert (cache.snapshot_with_nodes([first]).pod_index is None) == (first == cached)
 

@@ -434,14 +434,15 @@ class SchedulingService:
         return placement
 
     def nodes_from_k8s(
-        self, items: Sequence[tuple[Callable[[], Any], str, str, str]], path: str
+        self, items: Sequence[tuple[Any, str, str, str]], path: str, load: Callable[[Any], Any]
     ) -> builtins.list[Node]:
-        """Caller-sent Kubernetes Nodes as records, each given as (a loader of the whole object, its
-        name, uid, resourceVersion): an unchanged cached node is that node and other versions are
-        converted once (see ``ClusterCache.node_from_k8s``); a loader runs only when converting."""
+        """Caller-sent Kubernetes Nodes as records, each given as (its source, name, uid,
+        resourceVersion): an unchanged cached node is that node and other versions are converted once
+        (see ``ClusterCache.node_from_k8s``); ``load(source)`` runs only when converting."""
+        node_from_k8s = self.cache.node_from_k8s
         return [
-            self.cache.node_from_k8s(load, f"{path}[{i}]", name, uid, version)
-            for i, (load, name, uid, version) in enumerate(items)
+            node_from_k8s(source, f"{path}[{i}]", name, uid, version, load)
+            for i, (source, name, uid, version) in enumerate(items)
         ]
 
     async def decide_with_nodes(self, pod: Pod, nodes: Sequence[Node], scheduler_name: str = "") -> Decision:

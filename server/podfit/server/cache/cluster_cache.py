@@ -191,22 +191,28 @@ class ClusterCache:
         return overlay.snapshot()
 
     def node_from_k8s(
-        self, load: Callable[[], Any], path: str, name: str = "", uid: str = "", version: str = ""
+        self,
+        source: Any,
+        path: str,
+        name: str = "",
+        uid: str = "",
+        version: str = "",
+        load: Callable[[Any], Any] = lambda data: data,
     ) -> Node:
-        """A caller-sent Kubernetes Node as a record; ``load`` gives the whole object. When its ``uid`` and
-        resourceVersion (``version``) are those of the cached node it is that node (nothing converted,
-        and decisions see no change); other conversions are kept by (name, uid, resourceVersion) — a Node
-        object with a given resourceVersion never changes — so a scheduler resending the same 500 Nodes
-        per call converts each once."""
+        """A caller-sent Kubernetes Node as a record; ``load(source)`` gives the whole object (``source``
+        itself by default). When its ``uid`` and resourceVersion (``version``) are those of the cached
+        node it is that node (nothing converted, and decisions see no change); other conversions are kept
+        by (name, uid, resourceVersion) — a Node object with a given resourceVersion never changes — so a
+        scheduler resending the same 500 Nodes per call converts each once."""
         if not (name and uid and version):
-            return node_from_k8s(load(), path)
+            return node_from_k8s(load(source), path)
         cached = self._node_infos.get(name)
         if cached is not None and cached.node.uid == uid and cached.node.resource_version == version:
             return cached.node
         key = (name, uid, version)
         node = self._converted_nodes.get(key)
         if node is None:
-            node = node_from_k8s(load(), path)
+            node = node_from_k8s(load(source), path)
             if (node.name, node.uid, node.resource_version) != key:
                 return node  # the object disagrees with what the caller said of it: not worth keeping
             if len(self._converted_nodes) >= _MAX_CONVERTED_NODES:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from functools import partial
 from typing import Any
 
 import msgspec
@@ -215,11 +214,7 @@ class Extender:
             return decision, list(names), unknown, None
         if node_list is not None:
             nodes: list[Node] = self.service.nodes_from_k8s(
-                [
-                    (partial(msgspec.json.decode, item), meta.name, meta.uid, meta.resourceVersion)
-                    for item, meta in node_list
-                ],
-                "Nodes.items",
+                [(raw, m.name, m.uid, m.resourceVersion) for raw, m in node_list], "Nodes.items", msgspec.json.decode
             )
             order = [n.name for n in nodes]
             if len(set(order)) != len(order):
