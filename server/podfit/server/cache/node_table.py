@@ -8,8 +8,6 @@ so plugins evaluate a toleration once per distinct list and broadcast.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
@@ -320,16 +318,6 @@ class NodeTable:
         self.row_generation[row] = info.generation
 
     # -- reads -----------------------------------------------------------------------------------
-
-    def rows_for(self, infos: Sequence[NodeInfo]) -> npt.NDArray[np.intp] | None:
-        """Row indices of these NodeInfos, or None when any is not a table row (e.g. a clone)."""
-        rows = np.empty(len(infos), dtype=np.intp)
-        for i, info in enumerate(infos):
-            row = self.row_of.get(info.name)
-            if row is None or self.infos[row] is not info:
-                return None
-            rows[i] = row
-        return rows
 
     def rows_with_image(self, name: str) -> npt.NDArray[np.intp]:
         """Rows of the nodes that report the image name (kept until a node with it is added or removed)."""

@@ -12,7 +12,6 @@ from typing import Any
 
 from podfit.server.framework.interfaces import (
     FilterPlugin,
-    NormalizeScorePlugin,
     Plugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
@@ -67,10 +66,6 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
 class WeightedScorePlugin:
     plugin: ScorePlugin
     weight: int
-
-    @property
-    def normalizer(self) -> NormalizeScorePlugin | None:
-        return self.plugin if isinstance(self.plugin, NormalizeScorePlugin) else None
 
 
 @dataclass
