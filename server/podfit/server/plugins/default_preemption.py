@@ -296,7 +296,16 @@ class DefaultPreemption:
             violating, non_violating = budgets.split(sorted(lower, key=importance))
             orders.append(violating + non_violating)
             violating_counts.append(len(violating))
-        order_classes = [[classes.setdefault(tuple(p.requests.items()), len(classes)) for p in o] for o in orders]
+        # Replicas converted from one spec share their requests mapping: look it up by identity first.
+        by_identity: dict[int, int] = {}
+
+        def request_class(p: Pod) -> int:
+            found = by_identity.get(id(p.requests))
+            if found is None:
+                found = by_identity[id(p.requests)] = classes.setdefault(tuple(p.requests.items()), len(classes))
+            return found
+
+        order_classes = [[request_class(p) for p in o] for o in orders]
         for key in classes:
             for name, _ in key:
                 table.resource_column(name)
