@@ -122,6 +122,8 @@ async def test_bind_records_the_binding(live: LiveServer) -> None:
     [
         pytest.param("filter", None, b"{nope", "not valid JSON", id="bad JSON"),
         pytest.param("filter", [], None, "must be a JSON object", id="a JSON array"),
+        pytest.param("filter", None, b'{"Pod": ' + b"[" * 5000 + b"]" * 5000 + b"}", "nests too deeply",
+                     id="deeply nested JSON"),
         pytest.param("filter", {"Nodes": None, "NodeNames": []}, None, "Pod: is required", id="no pod"),
         pytest.param("prioritize", {"Pod": make_pod().json()}, None, "one of Nodes or NodeNames", id="no nodes"),
         pytest.param("filter", {"Pod": make_pod().req(cpu="lots").json(), "NodeNames": []}, None,

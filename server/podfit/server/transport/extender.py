@@ -73,12 +73,17 @@ async def _body(request: web.Request) -> Args:
         raise BadRequest("request body must be a JSON object") from None
     except msgspec.DecodeError as exc:
         raise BadRequest(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BadRequest("request body nests too deeply") from None
 
 
 def _field(args: Args, key: str) -> Any:
     """A top-level field decoded (None when absent or null)."""
     raw = args.get(key)
-    return None if raw is None else msgspec.json.decode(raw)
+    try:
+        return None if raw is None else msgspec.json.decode(raw)
+    except RecursionError:
+        raise BadRequest(f"{key}: nests too deeply") from None
 
 
 def _pod(args: Args) -> Pod:
