@@ -12,6 +12,7 @@ from podfit.client.manifests import load_manifests, to_cluster_object, to_pod_re
 from podfit.k8s.convert import KIND_TO_ENUM, canonical_kind
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import scheduler_pb2 as sc
+from podfit.v1 import simulation_pb2 as sim
 
 DEFAULT_TARGET = "localhost:50051"
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -167,3 +168,27 @@ def schedule_batch_request(
 
 def preempt_request(pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "") -> sc.PreemptRequest:
     return sc.PreemptRequest(pod=to_pod_reference(pod), node_names=list(node_names), scheduler_name=scheduler_name)
+
+
+def estimate_request(
+    groups: Iterable[Iterable[Any]], node_groups: Iterable[tuple[str, Any, int, int]], scheduler_name: str = ""
+) -> sim.EstimateScaleUpRequest:
+    """``groups``: lists of identical pending pods (manifests or "namespace/name"); ``node_groups``:
+    (id, template Node manifest, current size, max size)."""
+    return sim.EstimateScaleUpRequest(
+        groups=[sim.PodGroup(pods=[to_pod_reference(pod) for pod in group]) for group in groups],
+        node_groups=[
+            sim.NodeGroup(id=group_id, template=to_cluster_object(template, "Node"), current_size=current, max_size=top)
+            for group_id, template, current, top in node_groups
+        ],
+        scheduler_name=scheduler_name,
+    )
+
+
+def simulate_request(
+    pods: Iterable[Any], scenario: sim.Scenario | None = None, scheduler_name: str = ""
+) -> sim.SimulateRequest:
+    """``pods``: placed in order after ``scenario`` (a podfit.v1 Scenario; None changes nothing)."""
+    return sim.SimulateRequest(
+        scenario=scenario or sim.Scenario(), pods=[to_pod_reference(pod) for pod in pods], scheduler_name=scheduler_name
+    )

@@ -12,6 +12,8 @@ from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import cluster_cache_pb2_grpc as cc_grpc
 from podfit.v1 import scheduler_pb2 as sc
 from podfit.v1 import scheduler_pb2_grpc as sc_grpc
+from podfit.v1 import simulation_pb2 as sim
+from podfit.v1 import simulation_pb2_grpc as sim_grpc
 
 T = TypeVar("T")
 
@@ -30,6 +32,7 @@ class AsyncClient:
             self._channel = grpc.aio.secure_channel(self.config.target, credentials, options=self.config.options())
         self.cache = cc_grpc.ClusterCacheStub(self._channel)
         self.scheduler = sc_grpc.SchedulerStub(self._channel)
+        self.simulation = sim_grpc.SimulationStub(self._channel)
         self._metadata = self.config.metadata()
 
     async def __aenter__(self) -> AsyncClient:
@@ -141,3 +144,24 @@ class AsyncClient:
         self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None
     ) -> sc.PreemptResponse:
         return await self._call(self.scheduler.Preempt, rq.preempt_request(pod, node_names, scheduler_name), timeout)
+
+    async def simulate(
+        self,
+        pods: Iterable[Any],
+        scenario: sim.Scenario | None = None,
+        scheduler_name: str = "",
+        timeout: float | None = None,
+    ) -> sim.SimulateResponse:
+        """A what-if scenario, then ``pods`` placed in order inside it; the server's cache never changes."""
+        return await self._call(self.simulation.Simulate, rq.simulate_request(pods, scenario, scheduler_name), timeout)
+
+    async def estimate_scale_up(
+        self,
+        groups: Iterable[Iterable[Any]],
+        node_groups: Iterable[tuple[str, Any, int, int]],
+        scheduler_name: str = "",
+        timeout: float | None = None,
+    ) -> sim.EstimateScaleUpResponse:
+        """cluster-autoscaler's binpacking estimate for each (id, template, current size, max size)."""
+        request = rq.estimate_request(groups, node_groups, scheduler_name)
+        return await self._call(self.simulation.EstimateScaleUp, request, timeout)

@@ -12,6 +12,8 @@ from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import cluster_cache_pb2_grpc as cc_grpc
 from podfit.v1 import scheduler_pb2 as sc
 from podfit.v1 import scheduler_pb2_grpc as sc_grpc
+from podfit.v1 import simulation_pb2 as sim
+from podfit.v1 import simulation_pb2_grpc as sim_grpc
 
 
 class Client:
@@ -28,6 +30,7 @@ class Client:
             self._channel = grpc.secure_channel(self.config.target, credentials, options=self.config.options())
         self.cache = cc_grpc.ClusterCacheStub(self._channel)
         self.scheduler = sc_grpc.SchedulerStub(self._channel)
+        self.simulation = sim_grpc.SimulationStub(self._channel)
         self._metadata = self.config.metadata()
 
     def __enter__(self) -> Client:
@@ -152,3 +155,25 @@ class Client:
             sc.PreemptResponse,
             self._call(self.scheduler.Preempt, rq.preempt_request(pod, node_names, scheduler_name), timeout),
         )
+
+    def simulate(
+        self,
+        pods: Iterable[Any],
+        scenario: sim.Scenario | None = None,
+        scheduler_name: str = "",
+        timeout: float | None = None,
+    ) -> sim.SimulateResponse:
+        """A what-if scenario, then ``pods`` placed in order inside it; the server's cache never changes."""
+        request = rq.simulate_request(pods, scenario, scheduler_name)
+        return cast(sim.SimulateResponse, self._call(self.simulation.Simulate, request, timeout))
+
+    def estimate_scale_up(
+        self,
+        groups: Iterable[Iterable[Any]],
+        node_groups: Iterable[tuple[str, Any, int, int]],
+        scheduler_name: str = "",
+        timeout: float | None = None,
+    ) -> sim.EstimateScaleUpResponse:
+        """cluster-autoscaler's binpacking estimate for each (id, template, current size, max size)."""
+        request = rq.estimate_request(groups, node_groups, scheduler_name)
+        return cast(sim.EstimateScaleUpResponse, self._call(self.simulation.EstimateScaleUp, request, timeout))

@@ -24,13 +24,21 @@ from podfit.server.service import SchedulingService
 from podfit.server.settings import Settings, SettingsError, resolve
 from podfit.server.telemetry import Telemetry, TelemetryInterceptor
 from podfit.server.transport.extender import start_extender
-from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer
-from podfit.v1 import cluster_cache_pb2, cluster_cache_pb2_grpc, scheduler_pb2, scheduler_pb2_grpc
+from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer, SimulationServicer
+from podfit.v1 import (
+    cluster_cache_pb2,
+    cluster_cache_pb2_grpc,
+    scheduler_pb2,
+    scheduler_pb2_grpc,
+    simulation_pb2,
+    simulation_pb2_grpc,
+)
 
 log = logging.getLogger("podfit.server")
 SERVICE_NAMES = (
     cluster_cache_pb2.DESCRIPTOR.services_by_name["ClusterCache"].full_name,
     scheduler_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name,
+    simulation_pb2.DESCRIPTOR.services_by_name["Simulation"].full_name,
 )
 _OPEN_METHODS = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
@@ -178,6 +186,7 @@ async def create_server(
     server = grpc.aio.server(interceptors=interceptors, options=options)
     cluster_cache_pb2_grpc.add_ClusterCacheServicer_to_server(ClusterCacheServicer(service), server)
     scheduler_pb2_grpc.add_SchedulerServicer_to_server(SchedulerServicer(service), server)
+    simulation_pb2_grpc.add_SimulationServicer_to_server(SimulationServicer(service), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)

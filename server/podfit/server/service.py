@@ -24,6 +24,8 @@ from podfit.server.framework.profile import Profile
 from podfit.server.framework.runtime import FilterOutcome
 from podfit.server.model import Kind, Node, Pod, ValidationError
 from podfit.server.plugins.default_preemption import PreemptionResult
+from podfit.server.simulation.estimator import Estimate, estimate
+from podfit.server.simulation.scenario import Scenario, SimulationResult, simulate
 from podfit.server.telemetry import Telemetry
 from podfit.v1 import cluster_cache_pb2 as cc
 
@@ -432,6 +434,42 @@ class SchedulingService:
         elif any(r.assumed_generation for r in placement.results):
             placement.assumed_generation = self.cache.generation
         return placement
+
+    # -- what-if ----------------------------------------------------------------------------------
+
+    def _resolve_all(self, pods: Sequence[PodInput], path: str) -> builtins.list[Pod]:
+        resolved = []
+        for i, pod in enumerate(pods):
+            try:
+                resolved.append(self.resolve(pod)[0])
+            except NotFoundError as exc:
+                raise NotFoundError(f"{path}[{i}]: {exc}") from None
+        return resolved
+
+    def simulate(self, scenario: Scenario, pods: Sequence[PodInput], scheduler_name: str = "") -> SimulationResult:
+        """A scenario and placements on a fork of the current snapshot; the cache never changes."""
+        started = time.perf_counter()
+        result = simulate(self.engine, self.cache.snapshot(), scenario, self._resolve_all(pods, "pods"), scheduler_name)
+        self.telemetry.decision_latency(time.perf_counter() - started, "simulate")
+        return result
+
+    def estimate_scale_up(
+        self,
+        groups: Sequence[Sequence[PodInput]],
+        node_groups: Sequence[tuple[str, Node, int]],
+        scheduler_name: str = "",
+    ) -> tuple[int, builtins.list[tuple[str, Estimate]]]:
+        """cluster-autoscaler's estimate per (node group id, template, max new nodes), each on its own
+        fork of one snapshot: (the snapshot's generation, the estimates in order)."""
+        started = time.perf_counter()
+        pods = [self._resolve_all(group, f"groups[{i}].pods") for i, group in enumerate(groups)]
+        snapshot = self.cache.snapshot()
+        estimates = [
+            (group_id, estimate(self.engine, snapshot, template, pods, max_new, scheduler_name))
+            for group_id, template, max_new in node_groups
+        ]
+        self.telemetry.decision_latency(time.perf_counter() - started, "estimate")
+        return snapshot.generation, estimates
 
     def nodes_from_k8s(
         self, items: Sequence[tuple[Any, str, str, str]], path: str, load: Callable[[Any], Any]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,14 +13,17 @@ from podfit.k8s.convert import ENUM_TO_KIND, KINDS, ConversionError, object_kind
 from podfit.server.cache.cluster_cache import Change, Delete, Upsert
 from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.status import Code
-from podfit.server.model import Kind, Pod, ValidationError
+from podfit.server.model import Kind, Node, Pod, Taint, ValidationError
 from podfit.server.model.objects import DEFAULT_NAMESPACE, OwnerReference, object_from_k8s, pod_spec_fields
 from podfit.server.plugins.default_preemption import PreemptionResult
 from podfit.server.service import CachedPod, GivenPod, NotFoundError, PodInput, PodRejected, ScheduleResult
+from podfit.server.simulation.estimator import Estimate
+from podfit.server.simulation.scenario import Scenario, SimulationResult
 from podfit.server.transport.errors import LocatedProfileError
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import objects_pb2 as ob
 from podfit.v1 import scheduler_pb2 as sc
+from podfit.v1 import simulation_pb2 as sim
 
 STATUS_CODES = {
     Code.SUCCESS: sc.STATUS_CODE_SUCCESS,
@@ -282,3 +286,85 @@ def located_pod_error(exc: PodRejected, scheduler_name: str, path: str = "pods")
     if isinstance(error, NotFoundError):
         return NotFoundError(f"{where}: {error}")
     return error
+
+
+# -- what-if -----------------------------------------------------------------------------------------
+
+
+def _node(obj: cc.ClusterObject, path: str) -> Node:
+    node = upsert_from_object(obj, path, expected_kind=Kind.NODE).obj
+    assert isinstance(node, Node)
+    return node
+
+
+def scenario_from_message(message: sim.Scenario, path: str) -> Scenario:
+    add_nodes = []
+    for i, group in enumerate(message.add_nodes):
+        if group.count < 0:
+            raise ValidationError(f"{path}.add_nodes[{i}].count", "must not be negative")
+        add_nodes.append((_node(group.template, f"{path}.add_nodes[{i}].template"), group.count))
+    taints = []
+    for i, entry in enumerate(message.taint_nodes):
+        where = f"{path}.taint_nodes[{i}].taint"
+        if entry.taint.effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise ValidationError(f"{where}.effect", "must be NoSchedule, PreferNoSchedule or NoExecute")
+        taints.append((entry.node_name, Taint(entry.taint.key, entry.taint.value, entry.taint.effect)))
+    add_pods = []
+    for i, ref in enumerate(message.add_pods):
+        pod = pod_input(ref, f"{path}.add_pods[{i}]")
+        if not isinstance(pod, Pod):
+            raise ValidationError(f"{path}.add_pods[{i}]", "must be a pod given by value (pod or kubernetes_json)")
+        if not pod.node_name:
+            raise ValidationError(
+                f"{path}.add_pods[{i}].spec.nodeName", "is required: the pod is bound in the scenario"
+            )
+        add_pods.append(pod)
+    return Scenario(
+        remove_nodes=list(message.remove_nodes),
+        add_nodes=add_nodes,
+        cordon_nodes=list(message.cordon_nodes),
+        taint_nodes=taints,
+        remove_pods=[(key.namespace, key.name) for key in message.remove_pods],
+        add_pods=add_pods,
+    )
+
+
+def simulate_response(result: SimulationResult) -> sim.SimulateResponse:
+    response = sim.SimulateResponse(base_generation=result.base_generation)
+    for placement in result.placements:
+        entry = response.placements.add(
+            namespace=placement.pod.namespace,
+            name=placement.pod.name,
+            node_name=placement.node_name,
+            message=placement.message,
+        )
+        if placement.decision is not None:
+            add_verdicts(entry.rejections, placement.decision)
+    for node in result.hypothetical_nodes:
+        response.hypothetical_nodes.add(
+            node_name=node.node_name, pods=node.pods, cpu=node.cpu, memory=node.memory, pods_fraction=node.pods_fraction
+        )
+    return response
+
+
+def node_group(message: sim.NodeGroup, path: str) -> tuple[str, Node, int]:
+    """(id, template, how many nodes may be added: max_size - current_size)."""
+    if not message.id:
+        raise ValidationError(f"{path}.id", "is required")
+    if message.max_size < 0 or message.current_size < 0:
+        raise ValidationError(f"{path}.max_size", "sizes must not be negative")
+    return message.id, _node(message.template, f"{path}.template"), message.max_size - message.current_size
+
+
+def estimate_response(generation: int, estimates: Sequence[tuple[str, Estimate]]) -> sim.EstimateScaleUpResponse:
+    response = sim.EstimateScaleUpResponse(base_generation=generation)
+    for group_id, result in estimates:
+        response.estimates.add(
+            node_group_id=group_id,
+            node_count=result.node_count,
+            scheduled=[p.key for p in result.scheduled],
+            unscheduled=[p.key for p in result.unscheduled],
+            group_order=result.group_order,
+            scheduled_per_group=result.scheduled_per_group,
+        )
+    return response

@@ -14,11 +14,13 @@ from podfit.server.model import ValidationError
 from podfit.server.service import PodInput, PodRejected, SchedulingService
 from podfit.server.telemetry import annotate
 from podfit.server.transport import convert
-from podfit.server.transport.errors import NotFoundError, status_for, stream_errors, unary_errors
+from podfit.server.transport.errors import NotFoundError, stream_errors, unary_errors
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import cluster_cache_pb2_grpc as cc_grpc
 from podfit.v1 import scheduler_pb2 as sc
 from podfit.v1 import scheduler_pb2_grpc as sc_grpc
+from podfit.v1 import simulation_pb2 as sim
+from podfit.v1 import simulation_pb2_grpc as sim_grpc
 
 _OUTCOMES = {
     Outcome.APPLIED: cc.UPDATE_OUTCOME_APPLIED,
@@ -253,4 +255,29 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         return convert.preempt_response(result, generation)
 
 
-__all__ = ["ClusterCacheServicer", "SchedulerServicer", "status_for"]
+class SimulationServicer(sim_grpc.SimulationServicer):
+    """Converts what-if requests for the service; the scenario logic lives in podfit.server.simulation."""
+
+    def __init__(self, service: SchedulingService) -> None:
+        self.service = service
+
+    @unary_errors
+    async def Simulate(self, request: sim.SimulateRequest, context: grpc.aio.ServicerContext) -> sim.SimulateResponse:
+        scenario = convert.scenario_from_message(request.scenario, "scenario")
+        pods = [convert.pod_input(ref, f"pods[{i}]") for i, ref in enumerate(request.pods)]
+        result = self.service.simulate(scenario, pods, request.scheduler_name)
+        annotate(pods=len(pods), hypothetical_nodes=len(result.hypothetical_nodes))
+        return convert.simulate_response(result)
+
+    @unary_errors
+    async def EstimateScaleUp(
+        self, request: sim.EstimateScaleUpRequest, context: grpc.aio.ServicerContext
+    ) -> sim.EstimateScaleUpResponse:
+        groups = [
+            [convert.pod_input(ref, f"groups[{i}].pods[{j}]") for j, ref in enumerate(group.pods)]
+            for i, group in enumerate(request.groups)
+        ]
+        node_groups = [convert.node_group(group, f"node_groups[{i}]") for i, group in enumerate(request.node_groups)]
+        generation, estimates = self.service.estimate_scale_up(groups, node_groups, request.scheduler_name)
+        annotate(groups=len(groups), node_groups=len(node_groups))
+        return convert.estimate_response(generation, estimates)
