@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 import numpy as np
+import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.pod_index import OverlayPodIndex, PodIndexView
 from podfit.server.cache.snapshot import ImageSummary, Snapshot
@@ -62,6 +63,8 @@ class Overlay:
         self._nodes_changed = False
         # Nodes were added or removed, so the name order and rows differ from the base's.
         self._rows_moved = False
+        # That order (names, rows, name -> position), kept until nodes come or go again.
+        self._order: tuple[npt.NDArray[np.object_], npt.NDArray[np.intp], dict[str, int]] | None = None
         self._snapshot: Snapshot | None = None
 
     def fork(self) -> Overlay:
@@ -73,7 +76,7 @@ class Overlay:
             copy.table.adopt(info)
         copy._removed = set(self._removed)
         copy._dirty = {row: None if info is None else copy._infos[info.name] for row, info in self._dirty.items()}
-        copy._nodes_changed, copy._rows_moved = self._nodes_changed, self._rows_moved
+        copy._nodes_changed, copy._rows_moved, copy._order = self._nodes_changed, self._rows_moved, self._order
         return copy
 
     # -- reads -----------------------------------------------------------------------------------
@@ -118,6 +121,7 @@ class Overlay:
         self._infos[node.name] = info
         self._removed.discard(node.name)
         self._nodes_changed = self._rows_moved = True
+        self._order = None
         self._changed(info, self.table.add(info))
         return info
 
@@ -132,6 +136,7 @@ class Overlay:
         if name in self.base.node_info_map:
             self._removed.add(name)
         self._nodes_changed = self._rows_moved = True
+        self._order = None
         self._changed(None, row)
         return list(info.pods.values())
 
@@ -174,20 +179,22 @@ class Overlay:
 
     def _build(self) -> Snapshot:
         base, table = self.base, self.table
+        positions: dict[str, int] | None = base.name_positions
         if not self._rows_moved:
             # Same nodes, same rows: swap the changed NodeInfos into copies of the base arrays.
             names, rows = base.names, base.rows
             info_array = base.info_array.copy()
             if self._infos:
-                positions = np.searchsorted(names, list(self._infos))
-                info_array[positions] = list(self._infos.values())
+                info_array[np.searchsorted(names, list(self._infos))] = list(self._infos.values())
         else:
-            removed = self._removed
-            added = [name for name in self._infos if name not in base.node_info_map]
-            ordered = sorted([*(n for n in base.names.tolist() if n not in removed), *added])
-            names = np.array(ordered, dtype=object)
-            rows = np.fromiter((table.row_of[n] for n in ordered), dtype=np.intp, count=len(ordered))
-            info_array = np.empty(len(ordered), dtype=object)
+            if self._order is None:
+                removed = self._removed
+                added = [name for name in self._infos if name not in base.node_info_map]
+                ordered = sorted([*(n for n in base.names.tolist() if n not in removed), *added])
+                order_rows = np.fromiter((table.row_of[n] for n in ordered), dtype=np.intp, count=len(ordered))
+                self._order = (np.array(ordered, dtype=object), order_rows, {n: i for i, n in enumerate(ordered)})
+            names, rows, positions = self._order
+            info_array = np.empty(len(names), dtype=object)
             info_array[:] = [table.infos[r] for r in rows.tolist()]
         dirty = dict(self._dirty)
         index: OverlayPodIndex | None = None
@@ -212,6 +219,7 @@ class Overlay:
             names=names,
             info_array=info_array,
             pod_index=pod_index,
+            name_positions=positions,
         )
 
     def _images(self) -> dict[str, ImageSummary]:

@@ -77,23 +77,25 @@ class _Placer:
             return None
         return {name: status is None for name, status in outcome.statuses.items()}
 
-    def fits_any(self, pod: Pod, order: Sequence[str], candidates: set[str]) -> str | None:
-        """FitsAnyNodeMatching: the first candidate, from the round-robin position in ``order``, that fits."""
-        names = [name for name in order if name in candidates]
-        if not names:
+    def fits_any(self, pod: Pod, order: Sequence[str], first: int) -> str | None:
+        """FitsAnyNodeMatching over the new nodes, ``order[first:]`` (the checker's list has the cluster's
+        nodes first): the first that fits, going round from where the last placement left off."""
+        size = len(order)
+        start = self.last_index
+        # The new nodes in round-robin order from ``start``.
+        candidates = sorted(range(first, size), key=lambda position: (position - start) % size)
+        if not candidates:
             return None
-        verdicts = self._fits(pod, names)
+        verdicts = self._fits(pod, [order[position] for position in candidates])
         if verdicts is None:
             return None
-        for i in range(len(order)):
-            name = order[(self.last_index + i) % len(order)]
-            if name not in candidates:
-                continue
+        for position in candidates:
+            name = order[position]
             info = self.overlay.node(name)
             if info is None or info.node.unschedulable:
                 continue
             if verdicts.get(name):
-                self.last_index = (self.last_index + i + 1) % len(order)
+                self.last_index = (position + 1) % size
                 return name
         return None
 
@@ -117,7 +119,7 @@ def estimate(
     result = Estimate(node_count=0, group_order=list(order), scheduled_per_group=[0] * len(groups))
     # Node order as the predicate checker lists it: the cluster's nodes, then the new ones as added.
     listed = [info.name for info in snapshot.node_infos]
-    new_nodes: set[str] = set()
+    existing = len(listed)
     with_pods: dict[str, list[str]] = {}
     last = ""
     added = 0
@@ -133,7 +135,6 @@ def estimate(
         overlay.add_node(dataclasses.replace(template, name=name, uid="", labels={**template.labels, HOSTNAME: name}))
         added += 1
         listed.append(name)
-        new_nodes.add(name)
         last = name
         return name
 
@@ -142,7 +143,7 @@ def estimate(
         placed_before = len(result.scheduled)
         remaining = pods
         for k, pod in enumerate(pods):
-            name = placer.fits_any(pod, listed, new_nodes)
+            name = placer.fits_any(pod, listed, existing)
             if name is None:
                 remaining = pods[k:]
                 break
