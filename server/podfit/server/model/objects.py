@@ -183,6 +183,16 @@ class OwnerReference:
 
 
 @dataclass(frozen=True, slots=True)
+class Volume:
+    """A pod volume, reduced to what cluster-autoscaler's local-storage drain rule asks of it."""
+
+    name: str
+    host_path: bool = False
+    # emptyDir's medium ("" is node disk, "Memory" is tmpfs); None when the volume is not an emptyDir.
+    empty_dir_medium: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ImageState:
     names: tuple[str, ...]
     size_bytes: int
@@ -213,7 +223,12 @@ class Pod:
     uid: str = ""
     resource_version: str = ""
     labels: Labels = field(default_factory=dict)
+    # Read by cluster-autoscaler's drain rules (safe-to-evict, mirror and daemonset-pod markers).
+    annotations: Labels = field(default_factory=dict)
     owner_references: tuple[OwnerReference, ...] = ()
+    # Seconds since the epoch; None unless the pod is being deleted.
+    deletion_timestamp: float | None = None
+    deletion_grace_period_seconds: int | None = None
     node_name: str = ""
     node_selector: Labels = field(default_factory=dict)
     # None when the pod has no required node affinity (an empty tuple would match nothing).
@@ -241,6 +256,11 @@ class Pod:
     # cpu/memory with kube-scheduler's non-zero defaults for containers without requests (scoring only).
     non_zero_cpu: int = 0
     non_zero_memory: int = 0
+    # Drain simulation only: cluster-autoscaler judges terminal pods by restart policy, long-terminating
+    # ones by spec.terminationGracePeriodSeconds (None: unset), local storage by volumes.
+    restart_policy: str = ""
+    termination_grace_period_seconds: int | None = None
+    volumes: tuple[Volume, ...] = ()
 
     @property
     def key(self) -> str:
@@ -250,6 +270,11 @@ class Pod:
     def terminal(self) -> bool:
         """Succeeded and Failed pods hold no resources; kube-scheduler's cache never sees them."""
         return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def controller_ref(self) -> OwnerReference | None:
+        """metav1.GetControllerOf: the first owner reference flagged as the controller."""
+        return next((ref for ref in self.owner_references if ref.controller), None)
 
     @property
     def has_affinity(self) -> bool:
@@ -295,6 +320,23 @@ class WorkloadSelector:
     namespace: str = DEFAULT_NAMESPACE
     # None when the object has no selector.
     selector: LabelSelector | None = None
+    uid: str = ""
+    resource_version: str = ""
+
+
+CONTROLLER_KINDS = ("ReplicaSet", "StatefulSet", "ReplicationController", "Job", "DaemonSet")
+
+
+@dataclass(frozen=True, slots=True)
+class PodController:
+    """A workload that owns pods, as cluster-autoscaler's drain rules look it up by kind, namespace
+    and name. Not cached: the drain simulation takes these as arguments."""
+
+    kind: str
+    name: str
+    namespace: str = DEFAULT_NAMESPACE
+    # spec.replicas; None when unset (cluster-autoscaler then skips the minimum-replicas check).
+    replicas: int | None = None
     uid: str = ""
     resource_version: str = ""
 
@@ -345,6 +387,18 @@ def _integer(value: Any, path: str, default: int = 0) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     raise ValidationError(path, f"must be an integer, not {value!r}")
+
+
+def _boolean(value: Any, path: str) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ValidationError(path, f"must be a boolean, not {type(value).__name__}")
+    return value
+
+
+def _optional_integer(value: Any, path: str) -> int | None:
+    return None if value is None else _integer(value, path)
 
 
 def _string_map(value: Any, path: str) -> dict[str, str]:
@@ -552,7 +606,12 @@ def pod_from_parts(
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
         resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
         labels=_string_map(meta.get("labels"), f"{path}.metadata.labels"),
+        annotations=_string_map(meta.get("annotations"), f"{path}.metadata.annotations"),
         owner_references=_owner_references(meta.get("ownerReferences"), f"{path}.metadata.ownerReferences"),
+        deletion_timestamp=_time(meta.get("deletionTimestamp"), f"{path}.metadata.deletionTimestamp"),
+        deletion_grace_period_seconds=_optional_integer(
+            meta.get("deletionGracePeriodSeconds"), f"{path}.metadata.deletionGracePeriodSeconds"
+        ),
         node_name=node_name,
         phase=_string(status.get("phase"), f"{path}.status.phase"),
         nominated_node_name=_string(status.get("nominatedNodeName"), f"{path}.status.nominatedNodeName"),
@@ -706,7 +765,31 @@ def pod_spec_fields(spec: Mapping[str, Any], sp: str) -> dict[str, Any]:
         "requests": requests,
         "non_zero_cpu": milli_value(non_zero.get(CPU, Fraction(0))),
         "non_zero_memory": whole_value(non_zero.get(MEMORY, Fraction(0))),
+        "restart_policy": _string(spec.get("restartPolicy"), f"{sp}.restartPolicy"),
+        "termination_grace_period_seconds": _optional_integer(
+            spec.get("terminationGracePeriodSeconds"), f"{sp}.terminationGracePeriodSeconds"
+        ),
+        "volumes": _volumes(spec.get("volumes"), f"{sp}.volumes"),
     }
+
+
+def _volumes(value: Any, path: str) -> tuple[Volume, ...]:
+    volumes = []
+    for i, item in enumerate(_sequence(value, path)):
+        where = f"{path}[{i}]"
+        volume = _mapping(item, where)
+        name = _string(volume.get("name"), f"{where}.name")
+        if not name:
+            raise ValidationError(f"{where}.name", "is required")
+        host_path = volume.get("hostPath")
+        if host_path is not None:
+            _string(_mapping(host_path, f"{where}.hostPath").get("path"), f"{where}.hostPath.path")
+        empty_dir = volume.get("emptyDir")
+        medium = None
+        if empty_dir is not None:
+            medium = _string(_mapping(empty_dir, f"{where}.emptyDir").get("medium"), f"{where}.emptyDir.medium")
+        volumes.append(Volume(name=name, host_path=host_path is not None, empty_dir_medium=medium))
+    return tuple(volumes)
 
 
 def _host_ports(value: Any, path: str) -> list[ContainerPort]:
@@ -739,7 +822,7 @@ def _owner_references(value: Any, path: str) -> tuple[OwnerReference, ...]:
                 kind=_string(ref.get("kind"), f"{path}[{i}].kind"),
                 name=_string(ref.get("name"), f"{path}[{i}].name"),
                 uid=_string(ref.get("uid"), f"{path}[{i}].uid"),
-                controller=bool(ref.get("controller")),
+                controller=_boolean(ref.get("controller"), f"{path}[{i}].controller"),
             )
         )
     return tuple(owners)
@@ -843,6 +926,29 @@ def workload_from_k8s(kind: Kind, data: Mapping[str, Any], path: str) -> Workloa
         name=_string(meta.get("name"), f"{path}.metadata.name"),
         namespace=_string(meta.get("namespace"), f"{path}.metadata.namespace") or DEFAULT_NAMESPACE,
         selector=selector,
+        uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
+        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+    )
+
+
+def controller_from_k8s(data: Mapping[str, Any], path: str = "workload") -> PodController:
+    """A ReplicaSet, StatefulSet, ReplicationController, Job or DaemonSet, by its own ``kind``."""
+    data = _mapping(data, path)
+    kind = _string(data.get("kind"), f"{path}.kind")
+    if kind not in CONTROLLER_KINDS:
+        raise ValidationError(f"{path}.kind", f"{kind!r} must be one of {', '.join(CONTROLLER_KINDS)}")
+    meta = _meta(data, path)
+    spec = _mapping(data.get("spec"), f"{path}.spec")
+    replicas = None
+    if kind not in ("Job", "DaemonSet"):
+        replicas = _optional_integer(spec.get("replicas"), f"{path}.spec.replicas")
+        if replicas is not None and replicas < 0:
+            raise ValidationError(f"{path}.spec.replicas", "must be greater than or equal to 0")
+    return PodController(
+        kind=kind,
+        name=_string(meta.get("name"), f"{path}.metadata.name"),
+        namespace=_string(meta.get("namespace"), f"{path}.metadata.namespace") or DEFAULT_NAMESPACE,
+        replicas=replicas,
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
         resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
     )
