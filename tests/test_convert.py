@@ -204,6 +204,13 @@ def _with(builder: Any, **extra: Any) -> dict[str, Any]:
         pytest.param(make_pod("old").start_time("1900-06-01T12:00:00Z").json(), id="a start time before the epoch"),
         pytest.param(make_pod("nominated").nominated("n2").phase("Pending").json(), id="nominated"),
         pytest.param(make_pod("done").phase("Succeeded").json(), id="terminal"),
+        pytest.param(
+            _with(
+                make_pod("annotated"),
+                metadata={"annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "true"}},
+            ),
+            id="annotations",
+        ),
     ],
 )
 def test_typed_metadata_and_status_convert_like_kubernetes_json(manifest: dict[str, Any]) -> None:

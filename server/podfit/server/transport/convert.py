@@ -96,6 +96,7 @@ def pod_from_message(message: ob.Pod, path: str) -> Pod:
         uid=meta.uid,
         resource_version=meta.resource_version,
         labels=dict(meta.labels),
+        annotations=dict(meta.annotations),
         owner_references=tuple(
             OwnerReference(api_version=r.api_version, kind=r.kind, name=r.name, uid=r.uid, controller=r.controller)
             for r in meta.owner_references
