@@ -116,3 +116,43 @@ def test_score(pod: PodBuilder, nodes: list[NodeBuilder], want: list[int]) -> No
 )
 def test_normalized_image_name(name: str, want: str) -> None:
     assert image_locality.normalized_image_name(name) == want
+
+
+# Upstream's formulas by hand, in Python ints: scaledImageScore = int64(float64(size) * float64(numNodes) /
+# float64(totalNodes)); a node's sum adds one per container using the image; calculatePriority clamps the sum
+# to [23MB, 1000MB * containers] and scales it: 100 * (sum - 23MB) // (max - 23MB).
+HUGE = 2**62
+TWO_THIRDS = 2.0 / 3.0
+HUGE_SCALED = int(float(HUGE) * TWO_THIRDS)  # 3074457345618258432: the exact float product
+SMALL_SCALED = int(float(600 * MB) * TWO_THIRDS)  # 419430399
+CONTAINERS = 5
+MAX_THRESHOLD = 1000 * MB * CONTAINERS
+
+
+def _priority(total: int) -> int:
+    clamped = min(max(total, 23 * MB), MAX_THRESHOLD)
+    return 100 * (clamped - 23 * MB) // (MAX_THRESHOLD - 23 * MB)
+
+
+@pytest.mark.parametrize(
+    ("node", "want"),
+    [
+        # 4 * HUGE_SCALED + SMALL_SCALED passes 2**63: summed exactly, then clamped to the maximum.
+        pytest.param("both", _priority(4 * HUGE_SCALED + SMALL_SCALED), id="sum past int64 clamps to 100"),
+        pytest.param("huge-only", _priority(4 * HUGE_SCALED), id="four containers of a 4EiB image: 100"),
+        # (419430399 - 24117248) * 100 // (5242880000 - 24117248) = 39531315100 // 5218762752 = 7
+        pytest.param("small-only", _priority(SMALL_SCALED), id="a row beside the huge ones keeps its own score: 7"),
+    ],
+)
+def test_image_sizes_whose_sum_exceeds_int64(node: str, want: int) -> None:
+    assert 4 * HUGE_SCALED + SMALL_SCALED >= 2**63
+    assert (_priority(4 * HUGE_SCALED), _priority(SMALL_SCALED)) == (100, 7)
+    nodes = [
+        make_node("both").image(HUGE, "huge:1").image(600 * MB, "small:1"),
+        make_node("huge-only").image(HUGE, "huge:1"),
+        make_node("small-only").image(600 * MB, "small:1"),
+    ]
+    pod = pod_with("huge:1", "huge:1", "huge:1", "huge:1", "small:1")
+    assert len(pod.obj().images) == CONTAINERS
+    got = dict(zip(["both", "huge-only", "small-only"], scores(pod, *nodes), strict=True))
+    assert got[node] == want

@@ -11,7 +11,7 @@ from podfit.server.framework.status import Code, Status, unresolvable, unschedul
 from podfit.server.plugins import node_resources_fit
 
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pod, node_info
-from tests.plugins.harness import filter_one, one_row
+from tests.plugins.harness import filter_one, filter_snapshot, one_row
 
 GPU = "example.com/gpu"
 
@@ -418,3 +418,64 @@ def test_resource_kinds(name: str, scalar: bool, extended: bool) -> None:
         scalar,
         extended,
     )
+
+
+# More checks than an int64 bitmask holds: bit 0 marks unresolvable, bit 1 the pod count, bit 2 + j the
+# pod's j-th checked resource (cpu first, then the extended ones by name). cpu and 63 extended resources
+# are 64 checks, so the last two resources' bits are 64 and 65, past int64: the verdicts take Python ints.
+WIDE = [f"example.com/r{i:02d}" for i in range(63)]
+WIDE_LAST = WIDE[-1]
+
+
+def wide_node(name: str, cpu: str = "4", pods: str = "10", **amounts: str) -> NodeBuilder:
+    return make_node(name).allocatable(
+        {"cpu": cpu, "memory": "8Gi", "pods": pods, **dict.fromkeys(WIDE, "3"), **amounts}
+    )
+
+
+WIDE_NODES: list[NodeBuilder | PodBuilder] = [
+    wide_node("all"),
+    make_node("none").allocatable({"cpu": "4", "memory": "8Gi", "pods": "10"}),
+    wide_node("last-short", **{WIDE_LAST: "1"}),
+    wide_node("last-used"),
+    make_pod("uses-last").node("last-used").container({WIDE_LAST: "2"}),
+    wide_node("full-and-small", cpu="1", pods="1"),
+    make_pod("fills").node("full-and-small").container(),
+]
+
+
+@pytest.mark.parametrize(
+    ("node", "want"),
+    [
+        pytest.param("all", None, id="every one of the 64 checks fits"),
+        pytest.param(
+            "none",
+            unresolvable(*(f"Insufficient {name}" for name in WIDE)),
+            id="63 missing extended resources: all reported, in order",
+        ),
+        pytest.param(
+            "last-short",
+            unresolvable(f"Insufficient {WIDE_LAST}"),
+            id="only the 64th check (bit 65) fails beyond the whole allocatable",
+        ),
+        pytest.param(
+            "last-used",
+            unschedulable(f"Insufficient {WIDE_LAST}"),
+            id="only the 64th check fails on what is used",
+        ),
+        pytest.param(
+            "full-and-small",
+            unresolvable(node_resources_fit.REASON_TOO_MANY_PODS, "Insufficient cpu"),
+            id="too many pods and cpu, the 63 extended resources fitting",
+        ),
+    ],
+)
+def test_filter_beyond_63_verdict_bits(node: str, want: Status | None) -> None:
+    plugin = node_resources_fit.new({})
+    pod = make_pod().req(cpu="2", **dict.fromkeys(WIDE, "2")).obj()
+    snapshot = make_cache(*WIDE_NODES).snapshot()
+    state = CycleState()
+    assert plugin.pre_filter(state, pod, snapshot) == (None, None)
+    # The node among all the others (each distinct verdict one Status), and the node alone.
+    assert filter_snapshot(plugin, state, pod, snapshot)[node] == want
+    assert filter_one(plugin, state, pod, snapshot.node_info_map[node], like=snapshot) == want

@@ -439,16 +439,50 @@ def test_existing_terms_cover_every_selecting_term() -> None:
 
 
 def test_node_info_clones_do_not_reach_the_index() -> None:
-    """Preemption edits clones; the index, following the cache, must not see those edits."""
+    """Preemption's dry run edits a clone held in a one-row scratch table, and the plugins' cloned state;
+    the cache's pod index, following only the cache, must not see those edits."""
     rng = random.Random(3)
-    cache, _ = _random_cluster(rng, 10, 80)
-    query = PodQuery(((None, LabelSelector((("app", "a"),))),))
-    before = _indexed_counts(cache, query)
+    cache, names = _random_cluster(rng, 10, 80)
+    queries = list(_queries())
+    before = [_indexed_counts(cache, query) for query in queries]
     snapshot = cache.snapshot()
-    clone = snapshot.node_infos[0].clone()
-    for p in list(clone.pods.values()):
-        clone.remove_pod(p)
-    assert _indexed_counts(cache, query) == before == _brute_counts(cache, query)
+    generation = snapshot.generation
+    original = max(snapshot.node_infos, key=lambda info: len(info.pods))
+    pods_before = dict(original.pods)
+    requested_before = snapshot.table.requested[snapshot.table.row_of[original.name]].copy()
+    assert pods_before and any(counts[original.name] for counts in before)
+    plugins = [factory() for factory in CONFIGS.values()]
+    incoming = [_incoming_pod(rng, i, names) for i in range(4)]
+    clone = original.clone()
+    table = snapshot.table.scratch()
+    row = table.add(clone)
+    states = []
+    for plugin in plugins:
+        for pod in incoming:
+            state = CycleState()
+            if plugin.pre_filter(state, pod, snapshot)[1] is None:
+                states.append((plugin, pod, state.clone()))
+    assert states
+    victims = list(clone.pods.values())
+    for victim in victims:
+        clone.remove_pod(victim)
+        for plugin, pod, state in states:
+            plugin.remove_pod(state, pod, victim, clone, snapshot)
+    table.refresh(clone)
+    assert table.pod_count[row] == 0
+    for plugin, pod, state in states:
+        plugin.filter_rows(state, pod, table, np.array([row], dtype=np.intp))
+    clone.add_pod(victims[0])
+    table.refresh(clone)
+    for plugin, pod, state in states:
+        plugin.add_pod(state, pod, victims[0], clone, snapshot)
+    # The cache, its snapshot's node and row, and the index all still hold every pod.
+    assert cache.snapshot().generation == generation
+    assert dict(original.pods) == pods_before
+    assert (snapshot.table.requested[snapshot.table.row_of[original.name]] == requested_before).all()
+    for query, counts in zip(queries, before, strict=True):
+        assert _indexed_counts(cache, query) == counts == _brute_counts(cache, query), query
+        assert _indexed_counts(_rebuilt(cache), query) == counts, query
 
 
 def test_critical_paths_without_visiting_every_domain() -> None:
