@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from podfit.server.model import Pod, PodController, PodDisruptionBudget, ValidationError, Volume
-from podfit.server.model.objects import controller_from_k8s, pdb_from_k8s, pod_from_k8s
+from podfit.server.model import Kind, Pod, PodDisruptionBudget, ValidationError, Volume, WorkloadSelector
+from podfit.server.model.objects import pdb_from_k8s, pod_from_k8s, workload_from_k8s
 from podfit.server.simulation.drain import (
     BlockingReason,
     DrainOptions,
@@ -68,7 +68,7 @@ def test_public_case(case: dict[str, Any]) -> None:
     )
     result = pods_to_move(
         [pod_from_k8s(p, f"pods[{i}]") for i, p in enumerate(case["pods"])],
-        [controller_from_k8s(w, f"workloads[{i}]") for i, w in enumerate(case["workloads"])],
+        [workload_from_k8s(Kind(w["kind"]), w, f"workloads[{i}]") for i, w in enumerate(case["workloads"])],
         [pdb_from_k8s(p, f"pdbs[{i}]") for i, p in enumerate(case["pdbs"])],
         options,
         _epoch(case["timestamp"]),
@@ -121,8 +121,8 @@ def pod(
     return pod_from_k8s({"metadata": meta, "spec": spec, "status": {"phase": phase}})
 
 
-def workload(kind: str, name: str, namespace: str = "default", replicas: int | None = None) -> PodController:
-    return PodController(kind=kind, name=name, namespace=namespace, replicas=replicas)
+def workload(kind: str, name: str, namespace: str = "default", replicas: int | None = None) -> WorkloadSelector:
+    return WorkloadSelector(kind=Kind(kind), name=name, namespace=namespace, replicas=replicas)
 
 
 def pdb(allowed: int, selector: Mapping[str, Any] | None = None, namespace: str = "default") -> PodDisruptionBudget:
@@ -538,7 +538,11 @@ RULE_CASES = [
     [pytest.param(*case[1:], id=case[0]) for case in RULE_CASES],
 )
 def test_rule(
-    subject: Pod, workloads: list[PodController], pdbs: list[PodDisruptionBudget], options: DrainOptions, expected: str
+    subject: Pod,
+    workloads: list[WorkloadSelector],
+    pdbs: list[PodDisruptionBudget],
+    options: DrainOptions,
+    expected: str,
 ) -> None:
     result = pods_to_move([subject], workloads, pdbs, options, _epoch(NOW))
     assert _outcome(result) == expected
@@ -736,36 +740,36 @@ def test_pod_drain_fields_reject_bad_input(metadata: dict[str, Any], spec: dict[
     [
         pytest.param(
             {"kind": "ReplicaSet", "metadata": {"name": "rs", "namespace": "a"}, "spec": {"replicas": 2}},
-            PodController("ReplicaSet", "rs", "a", 2),
+            WorkloadSelector(Kind.REPLICA_SET, "rs", "a", replicas=2),
             id="ReplicaSet with replicas",
         ),
         pytest.param(
             {"kind": "StatefulSet", "metadata": {"name": "ss"}, "spec": {}},
-            PodController("StatefulSet", "ss", "default", None),
+            WorkloadSelector(Kind.STATEFUL_SET, "ss", "default"),
             id="StatefulSet without replicas",
         ),
         pytest.param(
             {"kind": "ReplicationController", "metadata": {"name": "rc"}, "spec": {"replicas": "0"}},
-            PodController("ReplicationController", "rc", "default", 0),
+            WorkloadSelector(Kind.REPLICATION_CONTROLLER, "rc", "default", replicas=0),
             id="ReplicationController",
         ),
         pytest.param(
             {"kind": "Job", "metadata": {"name": "j"}, "spec": {"parallelism": 2}},
-            PodController("Job", "j"),
+            WorkloadSelector(Kind.JOB, "j"),
             id="Job",
         ),
-        pytest.param({"kind": "DaemonSet", "metadata": {"name": "d"}}, PodController("DaemonSet", "d"), id="DaemonSet"),
+        pytest.param(
+            {"kind": "DaemonSet", "metadata": {"name": "d"}}, WorkloadSelector(Kind.DAEMON_SET, "d"), id="DaemonSet"
+        ),
     ],
 )
-def test_controller_from_k8s(data: dict[str, Any], expected: PodController) -> None:
-    assert controller_from_k8s(data) == expected
+def test_controller_from_k8s(data: dict[str, Any], expected: WorkloadSelector) -> None:
+    assert workload_from_k8s(Kind(data["kind"]), data, "workload") == expected
 
 
 @pytest.mark.parametrize(
     ("data", "field"),
     [
-        pytest.param({"kind": "Deployment", "metadata": {"name": "d"}}, "workload.kind", id="unknown kind"),
-        pytest.param({"metadata": {"name": "d"}}, "workload.kind", id="missing kind"),
         pytest.param({"kind": "Job", "metadata": {}}, "workload.metadata.name", id="missing name"),
         pytest.param(
             {"kind": "ReplicaSet", "metadata": {"name": "r"}, "spec": {"replicas": "many"}},
@@ -782,5 +786,5 @@ def test_controller_from_k8s(data: dict[str, Any], expected: PodController) -> N
 )
 def test_controller_from_k8s_rejects_bad_input(data: dict[str, Any], field: str) -> None:
     with pytest.raises(ValidationError) as caught:
-        controller_from_k8s(data)
+        workload_from_k8s(Kind(data["kind"]), data, "workload")
     assert caught.value.field == field

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -192,3 +193,31 @@ def simulate_request(
     return sim.SimulateRequest(
         scenario=scenario or sim.Scenario(), pods=[to_pod_reference(pod) for pod in pods], scheduler_name=scheduler_name
     )
+
+
+def drain_request(
+    node_names: Sequence[str],
+    *,
+    skip_nodes_with_system_pods: bool = True,
+    skip_nodes_with_local_storage: bool = True,
+    skip_nodes_with_custom_controller_pods: bool = True,
+    min_replica_count: int = 0,
+    now: datetime | None = None,
+    scheduler_name: str = "",
+) -> sim.SimulateDrainRequest:
+    """cluster-autoscaler's flags with its defaults; ``now`` (aware datetime) judges terminating pods."""
+    request = sim.SimulateDrainRequest(
+        node_names=list(node_names),
+        options=sim.DrainOptions(
+            skip_nodes_with_system_pods=skip_nodes_with_system_pods,
+            skip_nodes_with_local_storage=skip_nodes_with_local_storage,
+            skip_nodes_with_custom_controller_pods=skip_nodes_with_custom_controller_pods,
+            min_replica_count=min_replica_count,
+        ),
+        scheduler_name=scheduler_name,
+    )
+    if now is not None:
+        if now.tzinfo is None:
+            raise ValueError("now must carry a time zone (e.g. datetime.now(UTC))")
+        request.now.FromDatetime(now)
+    return request

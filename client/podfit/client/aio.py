@@ -165,3 +165,10 @@ class AsyncClient:
         """cluster-autoscaler's binpacking estimate for each (id, template, current size, max size)."""
         request = rq.estimate_request(groups, node_groups, scheduler_name)
         return await self._call(self.simulation.EstimateScaleUp, request, timeout)
+
+    async def simulate_drain(
+        self, node_names: Sequence[str], timeout: float | None = None, **options: Any
+    ) -> sim.SimulateDrainResponse:
+        """cluster-autoscaler's removal simulation of ``node_names``: per node, whether it can go (its drain
+        rules and PDBs) and where each pod would move. ``options``: see ``drain_request``."""
+        return await self._call(self.simulation.SimulateDrain, rq.drain_request(node_names, **options), timeout)

@@ -1,20 +1,27 @@
-"""``podfit conformance``: replays kube-scheduler's recorded answers through the public gRPC API."""
+"""``podfit conformance``: replays recorded answers through the public gRPC API and compares.
+
+Three corpora, told apart by their fields: kube-scheduler's decisions (a ``pod``), cluster-autoscaler's
+drain simulation (a ``node`` to drain) and its scale-up estimates (a ``template``); see
+shared/conformance/*/FORMAT.md.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from podfit.client.aio import AsyncClient
-from podfit.client.conformance_compare import Report, compare_case
+from podfit.client.conformance_compare import DRAIN_CHECKS, ESTIMATE_CHECKS, Report, compare_case, compare_fields
 from podfit.v1 import scheduler_pb2 as sc
 
 # Case field -> the kind it holds. Every kind is replaced per case, so the cache is exactly the case.
@@ -76,12 +83,107 @@ async def answer_case(client: AsyncClient, case: Mapping[str, Any]) -> dict[str,
     return response_to_expect(await client.schedule(case["pod"]))
 
 
+# The drain cases' workload kinds; every one is replaced per case, so a controller absent from the
+# case is absent from the cache (ControllerNotFound).
+DRAIN_WORKLOAD_KINDS = ("ReplicaSet", "StatefulSet", "ReplicationController", "Job", "DaemonSet")
+
+
+def corpus_of(case: Mapping[str, Any]) -> str:
+    if "pod" in case:
+        return "scheduler"
+    if "node" in case and "options" in case:
+        return "drain"
+    if "template" in case and "node_group" in case:
+        return "estimate"
+    raise ValueError(f"case {case.get('id', '?')}: not a kube-scheduler, drain or estimate case")
+
+
+async def answer_drain_case(client: AsyncClient, case: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(expect, answer) of a drain case, both in the shape of the report's checks."""
+    workloads = list(case.get("workloads") or ())
+    await client.replace("Pod", [])
+    await client.replace("Node", [case["node"]])
+    await client.replace("Pod", list(case["pods"]))
+    await client.replace("PodDisruptionBudget", list(case.get("pdbs") or ()))
+    for kind in DRAIN_WORKLOAD_KINDS:
+        await client.replace(kind, [w for w in workloads if w.get("kind") == kind])
+    o = case["options"]
+    response = await client.simulate_drain(
+        [case["node"]["metadata"]["name"]],
+        skip_nodes_with_system_pods=o["skipNodesWithSystemPods"],
+        skip_nodes_with_local_storage=o["skipNodesWithLocalStorage"],
+        skip_nodes_with_custom_controller_pods=o["skipNodesWithCustomControllerPods"],
+        min_replica_count=o["minReplicaCount"],
+        now=datetime.fromisoformat(case["timestamp"]),
+    )
+    (node,) = response.nodes
+    answer: dict[str, Any] = {
+        "blocking": None,
+        "blocking_error": None,
+        "pods_to_move": [m.name for m in node.pods_to_move],
+        "daemonset_pods": [key.split("/", 1)[1] for key in node.daemonset_pods],
+    }
+    if node.HasField("blocking_pod"):
+        b = node.blocking_pod
+        answer["blocking"] = {"pod": b.name, "namespace": b.namespace, "reason": b.reason}
+        # The recording shows the replica-count pointer upstream formats with %d as <ptr>.
+        answer["blocking_error"] = re.sub(r"spec: \d+ min:", "spec: <ptr> min:", b.message)
+    if node.HasField("pdb"):
+        pdb = node.pdb
+        answer["pdb_can_remove"] = {"can_remove": pdb.can_remove, "in_parallel": pdb.in_parallel}
+        if pdb.HasField("blocking_pod"):
+            b = pdb.blocking_pod
+            answer["pdb_can_remove"]["blocking"] = {"pod": b.name, "namespace": b.namespace, "reason": b.reason}
+    expect = dict(case["expect"])
+    blocking = expect.get("blocking")
+    expect["blocking"] = None if blocking is None else {k: v for k, v in blocking.items() if k != "error"}
+    expect["blocking_error"] = None if blocking is None else blocking.get("error")
+    return expect, answer
+
+
+async def answer_estimate_case(client: AsyncClient, case: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(expect, answer) of an estimate case; pod names compared as sets, orders as lists."""
+    await client.replace("Pod", [])
+    await client.replace("Node", list(case["nodes"]))
+    await client.replace("Pod", list(case["pods"]))
+    pending = {p["metadata"]["name"]: p for p in case["pending"]}
+    group = case["node_group"]
+    response = await client.estimate_scale_up(
+        [[pending[name] for name in names] for names in case["groups"]],
+        [(group["id"], case["template"], group["max_size"] - group["max_new_nodes"], group["max_size"])],
+    )
+    (got,) = response.estimates
+    expect = case["expect"]
+    answer = {
+        "node_count": got.node_count,
+        "scheduled": sorted(key.split("/", 1)[1] for key in got.scheduled),
+        "unscheduled": sorted(key.split("/", 1)[1] for key in got.unscheduled),
+        "group_order": list(got.group_order),
+        "scheduled_per_group": list(got.scheduled_per_group),
+    }
+    want = {**{k: expect[k] for k in ESTIMATE_CHECKS}}
+    want["scheduled"], want["unscheduled"] = sorted(want["scheduled"]), sorted(want["unscheduled"])
+    return want, answer
+
+
 async def run_cases(cases: Iterable[Mapping[str, Any]], target: str, **client_options: Any) -> Report:
-    report = Report()
+    """Replays the cases of one corpus (the first case's) and reports them."""
+    report: Report | None = None
+    corpus = ""
     async with AsyncClient(target, **client_options) as client:
         for case in cases:
-            compare_case(report, case["id"], case["expect"], await answer_case(client, case))
-    return report
+            if report is None:
+                corpus = corpus_of(case)
+                checks = {"drain": DRAIN_CHECKS, "estimate": ESTIMATE_CHECKS}.get(corpus)
+                report = Report.for_checks(checks) if checks else Report()
+            elif corpus_of(case) != corpus:
+                raise ValueError(f"case {case.get('id', '?')}: a {corpus_of(case)} case among {corpus} cases")
+            if corpus == "scheduler":
+                compare_case(report, case["id"], case["expect"], await answer_case(client, case))
+                continue
+            answer = answer_drain_case if corpus == "drain" else answer_estimate_case
+            compare_fields(report, case["id"], *await answer(client, case))
+    return report or Report()
 
 
 def _free_port() -> int:

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CHECKS = ("gated", "filter", "filter_fits", "score_total", "best", "preemption")
+# cluster-autoscaler's corpora (shared/conformance/drain and estimate): one check per compared field.
+DRAIN_CHECKS = ("blocking", "blocking_error", "pods_to_move", "daemonset_pods", "pdb_can_remove")
+ESTIMATE_CHECKS = ("node_count", "scheduled", "unscheduled", "group_order", "scheduled_per_group")
 
 
 @dataclass
@@ -32,6 +35,11 @@ class Report:
     total: int = 0
     passed: int = 0
     checks: dict[str, Tally] = field(default_factory=lambda: {c: Tally() for c in CHECKS})
+
+    @classmethod
+    def for_checks(cls, checks: tuple[str, ...]) -> Report:
+        return cls(checks={c: Tally() for c in checks})
+
     plugins: dict[str, dict[str, Tally]] = field(default_factory=dict)
     failures: list[dict[str, str]] = field(default_factory=list)
 
@@ -125,6 +133,25 @@ def compare_case(report: Report, case_id: str, expect: Mapping[str, Any], actual
     return True
 
 
+def compare_fields(report: Report, case_id: str, expect: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
+    """Adds one case of a cluster-autoscaler corpus: each of the report's checks is one field of ``actual``
+    compared for equality with ``expect`` (the caller puts both in the same shape). An ``expect`` without
+    the field (``pdb_can_remove`` when a pod blocks) must not have it in ``actual`` either."""
+    diffs = []
+    report.total += 1
+    for name, tally in report.checks.items():
+        e, a = expect.get(name), actual.get(name)
+        ok = e == a
+        tally.add(ok)
+        if not ok:
+            diffs.append(f"{name}: expected {json.dumps(e)}, got {json.dumps(a)}")
+    if diffs:
+        report.failures.append({"id": case_id, "diff": "\n".join(diffs)})
+        return False
+    report.passed += 1
+    return True
+
+
 def _preemption_matches(expect: Mapping[str, Any] | None, actual: Mapping[str, Any] | None) -> bool:
     if expect is None or actual is None:
         return False
@@ -144,6 +171,8 @@ def format_table(report: Report) -> str:
     lines = ["check          match/total", "-------------  -----------"]
     for name, tally in report.checks.items():
         lines.append(f"{name:<14} {tally.match}/{tally.total}")
+    if not report.plugins:
+        return "\n".join(lines)
     lines += ["", "plugin                             filter        score", "-" * 58]
     for name, kinds in sorted(report.plugins.items()):
         f, s = kinds["filter"], kinds["score"]

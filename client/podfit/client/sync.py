@@ -177,3 +177,11 @@ class Client:
         """cluster-autoscaler's binpacking estimate for each (id, template, current size, max size)."""
         request = rq.estimate_request(groups, node_groups, scheduler_name)
         return cast(sim.EstimateScaleUpResponse, self._call(self.simulation.EstimateScaleUp, request, timeout))
+
+    def simulate_drain(
+        self, node_names: Sequence[str], timeout: float | None = None, **options: Any
+    ) -> sim.SimulateDrainResponse:
+        """cluster-autoscaler's removal simulation of ``node_names``: per node, whether it can go (its drain
+        rules and PDBs) and where each pod would move. ``options``: see ``drain_request``."""
+        request = rq.drain_request(node_names, **options)
+        return cast(sim.SimulateDrainResponse, self._call(self.simulation.SimulateDrain, request, timeout))

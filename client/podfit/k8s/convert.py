@@ -30,6 +30,8 @@ KINDS: dict[str, tuple[str, type[Message], int]] = {
         ob.ReplicationController,
         cc.OBJECT_KIND_REPLICATION_CONTROLLER,
     ),
+    "Job": ("job", ob.Job, cc.OBJECT_KIND_JOB),
+    "DaemonSet": ("daemon_set", ob.DaemonSet, cc.OBJECT_KIND_DAEMON_SET),
 }
 FIELD_TO_KIND = {field: kind for kind, (field, _, _) in KINDS.items()}
 ENUM_TO_KIND = {enum: kind for kind, (_, _, enum) in KINDS.items()}
@@ -54,6 +56,9 @@ KIND_ALIASES = {
     "sts": "StatefulSet",
     "replicationcontrollers": "ReplicationController",
     "rc": "ReplicationController",
+    "jobs": "Job",
+    "daemonsets": "DaemonSet",
+    "ds": "DaemonSet",
 }
 
 
@@ -162,6 +167,8 @@ _API_VERSIONS = {
     "PodDisruptionBudget": "policy/v1",
     "ReplicaSet": "apps/v1",
     "StatefulSet": "apps/v1",
+    "Job": "batch/v1",
+    "DaemonSet": "apps/v1",
 }
 
 

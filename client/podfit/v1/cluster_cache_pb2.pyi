@@ -35,6 +35,8 @@ class _ObjectKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ObjectKind
     OBJECT_KIND_REPLICA_SET: _ObjectKind.ValueType  # 6
     OBJECT_KIND_STATEFUL_SET: _ObjectKind.ValueType  # 7
     OBJECT_KIND_REPLICATION_CONTROLLER: _ObjectKind.ValueType  # 8
+    OBJECT_KIND_JOB: _ObjectKind.ValueType  # 9
+    OBJECT_KIND_DAEMON_SET: _ObjectKind.ValueType  # 10
 
 class ObjectKind(_ObjectKind, metaclass=_ObjectKindEnumTypeWrapper):
     """The kinds of object the cache holds."""
@@ -48,6 +50,8 @@ OBJECT_KIND_SERVICE: ObjectKind.ValueType  # 5
 OBJECT_KIND_REPLICA_SET: ObjectKind.ValueType  # 6
 OBJECT_KIND_STATEFUL_SET: ObjectKind.ValueType  # 7
 OBJECT_KIND_REPLICATION_CONTROLLER: ObjectKind.ValueType  # 8
+OBJECT_KIND_JOB: ObjectKind.ValueType  # 9
+OBJECT_KIND_DAEMON_SET: ObjectKind.ValueType  # 10
 Global___ObjectKind: _TypeAlias = ObjectKind  # noqa: Y015
 
 class _UpdateOutcome:
@@ -108,6 +112,8 @@ class ClusterObject(_message.Message):
     REPLICA_SET_FIELD_NUMBER: _builtins.int
     STATEFUL_SET_FIELD_NUMBER: _builtins.int
     REPLICATION_CONTROLLER_FIELD_NUMBER: _builtins.int
+    JOB_FIELD_NUMBER: _builtins.int
+    DAEMON_SET_FIELD_NUMBER: _builtins.int
     KUBERNETES_JSON_FIELD_NUMBER: _builtins.int
     kubernetes_json: _builtins.bytes
     @_builtins.property
@@ -126,6 +132,10 @@ class ClusterObject(_message.Message):
     def stateful_set(self) -> _objects_pb2.StatefulSet: ...
     @_builtins.property
     def replication_controller(self) -> _objects_pb2.ReplicationController: ...
+    @_builtins.property
+    def job(self) -> _objects_pb2.Job: ...
+    @_builtins.property
+    def daemon_set(self) -> _objects_pb2.DaemonSet: ...
     def __init__(
         self,
         *,
@@ -137,13 +147,15 @@ class ClusterObject(_message.Message):
         replica_set: _objects_pb2.ReplicaSet | None = ...,
         stateful_set: _objects_pb2.StatefulSet | None = ...,
         replication_controller: _objects_pb2.ReplicationController | None = ...,
+        job: _objects_pb2.Job | None = ...,
+        daemon_set: _objects_pb2.DaemonSet | None = ...,
         kubernetes_json: _builtins.bytes = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["kubernetes_json", b"kubernetes_json", "namespace", b"namespace", "node", b"node", "object", b"object", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["daemon_set", b"daemon_set", "job", b"job", "kubernetes_json", b"kubernetes_json", "namespace", b"namespace", "node", b"node", "object", b"object", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["kubernetes_json", b"kubernetes_json", "namespace", b"namespace", "node", b"node", "object", b"object", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["daemon_set", b"daemon_set", "job", b"job", "kubernetes_json", b"kubernetes_json", "namespace", b"namespace", "node", b"node", "object", b"object", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_object: _TypeAlias = _typing.Literal["node", "pod", "namespace", "pod_disruption_budget", "service", "replica_set", "stateful_set", "replication_controller", "kubernetes_json"]  # noqa: Y015
+    _WhichOneofReturnType_object: _TypeAlias = _typing.Literal["node", "pod", "namespace", "pod_disruption_budget", "service", "replica_set", "stateful_set", "replication_controller", "job", "daemon_set", "kubernetes_json"]  # noqa: Y015
     _WhichOneofArgType_object: _TypeAlias = _typing.Literal["object", b"object"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_object) -> _WhichOneofReturnType_object | None: ...
 
@@ -539,6 +551,8 @@ class StatsResponse(_message.Message):
     STATEFUL_SETS_FIELD_NUMBER: _builtins.int
     REPLICATION_CONTROLLERS_FIELD_NUMBER: _builtins.int
     MEMORY_BYTES_ESTIMATE_FIELD_NUMBER: _builtins.int
+    JOBS_FIELD_NUMBER: _builtins.int
+    DAEMON_SETS_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     nodes: _builtins.int
     pods: _builtins.int
@@ -553,6 +567,8 @@ class StatsResponse(_message.Message):
     replication_controllers: _builtins.int
     memory_bytes_estimate: _builtins.int
     """A rough estimate of the memory the cached objects take."""
+    jobs: _builtins.int
+    daemon_sets: _builtins.int
     def __init__(
         self,
         *,
@@ -569,10 +585,12 @@ class StatsResponse(_message.Message):
         stateful_sets: _builtins.int = ...,
         replication_controllers: _builtins.int = ...,
         memory_bytes_estimate: _builtins.int = ...,
+        jobs: _builtins.int = ...,
+        daemon_sets: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_pods", b"bound_pods", "gated_pods", b"gated_pods", "generation", b"generation", "memory_bytes_estimate", b"memory_bytes_estimate", "namespaces", b"namespaces", "nodes", b"nodes", "pending_pods", b"pending_pods", "pod_disruption_budgets", b"pod_disruption_budgets", "pods", b"pods", "replica_sets", b"replica_sets", "replication_controllers", b"replication_controllers", "services", b"services", "stateful_sets", b"stateful_sets"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_pods", b"bound_pods", "daemon_sets", b"daemon_sets", "gated_pods", b"gated_pods", "generation", b"generation", "jobs", b"jobs", "memory_bytes_estimate", b"memory_bytes_estimate", "namespaces", b"namespaces", "nodes", b"nodes", "pending_pods", b"pending_pods", "pod_disruption_budgets", b"pod_disruption_budgets", "pods", b"pods", "replica_sets", b"replica_sets", "replication_controllers", b"replication_controllers", "services", b"services", "stateful_sets", b"stateful_sets"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

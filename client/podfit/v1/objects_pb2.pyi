@@ -80,6 +80,8 @@ class ObjectMeta(_message.Message):
     ANNOTATIONS_FIELD_NUMBER: _builtins.int
     OWNER_REFERENCES_FIELD_NUMBER: _builtins.int
     CREATION_TIMESTAMP_FIELD_NUMBER: _builtins.int
+    DELETION_TIMESTAMP_FIELD_NUMBER: _builtins.int
+    DELETION_GRACE_PERIOD_SECONDS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     namespace: _builtins.str
     """Empty means "default" for namespaced kinds."""
@@ -88,6 +90,7 @@ class ObjectMeta(_message.Message):
     """Compared numerically when both sides are decimal integers (as etcd's revisions are), else as
     strings; an update older than what the cache holds is reported as stale.
     """
+    deletion_grace_period_seconds: _builtins.int
     @_builtins.property
     def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     @_builtins.property
@@ -96,6 +99,10 @@ class ObjectMeta(_message.Message):
     def owner_references(self) -> _containers.RepeatedCompositeFieldContainer[Global___OwnerReference]: ...
     @_builtins.property
     def creation_timestamp(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def deletion_timestamp(self) -> _timestamp_pb2.Timestamp:
+        """Set on a pod being deleted: the drain rules ignore pods deleted longer ago than their grace period."""
+
     def __init__(
         self,
         *,
@@ -107,12 +114,16 @@ class ObjectMeta(_message.Message):
         annotations: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         owner_references: _abc.Iterable[Global___OwnerReference] | None = ...,
         creation_timestamp: _timestamp_pb2.Timestamp | None = ...,
+        deletion_timestamp: _timestamp_pb2.Timestamp | None = ...,
+        deletion_grace_period_seconds: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["creation_timestamp", b"creation_timestamp"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_deletion_grace_period_seconds", b"_deletion_grace_period_seconds", "creation_timestamp", b"creation_timestamp", "deletion_grace_period_seconds", b"deletion_grace_period_seconds", "deletion_timestamp", b"deletion_timestamp"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "creation_timestamp", b"creation_timestamp", "labels", b"labels", "name", b"name", "namespace", b"namespace", "owner_references", b"owner_references", "resource_version", b"resource_version", "uid", b"uid"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_deletion_grace_period_seconds", b"_deletion_grace_period_seconds", "annotations", b"annotations", "creation_timestamp", b"creation_timestamp", "deletion_grace_period_seconds", b"deletion_grace_period_seconds", "deletion_timestamp", b"deletion_timestamp", "labels", b"labels", "name", b"name", "namespace", b"namespace", "owner_references", b"owner_references", "resource_version", b"resource_version", "uid", b"uid"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__deletion_grace_period_seconds: _TypeAlias = _typing.Literal["deletion_grace_period_seconds"]  # noqa: Y015
+    _WhichOneofArgType__deletion_grace_period_seconds: _TypeAlias = _typing.Literal["_deletion_grace_period_seconds", b"_deletion_grace_period_seconds"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__deletion_grace_period_seconds) -> _WhichOneofReturnType__deletion_grace_period_seconds | None: ...
 
 Global___ObjectMeta: _TypeAlias = ObjectMeta  # noqa: Y015
 
@@ -503,6 +514,9 @@ class PodSpec(_message.Message):
     PREEMPTION_POLICY_FIELD_NUMBER: _builtins.int
     RESOURCES_FIELD_NUMBER: _builtins.int
     HOST_NETWORK_FIELD_NUMBER: _builtins.int
+    RESTART_POLICY_FIELD_NUMBER: _builtins.int
+    TERMINATION_GRACE_PERIOD_SECONDS_FIELD_NUMBER: _builtins.int
+    VOLUMES_FIELD_NUMBER: _builtins.int
     node_name: _builtins.str
     """A pod with a node name is bound and consumes that node's resources."""
     scheduler_name: _builtins.str
@@ -512,6 +526,10 @@ class PodSpec(_message.Message):
     preemption_policy: _builtins.str
     """PreemptLowerPriority (default) or Never."""
     host_network: _builtins.bool
+    restart_policy: _builtins.str
+    """Always (default), OnFailure or Never: whether a Succeeded pod is finished for good (drain rules)."""
+    termination_grace_period_seconds: _builtins.int
+    """Unset means 30 s; the drain rules judge a deleted pod long-terminating past it."""
     @_builtins.property
     def containers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Container]: ...
     @_builtins.property
@@ -534,6 +552,10 @@ class PodSpec(_message.Message):
     def resources(self) -> Global___ResourceRequirements:
         """Pod-level resources (PodLevelResources feature); when set they replace the container sum."""
 
+    @_builtins.property
+    def volumes(self) -> _containers.RepeatedCompositeFieldContainer[Global___Volume]:
+        """What the drain rules ask of volumes: local storage blocks a node's removal."""
+
     def __init__(
         self,
         *,
@@ -552,16 +574,99 @@ class PodSpec(_message.Message):
         preemption_policy: _builtins.str = ...,
         resources: Global___ResourceRequirements | None = ...,
         host_network: _builtins.bool = ...,
+        restart_policy: _builtins.str = ...,
+        termination_grace_period_seconds: _builtins.int | None = ...,
+        volumes: _abc.Iterable[Global___Volume] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "priority", b"priority", "resources", b"resources"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "_termination_grace_period_seconds", b"_termination_grace_period_seconds", "affinity", b"affinity", "priority", b"priority", "resources", b"resources", "termination_grace_period_seconds", b"termination_grace_period_seconds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "affinity", b"affinity", "containers", b"containers", "host_network", b"host_network", "init_containers", b"init_containers", "node_name", b"node_name", "node_selector", b"node_selector", "overhead", b"overhead", "preemption_policy", b"preemption_policy", "priority", b"priority", "priority_class_name", b"priority_class_name", "resources", b"resources", "scheduler_name", b"scheduler_name", "scheduling_gates", b"scheduling_gates", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "_termination_grace_period_seconds", b"_termination_grace_period_seconds", "affinity", b"affinity", "containers", b"containers", "host_network", b"host_network", "init_containers", b"init_containers", "node_name", b"node_name", "node_selector", b"node_selector", "overhead", b"overhead", "preemption_policy", b"preemption_policy", "priority", b"priority", "priority_class_name", b"priority_class_name", "resources", b"resources", "restart_policy", b"restart_policy", "scheduler_name", b"scheduler_name", "scheduling_gates", b"scheduling_gates", "termination_grace_period_seconds", b"termination_grace_period_seconds", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints", "volumes", b"volumes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__priority: _TypeAlias = _typing.Literal["priority"]  # noqa: Y015
     _WhichOneofArgType__priority: _TypeAlias = _typing.Literal["_priority", b"_priority"]  # noqa: Y015
+    _WhichOneofReturnType__termination_grace_period_seconds: _TypeAlias = _typing.Literal["termination_grace_period_seconds"]  # noqa: Y015
+    _WhichOneofArgType__termination_grace_period_seconds: _TypeAlias = _typing.Literal["_termination_grace_period_seconds", b"_termination_grace_period_seconds"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__priority) -> _WhichOneofReturnType__priority | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__termination_grace_period_seconds) -> _WhichOneofReturnType__termination_grace_period_seconds | None: ...
 
 Global___PodSpec: _TypeAlias = PodSpec  # noqa: Y015
+
+@_typing.final
+class Volume(_message.Message):
+    """core/v1 Volume, reduced to the sources cluster-autoscaler's local-storage rule tells apart."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    HOST_PATH_FIELD_NUMBER: _builtins.int
+    EMPTY_DIR_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    @_builtins.property
+    def host_path(self) -> Global___HostPathVolumeSource: ...
+    @_builtins.property
+    def empty_dir(self) -> Global___EmptyDirVolumeSource: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        host_path: Global___HostPathVolumeSource | None = ...,
+        empty_dir: Global___EmptyDirVolumeSource | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["empty_dir", b"empty_dir", "host_path", b"host_path"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["empty_dir", b"empty_dir", "host_path", b"host_path", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Volume: _TypeAlias = Volume  # noqa: Y015
+
+@_typing.final
+class HostPathVolumeSource(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PATH_FIELD_NUMBER: _builtins.int
+    TYPE_FIELD_NUMBER: _builtins.int
+    path: _builtins.str
+    type: _builtins.str
+    def __init__(
+        self,
+        *,
+        path: _builtins.str = ...,
+        type: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["path", b"path", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HostPathVolumeSource: _TypeAlias = HostPathVolumeSource  # noqa: Y015
+
+@_typing.final
+class EmptyDirVolumeSource(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MEDIUM_FIELD_NUMBER: _builtins.int
+    SIZE_LIMIT_FIELD_NUMBER: _builtins.int
+    medium: _builtins.str
+    """"" (node disk) or "Memory" (tmpfs, not local storage for the drain rules)."""
+    size_limit: _builtins.str
+    """A Quantity string."""
+    def __init__(
+        self,
+        *,
+        medium: _builtins.str = ...,
+        size_limit: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["medium", b"medium", "size_limit", b"size_limit"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EmptyDirVolumeSource: _TypeAlias = EmptyDirVolumeSource  # noqa: Y015
 
 @_typing.final
 class Container(_message.Message):
@@ -1219,7 +1324,8 @@ Global___PodDisruptionBudgetStatus: _TypeAlias = PodDisruptionBudgetStatus  # no
 @_typing.final
 class Service(_message.Message):
     """---------------------------------------------------------------------------------------------------
-    Workload selectors, for the cluster-default topology spread constraints.
+    Workload selectors, for the cluster-default topology spread constraints, and pod controllers, which
+    cluster-autoscaler's drain rules look up by the owner references of the pods on a node.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -1345,18 +1451,24 @@ class ReplicationControllerSpec(_message.Message):
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
     SELECTOR_FIELD_NUMBER: _builtins.int
+    REPLICAS_FIELD_NUMBER: _builtins.int
+    replicas: _builtins.int
+    """Unset is not zero: the drain rules' minimum-replica check only applies to a set value."""
     @_builtins.property
     def selector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     def __init__(
         self,
         *,
         selector: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        replicas: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_replicas", b"_replicas", "replicas", b"replicas"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["selector", b"selector"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_replicas", b"_replicas", "replicas", b"replicas", "selector", b"selector"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__replicas: _TypeAlias = _typing.Literal["replicas"]  # noqa: Y015
+    _WhichOneofArgType__replicas: _TypeAlias = _typing.Literal["_replicas", b"_replicas"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__replicas) -> _WhichOneofReturnType__replicas | None: ...
 
 Global___ReplicationControllerSpec: _TypeAlias = ReplicationControllerSpec  # noqa: Y015
 
@@ -1421,23 +1533,95 @@ class StatefulSet(_message.Message):
 Global___StatefulSet: _TypeAlias = StatefulSet  # noqa: Y015
 
 @_typing.final
+class Job(_message.Message):
+    """A batch/v1 Job (a pod controller for the drain rules)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    API_VERSION_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    SPEC_FIELD_NUMBER: _builtins.int
+    api_version: _builtins.str
+    kind: _builtins.str
+    @_builtins.property
+    def metadata(self) -> Global___ObjectMeta: ...
+    @_builtins.property
+    def spec(self) -> Global___WorkloadSpec: ...
+    def __init__(
+        self,
+        *,
+        api_version: _builtins.str = ...,
+        kind: _builtins.str = ...,
+        metadata: Global___ObjectMeta | None = ...,
+        spec: Global___WorkloadSpec | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["api_version", b"api_version", "kind", b"kind", "metadata", b"metadata", "spec", b"spec"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Job: _TypeAlias = Job  # noqa: Y015
+
+@_typing.final
+class DaemonSet(_message.Message):
+    """An apps/v1 DaemonSet (a pod controller for the drain rules; its pods go with their node)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    API_VERSION_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    SPEC_FIELD_NUMBER: _builtins.int
+    api_version: _builtins.str
+    kind: _builtins.str
+    @_builtins.property
+    def metadata(self) -> Global___ObjectMeta: ...
+    @_builtins.property
+    def spec(self) -> Global___WorkloadSpec: ...
+    def __init__(
+        self,
+        *,
+        api_version: _builtins.str = ...,
+        kind: _builtins.str = ...,
+        metadata: Global___ObjectMeta | None = ...,
+        spec: Global___WorkloadSpec | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["api_version", b"api_version", "kind", b"kind", "metadata", b"metadata", "spec", b"spec"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DaemonSet: _TypeAlias = DaemonSet  # noqa: Y015
+
+@_typing.final
 class WorkloadSpec(_message.Message):
-    """The selector part of apps/v1 ReplicaSetSpec and StatefulSetSpec."""
+    """The selector and replica count of apps/v1 ReplicaSetSpec and StatefulSetSpec (the selector part of
+    batch/v1 JobSpec and apps/v1 DaemonSetSpec, which have no replicas).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     SELECTOR_FIELD_NUMBER: _builtins.int
+    REPLICAS_FIELD_NUMBER: _builtins.int
+    replicas: _builtins.int
+    """Unset is not zero: the drain rules' minimum-replica check only applies to a set value."""
     @_builtins.property
     def selector(self) -> Global___LabelSelector: ...
     def __init__(
         self,
         *,
         selector: Global___LabelSelector | None = ...,
+        replicas: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["selector", b"selector"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_replicas", b"_replicas", "replicas", b"replicas", "selector", b"selector"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["selector", b"selector"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_replicas", b"_replicas", "replicas", b"replicas", "selector", b"selector"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__replicas: _TypeAlias = _typing.Literal["replicas"]  # noqa: Y015
+    _WhichOneofArgType__replicas: _TypeAlias = _typing.Literal["_replicas", b"_replicas"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__replicas) -> _WhichOneofReturnType__replicas | None: ...
 
 Global___WorkloadSpec: _TypeAlias = WorkloadSpec  # noqa: Y015

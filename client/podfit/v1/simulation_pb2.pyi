@@ -6,6 +6,7 @@ isort:skip_file
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from podfit.v1 import cluster_cache_pb2 as _cluster_cache_pb2
 from podfit.v1 import objects_pb2 as _objects_pb2
@@ -415,3 +416,268 @@ class EstimateScaleUpResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___EstimateScaleUpResponse: _TypeAlias = EstimateScaleUpResponse  # noqa: Y015
+
+@_typing.final
+class DrainOptions(_message.Message):
+    """cluster-autoscaler's drain flags of the same names. Unset booleans mean true, as its defaults."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SKIP_NODES_WITH_SYSTEM_PODS_FIELD_NUMBER: _builtins.int
+    SKIP_NODES_WITH_LOCAL_STORAGE_FIELD_NUMBER: _builtins.int
+    SKIP_NODES_WITH_CUSTOM_CONTROLLER_PODS_FIELD_NUMBER: _builtins.int
+    MIN_REPLICA_COUNT_FIELD_NUMBER: _builtins.int
+    skip_nodes_with_system_pods: _builtins.bool
+    """kube-system pods no PDB covers block their node (UnmovableKubeSystemPod)."""
+    skip_nodes_with_local_storage: _builtins.bool
+    """Pods with hostPath or non-memory emptyDir volumes not listed in the
+    cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes annotation block (LocalStorageRequested).
+    """
+    skip_nodes_with_custom_controller_pods: _builtins.bool
+    """Pods whose controller is not a ReplicaSet, StatefulSet, ReplicationController or Job block
+    (NotReplicated); a controller that is not in the cache blocks (ControllerNotFound).
+    """
+    min_replica_count: _builtins.int
+    """ReplicaSets and ReplicationControllers with fewer spec.replicas block (MinReplicasReached)."""
+    def __init__(
+        self,
+        *,
+        skip_nodes_with_system_pods: _builtins.bool | None = ...,
+        skip_nodes_with_local_storage: _builtins.bool | None = ...,
+        skip_nodes_with_custom_controller_pods: _builtins.bool | None = ...,
+        min_replica_count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_skip_nodes_with_custom_controller_pods", b"_skip_nodes_with_custom_controller_pods", "_skip_nodes_with_local_storage", b"_skip_nodes_with_local_storage", "_skip_nodes_with_system_pods", b"_skip_nodes_with_system_pods", "skip_nodes_with_custom_controller_pods", b"skip_nodes_with_custom_controller_pods", "skip_nodes_with_local_storage", b"skip_nodes_with_local_storage", "skip_nodes_with_system_pods", b"skip_nodes_with_system_pods"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_skip_nodes_with_custom_controller_pods", b"_skip_nodes_with_custom_controller_pods", "_skip_nodes_with_local_storage", b"_skip_nodes_with_local_storage", "_skip_nodes_with_system_pods", b"_skip_nodes_with_system_pods", "min_replica_count", b"min_replica_count", "skip_nodes_with_custom_controller_pods", b"skip_nodes_with_custom_controller_pods", "skip_nodes_with_local_storage", b"skip_nodes_with_local_storage", "skip_nodes_with_system_pods", b"skip_nodes_with_system_pods"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__skip_nodes_with_custom_controller_pods: _TypeAlias = _typing.Literal["skip_nodes_with_custom_controller_pods"]  # noqa: Y015
+    _WhichOneofArgType__skip_nodes_with_custom_controller_pods: _TypeAlias = _typing.Literal["_skip_nodes_with_custom_controller_pods", b"_skip_nodes_with_custom_controller_pods"]  # noqa: Y015
+    _WhichOneofReturnType__skip_nodes_with_local_storage: _TypeAlias = _typing.Literal["skip_nodes_with_local_storage"]  # noqa: Y015
+    _WhichOneofArgType__skip_nodes_with_local_storage: _TypeAlias = _typing.Literal["_skip_nodes_with_local_storage", b"_skip_nodes_with_local_storage"]  # noqa: Y015
+    _WhichOneofReturnType__skip_nodes_with_system_pods: _TypeAlias = _typing.Literal["skip_nodes_with_system_pods"]  # noqa: Y015
+    _WhichOneofArgType__skip_nodes_with_system_pods: _TypeAlias = _typing.Literal["_skip_nodes_with_system_pods", b"_skip_nodes_with_system_pods"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__skip_nodes_with_custom_controller_pods) -> _WhichOneofReturnType__skip_nodes_with_custom_controller_pods | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__skip_nodes_with_local_storage) -> _WhichOneofReturnType__skip_nodes_with_local_storage | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__skip_nodes_with_system_pods) -> _WhichOneofReturnType__skip_nodes_with_system_pods | None: ...
+
+Global___DrainOptions: _TypeAlias = DrainOptions  # noqa: Y015
+
+@_typing.final
+class SimulateDrainRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NODE_NAMES_FIELD_NUMBER: _builtins.int
+    OPTIONS_FIELD_NUMBER: _builtins.int
+    NOW_FIELD_NUMBER: _builtins.int
+    SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
+    scheduler_name: _builtins.str
+    """The profile that places moved pods; empty means each pod's spec.schedulerName, then "default-scheduler"."""
+    @_builtins.property
+    def node_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The nodes to remove, simulated in this order; none of them is a destination for the others' pods."""
+
+    @_builtins.property
+    def options(self) -> Global___DrainOptions: ...
+    @_builtins.property
+    def now(self) -> _timestamp_pb2.Timestamp:
+        """The evaluation time: pods deleted longer than their grace period plus 30 s before it are ignored.
+        Unset means the server's clock.
+        """
+
+    def __init__(
+        self,
+        *,
+        node_names: _abc.Iterable[_builtins.str] | None = ...,
+        options: Global___DrainOptions | None = ...,
+        now: _timestamp_pb2.Timestamp | None = ...,
+        scheduler_name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["now", b"now", "options", b"options"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["node_names", b"node_names", "now", b"now", "options", b"options", "scheduler_name", b"scheduler_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SimulateDrainRequest: _TypeAlias = SimulateDrainRequest  # noqa: Y015
+
+@_typing.final
+class BlockingPod(_message.Message):
+    """The pod that keeps a node, with cluster-autoscaler's reason."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    name: _builtins.str
+    reason: _builtins.str
+    """A drain.BlockingPodReason name: ControllerNotFound, MinReplicasReached, NotReplicated,
+    LocalStorageRequested, NotSafeToEvictAnnotation, UnmovableKubeSystemPod or NotEnoughPdb.
+    """
+    message: _builtins.str
+    """cluster-autoscaler's error text."""
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        name: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "name", b"name", "namespace", b"namespace", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___BlockingPod: _TypeAlias = BlockingPod  # noqa: Y015
+
+@_typing.final
+class PodMove(_message.Message):
+    """A pod evicted from a removed node, and where it would run."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    NODE_NAME_FIELD_NUMBER: _builtins.int
+    namespace: _builtins.str
+    name: _builtins.str
+    node_name: _builtins.str
+    """The destination; empty for a terminal pod (it needs none) and when the node is unremovable."""
+    def __init__(
+        self,
+        *,
+        namespace: _builtins.str = ...,
+        name: _builtins.str = ...,
+        node_name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "namespace", b"namespace", "node_name", b"node_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PodMove: _TypeAlias = PodMove  # noqa: Y015
+
+@_typing.final
+class PdbCheck(_message.Message):
+    """Whether the PDB budgets allow evicting the pods to move."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CAN_REMOVE_FIELD_NUMBER: _builtins.int
+    IN_PARALLEL_FIELD_NUMBER: _builtins.int
+    BLOCKING_POD_FIELD_NUMBER: _builtins.int
+    can_remove: _builtins.bool
+    """False when a PDB covering them allows no disruption."""
+    in_parallel: _builtins.bool
+    """False when some PDB allows fewer disruptions than the pods it covers: they must go one by one."""
+    @_builtins.property
+    def blocking_pod(self) -> Global___BlockingPod:
+        """When either is false: the pod beyond a budget (reason NotEnoughPdb)."""
+
+    def __init__(
+        self,
+        *,
+        can_remove: _builtins.bool = ...,
+        in_parallel: _builtins.bool = ...,
+        blocking_pod: Global___BlockingPod | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["blocking_pod", b"blocking_pod"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["blocking_pod", b"blocking_pod", "can_remove", b"can_remove", "in_parallel", b"in_parallel"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PdbCheck: _TypeAlias = PdbCheck  # noqa: Y015
+
+@_typing.final
+class NodeDrain(_message.Message):
+    """The simulated removal of one node."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NODE_NAME_FIELD_NUMBER: _builtins.int
+    REMOVABLE_FIELD_NUMBER: _builtins.int
+    UNREMOVABLE_REASON_FIELD_NUMBER: _builtins.int
+    BLOCKING_POD_FIELD_NUMBER: _builtins.int
+    PODS_TO_MOVE_FIELD_NUMBER: _builtins.int
+    DAEMONSET_PODS_FIELD_NUMBER: _builtins.int
+    PDB_FIELD_NUMBER: _builtins.int
+    UNPLACED_POD_FIELD_NUMBER: _builtins.int
+    node_name: _builtins.str
+    removable: _builtins.bool
+    unremovable_reason: _builtins.str
+    """Empty when removable; else cluster-autoscaler's UnremovableReason: BlockedByPod or NoPlaceToMovePods."""
+    unplaced_pod: _builtins.str
+    """NoPlaceToMovePods: the first pod (namespace/name) no other node can take."""
+    @_builtins.property
+    def blocking_pod(self) -> Global___BlockingPod:
+        """BlockedByPod: the first pod that blocks."""
+
+    @_builtins.property
+    def pods_to_move(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodMove]:
+        """The pods evicted and placed elsewhere, in the order they are checked (empty when a pod blocks)."""
+
+    @_builtins.property
+    def daemonset_pods(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """DaemonSet pods (namespace/name): they go with the node."""
+
+    @_builtins.property
+    def pdb(self) -> Global___PdbCheck:
+        """The PDB check of pods_to_move, with the budgets the earlier nodes of the request left; unset when
+        a pod blocks.
+        """
+
+    def __init__(
+        self,
+        *,
+        node_name: _builtins.str = ...,
+        removable: _builtins.bool = ...,
+        unremovable_reason: _builtins.str = ...,
+        blocking_pod: Global___BlockingPod | None = ...,
+        pods_to_move: _abc.Iterable[Global___PodMove] | None = ...,
+        daemonset_pods: _abc.Iterable[_builtins.str] | None = ...,
+        pdb: Global___PdbCheck | None = ...,
+        unplaced_pod: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["blocking_pod", b"blocking_pod", "pdb", b"pdb"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["blocking_pod", b"blocking_pod", "daemonset_pods", b"daemonset_pods", "node_name", b"node_name", "pdb", b"pdb", "pods_to_move", b"pods_to_move", "removable", b"removable", "unplaced_pod", b"unplaced_pod", "unremovable_reason", b"unremovable_reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NodeDrain: _TypeAlias = NodeDrain  # noqa: Y015
+
+@_typing.final
+class SimulateDrainResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    BASE_GENERATION_FIELD_NUMBER: _builtins.int
+    NODES_FIELD_NUMBER: _builtins.int
+    base_generation: _builtins.int
+    """The cache generation the simulation forked from."""
+    @_builtins.property
+    def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeDrain]:
+        """One entry per requested node, in request order."""
+
+    def __init__(
+        self,
+        *,
+        base_generation: _builtins.int = ...,
+        nodes: _abc.Iterable[Global___NodeDrain] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "nodes", b"nodes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SimulateDrainResponse: _TypeAlias = SimulateDrainResponse  # noqa: Y015

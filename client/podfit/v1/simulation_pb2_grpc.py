@@ -47,6 +47,11 @@ class SimulationStub:
                 request_serializer=podfit_dot_v1_dot_simulation__pb2.EstimateScaleUpRequest.SerializeToString,
                 response_deserializer=podfit_dot_v1_dot_simulation__pb2.EstimateScaleUpResponse.FromString,
                 _registered_method=True)
+        self.SimulateDrain = channel.unary_unary(
+                '/podfit.v1.Simulation/SimulateDrain',
+                request_serializer=podfit_dot_v1_dot_simulation__pb2.SimulateDrainRequest.SerializeToString,
+                response_deserializer=podfit_dot_v1_dot_simulation__pb2.SimulateDrainResponse.FromString,
+                _registered_method=True)
 
 
 class SimulationServicer:
@@ -71,6 +76,14 @@ class SimulationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SimulateDrain(self, request, context):
+        """cluster-autoscaler's scale-down simulation: for each node to remove, in order, whether its pods may
+        be evicted (its drain rules, reasons and PDB budgets) and where each would move.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SimulationServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -83,6 +96,11 @@ def add_SimulationServicer_to_server(servicer, server):
                     servicer.EstimateScaleUp,
                     request_deserializer=podfit_dot_v1_dot_simulation__pb2.EstimateScaleUpRequest.FromString,
                     response_serializer=podfit_dot_v1_dot_simulation__pb2.EstimateScaleUpResponse.SerializeToString,
+            ),
+            'SimulateDrain': grpc.unary_unary_rpc_method_handler(
+                    servicer.SimulateDrain,
+                    request_deserializer=podfit_dot_v1_dot_simulation__pb2.SimulateDrainRequest.FromString,
+                    response_serializer=podfit_dot_v1_dot_simulation__pb2.SimulateDrainResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -142,6 +160,33 @@ class Simulation:
             '/podfit.v1.Simulation/EstimateScaleUp',
             podfit_dot_v1_dot_simulation__pb2.EstimateScaleUpRequest.SerializeToString,
             podfit_dot_v1_dot_simulation__pb2.EstimateScaleUpResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SimulateDrain(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/podfit.v1.Simulation/SimulateDrain',
+            podfit_dot_v1_dot_simulation__pb2.SimulateDrainRequest.SerializeToString,
+            podfit_dot_v1_dot_simulation__pb2.SimulateDrainResponse.FromString,
             options,
             channel_credentials,
             insecure,

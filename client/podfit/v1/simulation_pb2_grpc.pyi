@@ -44,6 +44,10 @@ class SimulationStub:
     """cluster-autoscaler's binpacking estimate for each node group: how many new nodes of the group the
     pending pods need, and which pods still cannot be placed.
     """
+    SimulateDrain: _grpc.UnaryUnaryMultiCallable[_simulation_pb2.SimulateDrainRequest, _simulation_pb2.SimulateDrainResponse]
+    """cluster-autoscaler's scale-down simulation: for each node to remove, in order, whether its pods may
+    be evicted (its drain rules, reasons and PDB budgets) and where each would move.
+    """
 
 @_typing.type_check_only
 class SimulationAsyncStub(SimulationStub):
@@ -60,6 +64,10 @@ class SimulationAsyncStub(SimulationStub):
     EstimateScaleUp: _aio.UnaryUnaryMultiCallable[_simulation_pb2.EstimateScaleUpRequest, _simulation_pb2.EstimateScaleUpResponse]  # type: ignore[assignment]
     """cluster-autoscaler's binpacking estimate for each node group: how many new nodes of the group the
     pending pods need, and which pods still cannot be placed.
+    """
+    SimulateDrain: _aio.UnaryUnaryMultiCallable[_simulation_pb2.SimulateDrainRequest, _simulation_pb2.SimulateDrainResponse]  # type: ignore[assignment]
+    """cluster-autoscaler's scale-down simulation: for each node to remove, in order, whether its pods may
+    be evicted (its drain rules, reasons and PDB budgets) and where each would move.
     """
 
 class SimulationServicer(metaclass=_abc_1.ABCMeta):
@@ -86,6 +94,16 @@ class SimulationServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_simulation_pb2.EstimateScaleUpResponse, _abc.Awaitable[_simulation_pb2.EstimateScaleUpResponse]]:
         """cluster-autoscaler's binpacking estimate for each node group: how many new nodes of the group the
         pending pods need, and which pods still cannot be placed.
+        """
+
+    @_abc_1.abstractmethod
+    def SimulateDrain(
+        self,
+        request: _simulation_pb2.SimulateDrainRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_simulation_pb2.SimulateDrainResponse, _abc.Awaitable[_simulation_pb2.SimulateDrainResponse]]:
+        """cluster-autoscaler's scale-down simulation: for each node to remove, in order, whether its pods may
+        be evicted (its drain rules, reasons and PDB budgets) and where each would move.
         """
 
 def add_SimulationServicer_to_server(servicer: SimulationServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

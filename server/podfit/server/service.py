@@ -24,7 +24,9 @@ from podfit.server.framework.profile import Profile
 from podfit.server.framework.runtime import FilterOutcome
 from podfit.server.model import Kind, Node, Pod, ValidationError
 from podfit.server.plugins.default_preemption import PreemptionResult
+from podfit.server.simulation.drain import DrainOptions
 from podfit.server.simulation.estimator import Estimate, estimate
+from podfit.server.simulation.node_removal import RemovalSimulation, simulate_removal
 from podfit.server.simulation.scenario import Scenario, SimulationResult, simulate
 from podfit.server.telemetry import Telemetry
 from podfit.v1 import cluster_cache_pb2 as cc
@@ -139,6 +141,8 @@ class CacheStats:
     stateful_sets: int
     replication_controllers: int
     memory_bytes_estimate: int
+    jobs: int
+    daemon_sets: int
 
 
 def bound_source(source: bytes, node_name: str) -> bytes:
@@ -238,6 +242,8 @@ class SchedulingService:
             stateful_sets=cache.count(Kind.STATEFUL_SET),
             replication_controllers=cache.count(Kind.REPLICATION_CONTROLLER),
             memory_bytes_estimate=cache.memory_estimate(),
+            jobs=cache.count(Kind.JOB),
+            daemon_sets=cache.count(Kind.DAEMON_SET),
         )
 
     def unknown_nodes(self, names: Sequence[str]) -> set[str]:
@@ -470,6 +476,31 @@ class SchedulingService:
         ]
         self.telemetry.decision_latency(time.perf_counter() - started, "estimate")
         return snapshot.generation, estimates
+
+    def simulate_drain(
+        self, node_names: Sequence[str], options: DrainOptions, now: float | None = None, scheduler_name: str = ""
+    ) -> RemovalSimulation:
+        """cluster-autoscaler's removal simulation of ``node_names`` on a fork of the current snapshot.
+        ``now`` (seconds since the epoch) judges terminating pods; the server's clock when None."""
+        started = time.perf_counter()
+        leaving = set(node_names)
+        # Terminal pods are in the cache but on no NodeInfo; the drain rules see them too.
+        pods_of: dict[str, builtins.list[Pod]] = {name: [] for name in leaving}
+        for entry in self.cache.entries(Kind.POD):
+            pod = entry.obj
+            if isinstance(pod, Pod) and pod.node_name in leaving:
+                pods_of[pod.node_name].append(pod)
+        result = simulate_removal(
+            self.engine,
+            self.cache.snapshot(),
+            node_names,
+            pods_of,
+            options,
+            time.time() if now is None else now,
+            scheduler_name,
+        )
+        self.telemetry.decision_latency(time.perf_counter() - started, "drain")
+        return result
 
     def nodes_from_k8s(
         self, items: Sequence[tuple[Any, str, str, str]], path: str, load: Callable[[Any], Any]

@@ -21,7 +21,7 @@ from podfit.server.cache.overlay import Overlay
 from podfit.server.cache.pod_index import resync
 from podfit.server.cache.snapshot import ImageSummary, Snapshot
 from podfit.server.model import Kind, Node, Pod, ValidationError, WorkloadSelector
-from podfit.server.model.objects import ClusterObject, node_from_k8s
+from podfit.server.model.objects import CONTROLLER_KINDS, ClusterObject, node_from_k8s
 from podfit.server.model.readiness import validate_pod_update
 
 WORKLOAD_KINDS = (Kind.SERVICE, Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTROLLER)
@@ -150,6 +150,11 @@ class ClusterCache:
             views["namespaces"] = {k: e.obj for k, e in self._objects[Kind.NAMESPACE].items()}
             views["pdbs"] = [e.obj for e in self._objects[Kind.POD_DISRUPTION_BUDGET].values()]
             views["workloads"] = workloads
+            views["controllers"] = {
+                (kind.value, e.obj.namespace, e.obj.name): e.obj  # type: ignore[union-attr]
+                for kind in CONTROLLER_KINDS
+                for e in self._objects[kind].values()
+            }
             views["nominated"] = {node: list(pods.values()) for node, pods in self._nominated.items() if pods}
         return Snapshot(
             generation=self.generation,
@@ -158,6 +163,7 @@ class ClusterCache:
             namespaces=views["namespaces"],
             pdbs=views["pdbs"],
             workloads=views["workloads"],
+            controllers=views["controllers"],
             nominated_pods=views["nominated"],
             images=self._image_summaries,
             table=self.table,

@@ -212,6 +212,7 @@ class Overlay:
             namespaces=base.namespaces,
             pdbs=base.pdbs,
             workloads=base.workloads,
+            controllers=base.controllers,
             nominated_pods=base.nominated_pods,
             images=self._images() if self._nodes_changed else base.images,
             table=table,

@@ -35,6 +35,9 @@ class Snapshot:
     pdbs: Sequence[PodDisruptionBudget]
     # Services, ReplicaSets, StatefulSets and ReplicationControllers, for default spreading.
     workloads: Sequence[WorkloadSelector]
+    # Pod controllers (ReplicaSets, StatefulSets, ReplicationControllers, Jobs, DaemonSets) by
+    # (kind, namespace, name), as the drain rules look up a pod's owner.
+    controllers: Mapping[tuple[str, str, str], WorkloadSelector]
     # Pending pods with status.nominatedNodeName, by node name.
     nominated_pods: Mapping[str, Sequence[Pod]]
     # Image name -> size and how many nodes hold it (ImageLocality's spread factor).

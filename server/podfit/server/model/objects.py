@@ -45,6 +45,8 @@ class Kind(enum.Enum):
     REPLICA_SET = "ReplicaSet"
     STATEFUL_SET = "StatefulSet"
     REPLICATION_CONTROLLER = "ReplicationController"
+    JOB = "Job"
+    DAEMON_SET = "DaemonSet"
 
     @property
     def namespaced(self) -> bool:
@@ -313,7 +315,9 @@ class PodDisruptionBudget:
 
 @dataclass(frozen=True, slots=True)
 class WorkloadSelector:
-    """The pod selector of a Service, ReplicaSet, StatefulSet or ReplicationController."""
+    """A Service or a pod controller (ReplicaSet, StatefulSet, ReplicationController, Job, DaemonSet):
+    its pod selector, for the cluster-default topology spread constraints, and what cluster-autoscaler's
+    drain rules look up by kind, namespace and name."""
 
     kind: Kind
     name: str
@@ -322,23 +326,14 @@ class WorkloadSelector:
     selector: LabelSelector | None = None
     uid: str = ""
     resource_version: str = ""
-
-
-CONTROLLER_KINDS = ("ReplicaSet", "StatefulSet", "ReplicationController", "Job", "DaemonSet")
-
-
-@dataclass(frozen=True, slots=True)
-class PodController:
-    """A workload that owns pods, as cluster-autoscaler's drain rules look it up by kind, namespace
-    and name. Not cached: the drain simulation takes these as arguments."""
-
-    kind: str
-    name: str
-    namespace: str = DEFAULT_NAMESPACE
-    # spec.replicas; None when unset (cluster-autoscaler then skips the minimum-replicas check).
+    # spec.replicas of a ReplicaSet, StatefulSet or ReplicationController; None when unset (the drain
+    # rules then skip their minimum-replicas check) and for the other kinds.
     replicas: int | None = None
-    uid: str = ""
-    resource_version: str = ""
+
+
+# The kinds that own pods, as ownerReferences name them.
+CONTROLLER_KINDS = (Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTROLLER, Kind.JOB, Kind.DAEMON_SET)
+_REPLICATED = (Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTROLLER)
 
 
 ClusterObject = Node | Pod | Namespace | PodDisruptionBudget | WorkloadSelector
@@ -921,6 +916,11 @@ def workload_from_k8s(kind: Kind, data: Mapping[str, Any], path: str) -> Workloa
         selector = LabelSelector(match_labels=tuple(sorted(labels.items()))) if labels else None
     else:
         selector = parse_label_selector(spec.get("selector"), f"{path}.spec.selector")
+    replicas = None
+    if kind in _REPLICATED:
+        replicas = _optional_integer(spec.get("replicas"), f"{path}.spec.replicas")
+        if replicas is not None and replicas < 0:
+            raise ValidationError(f"{path}.spec.replicas", "must be greater than or equal to 0")
     return WorkloadSelector(
         kind=kind,
         name=_string(meta.get("name"), f"{path}.metadata.name"),
@@ -928,29 +928,7 @@ def workload_from_k8s(kind: Kind, data: Mapping[str, Any], path: str) -> Workloa
         selector=selector,
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
         resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
-    )
-
-
-def controller_from_k8s(data: Mapping[str, Any], path: str = "workload") -> PodController:
-    """A ReplicaSet, StatefulSet, ReplicationController, Job or DaemonSet, by its own ``kind``."""
-    data = _mapping(data, path)
-    kind = _string(data.get("kind"), f"{path}.kind")
-    if kind not in CONTROLLER_KINDS:
-        raise ValidationError(f"{path}.kind", f"{kind!r} must be one of {', '.join(CONTROLLER_KINDS)}")
-    meta = _meta(data, path)
-    spec = _mapping(data.get("spec"), f"{path}.spec")
-    replicas = None
-    if kind not in ("Job", "DaemonSet"):
-        replicas = _optional_integer(spec.get("replicas"), f"{path}.spec.replicas")
-        if replicas is not None and replicas < 0:
-            raise ValidationError(f"{path}.spec.replicas", "must be greater than or equal to 0")
-    return PodController(
-        kind=kind,
-        name=_string(meta.get("name"), f"{path}.metadata.name"),
-        namespace=_string(meta.get("namespace"), f"{path}.metadata.namespace") or DEFAULT_NAMESPACE,
         replicas=replicas,
-        uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
     )
 
 

@@ -27,10 +27,10 @@ Pods no rule decides are moved. The first blocking pod ends the walk. PDB budget
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from podfit.server.model import Pod, PodController, PodDisruptionBudget
+from podfit.server.model import Pod, PodDisruptionBudget, WorkloadSelector
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 DAEMONSET_POD_ANNOTATION = "cluster-autoscaler.kubernetes.io/daemonset-pod"
@@ -206,25 +206,25 @@ def _group(api_version: str) -> str:
     return api_version.split("/")[0] if "/" in api_version else ""
 
 
-class _Controllers:
-    def __init__(self, controllers: Iterable[PodController]) -> None:
-        self._by_key = {(c.kind, c.namespace, c.name): c for c in controllers}
+# Pod controllers by (kind, namespace, name): a snapshot's ``controllers``.
+Controllers = Mapping[tuple[str, str, str], WorkloadSelector]
 
-    def get(self, kind: str, namespace: str, name: str) -> PodController | None:
-        return self._by_key.get((kind, namespace, name))
+
+def controllers_of(workloads: Iterable[WorkloadSelector]) -> Controllers:
+    return {(w.kind.value, w.namespace, w.name): w for w in workloads}
 
 
 def _not_found(kind: str, name: str) -> str:
     return f'{_NOT_FOUND_RESOURCE[kind]} "{name}" not found'
 
 
-def _replica_count(pod: Pod, controllers: _Controllers, options: DrainOptions) -> BlockingPod | None:
+def _replica_count(pod: Pod, controllers: Controllers, options: DrainOptions) -> BlockingPod | None:
     """The ReplicaCount rule: the pod's controller must be listed, and have enough replicas."""
     ref = pod.controller_ref
     if ref is None or not _valid_group_version(ref.api_version):
         return None
     where = f"{pod.namespace}/{pod.name}"
-    found = controllers.get(ref.kind, pod.namespace, ref.name) if ref.kind in _NOT_FOUND_RESOURCE else None
+    found = controllers.get((ref.kind, pod.namespace, ref.name)) if ref.kind in _NOT_FOUND_RESOURCE else None
     missing = _not_found(ref.kind, ref.name) if ref.kind in _NOT_FOUND_RESOURCE else ""
     too_few = f"has too few replicas spec: {{}} min: {options.min_replica_count}"
     if ref.kind == "ReplicationController" or (ref.kind == "ReplicaSet" and not is_daemonset_pod(pod)):
@@ -248,7 +248,7 @@ def _replica_count(pod: Pod, controllers: _Controllers, options: DrainOptions) -
 
 
 def _decide(
-    pod: Pod, controllers: _Controllers, tracker: PdbTracker, options: DrainOptions, now: float
+    pod: Pod, controllers: Controllers, tracker: PdbTracker, options: DrainOptions, now: float
 ) -> bool | BlockingPod | None:
     """One pod through the default rules: None to skip it, True to move it, or what blocks."""
     if is_mirror_pod(pod) or is_long_terminating(pod, now):
@@ -282,16 +282,18 @@ def _decide(
 
 def pods_to_move(
     node_pods: Sequence[Pod],
-    workloads: Iterable[PodController],
+    controllers: Controllers | Iterable[WorkloadSelector],
     pdbs: Iterable[PodDisruptionBudget] | PdbTracker,
     options: DrainOptions = DrainOptions(),
     now: float = 0.0,
 ) -> DrainResult:
     """GetPodsToMove for one node: ``node_pods`` in the order they are checked (the first blocking pod
-    wins), the controllers that exist, and the PDBs (or a tracker already counted down by earlier
-    nodes). ``now`` is seconds since the epoch. The tracker is only read: counting this node's pods
-    down is ``pdb_can_remove(..., remove=True)``, once the caller decides to drain it."""
-    controllers = _Controllers(workloads)
+    wins), the controllers that exist (a snapshot's ``controllers``, or a list), and the PDBs (or a
+    tracker already counted down by earlier nodes). ``now`` is seconds since the epoch. The tracker is
+    only read: counting this node's pods down is ``pdb_can_remove(..., remove=True)``, once the caller
+    decides to drain it."""
+    if not isinstance(controllers, Mapping):
+        controllers = controllers_of(controllers)
     tracker = pdbs if isinstance(pdbs, PdbTracker) else PdbTracker(pdbs)
     moved: list[Pod] = []
     daemonset: list[Pod] = []
@@ -307,10 +309,12 @@ def pods_to_move(
 __all__ = [
     "BlockingPod",
     "BlockingReason",
+    "Controllers",
     "DrainOptions",
     "DrainResult",
     "PdbCheck",
     "PdbTracker",
+    "controllers_of",
     "pdb_can_remove",
     "pods_to_move",
 ]

@@ -29,6 +29,7 @@ from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Engine
 from podfit.server.model import Node, Pod
 from podfit.server.model.objects import CPU, MEMORY
+from podfit.server.simulation.placement import PredicateChecker
 
 HOSTNAME = "kubernetes.io/hostname"
 
@@ -58,52 +59,6 @@ def _share(pod: Pod, template: Node) -> float:
     return score
 
 
-class _Placer:
-    """The predicate checker over the overlay: PreFilter once per pod, Filter per node, and the round robin
-    position that persists across pods."""
-
-    def __init__(self, engine: Engine, overlay: Overlay, scheduler_name: str) -> None:
-        self.engine = engine
-        self.overlay = overlay
-        self.scheduler_name = scheduler_name
-        self.last_index = 0
-
-    def _fits(self, pod: Pod, names: Sequence[str]) -> dict[str, bool] | None:
-        """Filter verdicts of the named nodes, or None when PreFilter rejects the pod."""
-        decision, _, outcome = self.engine.decide(
-            pod, list(names), self.scheduler_name, score=False, snapshot=self.overlay.snapshot()
-        )
-        if outcome is None or outcome.pre_filter_status is not None or decision.gated:
-            return None
-        return {name: status is None for name, status in outcome.statuses.items()}
-
-    def fits_any(self, pod: Pod, order: Sequence[str], first: int) -> str | None:
-        """FitsAnyNodeMatching over the new nodes, ``order[first:]`` (the checker's list has the cluster's
-        nodes first): the first that fits, going round from where the last placement left off."""
-        size = len(order)
-        start = self.last_index
-        # The new nodes in round-robin order from ``start``.
-        candidates = sorted(range(first, size), key=lambda position: (position - start) % size)
-        if not candidates:
-            return None
-        verdicts = self._fits(pod, [order[position] for position in candidates])
-        if verdicts is None:
-            return None
-        for position in candidates:
-            name = order[position]
-            info = self.overlay.node(name)
-            if info is None or info.node.unschedulable:
-                continue
-            if verdicts.get(name):
-                self.last_index = (position + 1) % size
-                return name
-        return None
-
-    def fits(self, pod: Pod, name: str) -> bool:
-        verdicts = self._fits(pod, [name])
-        return bool(verdicts and verdicts.get(name))
-
-
 def estimate(
     engine: Engine,
     snapshot: Snapshot,
@@ -114,7 +69,7 @@ def estimate(
 ) -> Estimate:
     """New nodes of the template the pending ``groups`` need (see the module docstring)."""
     overlay = Overlay(snapshot)
-    placer = _Placer(engine, overlay, scheduler_name)
+    placer = PredicateChecker(engine, overlay, scheduler_name)
     order = sorted((i for i, pods in enumerate(groups) if pods), key=lambda i: -_share(groups[i][0], template))
     result = Estimate(node_count=0, group_order=list(order), scheduled_per_group=[0] * len(groups))
     # Node order as the predicate checker lists it: the cluster's nodes, then the new ones as added.
@@ -143,7 +98,7 @@ def estimate(
         placed_before = len(result.scheduled)
         remaining = pods
         for k, pod in enumerate(pods):
-            name = placer.fits_any(pod, listed, existing)
+            name = placer.fits_any(pod, listed, range(existing, len(listed)))
             if name is None:
                 remaining = pods[k:]
                 break

@@ -17,7 +17,9 @@ from podfit.server.model import Kind, Node, Pod, Taint, ValidationError
 from podfit.server.model.objects import DEFAULT_NAMESPACE, OwnerReference, object_from_k8s, pod_spec_fields
 from podfit.server.plugins.default_preemption import PreemptionResult
 from podfit.server.service import CachedPod, GivenPod, NotFoundError, PodInput, PodRejected, ScheduleResult
+from podfit.server.simulation.drain import BlockingPod, DrainOptions
 from podfit.server.simulation.estimator import Estimate
+from podfit.server.simulation.node_removal import RemovalSimulation
 from podfit.server.simulation.scenario import Scenario, SimulationResult
 from podfit.server.transport.errors import LocatedProfileError
 from podfit.v1 import cluster_cache_pb2 as cc
@@ -69,16 +71,16 @@ _SPECS = _SpecMemo()
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def _start_time(status: ob.PodStatus, path: str) -> float | None:
-    """``status.startTime`` in seconds, exactly as the Kubernetes JSON path parses its RFC 3339 text
-    (microsecond precision)."""
-    if not status.HasField("start_time"):
+def _seconds(message: Any, field: str, path: str) -> float | None:
+    """A Timestamp field in seconds, exactly as the Kubernetes JSON path parses its RFC 3339 text
+    (microsecond precision); None when unset."""
+    if not message.HasField(field):
         return None
-    stamp = status.start_time
+    stamp = getattr(message, field)
     try:
         return (_EPOCH + timedelta(seconds=stamp.seconds, microseconds=stamp.nanos // 1000)).timestamp()
     except OverflowError:
-        raise ValidationError(f"{path}.status.startTime", "must be an RFC 3339 time between years 1 and 9999") from None
+        raise ValidationError(path, "must be an RFC 3339 time between years 1 and 9999") from None
 
 
 def pod_from_message(message: ob.Pod, path: str) -> Pod:
@@ -104,7 +106,11 @@ def pod_from_message(message: ob.Pod, path: str) -> Pod:
         node_name=message.spec.node_name,
         phase=status.phase,
         nominated_node_name=status.nominated_node_name,
-        start_time=_start_time(status, path),
+        start_time=_seconds(status, "start_time", f"{path}.status.startTime"),
+        deletion_timestamp=_seconds(meta, "deletion_timestamp", f"{path}.metadata.deletionTimestamp"),
+        deletion_grace_period_seconds=(
+            meta.deletion_grace_period_seconds if meta.HasField("deletion_grace_period_seconds") else None
+        ),
         **fields,
     )
 
@@ -368,4 +374,54 @@ def estimate_response(generation: int, estimates: Sequence[tuple[str, Estimate]]
             group_order=result.group_order,
             scheduled_per_group=result.scheduled_per_group,
         )
+    return response
+
+
+def drain_options(message: sim.DrainOptions, path: str) -> DrainOptions:
+    """cluster-autoscaler's flags; unset booleans take its defaults (true)."""
+    if message.min_replica_count < 0:
+        raise ValidationError(f"{path}.min_replica_count", "must not be negative")
+    m = message
+    return DrainOptions(
+        skip_nodes_with_system_pods=m.skip_nodes_with_system_pods
+        if m.HasField("skip_nodes_with_system_pods")
+        else True,
+        skip_nodes_with_local_storage=(
+            m.skip_nodes_with_local_storage if m.HasField("skip_nodes_with_local_storage") else True
+        ),
+        skip_nodes_with_custom_controller_pods=(
+            m.skip_nodes_with_custom_controller_pods if m.HasField("skip_nodes_with_custom_controller_pods") else True
+        ),
+        min_replica_count=m.min_replica_count,
+    )
+
+
+def _blocking_pod(blocking: BlockingPod) -> sim.BlockingPod:
+    pod = blocking.pod
+    return sim.BlockingPod(
+        namespace=pod.namespace, name=pod.name, reason=blocking.reason.value, message=blocking.message
+    )
+
+
+def drain_response(result: RemovalSimulation) -> sim.SimulateDrainResponse:
+    response = sim.SimulateDrainResponse(base_generation=result.base_generation)
+    for removal in result.nodes:
+        entry = response.nodes.add(
+            node_name=removal.node_name,
+            removable=removal.removable,
+            unremovable_reason=removal.unremovable_reason,
+            daemonset_pods=[p.key for p in removal.drain.daemonset_pods],
+            unplaced_pod=removal.unplaced.key if removal.unplaced is not None else "",
+        )
+        if removal.drain.blocking is not None:
+            entry.blocking_pod.CopyFrom(_blocking_pod(removal.drain.blocking))
+        for pod in removal.drain.pods_to_move:
+            entry.pods_to_move.add(
+                namespace=pod.namespace, name=pod.name, node_name=removal.destinations.get(pod.key, "")
+            )
+        pdb = removal.drain.pdb
+        if pdb is not None:
+            entry.pdb.CopyFrom(sim.PdbCheck(can_remove=pdb.can_remove, in_parallel=pdb.in_parallel))
+            if pdb.blocking is not None:
+                entry.pdb.blocking_pod.CopyFrom(_blocking_pod(pdb.blocking))
     return response

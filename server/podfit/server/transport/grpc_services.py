@@ -281,3 +281,13 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         generation, estimates = self.service.estimate_scale_up(groups, node_groups, request.scheduler_name)
         annotate(groups=len(groups), node_groups=len(node_groups))
         return convert.estimate_response(generation, estimates)
+
+    @unary_errors
+    async def SimulateDrain(
+        self, request: sim.SimulateDrainRequest, context: grpc.aio.ServicerContext
+    ) -> sim.SimulateDrainResponse:
+        options = convert.drain_options(request.options, "options")
+        now = request.now.ToNanoseconds() / 1e9 if request.HasField("now") else None
+        result = self.service.simulate_drain(list(request.node_names), options, now, request.scheduler_name)
+        annotate(nodes=len(request.node_names))
+        return convert.drain_response(result)
