@@ -7,10 +7,12 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from podfit.client import whatif
 from podfit.client._requests import DEFAULT_TARGET, ChannelConfig
 from podfit.client.errors import PodfitError
 from podfit.client.manifests import load_manifests
@@ -259,6 +261,127 @@ def cmd_preempt(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def _emit(message: Message, output: str) -> bool:
+    """Prints ``message`` as JSON or YAML when asked; False when a table is wanted instead."""
+    if output == "json":
+        print(_json(message))
+    elif output == "yaml":
+        import yaml
+
+        body = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+        print(yaml.safe_dump(body, sort_keys=False), end="")
+    else:
+        return False
+    return True
+
+
+def _documents(paths: Sequence[str]) -> list[Any]:
+    return [m for path in paths for m in load_manifests(path)]
+
+
+def _percent(fraction: float) -> str:
+    return f"{100 * fraction:.0f}%"
+
+
+def cmd_simulate(client: Client, args: argparse.Namespace) -> int:
+    request = whatif.simulate_request(_documents(args.filename), args.scheduler_name)
+    response = client.simulate(list(request.pods), request.scenario, request.scheduler_name)
+    if _emit(response, args.output):
+        return 0
+    rows = []
+    for p in response.placements:
+        if p.node_name:
+            outcome = "placed"
+        elif p.message:
+            outcome = p.message
+        else:
+            outcome = f"no node fits ({sum(1 for v in p.rejections if not v.fits)} nodes rejected it)"
+        rows.append([p.namespace, p.name, p.node_name or "-", outcome])
+    print(_table(["NAMESPACE", "NAME", "NODE", "OUTCOME"], rows))
+    if response.hypothetical_nodes:
+        print()
+        nodes = [
+            [n.node_name, len(n.pods), _percent(n.cpu), _percent(n.memory), _percent(n.pods_fraction)]
+            for n in response.hypothetical_nodes
+        ]
+        print(_table(["HYPOTHETICAL NODE", "PODS", "CPU", "MEMORY", "POD SLOTS"], nodes))
+    placed = sum(1 for p in response.placements if p.node_name)
+    print(f"\nplaced {placed}/{len(response.placements)} pods (forked from generation {response.base_generation})")
+    return 0
+
+
+def cmd_estimate(client: Client, args: argparse.Namespace) -> int:
+    request = whatif.estimate_request(_documents(args.filename), args.scheduler_name)
+    groups = [list(group.pods) for group in request.groups]
+    node_groups = [(g.id, g.template, g.current_size, g.max_size) for g in request.node_groups]
+    response = client.estimate_scale_up(groups, node_groups, request.scheduler_name)
+    if _emit(response, args.output):
+        return 0
+    rows = [
+        [e.node_group_id, e.node_count, len(e.scheduled), len(e.unscheduled), ", ".join(e.unscheduled) or "-"]
+        for e in response.estimates
+    ]
+    print(_table(["NODE GROUP", "NEW NODES", "SCHEDULED", "UNSCHEDULED", "UNSCHEDULED PODS"], rows))
+    plural = "" if len(groups) == 1 else "s"
+    print(f"\n{len(groups)} equivalence group{plural} (forked from generation {response.base_generation})")
+    return 0
+
+
+def cmd_drain(client: Client, args: argparse.Namespace) -> int:
+    if not args.dry_run:
+        raise ValueError("podfit drain only simulates: add --dry-run (nothing is ever evicted)")
+    now = None
+    if args.now:
+        try:
+            now = datetime.fromisoformat(args.now)
+        except ValueError:
+            raise ValueError(f"--now: {args.now!r} is not an RFC 3339 time (e.g. 2024-06-25T12:00:00Z)") from None
+        if now.tzinfo is None:
+            raise ValueError(f"--now: {args.now!r} needs a time zone (e.g. Z or +02:00)")
+    response = client.simulate_drain(
+        args.node_names,
+        skip_nodes_with_system_pods=args.skip_nodes_with_system_pods,
+        skip_nodes_with_local_storage=args.skip_nodes_with_local_storage,
+        skip_nodes_with_custom_controller_pods=args.skip_nodes_with_custom_controller_pods,
+        min_replica_count=args.min_replica_count,
+        now=now,
+    )
+    if _emit(response, args.output):
+        return 0
+    rows = []
+    for n in response.nodes:
+        if n.HasField("blocking_pod"):
+            b = n.blocking_pod
+            why = f"{b.namespace}/{b.name}: {b.reason} ({b.message})"
+        elif n.unplaced_pod:
+            why = f"{n.unplaced_pod}: no other node can take it"
+        else:
+            why = "-"
+        rows.append([n.node_name, "yes" if n.removable else "no", n.unremovable_reason or "-", why])
+    print(_table(["NODE", "REMOVABLE", "REASON", "BLOCKING POD"], rows))
+    for n in response.nodes:
+        if not n.removable:
+            continue
+        print(f"\n{n.node_name}: {len(n.pods_to_move)} pods to move, {len(n.daemonset_pods)} DaemonSet pods stay")
+        if n.pods_to_move:
+            moves = [[m.namespace, m.name, m.node_name or "- (terminal)"] for m in n.pods_to_move]
+            print(_table(["NAMESPACE", "NAME", "DESTINATION"], moves))
+        if n.HasField("pdb") and not (n.pdb.can_remove and n.pdb.in_parallel):
+            b = n.pdb.blocking_pod
+            print(f"PDB: {'one at a time' if n.pdb.can_remove else 'blocks removal'} ({b.namespace}/{b.name})")
+    print(f"\nforked from generation {response.base_generation}")
+    return 0
+
+
+def _flag(value: str) -> bool:
+    """cluster-autoscaler's boolean flags: true/false (Go's strconv.ParseBool spellings)."""
+    if value.lower() in ("true", "t", "1"):
+        return True
+    if value.lower() in ("false", "f", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"{value!r} is not true or false")
+
+
 def cmd_stats(client: Client, args: argparse.Namespace) -> int:
     response = client.stats()
     if args.output == "json":
@@ -376,6 +499,29 @@ def build_parser() -> argparse.ArgumentParser:
                 help="several pods: assume none of them unless every one fits (gang scheduling)",
             )
     sub.add_parser("stats", help="cache statistics")
+    p = sub.add_parser("simulate", help="what if: a scenario (kind: Scenario), then pods placed in it")
+    p.add_argument("-f", "--filename", action="append", required=True, help="scenario and pod documents (repeatable)")
+    p.add_argument("--scheduler-name", default="", help="profile (default: each pod's schedulerName)")
+    p = sub.add_parser("estimate", help="cluster-autoscaler's scale-up estimate per node group")
+    p.add_argument(
+        "-f", "--filename", action="append", required=True, help="NodeGroup and pending Pod documents (repeatable)"
+    )
+    p.add_argument("--scheduler-name", default="", help="profile (default: default-scheduler)")
+    p = sub.add_parser("drain", help="can these nodes be removed, and where would their pods go (simulation)")
+    p.add_argument("node_names", nargs="+", metavar="NODE", help="nodes to remove, simulated in this order")
+    p.add_argument("--dry-run", action="store_true", help="required: podfit only simulates")
+    for flag in ("system-pods", "local-storage", "custom-controller-pods"):
+        p.add_argument(
+            f"--skip-nodes-with-{flag}",
+            type=_flag,
+            nargs="?",
+            const=True,
+            default=True,
+            metavar="true|false",
+            help="cluster-autoscaler's flag of the same name (default true)",
+        )
+    p.add_argument("--min-replica-count", type=int, default=0, metavar="N", help="as cluster-autoscaler (default 0)")
+    p.add_argument("--now", help="evaluation time, RFC 3339 (default: the server's clock)")
     p = sub.add_parser("bench", help="decision throughput and latency on scheduler_perf workloads")
     p.add_argument("workloads", nargs="*", help="e.g. SchedulingBasic/5000Nodes_10000Pods (default: all)")
     p.add_argument("--decisions", type=int, default=1000, help="measured decisions per workload")
@@ -404,6 +550,9 @@ COMMANDS = {
     "schedule": cmd_schedule,
     "preempt": cmd_preempt,
     "stats": cmd_stats,
+    "simulate": cmd_simulate,
+    "estimate": cmd_estimate,
+    "drain": cmd_drain,
 }
 
 
