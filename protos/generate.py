@@ -1,7 +1,10 @@
-"""Regenerates the Python protobuf/gRPC code (and its .pyi stubs) from protos/ into client/podfit/v1.
+"""Regenerates the Python protobuf/gRPC code (and its .pyi stubs) of every .proto under protos/ into client/.
 
-Run as ``python protos/generate.py [OUT_DIR]``; the freshness test runs it into a temporary directory
-and compares the result with the committed files, so stale generated code fails the suite.
+Each directory of .proto files becomes one generated package (protos/podfit/v1 -> client/podfit/v1,
+protos/podfit/k8s/v1 -> client/podfit/k8s/v1, protos/grpcplugin -> client/grpcplugin), marked by an
+``__init__.py`` that says so. Run as ``python protos/generate.py [OUT_DIR]``; the freshness test runs it
+into a temporary directory and compares the result with the committed files, so stale generated code fails
+the suite.
 """
 
 from __future__ import annotations
@@ -9,13 +12,19 @@ from __future__ import annotations
 import shutil
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 
 from grpc_tools import protoc
 
 PROTO_ROOT = Path(__file__).resolve().parent
 REPO_ROOT = PROTO_ROOT.parent
-PROTO_FILES = sorted(str(p.relative_to(PROTO_ROOT)) for p in (PROTO_ROOT / "podfit" / "v1").glob("*.proto"))
+PROTO_FILES = sorted(p.relative_to(PROTO_ROOT).as_posix() for p in PROTO_ROOT.rglob("*.proto"))
+# Package directories relative to the output directory, e.g. "podfit/k8s/v1".
+PACKAGES = sorted({Path(name).parent.as_posix() for name in PROTO_FILES})
+# How every generated package's __init__.py begins; the freshness test finds generated packages by it.
+MARKER = '"""Generated from protos/'
+_GENERATED_SUFFIXES = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py", "_pb2_grpc.pyi")
 
 
 def _plugin(name: str) -> str:
@@ -30,8 +39,7 @@ def _plugin(name: str) -> str:
     return found
 
 
-def generate(out_dir: Path) -> None:
-    out_dir.mkdir(parents=True, exist_ok=True)
+def _protoc(out_dir: Path) -> None:
     well_known = Path(protoc.__file__).resolve().parent / "_proto"
     args = [
         "grpc_tools.protoc",
@@ -47,9 +55,32 @@ def generate(out_dir: Path) -> None:
     ]
     if protoc.main(args) != 0:
         raise SystemExit("protoc failed")
-    package = out_dir / "podfit" / "v1"
-    (package / "__init__.py").write_text('"""Generated from protos/podfit/v1; never edit by hand."""\n')
-    (package / "py.typed").write_text("")
+    for name in PACKAGES:
+        package = out_dir / name
+        (package / "__init__.py").write_text(f'{MARKER}{name}; never edit by hand."""\n')
+        (package / "py.typed").write_text("")
+
+
+def generate(out_dir: Path) -> None:
+    """Generates into a scratch directory, then writes only the files that changed and deletes the modules
+    of protos that are gone, so that tools running meanwhile (pytest, mypy) never see a module missing."""
+    with tempfile.TemporaryDirectory() as scratch:
+        fresh = Path(scratch)
+        _protoc(fresh)
+        written = set()
+        for name in PACKAGES:
+            for source in sorted((fresh / name).iterdir()):
+                target = out_dir / name / source.name
+                written.add(target)
+                content = source.read_bytes()
+                if not target.exists() or target.read_bytes() != content:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(content)
+    for init in out_dir.rglob("__init__.py"):
+        if "__pycache__" not in init.parts and init.read_text().startswith(MARKER):
+            for path in init.parent.iterdir():
+                if path.name.endswith(_GENERATED_SUFFIXES) and path not in written:
+                    path.unlink()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+"""Generated from protos/grpcplugin; never edit by hand."""
