@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from podfit.client import AsyncClient
@@ -47,3 +53,51 @@ async def live() -> AsyncIterator[LiveServer]:
     yield server
     await server.client.close()
     await server.running.stop(0)
+
+
+# -- a test PKI: a CA, a server certificate for localhost and a client certificate -------------------
+
+
+def _issue(subject: str, issuer_key: ec.EllipticCurvePrivateKey | None, issuer: x509.Name | None, ca: bool):
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(issuer or name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if not ca:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.DNSName(subject)]), critical=False
+        )
+    cert = builder.sign(issuer_key or key, hashes.SHA256())
+    return key, cert
+
+
+def _pem(key: ec.EllipticCurvePrivateKey, cert: x509.Certificate) -> tuple[bytes, bytes]:
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return key_pem, cert.public_bytes(serialization.Encoding.PEM)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("pki")
+    ca_key, ca_cert = _issue("podfit-test-ca", None, None, ca=True)
+    files: dict[str, Path] = {}
+    for name in ("server", "client"):
+        key, cert = _issue("localhost" if name == "server" else "feeder", ca_key, ca_cert.subject, ca=False)
+        key_pem, cert_pem = _pem(key, cert)
+        (base / f"{name}.key").write_bytes(key_pem)
+        (base / f"{name}.crt").write_bytes(cert_pem)
+        files[f"{name}_key"], files[f"{name}_cert"] = base / f"{name}.key", base / f"{name}.crt"
+    files["ca"] = base / "ca.crt"
+    files["ca"].write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    return files

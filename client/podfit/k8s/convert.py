@@ -135,7 +135,7 @@ def message_to_manifest(message: Message, kind: str) -> dict[str, Any]:
 
 
 def object_kind_and_message(obj: cc.ClusterObject) -> tuple[str, Message]:
-    """The Kubernetes kind and typed message of a ClusterObject (kubernetes_json is parsed)."""
+    """The Kubernetes kind and typed message of a ClusterObject (kubernetes_json or _protobuf is parsed)."""
     which = obj.WhichOneof("object")
     if which is None:
         raise ConversionError("object", "is empty: set one of node, pod, ..., kubernetes_json")
@@ -150,6 +150,15 @@ def object_kind_and_message(obj: cc.ClusterObject) -> tuple[str, Message]:
         if not kind:
             raise ConversionError("kubernetes_json.kind", "is required to tell what the object is")
         return kind, manifest_to_message(data, kind)
+    if which == "kubernetes_protobuf":
+        from podfit.k8s import protobuf  # it imports this module
+
+        try:
+            data = protobuf.decode(obj.kubernetes_protobuf.kind, obj.kubernetes_protobuf.data)
+        except ConversionError as exc:
+            where = "kubernetes_protobuf.data"
+            raise ConversionError(f"{where}.{exc.field}" if exc.field else where, exc.message) from exc
+        return data["kind"], manifest_to_message(data, data["kind"])
     return FIELD_TO_KIND[which], getattr(obj, which)
 
 

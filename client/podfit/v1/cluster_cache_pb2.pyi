@@ -115,6 +115,7 @@ class ClusterObject(_message.Message):
     JOB_FIELD_NUMBER: _builtins.int
     DAEMON_SET_FIELD_NUMBER: _builtins.int
     KUBERNETES_JSON_FIELD_NUMBER: _builtins.int
+    KUBERNETES_PROTOBUF_FIELD_NUMBER: _builtins.int
     kubernetes_json: _builtins.bytes
     @_builtins.property
     def node(self) -> _objects_pb2.Node: ...
@@ -136,6 +137,8 @@ class ClusterObject(_message.Message):
     def job(self) -> _objects_pb2.Job: ...
     @_builtins.property
     def daemon_set(self) -> _objects_pb2.DaemonSet: ...
+    @_builtins.property
+    def kubernetes_protobuf(self) -> Global___KubernetesProtobuf: ...
     def __init__(
         self,
         *,
@@ -150,16 +153,47 @@ class ClusterObject(_message.Message):
         job: _objects_pb2.Job | None = ...,
         daemon_set: _objects_pb2.DaemonSet | None = ...,
         kubernetes_json: _builtins.bytes = ...,
+        kubernetes_protobuf: Global___KubernetesProtobuf | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["daemon_set", b"daemon_set", "job", b"job", "kubernetes_json", b"kubernetes_json", "namespace", b"namespace", "node", b"node", "object", b"object", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["daemon_set", b"daemon_set", "job", b"job", "kubernetes_json", b"kubernetes_json", "kubernetes_protobuf", b"kubernetes_protobuf", "namespace", b"namespace", "node", b"node", "object", b"object", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["daemon_set", b"daemon_set", "job", b"job", "kubernetes_json", b"kubernetes_json", "namespace", b"namespace", "node", b"node", "object", b"object", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["daemon_set", b"daemon_set", "job", b"job", "kubernetes_json", b"kubernetes_json", "kubernetes_protobuf", b"kubernetes_protobuf", "namespace", b"namespace", "node", b"node", "object", b"object", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_object: _TypeAlias = _typing.Literal["node", "pod", "namespace", "pod_disruption_budget", "service", "replica_set", "stateful_set", "replication_controller", "job", "daemon_set", "kubernetes_json"]  # noqa: Y015
+    _WhichOneofReturnType_object: _TypeAlias = _typing.Literal["node", "pod", "namespace", "pod_disruption_budget", "service", "replica_set", "stateful_set", "replication_controller", "job", "daemon_set", "kubernetes_json", "kubernetes_protobuf"]  # noqa: Y015
     _WhichOneofArgType_object: _TypeAlias = _typing.Literal["object", b"object"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_object) -> _WhichOneofReturnType_object | None: ...
 
 Global___ClusterObject: _TypeAlias = ClusterObject  # noqa: Y015
+
+@_typing.final
+class KubernetesProtobuf(_message.Message):
+    """An object in Kubernetes' protobuf encoding, as Go clients and the API server write it: a Pod or Node
+    only (the kinds whose schema podfit carries, protos/podfit/k8s/v1/core.proto).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    DATA_FIELD_NUMBER: _builtins.int
+    kind: _builtins.str
+    """"Pod" or "Node"; may be empty when data is enveloped, since the envelope names the kind."""
+    data: _builtins.bytes
+    """Go's Marshal() of the object, or the enveloped form ("k8s\\0" and a runtime.Unknown) of
+    application/vnd.kubernetes.protobuf.
+    """
+    def __init__(
+        self,
+        *,
+        kind: _builtins.str = ...,
+        data: _builtins.bytes = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["data", b"data", "kind", b"kind"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KubernetesProtobuf: _TypeAlias = KubernetesProtobuf  # noqa: Y015
 
 @_typing.final
 class ObjectKey(_message.Message):

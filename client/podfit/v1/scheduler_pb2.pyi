@@ -89,7 +89,10 @@ class PodReference(_message.Message):
     POD_FIELD_NUMBER: _builtins.int
     KUBERNETES_JSON_FIELD_NUMBER: _builtins.int
     CACHED_FIELD_NUMBER: _builtins.int
+    KUBERNETES_PROTOBUF_FIELD_NUMBER: _builtins.int
     kubernetes_json: _builtins.bytes
+    kubernetes_protobuf: _builtins.bytes
+    """A v1.Pod in Kubernetes protobuf (raw or enveloped; see KubernetesProtobuf)."""
     @_builtins.property
     def pod(self) -> _objects_pb2.Pod: ...
     @_builtins.property
@@ -102,12 +105,13 @@ class PodReference(_message.Message):
         pod: _objects_pb2.Pod | None = ...,
         kubernetes_json: _builtins.bytes = ...,
         cached: _cluster_cache_pb2.ObjectKey | None = ...,
+        kubernetes_protobuf: _builtins.bytes = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["cached", b"cached", "kubernetes_json", b"kubernetes_json", "pod", b"pod", "source", b"source"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cached", b"cached", "kubernetes_json", b"kubernetes_json", "kubernetes_protobuf", b"kubernetes_protobuf", "pod", b"pod", "source", b"source"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cached", b"cached", "kubernetes_json", b"kubernetes_json", "pod", b"pod", "source", b"source"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cached", b"cached", "kubernetes_json", b"kubernetes_json", "kubernetes_protobuf", b"kubernetes_protobuf", "pod", b"pod", "source", b"source"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_source: _TypeAlias = _typing.Literal["pod", "kubernetes_json", "cached"]  # noqa: Y015
+    _WhichOneofReturnType_source: _TypeAlias = _typing.Literal["pod", "kubernetes_json", "cached", "kubernetes_protobuf"]  # noqa: Y015
     _WhichOneofArgType_source: _TypeAlias = _typing.Literal["source", b"source"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_source) -> _WhichOneofReturnType_source | None: ...
 

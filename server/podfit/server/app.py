@@ -19,10 +19,12 @@ import grpc
 from aiohttp import web
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
+from grpcplugin import expander_pb2_grpc
 from podfit.server.config import ConfigError, profiles_from_configuration
 from podfit.server.service import SchedulingService
 from podfit.server.settings import Settings, SettingsError, resolve
 from podfit.server.telemetry import Telemetry, TelemetryInterceptor
+from podfit.server.transport.ca_expander import ExpanderServicer
 from podfit.server.transport.extender import start_extender
 from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer, SimulationServicer
 from podfit.v1 import (
@@ -51,7 +53,7 @@ class _JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        for key in ("addr", "port", "extender", "generation", "nodes", "profiles", "tls", "auth"):
+        for key in ("addr", "port", "extender", "ca_expander", "generation", "nodes", "profiles", "tls", "auth"):
             if hasattr(record, key):
                 entry[key] = getattr(record, key)
         if record.exc_info:
@@ -113,6 +115,8 @@ class RunningServer:
     telemetry: Telemetry
     extender: web.AppRunner | None = None
     extender_port: int = 0
+    ca_expander: grpc.aio.Server | None = None
+    ca_expander_port: int = 0
 
     async def stop(self, grace: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, keep serving until no unary RPC has been in flight
@@ -123,6 +127,8 @@ class RunningServer:
         await self.health.enter_graceful_shutdown()
         if self.extender is not None:
             await self.extender.cleanup()
+        if self.ca_expander is not None:
+            await self.ca_expander.stop(grace)
         quiet_checks = 0
         while grace and quiet_checks < 3 and loop.time() < deadline:
             await asyncio.sleep(0.01)
@@ -148,6 +154,23 @@ def _extender_ssl(settings: Settings) -> ssl.SSLContext | None:
         context.load_verify_locations(settings.tls_client_ca_file)
         context.verify_mode = ssl.CERT_REQUIRED
     return context
+
+
+async def _start_ca_expander(
+    settings: Settings, service: SchedulingService, telemetry: Telemetry, options: list[tuple[str, int]]
+) -> tuple[grpc.aio.Server, int]:
+    """cluster-autoscaler's gRPC expander on a listener of its own: TLS with the server's certificate and
+    no client certificate (cluster-autoscaler presents none), and nothing but BestOptions on it."""
+    server = grpc.aio.server(interceptors=[TelemetryInterceptor(telemetry)], options=options)
+    expander_pb2_grpc.add_ExpanderServicer_to_server(ExpanderServicer(service), server)
+    credentials = grpc.ssl_server_credentials(
+        [(_read(settings.tls_key_file, "tls.keyFile"), _read(settings.tls_cert_file, "tls.certFile"))]
+    )
+    port = server.add_secure_port(settings.ca_expander_addr, credentials)
+    if port == 0:
+        raise SettingsError(f"caExpander.addr: cannot listen on {settings.ca_expander_addr}")
+    await server.start()
+    return server, port
 
 
 async def create_server(
@@ -206,6 +229,14 @@ async def create_server(
         raise SettingsError(f"grpcAddr: cannot listen on {target}")
     await server.start()
     running = RunningServer(server, port, service, health_servicer, telemetry)
+    if settings.ca_expander_addr not in ("", "off"):
+        try:
+            running.ca_expander, running.ca_expander_port = await _start_ca_expander(
+                settings, service, telemetry, options
+            )
+        except SettingsError:
+            await server.stop(0)
+            raise
     extender_target = extender_addr if extender_addr is not None else settings.extender_addr
     if extender_target not in ("", "off"):
         host, _, extender_port = extender_target.rpartition(":")
@@ -234,6 +265,7 @@ async def serve(settings: Settings) -> None:
             "addr": settings.grpc_addr,
             "port": running.port,
             "extender": settings.extender_addr if running.extender else "off",
+            "ca_expander": settings.ca_expander_addr if running.ca_expander else "off",
             "profiles": sorted(running.service.engine.frameworks),
             "tls": bool(settings.tls_cert_file),
             "auth": bool(settings.auth_token_file),

@@ -26,6 +26,7 @@ from podfit.server.model import Kind, Node, Pod, ValidationError
 from podfit.server.plugins.default_preemption import PreemptionResult
 from podfit.server.simulation.drain import DrainOptions
 from podfit.server.simulation.estimator import Estimate, estimate
+from podfit.server.simulation.expander import ExpansionOption, OptionScore, best_options
 from podfit.server.simulation.node_removal import RemovalSimulation, simulate_removal
 from podfit.server.simulation.scenario import Scenario, SimulationResult, simulate
 from podfit.server.telemetry import Telemetry
@@ -500,6 +501,15 @@ class SchedulingService:
             scheduler_name,
         )
         self.telemetry.decision_latency(time.perf_counter() - started, "drain")
+        return result
+
+    def best_expansion_options(
+        self, options: Sequence[ExpansionOption], scheduler_name: str = ""
+    ) -> tuple[builtins.list[int], builtins.list[OptionScore]]:
+        """cluster-autoscaler's gRPC expander: the best scale-up options by podfit's simulation."""
+        started = time.perf_counter()
+        result = best_options(self.engine, self.cache.snapshot(), options, scheduler_name)
+        self.telemetry.decision_latency(time.perf_counter() - started, "expander")
         return result
 
     def nodes_from_k8s(

@@ -28,6 +28,9 @@ class Settings:
     # The kube-scheduler extender HTTP endpoint; "" or "off" disables it.
     extender_addr: str = "0.0.0.0:8888"
     extender_url_prefix: str = "/scheduler"
+    # cluster-autoscaler's gRPC expander (grpcplugin.Expander); "" or "off" disables it. Always TLS, with
+    # the certificate above: cluster-autoscaler refuses plaintext and presents no client certificate.
+    ca_expander_addr: str = "off"
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     # TLS: serve TLS when cert and key are set; require client certificates (mTLS) when a CA is set too.
     tls_cert_file: str = ""
@@ -54,6 +57,7 @@ _SOURCES = {
     "grpc_addr": ("grpcAddr", "PODFIT_GRPC_ADDR"),
     "extender_addr": ("extender.addr", "PODFIT_EXTENDER_ADDR"),
     "extender_url_prefix": ("extender.urlPrefix", "PODFIT_EXTENDER_URL_PREFIX"),
+    "ca_expander_addr": ("caExpander.addr", "PODFIT_CA_EXPANDER_ADDR"),
     "max_message_bytes": ("maxMessageBytes", "PODFIT_MAX_MESSAGE_BYTES"),
     "tls_cert_file": ("tls.certFile", "PODFIT_TLS_CERT_FILE"),
     "tls_key_file": ("tls.keyFile", "PODFIT_TLS_KEY_FILE"),
@@ -135,6 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--grpc-addr", help="HOST:PORT to serve gRPC on (default 0.0.0.0:50051)")
     parser.add_argument("--extender-addr", help="HOST:PORT for the kube-scheduler extender endpoint, or 'off'")
     parser.add_argument("--extender-url-prefix", help="URL prefix of the extender verbs (default /scheduler)")
+    parser.add_argument(
+        "--ca-expander-addr", help="HOST:PORT for cluster-autoscaler's gRPC expander (TLS only), or 'off' (default)"
+    )
     parser.add_argument("--max-message-bytes", type=int, help="largest request/response accepted (default 64 MiB)")
     parser.add_argument("--tls-cert-file", help="serve TLS with this PEM certificate chain")
     parser.add_argument("--tls-key-file", help="PEM private key of --tls-cert-file")
@@ -183,5 +190,13 @@ def validate(settings: Settings) -> None:
         host, sep, port = settings.extender_addr.rpartition(":")
         if not sep or not port.isdigit():
             raise SettingsError(f"extender.addr: {settings.extender_addr!r} must be HOST:PORT or off")
+    if settings.ca_expander_addr not in ("", "off"):
+        host, sep, port = settings.ca_expander_addr.rpartition(":")
+        if not sep or not port.isdigit():
+            raise SettingsError(f"caExpander.addr: {settings.ca_expander_addr!r} must be HOST:PORT or off")
+        if not settings.tls_cert_file:
+            raise SettingsError(
+                "caExpander.addr: needs tls.certFile and tls.keyFile (cluster-autoscaler only connects over TLS)"
+            )
     if not settings.extender_url_prefix.startswith("/"):
         raise SettingsError(f"extender.urlPrefix: {settings.extender_url_prefix!r} must start with /")

@@ -181,19 +181,24 @@ def pod_input(ref: sc.PodReference, path: str = "pod", *, with_source: bool = Fa
     if which == "pod":
         message = ref.pod
         pod = pod_from_message(message, f"{path}.pod")
-    elif which == "kubernetes_json":
-        wrapper = cc.ClusterObject(kubernetes_json=ref.kubernetes_json)
+    elif which in ("kubernetes_json", "kubernetes_protobuf"):
+        if which == "kubernetes_json":
+            wrapper = cc.ClusterObject(kubernetes_json=ref.kubernetes_json)
+        else:
+            wrapper = cc.ClusterObject(
+                kubernetes_protobuf=cc.KubernetesProtobuf(kind="Pod", data=ref.kubernetes_protobuf)
+            )
         try:
             kind, converted = object_kind_and_message(wrapper)
         except ConversionError as exc:
             raise _located(exc, path) from exc
         if kind != "Pod":
-            raise ValidationError(f"{path}.kubernetes_json.kind", f"must be Pod, not {kind}")
+            raise ValidationError(f"{path}.{which}.kind", f"must be Pod, not {kind}")
         assert isinstance(converted, ob.Pod)
         message = converted
-        pod = pod_from_message(message, f"{path}.kubernetes_json")
+        pod = pod_from_message(message, f"{path}.{which}")
     else:
-        raise ValidationError(path, "must set pod, kubernetes_json or cached")
+        raise ValidationError(path, "must set pod, kubernetes_json, kubernetes_protobuf or cached")
     if not with_source:
         return pod
     return GivenPod(pod, cc.ClusterObject(pod=message).SerializeToString(deterministic=True))

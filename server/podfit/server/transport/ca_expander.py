@@ -1,0 +1,57 @@
+"""cluster-autoscaler's gRPC expander (``/grpcplugin.Expander/BestOptions``): wire format only.
+
+Pods and template nodes arrive as Kubernetes protobuf; they are decoded to their Kubernetes JSON and
+converted by the same model code as every other object, so an option's pods are judged exactly like
+pods sent any other way. Which options are best is decided in ``podfit.server.simulation.expander``.
+"""
+
+from __future__ import annotations
+
+import grpc
+from grpcplugin import expander_pb2 as ex
+from grpcplugin import expander_pb2_grpc as ex_grpc
+from podfit.k8s import protobuf
+from podfit.k8s.convert import ConversionError
+from podfit.server.model import Node, Pod, ValidationError
+from podfit.server.model.objects import node_from_k8s, pod_from_k8s
+from podfit.server.service import SchedulingService
+from podfit.server.simulation.expander import ExpansionOption
+from podfit.server.telemetry import annotate
+from podfit.server.transport.errors import unary_errors
+
+
+def _pod(data: bytes, path: str) -> Pod:
+    try:
+        return pod_from_k8s(protobuf.decode("Pod", data), path)
+    except ConversionError as exc:
+        raise ValidationError(f"{path}.{exc.field}" if exc.field else path, exc.message) from None
+
+
+def _node(data: bytes, path: str) -> Node:
+    try:
+        return node_from_k8s(protobuf.decode("Node", data), path)
+    except ConversionError as exc:
+        raise ValidationError(f"{path}.{exc.field}" if exc.field else path, exc.message) from None
+
+
+class ExpanderServicer(ex_grpc.ExpanderServicer):
+    def __init__(self, service: SchedulingService) -> None:
+        self.service = service
+
+    @unary_errors
+    async def BestOptions(
+        self, request: ex.BestOptionsRequest, context: grpc.aio.ServicerContext
+    ) -> ex.BestOptionsResponse:
+        templates: dict[str, Node] = {}
+        options = []
+        for i, option in enumerate(request.options):
+            group = option.nodeGroupId
+            if group not in templates:
+                if group not in request.nodeBytesMap:
+                    raise ValidationError(f"nodeBytesMap[{group!r}]", f"missing: the template node of options[{i}]")
+                templates[group] = _node(request.nodeBytesMap[group], f"nodeBytesMap[{group!r}]")
+            pods = [_pod(data, f"options[{i}].podBytes[{j}]") for j, data in enumerate(option.podBytes)]
+            options.append(ExpansionOption(group, option.nodeCount, pods, templates[group]))
+        best, _ = self.service.best_expansion_options(options)
+        annotate(options=len(options), best=len(best))
+        return ex.BestOptionsResponse(options=[request.options[i] for i in best])
