@@ -4,6 +4,8 @@ and clear errors."""
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -234,3 +236,21 @@ def test_expander_settings_are_checked(argv: list[str], message: str) -> None:
 
 def test_expander_is_off_by_default() -> None:
     assert resolve([], {}).ca_expander_addr == "off"
+
+
+async def test_the_worked_example_runs_as_written(expander: Expander, pki: dict[str, Path]) -> None:
+    """deploy/examples/best_options.py, as the README runs it: three small nodes waste less than one large."""
+    script = Path(__file__).resolve().parents[1] / "deploy" / "examples" / "best_options.py"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(script),
+        "--target",
+        f"localhost:{expander.running.ca_expander_port}",
+        "--ca-file",
+        str(pki["ca"]),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode == 0, err.decode()
+    assert out.decode().splitlines() == ["small: 3 node(s) for 6 pods"]
