@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 from podfit.server.cache.cluster_cache import ClusterCache, Delete, Upsert
-from podfit.server.cache.pod_index import PodQuery
+from podfit.server.cache.overlay import Overlay
+from podfit.server.cache.pod_index import FILTER_TERMS, SCORE_TERMS, OverlayPodIndex, PodQuery
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.status import Code, Status
@@ -526,3 +527,31 @@ def test_filter_rows_answers_with_few_statuses() -> None:
             assert int(codes.max(initial=0)) <= len(statuses)
             rejected += int((codes > 0).sum())
     assert rejected > 0
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_an_overlay_index_kept_up_to_date_equals_one_read_afresh(seed: int) -> None:
+    """A simulation binds and removes pods one after another on one overlay, reading the index between
+    changes: the view it updates row by row must answer exactly as a view built from all changed rows."""
+    rng = random.Random(seed)
+    cache, names = _random_cluster(rng, 12, 60)
+    overlay = Overlay(cache.snapshot())
+    queries = list(_queries())
+    labels = [{"app": app, "tier": tier} for app in ("a", "b") for tier in ("x", "y")]
+    for step in range(25):
+        if step % 3 == 2:
+            bound = [p for name in names if (info := overlay.node(name)) for p in info.pods.values()]
+            overlay.remove_pod(rng.choice(bound))
+        else:
+            overlay.bind_pod(pod_from_k8s(_existing_pod(rng, 50_000 + step, names)))
+        kept = overlay.snapshot().index()
+        for query in queries:
+            kept.pod_counts(query)  # asked before the next change, so the next update must keep it current
+        afresh = OverlayPodIndex(cache.snapshot().cache_index(), overlay.table.capacity, dict(overlay._dirty))
+        for query in queries:
+            assert kept.pod_counts(query).tolist() == afresh.pod_counts(query).tolist(), (step, query)
+        for family in (FILTER_TERMS, SCORE_TERMS):
+            for pod_labels in labels:
+                got = sorted((repr(t), sorted(r.counts.items())) for t, r in kept.existing_terms(family, pod_labels))
+                want = sorted((repr(t), sorted(r.counts.items())) for t, r in afresh.existing_terms(family, pod_labels))
+                assert got == want, (step, family, pod_labels)

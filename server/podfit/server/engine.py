@@ -162,14 +162,18 @@ class Engine:
         score: bool = True,
         snapshot: Snapshot | None = None,
         signature: str | None = None,
+        positions: IntpArray | None = None,
     ) -> tuple[Decision, CycleState, FilterOutcome | None]:
         """Filter (and optionally score) ``pod`` against the candidates, at one cache generation.
 
         ``signature`` (``pod_signature(pod)``, computed when not given) lets row-local plugins reuse
-        what they answered for an identical pod on every node that has not changed since."""
+        what they answered for an identical pod on every node that has not changed since. Simulations
+        that already hold the candidates' ``positions`` in the snapshot's name order pass those instead
+        of names; the outcome keeps their order."""
         framework = self.framework_for(pod, scheduler_name)
         snapshot = snapshot or self.cache.snapshot()
-        positions = self.candidate_positions(snapshot, node_names)
+        if positions is None:
+            positions = self.candidate_positions(snapshot, node_names)
         decision = Decision(generation=snapshot.generation)
         state = CycleState()
         gate = framework.run_pre_enqueue(pod)

@@ -66,6 +66,9 @@ class Overlay:
         # That order (names, rows, name -> position), kept until nodes come or go again.
         self._order: tuple[npt.NDArray[np.object_], npt.NDArray[np.intp], dict[str, int]] | None = None
         self._snapshot: Snapshot | None = None
+        # The pod index view, shared by this overlay's snapshots, and the rows changed since it was read.
+        self._index: OverlayPodIndex | None = None
+        self._index_pending: dict[int, NodeInfo | None] = {}
 
     def fork(self) -> Overlay:
         """An independent overlay that starts from this one's changes."""
@@ -111,6 +114,7 @@ class Overlay:
 
     def _changed(self, info: NodeInfo | None, row: int) -> None:
         self._dirty[row] = info
+        self._index_pending[row] = info
         self._snapshot = None
 
     def add_node(self, node: Node) -> NodeInfo:
@@ -196,15 +200,6 @@ class Overlay:
             names, rows, positions = self._order
             info_array = np.empty(len(names), dtype=object)
             info_array[:] = [table.infos[r] for r in rows.tolist()]
-        dirty = dict(self._dirty)
-        index: OverlayPodIndex | None = None
-
-        def pod_index() -> PodIndexView:
-            nonlocal index
-            if index is None:
-                index = OverlayPodIndex(base.cache_index(), table.capacity, dirty)
-            return index
-
         return Snapshot(
             generation=base.generation,
             node_infos=info_array.tolist(),
@@ -219,9 +214,20 @@ class Overlay:
             rows=rows,
             names=names,
             info_array=info_array,
-            pod_index=pod_index,
+            pod_index=self._pod_index,
             name_positions=positions,
         )
+
+    def _pod_index(self) -> PodIndexView:
+        """The cache's index with this overlay's rows read again: built on first use, then brought up to
+        date with the rows changed since (like the overlay's NodeInfos, it shows the overlay as it is now)."""
+        index = self._index
+        if index is None or index.capacity != self.table.capacity:
+            index = self._index = OverlayPodIndex(self.base.cache_index(), self.table.capacity, dict(self._dirty))
+        elif self._index_pending:
+            index.update(self._index_pending)
+        self._index_pending = {}
+        return index
 
     def _images(self) -> dict[str, ImageSummary]:
         """The base's image summaries with the changed nodes' images counted again."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import gc
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -443,7 +443,9 @@ def _row_contents(info: NodeInfo | None) -> tuple[dict[GroupKey, int], dict[Term
 
 class OverlayPodIndex:
     """A base index with some rows replaced: ``rows`` maps a row to the overlay's NodeInfo there (None when
-    the overlay emptied it). Work is proportional to the changed rows' pods, never to the cluster."""
+    the overlay emptied it). Work is proportional to the changed rows' pods, never to the cluster; an
+    overlay that goes on changing rows ``update``s the same view, so a long simulation (one placement
+    after another) reads each changed row once per change rather than every changed row per read."""
 
     def __init__(self, base: PodIndex, capacity: int, rows: dict[int, NodeInfo | None]) -> None:
         self._base = base
@@ -451,11 +453,17 @@ class OverlayPodIndex:
         self._groups: dict[int, dict[GroupKey, int]] = {}
         self._terms: dict[int, dict[TermKey, int]] = {}
         self._specs: dict[TermKey, TermSpec] = {}
+        self._queries: dict[PodQuery, Int64Array] = {}
+        self.update(rows)
+
+    def update(self, rows: Mapping[int, NodeInfo | None]) -> None:
+        """Reads these rows again, keeping the pod counts already asked for current."""
         for row, info in rows.items():
             groups, terms, specs = _row_contents(info)
             self._groups[row], self._terms[row] = groups, terms
             self._specs.update(specs)
-        self._queries: dict[PodQuery, Int64Array] = {}
+            for query, counts in self._queries.items():
+                counts[row] = sum(n for (ns, labels), n in groups.items() if query.matches(ns, dict(labels)))
 
     @property
     def capacity(self) -> int:

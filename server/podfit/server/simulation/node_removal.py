@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+import numpy as np
 from podfit.server.cache.overlay import Overlay
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Engine
@@ -75,9 +76,11 @@ def simulate_removal(
     overlay = Overlay(snapshot)
     checker = PredicateChecker(engine, overlay, scheduler_name)
     tracker = PdbTracker(snapshot.pdbs)
-    order = snapshot.names.tolist()
-    leaving = set(node_names)
-    destinations = [i for i, name in enumerate(order) if name not in leaving]
+    # No node comes or goes in the overlay, so its snapshots keep the base's name order.
+    known = snapshot.positions()
+    destinations = np.setdiff1d(
+        np.arange(len(snapshot.names), dtype=np.intp), np.array([known[name] for name in node_names], dtype=np.intp)
+    )
     result = RemovalSimulation(base_generation=snapshot.generation)
     for name in node_names:
         drain = pods_to_move(pods_of.get(name, ()), snapshot.controllers, tracker, options, now)
@@ -100,7 +103,7 @@ def simulate_removal(
                 removal.destinations[pod.key] = ""
                 continue
             moved = dataclasses.replace(pod, node_name="", nominated_node_name="")
-            target = checker.fits_any(moved, order, destinations)
+            target = checker.fits_any_position(moved, destinations)
             if target is None:
                 removal.unremovable_reason = NO_PLACE_TO_MOVE_PODS
                 removal.unplaced = pod
