@@ -66,6 +66,12 @@ class Overlay:
         # That order (names, rows, name -> position), kept until nodes come or go again.
         self._order: tuple[npt.NDArray[np.object_], npt.NDArray[np.intp], dict[str, int]] | None = None
         self._snapshot: Snapshot | None = None
+        # The last snapshot's NodeInfos in name order, and the nodes whose NodeInfo was swapped since (a
+        # placement changes one node; copying the array and swapping those beats re-reading every row).
+        self._info_array: npt.NDArray[np.object_] | None = None
+        self._swapped: set[str] = set()
+        # Image summaries follow the nodes, not their pods: kept until a node comes, goes or changes.
+        self._image_summaries: dict[str, ImageSummary] | None = None
         # The pod index view, shared by this overlay's snapshots, and the rows changed since it was read.
         self._index: OverlayPodIndex | None = None
         self._index_pending: dict[int, NodeInfo | None] = {}
@@ -109,6 +115,7 @@ class Overlay:
         if base is None:
             raise OverlayError(f"node {name!r} is not in the cluster")
         info = self._infos[name] = base.clone()
+        self._swapped.add(name)
         self.table.adopt(info)
         return info
 
@@ -125,7 +132,7 @@ class Overlay:
         self._infos[node.name] = info
         self._removed.discard(node.name)
         self._nodes_changed = self._rows_moved = True
-        self._order = None
+        self._order = self._info_array = self._image_summaries = None
         self._changed(info, self.table.add(info))
         return info
 
@@ -140,7 +147,7 @@ class Overlay:
         if name in self.base.node_info_map:
             self._removed.add(name)
         self._nodes_changed = self._rows_moved = True
-        self._order = None
+        self._order = self._info_array = self._image_summaries = None
         self._changed(None, row)
         return list(info.pods.values())
 
@@ -152,6 +159,8 @@ class Overlay:
         new = old.clone()
         new.node = node
         self._infos[node.name] = new
+        self._swapped.add(node.name)
+        self._image_summaries = None
         self._nodes_changed = True
         self._changed(new, self.table.replace(old, new))
         return new
@@ -185,11 +194,11 @@ class Overlay:
         base, table = self.base, self.table
         positions: dict[str, int] | None = base.name_positions
         if not self._rows_moved:
-            # Same nodes, same rows: swap the changed NodeInfos into copies of the base arrays.
+            # Same nodes, same rows: the changed NodeInfos swapped into a copy of the base array.
             names, rows = base.names, base.rows
-            info_array = base.info_array.copy()
-            if self._infos:
-                info_array[np.searchsorted(names, list(self._infos))] = list(self._infos.values())
+            where = base.positions()
+            if self._info_array is None:
+                self._info_array, self._swapped = base.info_array, set(self._infos)
         else:
             if self._order is None:
                 removed = self._removed
@@ -197,9 +206,18 @@ class Overlay:
                 ordered = sorted([*(n for n in base.names.tolist() if n not in removed), *added])
                 order_rows = np.fromiter((table.row_of[n] for n in ordered), dtype=np.intp, count=len(ordered))
                 self._order = (np.array(ordered, dtype=object), order_rows, {n: i for i, n in enumerate(ordered)})
-            names, rows, positions = self._order
-            info_array = np.empty(len(names), dtype=object)
-            info_array[:] = [table.infos[r] for r in rows.tolist()]
+            names, rows, where = self._order
+            positions = where
+            if self._info_array is None:
+                self._info_array = np.empty(len(names), dtype=object)
+                self._info_array[:] = [table.infos[r] for r in rows.tolist()]
+                self._swapped = set()
+        info_array = self._info_array.copy()
+        for name in self._swapped:
+            info_array[where[name]] = self._infos[name]
+        self._info_array, self._swapped = info_array, set()
+        if self._nodes_changed and self._image_summaries is None:
+            self._image_summaries = self._images()
         return Snapshot(
             generation=base.generation,
             node_infos=info_array.tolist(),
@@ -209,7 +227,7 @@ class Overlay:
             workloads=base.workloads,
             controllers=base.controllers,
             nominated_pods=base.nominated_pods,
-            images=self._images() if self._nodes_changed else base.images,
+            images=self._image_summaries if self._image_summaries is not None else base.images,
             table=table,
             rows=rows,
             names=names,
