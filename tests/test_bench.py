@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from podfit.client import bench
 from podfit.client.cli import main
+from podfit.v1 import simulation_pb2
 
 from tests.conftest import LiveServer
 
@@ -63,7 +64,7 @@ def test_cli_bench_writes_the_json_shape(tmp_path: Path, capsys: pytest.CaptureF
     body = json.loads(out.read_text())
     entry = body["workloads"]["SchedulingBasic/6Nodes_10Pods"]
     assert entry["mode"] == "grpc" and entry["decisions"] == 5
-    assert set(entry["latency_ms"]) == {"p50", "p90", "p99"}
+    assert set(entry["latency_ms"]) == {"p50", "p90", "p99", "max"}
     assert "| SchedulingBasic/6Nodes_10Pods | grpc | 5 |" in capsys.readouterr().out
     assert entry["server_rss_mib"] > 10
     assert entry["server_rss_after_load_mib"] > 10 and entry["cache_estimate_mib"] >= 0
@@ -72,3 +73,119 @@ def test_cli_bench_writes_the_json_shape(tmp_path: Path, capsys: pytest.CaptureF
 async def test_full_view_is_measured_as_its_own_mode(live: LiveServer) -> None:
     results = await bench.run(["SchedulingBasic/5Nodes_10Pods"], live.target, decisions=4, stream=False, view="full")
     assert [r.mode for r in results] == ["grpc (full view)"] and len(results[0].latencies_ms) == 4
+
+
+# Simulation workloads at 50 nodes: the what-if scaled down (10 pending pods, 2 drained nodes, 10 added
+# nodes), node-00000 still holding 110 pods. Each: what every answer was checked for.
+SIMULATION_CASES = {
+    "EstimateScaleUp/50Nodes_500Pods": "each of 5 node groups places all 10 pending pods on new nodes",
+    "SimulateDrain1Node/50Nodes_500Pods": (
+        "1 node(s) removable, each of their 110 pods given a destination off the drained nodes"
+    ),
+    # Nodes 1 and 25, 8 pods each (390 pods round robin over 49 nodes).
+    "SimulateDrain100Nodes/50Nodes_500Pods": (
+        "2 node(s) removable, each of their 16 pods given a destination off the drained nodes"
+    ),
+    "SimulateAddNodes/50Nodes_500Pods": "10 nodes added and all 10 pods placed on them",
+}
+
+
+@pytest.mark.parametrize(("name", "checked"), list(SIMULATION_CASES.items()), ids=list(SIMULATION_CASES))
+async def test_simulation_workloads_run_small_and_check_every_answer(live: LiveServer, name: str, checked: str) -> None:
+    # Never streamed or batched: one mode, "decisions" are calls.
+    (result,) = await bench.run([name], live.target, decisions=3, stream=True, batch=3)
+    assert (result.mode, result.decisions, len(result.latencies_ms), len(result.completions)) == ("grpc", 3, 3, 3)
+    body = result.as_dict()
+    assert set(body) == {
+        "mode",
+        "decisions",
+        "throughput",
+        "latency_ms",
+        "load_seconds",
+        "cache_estimate_mib",
+        "checked",
+    }
+    assert set(body["latency_ms"]) == {"p50", "p90", "p99", "max"}
+    assert body["latency_ms"]["max"] >= body["latency_ms"]["p50"] > 0 and body["throughput"]["avg"] > 0
+    assert body["checked"] == checked
+    # The simulations never change the cache: the loaded cluster is all there is.
+    stats = await live.client.stats()
+    assert (stats.nodes, stats.bound_pods) == (50, 500)
+
+
+@pytest.mark.parametrize("kind", sorted(bench.SIMULATIONS))
+def test_an_empty_answer_is_rejected(kind: str) -> None:
+    prepared = bench.SIMULATIONS[kind].prepare(bench.SimCluster(50, 500))
+    answer = type(prepared.request).__name__.replace("Request", "Response")
+    with pytest.raises(bench.BenchError):
+        prepared.check(getattr(simulation_pb2, answer)())
+
+
+@pytest.mark.parametrize(
+    ("destination", "error"),
+    [
+        pytest.param("node-00001", None, id="a real answer passes"),
+        pytest.param("node-00000", "without a destination off the drained nodes", id="onto the drained node"),
+        pytest.param("", "without a destination off the drained nodes", id="no destination"),
+        pytest.param("node-99999", "without a destination off the drained nodes", id="not a node"),
+    ],
+)
+def test_drain_answers_are_checked_pod_by_pod(destination: str, error: str | None) -> None:
+    prepared = bench.SIMULATIONS["SimulateDrain1Node"].prepare(bench.SimCluster(50, 500))
+    moves = [simulation_pb2.PodMove(namespace="default", name=f"init-{i}", node_name=destination) for i in range(110)]
+    answer = simulation_pb2.SimulateDrainResponse(
+        nodes=[simulation_pb2.NodeDrain(node_name="node-00000", removable=True, pods_to_move=moves)]
+    )
+    if error is None:
+        prepared.check(answer)
+    else:
+        with pytest.raises(bench.BenchError, match=error):
+            prepared.check(answer)
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        # node-00000's 110 pods have nowhere to go: the two other nodes already hold 110 pods each.
+        pytest.param("SimulateDrain1Node/3Nodes_330Pods", "node-00000 is not removable: NoPlaceToMovePods", id="drain"),
+        pytest.param("SimulateDrain100Nodes/3Nodes_330Pods", "is not removable: NoPlaceToMovePods", id="drain-many"),
+    ],
+)
+async def test_a_wrong_answer_fails_the_run(live: LiveServer, name: str, error: str) -> None:
+    with pytest.raises(bench.BenchError, match=f"{name}, call 1: .*{error}"):
+        await bench.run([name], live.target, decisions=2, stream=False)
+
+
+async def test_simulation_calls_default_per_workload(live: LiveServer) -> None:
+    (result,) = await bench.run(["SimulateAddNodes/10Nodes_120Pods"], live.target, decisions=None, stream=False)
+    assert result.decisions == len(result.latencies_ms) == bench.SIMULATIONS["SimulateAddNodes"].calls
+
+
+def test_simulation_names() -> None:
+    assert (
+        bench.expand(["simulation"])
+        == list(bench.SIMULATION_WORKLOADS)
+        == [
+            "EstimateScaleUp/5000Nodes_50000Pods",
+            "SimulateDrain1Node/5000Nodes_50000Pods",
+            "SimulateDrain100Nodes/5000Nodes_50000Pods",
+            "SimulateAddNodes/5000Nodes_50000Pods",
+        ]
+    )
+    assert bench.expand([]) == list(bench.DEFAULT_WORKLOADS)
+    assert not set(bench.DEFAULT_WORKLOADS) & set(bench.SIMULATION_WORKLOADS)  # opt-in
+    assert bench.parse_name("SimulateDrain1Node/50Nodes_500Pods") == ("SimulateDrain1Node", 50, 500)
+    with pytest.raises(ValueError, match="at least 3 nodes"):
+        bench.expand(["SimulateDrain1Node/2Nodes_10Pods"])
+
+
+def test_cli_bench_runs_a_simulation_workload(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "bench.json"
+    code = main(["bench", "SimulateDrain1Node/20Nodes_300Pods", "--decisions", "2", "--json", str(out)])
+    assert code == 0
+    entry = json.loads(out.read_text())["workloads"]["SimulateDrain1Node/20Nodes_300Pods"]
+    assert entry["decisions"] == 2 and set(entry["latency_ms"]) == {"p50", "p90", "p99", "max"}
+    assert entry["checked"].startswith("1 node(s) removable, each of their 110 pods")
+    printed = capsys.readouterr().out
+    assert "| SimulateDrain1Node/20Nodes_300Pods | grpc | 2 |" in printed
+    assert "SimulateDrain1Node/20Nodes_300Pods: every answer checked: 1 node(s) removable" in printed

@@ -414,9 +414,7 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
     from podfit.client import bench
     from podfit.client.conformance import LocalServer
 
-    names = args.workloads or list(bench.DEFAULT_WORKLOADS)
-    for name in names:
-        bench.parse_name(name)
+    names = bench.expand(args.workloads)
     if args.target_given:
         results = asyncio.run(
             bench.run(names, args.target, args.decisions, args.stream, batch=args.batch, view=args.view, config=config)
@@ -435,6 +433,9 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
                 )
             )
     print(bench.table(results))
+    for result in results:
+        if result.checked:
+            print(f"{result.name}: every answer checked: {result.checked}")
     if args.json:
         body = {"workloads": {}}  # type: dict[str, Any]
         for result in results:
@@ -523,8 +524,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min-replica-count", type=int, default=0, metavar="N", help="as cluster-autoscaler (default 0)")
     p.add_argument("--now", help="evaluation time, RFC 3339 (default: the server's clock)")
     p = sub.add_parser("bench", help="decision throughput and latency on scheduler_perf workloads")
-    p.add_argument("workloads", nargs="*", help="e.g. SchedulingBasic/5000Nodes_10000Pods (default: all)")
-    p.add_argument("--decisions", type=int, default=1000, help="measured decisions per workload")
+    p.add_argument(
+        "workloads",
+        nargs="*",
+        help="e.g. SchedulingBasic/5000Nodes_10000Pods, EstimateScaleUp/5000Nodes_50000Pods; 'simulation' for the "
+        "four Simulation-service workloads (default: the scheduling ones)",
+    )
+    p.add_argument(
+        "--decisions",
+        type=int,
+        default=None,
+        help="measured decisions per scheduling workload (default 1000); calls per simulation workload "
+        "(default: each its own, 5 to 100)",
+    )
     p.add_argument("--stream", action="store_true", help="also measure over ScheduleStream")
     p.add_argument("--batch", type=int, default=0, metavar="N", help="also measure ScheduleBatch calls of N pods")
     p.add_argument(
