@@ -8,7 +8,7 @@ from podfit.server.cache.cluster_cache import ClusterCache, Delete, Outcome, Ups
 from podfit.server.model import Kind, Node
 from podfit.server.model.objects import node_from_k8s, pod_from_k8s
 
-from tests.builders import make_node, make_pod
+from tests.builders import make_cache, make_node, make_pod
 
 
 def upsert(builder: Any) -> Upsert:
@@ -316,3 +316,36 @@ def test_a_rolled_back_tentative_leaves_no_trace(changes: int, decide_meanwhile:
         c.apply([upsert(_web("real").node("b1"))])
     assert _contents(cache) == _contents(untouched)
     assert _decide(cache, _web("probe")) == _decide(untouched, _web("probe"))
+
+
+@pytest.mark.parametrize(
+    ("changes", "want"),
+    [
+        pytest.param([], ["a", "done", "b"], id="terminal pods too, in the order received"),
+        pytest.param([("upsert", "a")], ["done", "b", "a"], id="an update counts as received again"),
+        pytest.param([("delete", "done")], ["a", "b"], id="a deleted pod leaves"),
+        pytest.param([("delete-node", "n1")], ["a", "done", "b"], id="the node's deletion leaves its pods bound"),
+        pytest.param([("move", "b")], ["a", "done"], id="a pod bound elsewhere leaves"),
+    ],
+)
+def test_bound_pods_keep_every_pod_of_a_node(changes: list[tuple[str, str]], want: list[str]) -> None:
+    cache = make_cache(
+        make_node("n1"),
+        make_node("n2"),
+        make_pod("a").node("n1"),
+        make_pod("done").node("n1").phase("Succeeded"),
+        make_pod("b").node("n1"),
+    )
+    for op, name in changes:
+        if op == "upsert":
+            cache.apply([Upsert(Kind.POD, make_pod(name).node("n1").label("v", "2").obj())])
+        elif op == "delete":
+            cache.apply([Delete(Kind.POD, "default", name)])
+        elif op == "delete-node":
+            cache.apply([Delete(Kind.NODE, "", name)])
+        else:
+            cache.apply([Delete(Kind.POD, "default", name), Upsert(Kind.POD, make_pod(name).node("n2").obj())])
+    assert [p.name for p in cache.bound_pods("n1")] == want
+    # The scheduler's view is unchanged: no NodeInfo holds a terminal pod.
+    info = cache.snapshot().get("n1")
+    assert info is None or all(p.name != "done" for p in info.pods.values())

@@ -304,7 +304,12 @@ async def load(client: AsyncClient, workload: Workload, nodes: int, init_pods: i
                 p.spec.node_name = f"node-{i % nodes:05d}"
             yield request
 
-    async for ack in client.stream(batches()):
+    return await _stream(client, batches(), started)
+
+
+async def _stream(client: AsyncClient, batches: AsyncIterator[cc.StreamRequest], started: float) -> float:
+    """Feeds the batches over one Stream; the seconds since ``started`` once every one is acknowledged."""
+    async for ack in client.stream(batches):
         if ack.error:
             raise RuntimeError(f"loading the workload failed: {ack.error}")
     return time.perf_counter() - started
@@ -532,10 +537,7 @@ async def load_simulation_cluster(client: AsyncClient, cluster: SimCluster) -> f
                 p.spec.node_name = f"node-{cluster.node_of(i):05d}"
             yield request
 
-    async for ack in client.stream(batches()):
-        if ack.error:
-            raise RuntimeError(f"loading the workload failed: {ack.error}")
-    return time.perf_counter() - started
+    return await _stream(client, batches(), started)
 
 
 @dataclass(frozen=True)

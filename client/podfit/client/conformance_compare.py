@@ -126,11 +126,7 @@ def compare_case(report: Report, case_id: str, expect: Mapping[str, Any], actual
         if not ok:
             diffs.append(f"preemption: expected {json.dumps(e_pre)}, got {json.dumps(a_pre)}")
 
-    if diffs:
-        report.failures.append({"id": case_id, "diff": "\n".join(diffs)})
-        return False
-    report.passed += 1
-    return True
+    return _finish(report, case_id, diffs)
 
 
 def compare_fields(report: Report, case_id: str, expect: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
@@ -145,6 +141,10 @@ def compare_fields(report: Report, case_id: str, expect: Mapping[str, Any], actu
         tally.add(ok)
         if not ok:
             diffs.append(f"{name}: expected {json.dumps(e)}, got {json.dumps(a)}")
+    return _finish(report, case_id, diffs)
+
+
+def _finish(report: Report, case_id: str, diffs: list[str]) -> bool:
     if diffs:
         report.failures.append({"id": case_id, "diff": "\n".join(diffs)})
         return False

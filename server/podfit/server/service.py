@@ -484,13 +484,8 @@ class SchedulingService:
         """cluster-autoscaler's removal simulation of ``node_names`` on a fork of the current snapshot.
         ``now`` (seconds since the epoch) judges terminating pods; the server's clock when None."""
         started = time.perf_counter()
-        leaving = set(node_names)
         # Terminal pods are in the cache but on no NodeInfo; the drain rules see them too.
-        pods_of: dict[str, builtins.list[Pod]] = {name: [] for name in leaving}
-        for entry in self.cache.entries(Kind.POD):
-            pod = entry.obj
-            if isinstance(pod, Pod) and pod.node_name in leaving:
-                pods_of[pod.node_name].append(pod)
+        pods_of = {name: self.cache.bound_pods(name) for name in node_names}
         result = simulate_removal(
             self.engine,
             self.cache.snapshot(),

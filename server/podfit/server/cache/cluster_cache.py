@@ -113,6 +113,9 @@ class ClusterCache:
         # Bound pods whose node is not (yet) in the cache, by node name.
         self._orphans: dict[str, dict[str, Pod]] = {}
         self._pending: dict[str, Pod] = {}
+        # Every bound pod by node name, terminal ones too (no NodeInfo holds those), in the order received
+        # (an update counts as received again): what cluster-autoscaler's drain rules walk.
+        self._bound: dict[str, dict[str, Pod]] = {}
         self._nominated: dict[str, dict[str, Pod]] = {}
         # Image name -> node name -> size.
         self._images: dict[str, dict[str, int]] = {}
@@ -390,7 +393,13 @@ class ClusterCache:
         else:
             self._views.clear()
 
+    def bound_pods(self, node_name: str) -> list[Pod]:
+        """The pods bound to a node, terminal ones included, in the order the cache received them."""
+        return list(self._bound.get(node_name, {}).values())
+
     def _add_pod(self, pod: Pod) -> None:
+        if pod.node_name:
+            self._bound.setdefault(pod.node_name, {})[pod.key] = pod
         if pod.terminal:
             return
         if not pod.node_name:
@@ -408,6 +417,11 @@ class ClusterCache:
             self.table.refresh(info)
 
     def _remove_pod(self, pod: Pod) -> None:
+        bound = self._bound.get(pod.node_name) if pod.node_name else None
+        if bound is not None:
+            bound.pop(pod.key, None)
+            if not bound:
+                del self._bound[pod.node_name]
         if pod.terminal:
             return
         if not pod.node_name:

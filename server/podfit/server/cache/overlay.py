@@ -11,7 +11,7 @@ one synchronous decision or simulation, before the cache changes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -63,8 +63,10 @@ class Overlay:
         self._nodes_changed = False
         # Nodes were added or removed, so the name order and rows differ from the base's.
         self._rows_moved = False
-        # That order (names, rows, name -> position), kept until nodes come or go again.
-        self._order: tuple[npt.NDArray[np.object_], npt.NDArray[np.intp], dict[str, int]] | None = None
+        # That order (names, rows), kept while nodes are only added (``_added`` are merged in on the next
+        # build: the estimator adds nodes one at a time between placements) until one is removed.
+        self._order: tuple[npt.NDArray[np.object_], npt.NDArray[np.intp]] | None = None
+        self._added: list[str] = []
         self._snapshot: Snapshot | None = None
         # The last snapshot's NodeInfos in name order, and the nodes whose NodeInfo was swapped since (a
         # placement changes one node; copying the array and swapping those beats re-reading every row).
@@ -86,6 +88,8 @@ class Overlay:
         copy._removed = set(self._removed)
         copy._dirty = {row: None if info is None else copy._infos[info.name] for row, info in self._dirty.items()}
         copy._nodes_changed, copy._rows_moved, copy._order = self._nodes_changed, self._rows_moved, self._order
+        copy._added = list(self._added)
+        copy._info_array, copy._swapped = self._info_array, set(self._swapped) | set(copy._infos)
         return copy
 
     # -- reads -----------------------------------------------------------------------------------
@@ -132,7 +136,9 @@ class Overlay:
         self._infos[node.name] = info
         self._removed.discard(node.name)
         self._nodes_changed = self._rows_moved = True
-        self._order = self._info_array = self._image_summaries = None
+        self._image_summaries = None
+        if self._order is not None:
+            self._added.append(node.name)
         self._changed(info, self.table.add(info))
         return info
 
@@ -148,6 +154,7 @@ class Overlay:
             self._removed.add(name)
         self._nodes_changed = self._rows_moved = True
         self._order = self._info_array = self._image_summaries = None
+        self._added = []
         self._changed(None, row)
         return list(info.pods.values())
 
@@ -196,25 +203,20 @@ class Overlay:
         if not self._rows_moved:
             # Same nodes, same rows: the changed NodeInfos swapped into a copy of the base array.
             names, rows = base.names, base.rows
-            where = base.positions()
+            place: Callable[[str], int] = base.positions().__getitem__
             if self._info_array is None:
                 self._info_array, self._swapped = base.info_array, set(self._infos)
         else:
-            if self._order is None:
-                removed = self._removed
-                added = [name for name in self._infos if name not in base.node_info_map]
-                ordered = sorted([*(n for n in base.names.tolist() if n not in removed), *added])
-                order_rows = np.fromiter((table.row_of[n] for n in ordered), dtype=np.intp, count=len(ordered))
-                self._order = (np.array(ordered, dtype=object), order_rows, {n: i for i, n in enumerate(ordered)})
-            names, rows, where = self._order
-            positions = where
-            if self._info_array is None:
-                self._info_array = np.empty(len(names), dtype=object)
-                self._info_array[:] = [table.infos[r] for r in rows.tolist()]
-                self._swapped = set()
+            names, rows = self._ordered()
+            positions = None  # built on first use; nodes are found by binary search meanwhile
+
+            def place(name: str) -> int:
+                return int(np.searchsorted(names, name))
+
+        assert self._info_array is not None
         info_array = self._info_array.copy()
         for name in self._swapped:
-            info_array[where[name]] = self._infos[name]
+            info_array[place(name)] = self._infos[name]
         self._info_array, self._swapped = info_array, set()
         if self._nodes_changed and self._image_summaries is None:
             self._image_summaries = self._images()
@@ -235,6 +237,33 @@ class Overlay:
             pod_index=self._pod_index,
             name_positions=positions,
         )
+
+    def _ordered(self) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.intp]]:
+        """The nodes' names in order and their rows, with ``_info_array`` following them."""
+        table = self.table
+        if self._order is None:
+            removed, base = self._removed, self.base
+            added = [name for name in self._infos if name not in base.node_info_map]
+            ordered = sorted([*(n for n in base.names.tolist() if n not in removed), *added])
+            rows = np.fromiter((table.row_of[n] for n in ordered), dtype=np.intp, count=len(ordered))
+            self._order, self._added = (np.array(ordered, dtype=object), rows), []
+            self._info_array = np.empty(len(ordered), dtype=object)
+            self._info_array[:] = [table.infos[r] for r in rows.tolist()]
+            self._swapped = set()
+        elif self._added:
+            names, rows = self._order
+            new = sorted(self._added)
+            at = np.searchsorted(names, np.array(new, dtype=object))
+            infos = np.empty(len(new), dtype=object)
+            infos[:] = [self._infos[n] for n in new]
+            self._order = (
+                np.insert(names, at, np.array(new, dtype=object)),
+                np.insert(rows, at, np.array([table.row_of[n] for n in new], dtype=np.intp)),
+            )
+            assert self._info_array is not None
+            self._info_array, self._added = np.insert(self._info_array, at, infos), []
+            self._swapped -= set(new)
+        return self._order
 
     def _pod_index(self) -> PodIndexView:
         """The cache's index with this overlay's rows read again: built on first use, then brought up to

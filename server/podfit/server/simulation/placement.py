@@ -59,9 +59,7 @@ class PredicateChecker:
         size, start = len(order), self.last_index
         candidates = sorted(positions, key=lambda position: (position - start) % size)
         snapshot = self.overlay.snapshot()
-        known = snapshot.positions()
-        in_snapshot = np.fromiter((known[order[c]] for c in candidates), dtype=np.intp, count=len(candidates))
-        hit = self._first_fit(pod, snapshot, in_snapshot)
+        hit = self._first_fit(pod, snapshot, _positions(snapshot, [order[c] for c in candidates]))
         if hit is None:
             return None
         self.last_index = (candidates[hit] + 1) % size
@@ -84,4 +82,10 @@ class PredicateChecker:
 
     def fits(self, pod: Pod, name: str) -> bool:
         snapshot = self.overlay.snapshot()
-        return self._first_fit(pod, snapshot, np.array([snapshot.positions()[name]], dtype=np.intp)) == 0
+        return self._first_fit(pod, snapshot, _positions(snapshot, [name])) == 0
+
+
+def _positions(snapshot: Snapshot, names: Sequence[str]) -> IntpArray:
+    """The named nodes' positions in the snapshot's (sorted) name order, by binary search: an overlay that
+    adds nodes one at a time would otherwise build a name -> position dict per snapshot."""
+    return np.searchsorted(snapshot.names, np.array(names, dtype=object)).astype(np.intp)
