@@ -27,31 +27,65 @@ class _ObjectKind:
 class _ObjectKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ObjectKind.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     OBJECT_KIND_UNSPECIFIED: _ObjectKind.ValueType  # 0
+    """Not set. Where a kind is required (ObjectKey.kind of a delete or Get, ReplaceRequest.kind,
+    ListRequest.kind) this is INVALID_ARGUMENT.
+    """
     OBJECT_KIND_NODE: _ObjectKind.ValueType  # 1
+    """core/v1 Node (cluster-scoped): what pods are scheduled to."""
     OBJECT_KIND_POD: _ObjectKind.ValueType  # 2
+    """core/v1 Pod (namespaced): bound pods take their node's resources; pending ones can be decided on by
+    reference.
+    """
     OBJECT_KIND_NAMESPACE: _ObjectKind.ValueType  # 3
+    """core/v1 Namespace (cluster-scoped): its labels are what pod affinity terms' namespaceSelector matches."""
     OBJECT_KIND_POD_DISRUPTION_BUDGET: _ObjectKind.ValueType  # 4
+    """policy/v1 PodDisruptionBudget (namespaced): read by preemption and by the drain rules."""
     OBJECT_KIND_SERVICE: _ObjectKind.ValueType  # 5
+    """core/v1 Service (namespaced): its selector joins the cluster-default topology spread selector."""
     OBJECT_KIND_REPLICA_SET: _ObjectKind.ValueType  # 6
+    """apps/v1 ReplicaSet (namespaced): a pod controller for the default spread selector and the drain rules."""
     OBJECT_KIND_STATEFUL_SET: _ObjectKind.ValueType  # 7
+    """apps/v1 StatefulSet (namespaced): a pod controller for the default spread selector and the drain rules."""
     OBJECT_KIND_REPLICATION_CONTROLLER: _ObjectKind.ValueType  # 8
+    """core/v1 ReplicationController (namespaced): a pod controller for the default spread selector and the
+    drain rules.
+    """
     OBJECT_KIND_JOB: _ObjectKind.ValueType  # 9
+    """batch/v1 Job (namespaced): a pod controller for the drain rules."""
     OBJECT_KIND_DAEMON_SET: _ObjectKind.ValueType  # 10
+    """apps/v1 DaemonSet (namespaced): a pod controller for the drain rules."""
 
 class ObjectKind(_ObjectKind, metaclass=_ObjectKindEnumTypeWrapper):
     """The kinds of object the cache holds."""
 
 OBJECT_KIND_UNSPECIFIED: ObjectKind.ValueType  # 0
+"""Not set. Where a kind is required (ObjectKey.kind of a delete or Get, ReplaceRequest.kind,
+ListRequest.kind) this is INVALID_ARGUMENT.
+"""
 OBJECT_KIND_NODE: ObjectKind.ValueType  # 1
+"""core/v1 Node (cluster-scoped): what pods are scheduled to."""
 OBJECT_KIND_POD: ObjectKind.ValueType  # 2
+"""core/v1 Pod (namespaced): bound pods take their node's resources; pending ones can be decided on by
+reference.
+"""
 OBJECT_KIND_NAMESPACE: ObjectKind.ValueType  # 3
+"""core/v1 Namespace (cluster-scoped): its labels are what pod affinity terms' namespaceSelector matches."""
 OBJECT_KIND_POD_DISRUPTION_BUDGET: ObjectKind.ValueType  # 4
+"""policy/v1 PodDisruptionBudget (namespaced): read by preemption and by the drain rules."""
 OBJECT_KIND_SERVICE: ObjectKind.ValueType  # 5
+"""core/v1 Service (namespaced): its selector joins the cluster-default topology spread selector."""
 OBJECT_KIND_REPLICA_SET: ObjectKind.ValueType  # 6
+"""apps/v1 ReplicaSet (namespaced): a pod controller for the default spread selector and the drain rules."""
 OBJECT_KIND_STATEFUL_SET: ObjectKind.ValueType  # 7
+"""apps/v1 StatefulSet (namespaced): a pod controller for the default spread selector and the drain rules."""
 OBJECT_KIND_REPLICATION_CONTROLLER: ObjectKind.ValueType  # 8
+"""core/v1 ReplicationController (namespaced): a pod controller for the default spread selector and the
+drain rules.
+"""
 OBJECT_KIND_JOB: ObjectKind.ValueType  # 9
+"""batch/v1 Job (namespaced): a pod controller for the drain rules."""
 OBJECT_KIND_DAEMON_SET: ObjectKind.ValueType  # 10
+"""apps/v1 DaemonSet (namespaced): a pod controller for the drain rules."""
 Global___ObjectKind: _TypeAlias = ObjectKind  # noqa: Y015
 
 class _UpdateOutcome:
@@ -61,6 +95,7 @@ class _UpdateOutcome:
 class _UpdateOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_UpdateOutcome.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     UPDATE_OUTCOME_UNSPECIFIED: _UpdateOutcome.ValueType  # 0
+    """Never sent by the server."""
     UPDATE_OUTCOME_APPLIED: _UpdateOutcome.ValueType  # 1
     """The cache changed."""
     UPDATE_OUTCOME_STALE: _UpdateOutcome.ValueType  # 2
@@ -68,9 +103,11 @@ class _UpdateOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_UpdateO
     UPDATE_OUTCOME_UNCHANGED: _UpdateOutcome.ValueType  # 3
     """Nothing to do: an identical re-apply, or a delete of an unknown object."""
 
-class UpdateOutcome(_UpdateOutcome, metaclass=_UpdateOutcomeEnumTypeWrapper): ...
+class UpdateOutcome(_UpdateOutcome, metaclass=_UpdateOutcomeEnumTypeWrapper):
+    """What one update did to the cache."""
 
 UPDATE_OUTCOME_UNSPECIFIED: UpdateOutcome.ValueType  # 0
+"""Never sent by the server."""
 UPDATE_OUTCOME_APPLIED: UpdateOutcome.ValueType  # 1
 """The cache changed."""
 UPDATE_OUTCOME_STALE: UpdateOutcome.ValueType  # 2
@@ -86,14 +123,21 @@ class _PodPhaseFilter:
 class _PodPhaseFilterEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_PodPhaseFilter.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     POD_PHASE_FILTER_UNSPECIFIED: _PodPhaseFilter.ValueType  # 0
+    """No filter: every pod."""
     POD_PHASE_FILTER_PENDING: _PodPhaseFilter.ValueType  # 1
+    """Pods without spec.nodeName."""
     POD_PHASE_FILTER_BOUND: _PodPhaseFilter.ValueType  # 2
+    """Pods with spec.nodeName, Succeeded and Failed ones included."""
 
-class PodPhaseFilter(_PodPhaseFilter, metaclass=_PodPhaseFilterEnumTypeWrapper): ...
+class PodPhaseFilter(_PodPhaseFilter, metaclass=_PodPhaseFilterEnumTypeWrapper):
+    """Which pods List returns, by whether they are bound to a node."""
 
 POD_PHASE_FILTER_UNSPECIFIED: PodPhaseFilter.ValueType  # 0
+"""No filter: every pod."""
 POD_PHASE_FILTER_PENDING: PodPhaseFilter.ValueType  # 1
+"""Pods without spec.nodeName."""
 POD_PHASE_FILTER_BOUND: PodPhaseFilter.ValueType  # 2
+"""Pods with spec.nodeName, Succeeded and Failed ones included."""
 Global___PodPhaseFilter: _TypeAlias = PodPhaseFilter  # noqa: Y015
 
 @_typing.final
@@ -117,28 +161,55 @@ class ClusterObject(_message.Message):
     KUBERNETES_JSON_FIELD_NUMBER: _builtins.int
     KUBERNETES_PROTOBUF_FIELD_NUMBER: _builtins.int
     kubernetes_json: _builtins.bytes
+    """Any of the kinds above as its Kubernetes JSON (UTF-8, e.g. what `kubectl get -o json` prints). Its
+    `kind` is required and says what it is (case-insensitive; kubectl's plurals and short names such as
+    "po" are accepted); fields podfit does not model are ignored. Invalid JSON or an unknown kind is
+    INVALID_ARGUMENT.
+    """
     @_builtins.property
-    def node(self) -> _objects_pb2.Node: ...
+    def node(self) -> _objects_pb2.Node:
+        """A core/v1 Node."""
+
     @_builtins.property
-    def pod(self) -> _objects_pb2.Pod: ...
+    def pod(self) -> _objects_pb2.Pod:
+        """A core/v1 Pod."""
+
     @_builtins.property
-    def namespace(self) -> _objects_pb2.Namespace: ...
+    def namespace(self) -> _objects_pb2.Namespace:
+        """A core/v1 Namespace."""
+
     @_builtins.property
-    def pod_disruption_budget(self) -> _objects_pb2.PodDisruptionBudget: ...
+    def pod_disruption_budget(self) -> _objects_pb2.PodDisruptionBudget:
+        """A policy/v1 PodDisruptionBudget."""
+
     @_builtins.property
-    def service(self) -> _objects_pb2.Service: ...
+    def service(self) -> _objects_pb2.Service:
+        """A core/v1 Service."""
+
     @_builtins.property
-    def replica_set(self) -> _objects_pb2.ReplicaSet: ...
+    def replica_set(self) -> _objects_pb2.ReplicaSet:
+        """An apps/v1 ReplicaSet."""
+
     @_builtins.property
-    def stateful_set(self) -> _objects_pb2.StatefulSet: ...
+    def stateful_set(self) -> _objects_pb2.StatefulSet:
+        """An apps/v1 StatefulSet."""
+
     @_builtins.property
-    def replication_controller(self) -> _objects_pb2.ReplicationController: ...
+    def replication_controller(self) -> _objects_pb2.ReplicationController:
+        """A core/v1 ReplicationController."""
+
     @_builtins.property
-    def job(self) -> _objects_pb2.Job: ...
+    def job(self) -> _objects_pb2.Job:
+        """A batch/v1 Job."""
+
     @_builtins.property
-    def daemon_set(self) -> _objects_pb2.DaemonSet: ...
+    def daemon_set(self) -> _objects_pb2.DaemonSet:
+        """An apps/v1 DaemonSet."""
+
     @_builtins.property
-    def kubernetes_protobuf(self) -> Global___KubernetesProtobuf: ...
+    def kubernetes_protobuf(self) -> Global___KubernetesProtobuf:
+        """A Pod or Node in Kubernetes' protobuf encoding."""
+
     def __init__(
         self,
         *,
@@ -208,8 +279,13 @@ class ObjectKey(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     RESOURCE_VERSION_FIELD_NUMBER: _builtins.int
     kind: Global___ObjectKind.ValueType
+    """The object's kind; required (INVALID_ARGUMENT when unset) except in PodReference.cached and
+    Scenario.remove_pods, which ignore it.
+    """
     namespace: _builtins.str
+    """The object's metadata.namespace; ignored for nodes and namespaces."""
     name: _builtins.str
+    """The object's metadata.name; required."""
     resource_version: _builtins.str
     """When set on a delete, the delete is ignored as stale if the cache holds a newer version."""
     def __init__(
@@ -237,9 +313,17 @@ class Update(_message.Message):
     UPSERT_FIELD_NUMBER: _builtins.int
     DELETE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def upsert(self) -> Global___ClusterObject: ...
+    def upsert(self) -> Global___ClusterObject:
+        """Creates the object, or replaces the cached object of the same kind, namespace and name. A pod update
+        follows kube-apiserver's rules for scheduling readiness (no scheduling gate may be added to an
+        existing pod; a gated pod's nodeSelector and required node affinity may only be tightened): an
+        update breaking them is INVALID_ARGUMENT.
+        """
+
     @_builtins.property
-    def delete(self) -> Global___ObjectKey: ...
+    def delete(self) -> Global___ObjectKey:
+        """Removes the object the key names; deleting an object the cache does not hold is UNCHANGED."""
+
     def __init__(
         self,
         *,
@@ -258,13 +342,18 @@ Global___Update: _TypeAlias = Update  # noqa: Y015
 
 @_typing.final
 class UpdateResult(_message.Message):
+    """The outcome of one update of an ApplyRequest."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     KEY_FIELD_NUMBER: _builtins.int
     OUTCOME_FIELD_NUMBER: _builtins.int
     outcome: Global___UpdateOutcome.ValueType
+    """What the update did."""
     @_builtins.property
-    def key(self) -> Global___ObjectKey: ...
+    def key(self) -> Global___ObjectKey:
+        """The object the update was about: its kind, namespace and name, and for an upsert its resourceVersion."""
+
     def __init__(
         self,
         *,
@@ -281,6 +370,8 @@ Global___UpdateResult: _TypeAlias = UpdateResult  # noqa: Y015
 
 @_typing.final
 class ApplyRequest(_message.Message):
+    """A batch of updates for ClusterCache.Apply."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     UPDATES_FIELD_NUMBER: _builtins.int
@@ -303,6 +394,8 @@ Global___ApplyRequest: _TypeAlias = ApplyRequest  # noqa: Y015
 
 @_typing.final
 class ApplyResponse(_message.Message):
+    """The result of ClusterCache.Apply."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     GENERATION_FIELD_NUMBER: _builtins.int
@@ -313,8 +406,11 @@ class ApplyResponse(_message.Message):
     generation: _builtins.int
     """The cache generation that contains every update of the request."""
     applied_count: _builtins.int
+    """How many updates were APPLIED."""
     stale_count: _builtins.int
+    """How many updates were STALE."""
     unchanged_count: _builtins.int
+    """How many updates were UNCHANGED."""
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___UpdateResult]:
         """One result per update, in request order."""
@@ -338,6 +434,8 @@ Global___ApplyResponse: _TypeAlias = ApplyResponse  # noqa: Y015
 
 @_typing.final
 class ReplaceRequest(_message.Message):
+    """The whole set of one kind, for ClusterCache.Replace."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     KIND_FIELD_NUMBER: _builtins.int
@@ -364,6 +462,8 @@ Global___ReplaceRequest: _TypeAlias = ReplaceRequest  # noqa: Y015
 
 @_typing.final
 class ReplaceResponse(_message.Message):
+    """The result of ClusterCache.Replace."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     GENERATION_FIELD_NUMBER: _builtins.int
@@ -371,9 +471,13 @@ class ReplaceResponse(_message.Message):
     DELETED_COUNT_FIELD_NUMBER: _builtins.int
     UNCHANGED_COUNT_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
+    """The cache generation that contains the replacement."""
     upserted_count: _builtins.int
+    """How many of the given objects were created or changed."""
     deleted_count: _builtins.int
+    """How many cached objects of the kind were not among those given, and were deleted."""
     unchanged_count: _builtins.int
+    """How many of the given objects changed nothing: identical to the cached object, or stale."""
     def __init__(
         self,
         *,
@@ -392,6 +496,8 @@ Global___ReplaceResponse: _TypeAlias = ReplaceResponse  # noqa: Y015
 
 @_typing.final
 class StreamRequest(_message.Message):
+    """One batch of updates on a ClusterCache.Stream."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SEQUENCE_FIELD_NUMBER: _builtins.int
@@ -418,6 +524,8 @@ Global___StreamRequest: _TypeAlias = StreamRequest  # noqa: Y015
 
 @_typing.final
 class StreamResponse(_message.Message):
+    """The acknowledgement of one StreamRequest; acknowledgements come in request order."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SEQUENCE_FIELD_NUMBER: _builtins.int
@@ -428,11 +536,15 @@ class StreamResponse(_message.Message):
     ERROR_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
+    """The request's sequence, echoed."""
     generation: _builtins.int
     """The generation that contains the acknowledged batch; 0 when the batch was rejected."""
     applied_count: _builtins.int
+    """How many updates of the batch were APPLIED."""
     stale_count: _builtins.int
+    """How many updates of the batch were STALE."""
     unchanged_count: _builtins.int
+    """How many updates of the batch were UNCHANGED."""
     error: _builtins.str
     """Set when the batch was rejected as invalid (nothing of it applied); the stream stays open."""
     error_field: _builtins.str
@@ -458,11 +570,15 @@ Global___StreamResponse: _TypeAlias = StreamResponse  # noqa: Y015
 
 @_typing.final
 class GetRequest(_message.Message):
+    """Which object ClusterCache.Get returns."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     KEY_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def key(self) -> Global___ObjectKey: ...
+    def key(self) -> Global___ObjectKey:
+        """The object's kind, namespace and name; kind and name are required, resource_version is ignored."""
+
     def __init__(
         self,
         *,
@@ -478,13 +594,21 @@ Global___GetRequest: _TypeAlias = GetRequest  # noqa: Y015
 
 @_typing.final
 class GetResponse(_message.Message):
+    """One cached object."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     OBJECT_FIELD_NUMBER: _builtins.int
     GENERATION_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
+    """The cache generation at the time of the read."""
     @_builtins.property
-    def object(self) -> Global___ClusterObject: ...
+    def object(self) -> Global___ClusterObject:
+        """The object as the cache holds it, as its typed message (one sent as kubernetes_json or
+        kubernetes_protobuf comes back converted, without the fields podfit does not model). A pod assumed
+        by Schedule carries its node in spec.nodeName and no status.nominatedNodeName.
+        """
+
     def __init__(
         self,
         *,
@@ -501,6 +625,8 @@ Global___GetResponse: _TypeAlias = GetResponse  # noqa: Y015
 
 @_typing.final
 class ListRequest(_message.Message):
+    """Which objects ClusterCache.List returns."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     KIND_FIELD_NUMBER: _builtins.int
@@ -508,10 +634,16 @@ class ListRequest(_message.Message):
     LABEL_SELECTOR_FIELD_NUMBER: _builtins.int
     POD_FILTER_FIELD_NUMBER: _builtins.int
     kind: Global___ObjectKind.ValueType
+    """The kind to list; required."""
     namespace: _builtins.str
-    """Only objects of this namespace; empty means all."""
+    """Only objects of this namespace; empty means all. Leave it empty for nodes and namespaces, which
+    have none (a namespace matches none of them).
+    """
     label_selector: _builtins.str
-    """A Kubernetes label selector string ("app=web,tier!=db,env in (a,b),!legacy")."""
+    """A Kubernetes label selector string ("app=web,tier!=db,env in (a,b),!legacy"); empty selects
+    everything, a malformed one is INVALID_ARGUMENT. It is matched against the metadata.labels of pods,
+    nodes and namespaces; the cache keeps no labels for the other kinds, which it matches as unlabelled.
+    """
     pod_filter: Global___PodPhaseFilter.ValueType
     """Pods only: PENDING lists pods without a node, BOUND pods with one."""
     def __init__(
@@ -532,13 +664,18 @@ Global___ListRequest: _TypeAlias = ListRequest  # noqa: Y015
 
 @_typing.final
 class ListResponse(_message.Message):
+    """The objects ClusterCache.List found."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     OBJECTS_FIELD_NUMBER: _builtins.int
     GENERATION_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
+    """The cache generation at the time of the read."""
     @_builtins.property
-    def objects(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClusterObject]: ...
+    def objects(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClusterObject]:
+        """The matching objects as typed messages (as GetResponse.object), in cache order (not sorted)."""
+
     def __init__(
         self,
         *,
@@ -555,6 +692,8 @@ Global___ListResponse: _TypeAlias = ListResponse  # noqa: Y015
 
 @_typing.final
 class StatsRequest(_message.Message):
+    """ClusterCache.Stats takes no parameters."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     def __init__(
@@ -570,6 +709,8 @@ Global___StatsRequest: _TypeAlias = StatsRequest  # noqa: Y015
 
 @_typing.final
 class StatsResponse(_message.Message):
+    """What the cache holds."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     GENERATION_FIELD_NUMBER: _builtins.int
@@ -588,21 +729,37 @@ class StatsResponse(_message.Message):
     JOBS_FIELD_NUMBER: _builtins.int
     DAEMON_SETS_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
+    """The current cache generation: 0 for a new cache, one step up for every batch that changed something
+    (an Apply, Replace or Stream batch, or a pod assumed by Schedule).
+    """
     nodes: _builtins.int
+    """Nodes in the cache."""
     pods: _builtins.int
+    """Pods in the cache, in every phase."""
     bound_pods: _builtins.int
+    """Pods with spec.nodeName, Succeeded and Failed ones included."""
     pending_pods: _builtins.int
+    """Pods without spec.nodeName that are neither Succeeded nor Failed, gated ones included."""
     gated_pods: _builtins.int
+    """Pending pods with at least one scheduling gate."""
     namespaces: _builtins.int
+    """Namespaces in the cache."""
     pod_disruption_budgets: _builtins.int
+    """PodDisruptionBudgets in the cache."""
     services: _builtins.int
+    """Services in the cache."""
     replica_sets: _builtins.int
+    """ReplicaSets in the cache."""
     stateful_sets: _builtins.int
+    """StatefulSets in the cache."""
     replication_controllers: _builtins.int
+    """ReplicationControllers in the cache."""
     memory_bytes_estimate: _builtins.int
     """A rough estimate of the memory the cached objects take."""
     jobs: _builtins.int
+    """Jobs in the cache."""
     daemon_sets: _builtins.int
+    """DaemonSets in the cache."""
     def __init__(
         self,
         *,

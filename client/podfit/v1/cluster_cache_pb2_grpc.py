@@ -26,7 +26,9 @@ if _version_not_supported:
 
 
 class ClusterCacheStub:
-    """The cluster state podfit decides on.
+    """The cluster state podfit decides on. podfit watches nothing itself: the caller feeds it (Apply,
+    Replace, Stream) and can read it back (Get, List, Stats). An invalid update is INVALID_ARGUMENT with a
+    google.rpc.BadRequest field path, e.g. updates[1].upsert.pod.spec.containers[0].resources.requests.cpu.
     """
 
     def __init__(self, channel):
@@ -68,7 +70,9 @@ class ClusterCacheStub:
 
 
 class ClusterCacheServicer:
-    """The cluster state podfit decides on.
+    """The cluster state podfit decides on. podfit watches nothing itself: the caller feeds it (Apply,
+    Replace, Stream) and can read it back (Get, List, Stats). An invalid update is INVALID_ARGUMENT with a
+    google.rpc.BadRequest field path, e.g. updates[1].upsert.pod.spec.containers[0].resources.requests.cpu.
     """
 
     def Apply(self, request, context):
@@ -86,26 +90,30 @@ class ClusterCacheServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Stream(self, request_iterator, context):
-        """A long-lived feed: each request is applied and acknowledged in order.
+        """A long-lived feed: each request is applied and acknowledged in order. An invalid batch is refused in
+        its acknowledgement (error, error_field) and the stream goes on; at most 64 requests are read ahead.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Get(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One cached object by kind, namespace and name; NOT_FOUND when the cache does not hold it.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def List(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The cached objects of one kind, optionally filtered by namespace, labels and (pods) binding.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Stats(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Object counts, the generation and a memory estimate.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -152,7 +160,9 @@ def add_ClusterCacheServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class ClusterCache:
-    """The cluster state podfit decides on.
+    """The cluster state podfit decides on. podfit watches nothing itself: the caller feeds it (Apply,
+    Replace, Stream) and can read it back (Get, List, Stats). An invalid update is INVALID_ARGUMENT with a
+    google.rpc.BadRequest field path, e.g. updates[1].upsert.pod.spec.containers[0].resources.requests.cpu.
     """
 
     @staticmethod

@@ -27,7 +27,10 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class ClusterCacheStub:
-    """The cluster state podfit decides on."""
+    """The cluster state podfit decides on. podfit watches nothing itself: the caller feeds it (Apply,
+    Replace, Stream) and can read it back (Get, List, Stats). An invalid update is INVALID_ARGUMENT with a
+    google.rpc.BadRequest field path, e.g. updates[1].upsert.pod.spec.containers[0].resources.requests.cpu.
+    """
 
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
@@ -38,14 +41,22 @@ class ClusterCacheStub:
     Replace: _grpc.UnaryUnaryMultiCallable[_cluster_cache_pb2.ReplaceRequest, _cluster_cache_pb2.ReplaceResponse]
     """Makes the given set the whole set of one kind."""
     Stream: _grpc.StreamStreamMultiCallable[_cluster_cache_pb2.StreamRequest, _cluster_cache_pb2.StreamResponse]
-    """A long-lived feed: each request is applied and acknowledged in order."""
+    """A long-lived feed: each request is applied and acknowledged in order. An invalid batch is refused in
+    its acknowledgement (error, error_field) and the stream goes on; at most 64 requests are read ahead.
+    """
     Get: _grpc.UnaryUnaryMultiCallable[_cluster_cache_pb2.GetRequest, _cluster_cache_pb2.GetResponse]
+    """One cached object by kind, namespace and name; NOT_FOUND when the cache does not hold it."""
     List: _grpc.UnaryUnaryMultiCallable[_cluster_cache_pb2.ListRequest, _cluster_cache_pb2.ListResponse]
+    """The cached objects of one kind, optionally filtered by namespace, labels and (pods) binding."""
     Stats: _grpc.UnaryUnaryMultiCallable[_cluster_cache_pb2.StatsRequest, _cluster_cache_pb2.StatsResponse]
+    """Object counts, the generation and a memory estimate."""
 
 @_typing.type_check_only
 class ClusterCacheAsyncStub(ClusterCacheStub):
-    """The cluster state podfit decides on."""
+    """The cluster state podfit decides on. podfit watches nothing itself: the caller feeds it (Apply,
+    Replace, Stream) and can read it back (Get, List, Stats). An invalid update is INVALID_ARGUMENT with a
+    google.rpc.BadRequest field path, e.g. updates[1].upsert.pod.spec.containers[0].resources.requests.cpu.
+    """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Apply: _aio.UnaryUnaryMultiCallable[_cluster_cache_pb2.ApplyRequest, _cluster_cache_pb2.ApplyResponse]  # type: ignore[assignment]
@@ -53,13 +64,21 @@ class ClusterCacheAsyncStub(ClusterCacheStub):
     Replace: _aio.UnaryUnaryMultiCallable[_cluster_cache_pb2.ReplaceRequest, _cluster_cache_pb2.ReplaceResponse]  # type: ignore[assignment]
     """Makes the given set the whole set of one kind."""
     Stream: _aio.StreamStreamMultiCallable[_cluster_cache_pb2.StreamRequest, _cluster_cache_pb2.StreamResponse]  # type: ignore[assignment]
-    """A long-lived feed: each request is applied and acknowledged in order."""
+    """A long-lived feed: each request is applied and acknowledged in order. An invalid batch is refused in
+    its acknowledgement (error, error_field) and the stream goes on; at most 64 requests are read ahead.
+    """
     Get: _aio.UnaryUnaryMultiCallable[_cluster_cache_pb2.GetRequest, _cluster_cache_pb2.GetResponse]  # type: ignore[assignment]
+    """One cached object by kind, namespace and name; NOT_FOUND when the cache does not hold it."""
     List: _aio.UnaryUnaryMultiCallable[_cluster_cache_pb2.ListRequest, _cluster_cache_pb2.ListResponse]  # type: ignore[assignment]
+    """The cached objects of one kind, optionally filtered by namespace, labels and (pods) binding."""
     Stats: _aio.UnaryUnaryMultiCallable[_cluster_cache_pb2.StatsRequest, _cluster_cache_pb2.StatsResponse]  # type: ignore[assignment]
+    """Object counts, the generation and a memory estimate."""
 
 class ClusterCacheServicer(metaclass=_abc_1.ABCMeta):
-    """The cluster state podfit decides on."""
+    """The cluster state podfit decides on. podfit watches nothing itself: the caller feeds it (Apply,
+    Replace, Stream) and can read it back (Get, List, Stats). An invalid update is INVALID_ARGUMENT with a
+    google.rpc.BadRequest field path, e.g. updates[1].upsert.pod.spec.containers[0].resources.requests.cpu.
+    """
 
     @_abc_1.abstractmethod
     def Apply(
@@ -83,27 +102,32 @@ class ClusterCacheServicer(metaclass=_abc_1.ABCMeta):
         request_iterator: _MaybeAsyncIterator[_cluster_cache_pb2.StreamRequest],
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_cluster_cache_pb2.StreamResponse], _abc.AsyncIterator[_cluster_cache_pb2.StreamResponse]]:
-        """A long-lived feed: each request is applied and acknowledged in order."""
+        """A long-lived feed: each request is applied and acknowledged in order. An invalid batch is refused in
+        its acknowledgement (error, error_field) and the stream goes on; at most 64 requests are read ahead.
+        """
 
     @_abc_1.abstractmethod
     def Get(
         self,
         request: _cluster_cache_pb2.GetRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_cluster_cache_pb2.GetResponse, _abc.Awaitable[_cluster_cache_pb2.GetResponse]]: ...
+    ) -> _typing.Union[_cluster_cache_pb2.GetResponse, _abc.Awaitable[_cluster_cache_pb2.GetResponse]]:
+        """One cached object by kind, namespace and name; NOT_FOUND when the cache does not hold it."""
 
     @_abc_1.abstractmethod
     def List(
         self,
         request: _cluster_cache_pb2.ListRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_cluster_cache_pb2.ListResponse, _abc.Awaitable[_cluster_cache_pb2.ListResponse]]: ...
+    ) -> _typing.Union[_cluster_cache_pb2.ListResponse, _abc.Awaitable[_cluster_cache_pb2.ListResponse]]:
+        """The cached objects of one kind, optionally filtered by namespace, labels and (pods) binding."""
 
     @_abc_1.abstractmethod
     def Stats(
         self,
         request: _cluster_cache_pb2.StatsRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_cluster_cache_pb2.StatsResponse, _abc.Awaitable[_cluster_cache_pb2.StatsResponse]]: ...
+    ) -> _typing.Union[_cluster_cache_pb2.StatsResponse, _abc.Awaitable[_cluster_cache_pb2.StatsResponse]]:
+        """Object counts, the generation and a memory estimate."""
 
 def add_ClusterCacheServicer_to_server(servicer: ClusterCacheServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

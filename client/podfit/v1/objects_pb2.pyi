@@ -83,25 +83,50 @@ class ObjectMeta(_message.Message):
     DELETION_TIMESTAMP_FIELD_NUMBER: _builtins.int
     DELETION_GRACE_PERIOD_SECONDS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """metadata.name; required on every object (INVALID_ARGUMENT when empty). An upsert of a name the cache
+    holds (for namespaced kinds, in the same namespace) replaces that object.
+    """
     namespace: _builtins.str
-    """Empty means "default" for namespaced kinds."""
+    """Empty means "default" for namespaced kinds. Ignored for nodes and namespaces."""
     uid: _builtins.str
+    """metadata.uid; optional. A pod whose uid differs from the cached pod's is a re-created pod, not an
+    update (kube-apiserver's update rules do not apply); preemption reports it in Victim.uid.
+    """
     resource_version: _builtins.str
-    """Compared numerically when both sides are decimal integers (as etcd's revisions are), else as
-    strings; an update older than what the cache holds is reported as stale.
+    """Compared numerically when both sides are decimal integers (as etcd's revisions are): an update older
+    than what the cache holds is reported as stale. When either side is empty or not a decimal integer,
+    an update is never stale.
     """
     deletion_grace_period_seconds: _builtins.int
+    """metadata.deletionGracePeriodSeconds; kept as sent. The drain rules, as cluster-autoscaler's, judge
+    a terminating pod by spec.terminationGracePeriodSeconds instead.
+    """
     @_builtins.property
-    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """metadata.labels: what label selectors, node affinity and topology keys match."""
+
     @_builtins.property
-    def annotations(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def annotations(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """metadata.annotations. The drain rules read a pod's kubernetes.io/config.mirror and
+        cluster-autoscaler.kubernetes.io/{safe-to-evict,safe-to-evict-local-volumes,daemonset-pod}.
+        """
+
     @_builtins.property
-    def owner_references(self) -> _containers.RepeatedCompositeFieldContainer[Global___OwnerReference]: ...
+    def owner_references(self) -> _containers.RepeatedCompositeFieldContainer[Global___OwnerReference]:
+        """metadata.ownerReferences. A pod's controller reference names the ReplicaSet, StatefulSet or
+        ReplicationController whose selector joins its default spread selector, and the controller the
+        drain rules look up.
+        """
+
     @_builtins.property
-    def creation_timestamp(self) -> _timestamp_pb2.Timestamp: ...
+    def creation_timestamp(self) -> _timestamp_pb2.Timestamp:
+        """metadata.creationTimestamp; kept as sent, not read."""
+
     @_builtins.property
     def deletion_timestamp(self) -> _timestamp_pb2.Timestamp:
-        """Set on a pod being deleted: the drain rules ignore pods deleted longer ago than their grace period."""
+        """Set on a pod being deleted: the drain rules ignore pods deleted longer ago than their grace period
+        (spec.terminationGracePeriodSeconds) plus 30 s.
+        """
 
     def __init__(
         self,
@@ -129,6 +154,8 @@ Global___ObjectMeta: _TypeAlias = ObjectMeta  # noqa: Y015
 
 @_typing.final
 class OwnerReference(_message.Message):
+    """metav1.OwnerReference: an object that owns this one."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     API_VERSION_FIELD_NUMBER: _builtins.int
@@ -137,10 +164,19 @@ class OwnerReference(_message.Message):
     UID_FIELD_NUMBER: _builtins.int
     CONTROLLER_FIELD_NUMBER: _builtins.int
     api_version: _builtins.str
+    """The owner's apiVersion, e.g. "apps/v1". The default spread selector follows only v1
+    ReplicationControllers and apps/v1 ReplicaSets and StatefulSets.
+    """
     kind: _builtins.str
+    """The owner's kind, e.g. ReplicaSet, StatefulSet, ReplicationController, Job or DaemonSet."""
     name: _builtins.str
+    """The owner's name, in the owned object's namespace."""
     uid: _builtins.str
+    """The owner's uid; kept as sent (owners are looked up by kind, namespace and name)."""
     controller: _builtins.bool
+    """True for the managing controller; the first reference with it set is the controller
+    (metav1.GetControllerOf). Unset means false.
+    """
     def __init__(
         self,
         *,
@@ -191,9 +227,13 @@ class LabelSelector(_message.Message):
     MATCH_LABELS_FIELD_NUMBER: _builtins.int
     MATCH_EXPRESSIONS_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def match_labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def match_labels(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Labels that must be present with exactly these values; ANDed with match_expressions."""
+
     @_builtins.property
-    def match_expressions(self) -> _containers.RepeatedCompositeFieldContainer[Global___LabelSelectorRequirement]: ...
+    def match_expressions(self) -> _containers.RepeatedCompositeFieldContainer[Global___LabelSelectorRequirement]:
+        """Requirements that must all hold."""
+
     def __init__(
         self,
         *,
@@ -210,16 +250,21 @@ Global___LabelSelector: _TypeAlias = LabelSelector  # noqa: Y015
 
 @_typing.final
 class LabelSelectorRequirement(_message.Message):
+    """One requirement of a LabelSelector (metav1.LabelSelectorRequirement)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     KEY_FIELD_NUMBER: _builtins.int
     OPERATOR_FIELD_NUMBER: _builtins.int
     VALUES_FIELD_NUMBER: _builtins.int
     key: _builtins.str
+    """The label key."""
     operator: _builtins.str
-    """In, NotIn, Exists, DoesNotExist."""
+    """In, NotIn, Exists, DoesNotExist; anything else is INVALID_ARGUMENT."""
     @_builtins.property
-    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The values for In and NotIn; empty for Exists and DoesNotExist."""
+
     def __init__(
         self,
         *,
@@ -239,6 +284,8 @@ Global___LabelSelectorRequirement: _TypeAlias = LabelSelectorRequirement  # noqa
 class Node(_message.Message):
     """---------------------------------------------------------------------------------------------------
     Node
+
+    A core/v1 Node: what pods are scheduled to.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -249,13 +296,23 @@ class Node(_message.Message):
     SPEC_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     api_version: _builtins.str
+    """apiVersion ("v1"); optional and kept as sent."""
     kind: _builtins.str
+    """kind ("Node"): required in kubernetes_json, where it says what the object is; otherwise optional.
+    Kept as sent.
+    """
     @_builtins.property
-    def metadata(self) -> Global___ObjectMeta: ...
+    def metadata(self) -> Global___ObjectMeta:
+        """metadata; name is required."""
+
     @_builtins.property
-    def spec(self) -> Global___NodeSpec: ...
+    def spec(self) -> Global___NodeSpec:
+        """spec: cordoning and taints."""
+
     @_builtins.property
-    def status(self) -> Global___NodeStatus: ...
+    def status(self) -> Global___NodeStatus:
+        """status: allocatable resources and images."""
+
     def __init__(
         self,
         *,
@@ -275,13 +332,22 @@ Global___Node: _TypeAlias = Node  # noqa: Y015
 
 @_typing.final
 class NodeSpec(_message.Message):
+    """The subset of core/v1 NodeSpec that scheduling reads."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     UNSCHEDULABLE_FIELD_NUMBER: _builtins.int
     TAINTS_FIELD_NUMBER: _builtins.int
     unschedulable: _builtins.bool
+    """spec.unschedulable (a cordoned node): NodeUnschedulable rejects pods that do not tolerate the
+    node.kubernetes.io/unschedulable:NoSchedule taint.
+    """
     @_builtins.property
-    def taints(self) -> _containers.RepeatedCompositeFieldContainer[Global___Taint]: ...
+    def taints(self) -> _containers.RepeatedCompositeFieldContainer[Global___Taint]:
+        """spec.taints: untolerated NoSchedule and NoExecute taints keep a pod off the node (TaintToleration);
+        untolerated PreferNoSchedule taints lower the node's score.
+        """
+
     def __init__(
         self,
         *,
@@ -298,15 +364,19 @@ Global___NodeSpec: _TypeAlias = NodeSpec  # noqa: Y015
 
 @_typing.final
 class Taint(_message.Message):
+    """core/v1 Taint."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     KEY_FIELD_NUMBER: _builtins.int
     VALUE_FIELD_NUMBER: _builtins.int
     EFFECT_FIELD_NUMBER: _builtins.int
     key: _builtins.str
+    """The taint's key, e.g. "node.kubernetes.io/not-ready"."""
     value: _builtins.str
+    """The taint's value; an Equal toleration must name it."""
     effect: _builtins.str
-    """NoSchedule, PreferNoSchedule, NoExecute."""
+    """NoSchedule, PreferNoSchedule, NoExecute; anything else is INVALID_ARGUMENT."""
     def __init__(
         self,
         *,
@@ -324,6 +394,8 @@ Global___Taint: _TypeAlias = Taint  # noqa: Y015
 
 @_typing.final
 class NodeStatus(_message.Message):
+    """The subset of core/v1 NodeStatus that scheduling reads."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     @_typing.final
@@ -371,14 +443,20 @@ class NodeStatus(_message.Message):
     IMAGES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def capacity(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
-        """Quantity strings by resource name (cpu, memory, ephemeral-storage, pods, extended resources)."""
+        """Quantity strings by resource name (cpu, memory, ephemeral-storage, pods, extended resources).
+        Validated as quantities; decisions read allocatable.
+        """
 
     @_builtins.property
     def allocatable(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
-        """What the scheduler fits pods against."""
+        """What the scheduler fits pods against: quantity strings by resource name, as capacity. A resource the
+        node does not list counts as 0; a node without "pods" fits no pod.
+        """
 
     @_builtins.property
-    def images(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerImage]: ...
+    def images(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerImage]:
+        """status.images: the images present on the node, for ImageLocality's score."""
+
     def __init__(
         self,
         *,
@@ -396,13 +474,22 @@ Global___NodeStatus: _TypeAlias = NodeStatus  # noqa: Y015
 
 @_typing.final
 class ContainerImage(_message.Message):
+    """One image present on a node (core/v1 ContainerImage)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NAMES_FIELD_NUMBER: _builtins.int
     SIZE_BYTES_FIELD_NUMBER: _builtins.int
     size_bytes: _builtins.int
+    """The image's size in bytes. As in kube-scheduler, an image's size is what the first node reporting it
+    said.
+    """
     @_builtins.property
-    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The image's names (tags and digests), e.g. "registry.k8s.io/pause:3.10", as the kubelet reports
+        them. A pod's image without a tag is looked up with ":latest" added.
+        """
+
     def __init__(
         self,
         *,
@@ -421,6 +508,8 @@ Global___ContainerImage: _TypeAlias = ContainerImage  # noqa: Y015
 class Pod(_message.Message):
     """---------------------------------------------------------------------------------------------------
     Pod
+
+    A core/v1 Pod: the pod a decision is about, or one in the cache (bound to a node, or pending).
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -431,13 +520,23 @@ class Pod(_message.Message):
     SPEC_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     api_version: _builtins.str
+    """apiVersion ("v1"); optional and kept as sent."""
     kind: _builtins.str
+    """kind ("Pod"): required in kubernetes_json, where it says what the object is; otherwise optional.
+    Kept as sent.
+    """
     @_builtins.property
-    def metadata(self) -> Global___ObjectMeta: ...
+    def metadata(self) -> Global___ObjectMeta:
+        """metadata; name is required, an empty namespace means "default"."""
+
     @_builtins.property
-    def spec(self) -> Global___PodSpec: ...
+    def spec(self) -> Global___PodSpec:
+        """spec: the scheduling directives and resource requests."""
+
     @_builtins.property
-    def status(self) -> Global___PodStatus: ...
+    def status(self) -> Global___PodStatus:
+        """status: phase, nominated node and start time."""
+
     def __init__(
         self,
         *,
@@ -457,6 +556,8 @@ Global___Pod: _TypeAlias = Pod  # noqa: Y015
 
 @_typing.final
 class PodSpec(_message.Message):
+    """The subset of core/v1 PodSpec that scheduling reads."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     @_typing.final
@@ -518,39 +619,77 @@ class PodSpec(_message.Message):
     TERMINATION_GRACE_PERIOD_SECONDS_FIELD_NUMBER: _builtins.int
     VOLUMES_FIELD_NUMBER: _builtins.int
     node_name: _builtins.str
-    """A pod with a node name is bound and consumes that node's resources."""
+    """A pod with a node name is bound and consumes that node's resources. Empty means pending. The node
+    need not be in the cache yet: its bound pods count once it arrives.
+    """
     scheduler_name: _builtins.str
-    """Selects the profile; empty means "default-scheduler"."""
+    """Selects the profile; empty means "default-scheduler". A request's scheduler_name takes precedence."""
     priority: _builtins.int
+    """spec.priority, as priority admission resolves it from priority_class_name; unset means 0. Preemption
+    only evicts pods of lower priority.
+    """
     priority_class_name: _builtins.str
+    """spec.priorityClassName; kept as sent. podfit holds no PriorityClasses, so it reads priority instead."""
     preemption_policy: _builtins.str
-    """PreemptLowerPriority (default) or Never."""
+    """PreemptLowerPriority (default) or Never: with Never, preemption evicts nothing for this pod."""
     host_network: _builtins.bool
+    """spec.hostNetwork; kept as sent, not read. The API server defaults a host-network pod's host_port to
+    its container_port: send the defaulted ports for NodePorts to check them.
+    """
     restart_policy: _builtins.str
     """Always (default), OnFailure or Never: whether a Succeeded pod is finished for good (drain rules)."""
     termination_grace_period_seconds: _builtins.int
-    """Unset means 30 s; the drain rules judge a deleted pod long-terminating past it."""
+    """Unset means 30 s; the drain rules judge a deleted pod long-terminating 30 s past it."""
     @_builtins.property
-    def containers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Container]: ...
+    def containers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Container]:
+        """spec.containers: their requests add up to the pod's request; their images and host ports are what
+        ImageLocality and NodePorts read.
+        """
+
     @_builtins.property
-    def init_containers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Container]: ...
+    def init_containers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Container]:
+        """spec.initContainers, counted as Kubernetes' effective pod request counts them: the pod needs the
+        largest of its app containers' sum and each init container's request (with the sidecars started
+        before it). An init container with restart_policy "Always" is a sidecar: it runs beside the app
+        containers, adding its request and host ports.
+        """
+
     @_builtins.property
     def overhead(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Quantity strings; added to the pod's effective request."""
 
     @_builtins.property
-    def node_selector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def node_selector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """spec.nodeSelector: labels a node must carry with exactly these values (NodeAffinity)."""
+
     @_builtins.property
-    def affinity(self) -> Global___Affinity: ...
+    def affinity(self) -> Global___Affinity:
+        """spec.affinity: node affinity, pod affinity and pod anti-affinity."""
+
     @_builtins.property
-    def tolerations(self) -> _containers.RepeatedCompositeFieldContainer[Global___Toleration]: ...
+    def tolerations(self) -> _containers.RepeatedCompositeFieldContainer[Global___Toleration]:
+        """spec.tolerations: the taints the pod tolerates (TaintToleration, and NodeUnschedulable for
+        node.kubernetes.io/unschedulable).
+        """
+
     @_builtins.property
-    def topology_spread_constraints(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopologySpreadConstraint]: ...
+    def topology_spread_constraints(self) -> _containers.RepeatedCompositeFieldContainer[Global___TopologySpreadConstraint]:
+        """spec.topologySpreadConstraints (PodTopologySpread). When empty, the profile's default constraints
+        apply (kube-scheduler's system defaults unless configured), with a selector made of the Services,
+        ReplicaSets, StatefulSets and ReplicationControllers in the cache that select or own the pod.
+        """
+
     @_builtins.property
-    def scheduling_gates(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodSchedulingGate]: ...
+    def scheduling_gates(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodSchedulingGate]:
+        """spec.schedulingGates: while any remains the pod is gated: decisions answer gated (SchedulingGates
+        PreEnqueue) and filter no node.
+        """
+
     @_builtins.property
     def resources(self) -> Global___ResourceRequirements:
-        """Pod-level resources (PodLevelResources feature); when set they replace the container sum."""
+        """Pod-level resources (PodLevelResources feature): a cpu or memory request set here replaces the
+        containers' sum for that resource; limits are validated only.
+        """
 
     @_builtins.property
     def volumes(self) -> _containers.RepeatedCompositeFieldContainer[Global___Volume]:
@@ -603,10 +742,17 @@ class Volume(_message.Message):
     HOST_PATH_FIELD_NUMBER: _builtins.int
     EMPTY_DIR_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """The volume's name; required (INVALID_ARGUMENT when empty). Naming it in the pod's
+    cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes annotation exempts it.
+    """
     @_builtins.property
-    def host_path(self) -> Global___HostPathVolumeSource: ...
+    def host_path(self) -> Global___HostPathVolumeSource:
+        """Set for a hostPath volume: local storage for the drain rules."""
+
     @_builtins.property
-    def empty_dir(self) -> Global___EmptyDirVolumeSource: ...
+    def empty_dir(self) -> Global___EmptyDirVolumeSource:
+        """Set for an emptyDir volume: local storage for the drain rules unless its medium is "Memory"."""
+
     def __init__(
         self,
         *,
@@ -624,12 +770,16 @@ Global___Volume: _TypeAlias = Volume  # noqa: Y015
 
 @_typing.final
 class HostPathVolumeSource(_message.Message):
+    """core/v1 HostPathVolumeSource; only its presence matters."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PATH_FIELD_NUMBER: _builtins.int
     TYPE_FIELD_NUMBER: _builtins.int
     path: _builtins.str
+    """The path on the node; kept as sent."""
     type: _builtins.str
+    """The hostPath type, e.g. "Directory"; kept as sent."""
     def __init__(
         self,
         *,
@@ -646,6 +796,8 @@ Global___HostPathVolumeSource: _TypeAlias = HostPathVolumeSource  # noqa: Y015
 
 @_typing.final
 class EmptyDirVolumeSource(_message.Message):
+    """core/v1 EmptyDirVolumeSource."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MEDIUM_FIELD_NUMBER: _builtins.int
@@ -670,6 +822,10 @@ Global___EmptyDirVolumeSource: _TypeAlias = EmptyDirVolumeSource  # noqa: Y015
 
 @_typing.final
 class Container(_message.Message):
+    """The subset of core/v1 Container that scheduling reads (an app container, or an init container in
+    PodSpec.init_containers).
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
@@ -678,13 +834,19 @@ class Container(_message.Message):
     PORTS_FIELD_NUMBER: _builtins.int
     RESTART_POLICY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """The container's name; kept as sent."""
     image: _builtins.str
+    """The container's image: ImageLocality favours nodes that already hold it."""
     restart_policy: _builtins.str
     """Only "Always" is meaningful, on init containers: it makes the init container a sidecar."""
     @_builtins.property
-    def resources(self) -> Global___ResourceRequirements: ...
+    def resources(self) -> Global___ResourceRequirements:
+        """The container's requests, which the pod's effective request is made of, and limits."""
+
     @_builtins.property
-    def ports(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerPort]: ...
+    def ports(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerPort]:
+        """The container's ports; those with a host_port take part in NodePorts."""
+
     def __init__(
         self,
         *,
@@ -704,6 +866,11 @@ Global___Container: _TypeAlias = Container  # noqa: Y015
 
 @_typing.final
 class ResourceRequirements(_message.Message):
+    """core/v1 ResourceRequirements: Kubernetes quantity strings by resource name ("500m", "2Gi"), parsed
+    exactly. A malformed or negative quantity, or one beyond int64 in kube-scheduler's units (millicores
+    for cpu, units otherwise), is INVALID_ARGUMENT.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     @_typing.final
@@ -749,9 +916,15 @@ class ResourceRequirements(_message.Message):
     REQUESTS_FIELD_NUMBER: _builtins.int
     LIMITS_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def requests(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def requests(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """What NodeResourcesFit fits against the node's allocatable. For scoring only, a container without a
+        cpu or memory request counts as 100m cpu and 200Mi memory, as in kube-scheduler.
+        """
+
     @_builtins.property
-    def limits(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def limits(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Validated as quantities; not read by decisions."""
+
     def __init__(
         self,
         *,
@@ -768,6 +941,8 @@ Global___ResourceRequirements: _TypeAlias = ResourceRequirements  # noqa: Y015
 
 @_typing.final
 class ContainerPort(_message.Message):
+    """core/v1 ContainerPort."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
@@ -776,11 +951,17 @@ class ContainerPort(_message.Message):
     PROTOCOL_FIELD_NUMBER: _builtins.int
     HOST_IP_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """The port's name; kept as sent."""
     host_port: _builtins.int
+    """The port on the node; 0 (unset) means none. Must be 0-65535 (else INVALID_ARGUMENT); a host port
+    already in use on a node for the same protocol and an overlapping host IP keeps the pod off it.
+    """
     container_port: _builtins.int
+    """The port in the container; kept as sent."""
     protocol: _builtins.str
     """TCP (default), UDP or SCTP."""
     host_ip: _builtins.str
+    """The node address the host port binds; empty means 0.0.0.0, which conflicts with every address."""
     def __init__(
         self,
         *,
@@ -800,17 +981,25 @@ Global___ContainerPort: _TypeAlias = ContainerPort  # noqa: Y015
 
 @_typing.final
 class Affinity(_message.Message):
+    """core/v1 Affinity: the pod's constraints on nodes and on other pods."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NODE_AFFINITY_FIELD_NUMBER: _builtins.int
     POD_AFFINITY_FIELD_NUMBER: _builtins.int
     POD_ANTI_AFFINITY_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def node_affinity(self) -> Global___NodeAffinity: ...
+    def node_affinity(self) -> Global___NodeAffinity:
+        """Which nodes the pod requires or prefers, by their labels (NodeAffinity)."""
+
     @_builtins.property
-    def pod_affinity(self) -> Global___PodAffinity: ...
+    def pod_affinity(self) -> Global___PodAffinity:
+        """Pods the pod requires or prefers to share a topology domain with (InterPodAffinity)."""
+
     @_builtins.property
-    def pod_anti_affinity(self) -> Global___PodAntiAffinity: ...
+    def pod_anti_affinity(self) -> Global___PodAntiAffinity:
+        """Pods the pod requires or prefers not to share a topology domain with (InterPodAffinity)."""
+
     def __init__(
         self,
         *,
@@ -828,14 +1017,22 @@ Global___Affinity: _TypeAlias = Affinity  # noqa: Y015
 
 @_typing.final
 class NodeAffinity(_message.Message):
+    """core/v1 NodeAffinity."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUIRED_DURING_SCHEDULING_IGNORED_DURING_EXECUTION_FIELD_NUMBER: _builtins.int
     PREFERRED_DURING_SCHEDULING_IGNORED_DURING_EXECUTION_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def required_during_scheduling_ignored_during_execution(self) -> Global___NodeSelector: ...
+    def required_during_scheduling_ignored_during_execution(self) -> Global___NodeSelector:
+        """A node must match one of its terms (Filter), as well as spec.nodeSelector. Set with no terms, it
+        matches no node.
+        """
+
     @_builtins.property
-    def preferred_during_scheduling_ignored_during_execution(self) -> _containers.RepeatedCompositeFieldContainer[Global___PreferredSchedulingTerm]: ...
+    def preferred_during_scheduling_ignored_during_execution(self) -> _containers.RepeatedCompositeFieldContainer[Global___PreferredSchedulingTerm]:
+        """Each matching term adds its weight to the node's NodeAffinity score."""
+
     def __init__(
         self,
         *,
@@ -852,6 +1049,8 @@ Global___NodeAffinity: _TypeAlias = NodeAffinity  # noqa: Y015
 
 @_typing.final
 class NodeSelector(_message.Message):
+    """core/v1 NodeSelector: a set of alternative node selector terms."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NODE_SELECTOR_TERMS_FIELD_NUMBER: _builtins.int
@@ -874,6 +1073,8 @@ Global___NodeSelector: _TypeAlias = NodeSelector  # noqa: Y015
 
 @_typing.final
 class NodeSelectorTerm(_message.Message):
+    """core/v1 NodeSelectorTerm. A term with no requirement, or with an invalid one, matches no node."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MATCH_EXPRESSIONS_FIELD_NUMBER: _builtins.int
@@ -902,16 +1103,25 @@ Global___NodeSelectorTerm: _TypeAlias = NodeSelectorTerm  # noqa: Y015
 
 @_typing.final
 class NodeSelectorRequirement(_message.Message):
+    """core/v1 NodeSelectorRequirement: one condition on a node label (in match_fields: on the node's name,
+    with In or NotIn and exactly one value).
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     KEY_FIELD_NUMBER: _builtins.int
     OPERATOR_FIELD_NUMBER: _builtins.int
     VALUES_FIELD_NUMBER: _builtins.int
     key: _builtins.str
+    """The label key (metadata.name in match_fields)."""
     operator: _builtins.str
-    """In, NotIn, Exists, DoesNotExist, Gt, Lt."""
+    """In, NotIn, Exists, DoesNotExist, Gt, Lt; anything else is INVALID_ARGUMENT."""
     @_builtins.property
-    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """One or more values for In and NotIn, none for Exists and DoesNotExist, one integer for Gt and Lt
+        (compared with the label's value read as an integer).
+        """
+
     def __init__(
         self,
         *,
@@ -929,13 +1139,20 @@ Global___NodeSelectorRequirement: _TypeAlias = NodeSelectorRequirement  # noqa: 
 
 @_typing.final
 class PreferredSchedulingTerm(_message.Message):
+    """core/v1 PreferredSchedulingTerm: a weighted node preference."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     WEIGHT_FIELD_NUMBER: _builtins.int
     PREFERENCE_FIELD_NUMBER: _builtins.int
     weight: _builtins.int
+    """What a matching node adds to its NodeAffinity score (1-100 in Kubernetes); terms of weight 0 are
+    ignored.
+    """
     @_builtins.property
-    def preference(self) -> Global___NodeSelectorTerm: ...
+    def preference(self) -> Global___NodeSelectorTerm:
+        """The term a node must match to earn the weight; an empty term is ignored."""
+
     def __init__(
         self,
         *,
@@ -952,14 +1169,22 @@ Global___PreferredSchedulingTerm: _TypeAlias = PreferredSchedulingTerm  # noqa: 
 
 @_typing.final
 class PodAffinity(_message.Message):
+    """core/v1 PodAffinity: put the pod in the same topology domain as pods matching the terms."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUIRED_DURING_SCHEDULING_IGNORED_DURING_EXECUTION_FIELD_NUMBER: _builtins.int
     PREFERRED_DURING_SCHEDULING_IGNORED_DURING_EXECUTION_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def required_during_scheduling_ignored_during_execution(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodAffinityTerm]: ...
+    def required_during_scheduling_ignored_during_execution(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodAffinityTerm]:
+        """Every term must hold: the node's domain must hold a matching pod (Filter). As in Kubernetes, while
+        no pod matches, a pod matching its own terms may go to any node carrying the topology keys.
+        """
+
     @_builtins.property
-    def preferred_during_scheduling_ignored_during_execution(self) -> _containers.RepeatedCompositeFieldContainer[Global___WeightedPodAffinityTerm]: ...
+    def preferred_during_scheduling_ignored_during_execution(self) -> _containers.RepeatedCompositeFieldContainer[Global___WeightedPodAffinityTerm]:
+        """Each term's weight counts for every matching pod in the node's domain (Score)."""
+
     def __init__(
         self,
         *,
@@ -976,14 +1201,20 @@ Global___PodAffinity: _TypeAlias = PodAffinity  # noqa: Y015
 
 @_typing.final
 class PodAntiAffinity(_message.Message):
+    """core/v1 PodAntiAffinity: keep the pod out of topology domains holding pods matching the terms."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUIRED_DURING_SCHEDULING_IGNORED_DURING_EXECUTION_FIELD_NUMBER: _builtins.int
     PREFERRED_DURING_SCHEDULING_IGNORED_DURING_EXECUTION_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def required_during_scheduling_ignored_during_execution(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodAffinityTerm]: ...
+    def required_during_scheduling_ignored_during_execution(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodAffinityTerm]:
+        """No term may match a pod in the node's domain (Filter)."""
+
     @_builtins.property
-    def preferred_during_scheduling_ignored_during_execution(self) -> _containers.RepeatedCompositeFieldContainer[Global___WeightedPodAffinityTerm]: ...
+    def preferred_during_scheduling_ignored_during_execution(self) -> _containers.RepeatedCompositeFieldContainer[Global___WeightedPodAffinityTerm]:
+        """Each term's weight counts against the node for every matching pod in its domain (Score)."""
+
     def __init__(
         self,
         *,
@@ -1000,6 +1231,10 @@ Global___PodAntiAffinity: _TypeAlias = PodAntiAffinity  # noqa: Y015
 
 @_typing.final
 class PodAffinityTerm(_message.Message):
+    """core/v1 PodAffinityTerm: the pods matching label_selector in the selected namespaces, looked for in the
+    node's topology domain.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     LABEL_SELECTOR_FIELD_NUMBER: _builtins.int
@@ -1009,8 +1244,11 @@ class PodAffinityTerm(_message.Message):
     MATCH_LABEL_KEYS_FIELD_NUMBER: _builtins.int
     MISMATCH_LABEL_KEYS_FIELD_NUMBER: _builtins.int
     topology_key: _builtins.str
+    """The node label whose value is the node's topology domain, e.g. "topology.kubernetes.io/zone"."""
     @_builtins.property
-    def label_selector(self) -> Global___LabelSelector: ...
+    def label_selector(self) -> Global___LabelSelector:
+        """Which pods the term is about; absent matches no pod."""
+
     @_builtins.property
     def namespaces(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Empty list and absent namespace_selector mean the pod's own namespace."""
@@ -1020,9 +1258,15 @@ class PodAffinityTerm(_message.Message):
         """{} selects every namespace."""
 
     @_builtins.property
-    def match_label_keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def match_label_keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Label keys of the incoming pod whose values are added to label_selector as `key In (value)`, as
+        kube-apiserver merges them; keys the pod does not carry are skipped.
+        """
+
     @_builtins.property
-    def mismatch_label_keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def mismatch_label_keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Like match_label_keys, added as `key NotIn (value)`."""
+
     def __init__(
         self,
         *,
@@ -1043,13 +1287,18 @@ Global___PodAffinityTerm: _TypeAlias = PodAffinityTerm  # noqa: Y015
 
 @_typing.final
 class WeightedPodAffinityTerm(_message.Message):
+    """core/v1 WeightedPodAffinityTerm: a preferred pod affinity or anti-affinity term."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     WEIGHT_FIELD_NUMBER: _builtins.int
     POD_AFFINITY_TERM_FIELD_NUMBER: _builtins.int
     weight: _builtins.int
+    """The term's weight (1-100 in Kubernetes), counted per matching pod."""
     @_builtins.property
-    def pod_affinity_term(self) -> Global___PodAffinityTerm: ...
+    def pod_affinity_term(self) -> Global___PodAffinityTerm:
+        """The term."""
+
     def __init__(
         self,
         *,
@@ -1066,6 +1315,8 @@ Global___WeightedPodAffinityTerm: _TypeAlias = WeightedPodAffinityTerm  # noqa: 
 
 @_typing.final
 class Toleration(_message.Message):
+    """core/v1 Toleration: lets the pod onto nodes with a matching taint (core/v1 ToleratesTaint)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     KEY_FIELD_NUMBER: _builtins.int
@@ -1074,12 +1325,15 @@ class Toleration(_message.Message):
     EFFECT_FIELD_NUMBER: _builtins.int
     TOLERATION_SECONDS_FIELD_NUMBER: _builtins.int
     key: _builtins.str
+    """The taint key it matches; empty (with Exists) matches every key."""
     operator: _builtins.str
     """Equal (default) or Exists."""
     value: _builtins.str
+    """The taint value it matches with Equal; empty with Exists."""
     effect: _builtins.str
     """Empty matches every effect."""
     toleration_seconds: _builtins.int
+    """How long a NoExecute taint is tolerated; kept as sent (scheduling does not read it)."""
     def __init__(
         self,
         *,
@@ -1101,6 +1355,8 @@ Global___Toleration: _TypeAlias = Toleration  # noqa: Y015
 
 @_typing.final
 class TopologySpreadConstraint(_message.Message):
+    """core/v1 TopologySpreadConstraint (PodTopologySpread)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MAX_SKEW_FIELD_NUMBER: _builtins.int
@@ -1112,18 +1368,37 @@ class TopologySpreadConstraint(_message.Message):
     NODE_TAINTS_POLICY_FIELD_NUMBER: _builtins.int
     MATCH_LABEL_KEYS_FIELD_NUMBER: _builtins.int
     max_skew: _builtins.int
+    """The largest allowed difference in matching pods between a domain and the least populated eligible
+    one; must be at least 1 (else INVALID_ARGUMENT).
+    """
     topology_key: _builtins.str
+    """The node label whose values are the topology domains, e.g. "topology.kubernetes.io/zone"."""
     when_unsatisfiable: _builtins.str
-    """DoNotSchedule or ScheduleAnyway."""
+    """DoNotSchedule or ScheduleAnyway; anything else is INVALID_ARGUMENT. DoNotSchedule constraints filter
+    nodes, ScheduleAnyway ones only score them.
+    """
     min_domains: _builtins.int
+    """DoNotSchedule only: while fewer eligible domains than this exist, the global minimum counts as 0.
+    Unset means 1.
+    """
     node_affinity_policy: _builtins.str
-    """Honor (default) or Ignore."""
+    """Honor (default) or Ignore: whether nodes the pod's nodeSelector and required node affinity exclude
+    are left out of the domain counts.
+    """
     node_taints_policy: _builtins.str
-    """Ignore (default) or Honor."""
+    """Ignore (default) or Honor: whether nodes with taints the pod does not tolerate are left out of the
+    domain counts.
+    """
     @_builtins.property
-    def label_selector(self) -> Global___LabelSelector: ...
+    def label_selector(self) -> Global___LabelSelector:
+        """The pods counted in each domain."""
+
     @_builtins.property
-    def match_label_keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def match_label_keys(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Label keys of the incoming pod whose values narrow label_selector to pods with the same values
+        (e.g. pod-template-hash); keys the pod does not carry are skipped.
+        """
+
     def __init__(
         self,
         *,
@@ -1148,10 +1423,15 @@ Global___TopologySpreadConstraint: _TypeAlias = TopologySpreadConstraint  # noqa
 
 @_typing.final
 class PodSchedulingGate(_message.Message):
+    """core/v1 PodSchedulingGate: one reason the pod must not be scheduled yet."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """The gate's name. Gates can only be removed from a pod after its creation, never added: an update
+    adding one is INVALID_ARGUMENT.
+    """
     def __init__(
         self,
         *,
@@ -1167,6 +1447,8 @@ Global___PodSchedulingGate: _TypeAlias = PodSchedulingGate  # noqa: Y015
 
 @_typing.final
 class PodStatus(_message.Message):
+    """The subset of core/v1 PodStatus that scheduling reads."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PHASE_FIELD_NUMBER: _builtins.int
@@ -1175,8 +1457,15 @@ class PodStatus(_message.Message):
     phase: _builtins.str
     """Pending, Running, Succeeded, Failed, Unknown. Succeeded and Failed pods are ignored by scheduling."""
     nominated_node_name: _builtins.str
+    """status.nominatedNodeName of a pending pod (set by an earlier preemption): as in kube-scheduler,
+    filtering keeps its room on that node against pods of equal or lower priority.
+    """
     @_builtins.property
-    def start_time(self) -> _timestamp_pb2.Timestamp: ...
+    def start_time(self) -> _timestamp_pb2.Timestamp:
+        """status.startTime: preemption's tie-breaks between victims and between nodes read it; unset counts
+        as now.
+        """
+
     def __init__(
         self,
         *,
@@ -1196,6 +1485,8 @@ Global___PodStatus: _TypeAlias = PodStatus  # noqa: Y015
 class Namespace(_message.Message):
     """---------------------------------------------------------------------------------------------------
     Namespace and PodDisruptionBudget
+
+    A core/v1 Namespace: its labels are what pod affinity terms' namespace_selector matches.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -1204,9 +1495,13 @@ class Namespace(_message.Message):
     KIND_FIELD_NUMBER: _builtins.int
     METADATA_FIELD_NUMBER: _builtins.int
     api_version: _builtins.str
+    """apiVersion ("v1"); optional and kept as sent."""
     kind: _builtins.str
+    """kind ("Namespace"): required in kubernetes_json, otherwise optional; kept as sent."""
     @_builtins.property
-    def metadata(self) -> Global___ObjectMeta: ...
+    def metadata(self) -> Global___ObjectMeta:
+        """metadata; name is required, labels are what matters."""
+
     def __init__(
         self,
         *,
@@ -1224,6 +1519,10 @@ Global___Namespace: _TypeAlias = Namespace  # noqa: Y015
 
 @_typing.final
 class PodDisruptionBudget(_message.Message):
+    """A policy/v1 PodDisruptionBudget: preemption prefers victims whose eviction violates no budget, and
+    the drain rules refuse to evict pods whose budget is spent.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     API_VERSION_FIELD_NUMBER: _builtins.int
@@ -1232,13 +1531,21 @@ class PodDisruptionBudget(_message.Message):
     SPEC_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     api_version: _builtins.str
+    """apiVersion ("policy/v1"); optional and kept as sent."""
     kind: _builtins.str
+    """kind ("PodDisruptionBudget"): required in kubernetes_json, otherwise optional; kept as sent."""
     @_builtins.property
-    def metadata(self) -> Global___ObjectMeta: ...
+    def metadata(self) -> Global___ObjectMeta:
+        """metadata; name is required."""
+
     @_builtins.property
-    def spec(self) -> Global___PodDisruptionBudgetSpec: ...
+    def spec(self) -> Global___PodDisruptionBudgetSpec:
+        """spec: which pods the budget covers."""
+
     @_builtins.property
-    def status(self) -> Global___PodDisruptionBudgetStatus: ...
+    def status(self) -> Global___PodDisruptionBudgetStatus:
+        """status: how many disruptions the budget allows now."""
+
     def __init__(
         self,
         *,
@@ -1258,6 +1565,8 @@ Global___PodDisruptionBudget: _TypeAlias = PodDisruptionBudget  # noqa: Y015
 
 @_typing.final
 class PodDisruptionBudgetSpec(_message.Message):
+    """policy/v1 PodDisruptionBudgetSpec."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MIN_AVAILABLE_FIELD_NUMBER: _builtins.int
@@ -1268,8 +1577,15 @@ class PodDisruptionBudgetSpec(_message.Message):
     their decimal string.
     """
     max_unavailable: _builtins.str
+    """IntOrString, as min_available. Both are validated and kept; decisions read
+    status.disruptions_allowed.
+    """
     @_builtins.property
-    def selector(self) -> Global___LabelSelector: ...
+    def selector(self) -> Global___LabelSelector:
+        """The pods the budget covers, in its namespace. Absent matches no pod. Empty ({}) matches no pod for
+        preemption (kube-scheduler's policy/v1 reading) but every pod for the drain rules (cluster-autoscaler's).
+        """
+
     def __init__(
         self,
         *,
@@ -1294,6 +1610,8 @@ Global___PodDisruptionBudgetSpec: _TypeAlias = PodDisruptionBudgetSpec  # noqa: 
 
 @_typing.final
 class PodDisruptionBudgetStatus(_message.Message):
+    """policy/v1 PodDisruptionBudgetStatus, as the disruption controller reports it."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     DISRUPTIONS_ALLOWED_FIELD_NUMBER: _builtins.int
@@ -1301,10 +1619,15 @@ class PodDisruptionBudgetStatus(_message.Message):
     DESIRED_HEALTHY_FIELD_NUMBER: _builtins.int
     EXPECTED_PODS_FIELD_NUMBER: _builtins.int
     disruptions_allowed: _builtins.int
-    """What preemption reads: evicting a covered pod when this is <= 0 violates the budget."""
+    """What preemption reads: evicting a covered pod when this is <= 0 violates the budget. The drain rules
+    read it too: a covered pod blocks its node (NotEnoughPdb) when it is below 1.
+    """
     current_healthy: _builtins.int
+    """status.currentHealthy; kept as sent, not read."""
     desired_healthy: _builtins.int
+    """status.desiredHealthy; kept as sent, not read."""
     expected_pods: _builtins.int
+    """status.expectedPods; kept as sent, not read."""
     def __init__(
         self,
         *,
@@ -1326,6 +1649,8 @@ class Service(_message.Message):
     """---------------------------------------------------------------------------------------------------
     Workload selectors, for the cluster-default topology spread constraints, and pod controllers, which
     cluster-autoscaler's drain rules look up by the owner references of the pods on a node.
+
+    A core/v1 Service: its selector joins the default spread selector of the pods it selects.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -1335,11 +1660,17 @@ class Service(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     SPEC_FIELD_NUMBER: _builtins.int
     api_version: _builtins.str
+    """apiVersion ("v1"); optional and kept as sent."""
     kind: _builtins.str
+    """kind ("Service"): required in kubernetes_json, otherwise optional; kept as sent."""
     @_builtins.property
-    def metadata(self) -> Global___ObjectMeta: ...
+    def metadata(self) -> Global___ObjectMeta:
+        """metadata; name is required."""
+
     @_builtins.property
-    def spec(self) -> Global___ServiceSpec: ...
+    def spec(self) -> Global___ServiceSpec:
+        """spec: the pod selector."""
+
     def __init__(
         self,
         *,
@@ -1358,6 +1689,8 @@ Global___Service: _TypeAlias = Service  # noqa: Y015
 
 @_typing.final
 class ServiceSpec(_message.Message):
+    """The subset of core/v1 ServiceSpec that scheduling reads."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     @_typing.final
@@ -1382,7 +1715,9 @@ class ServiceSpec(_message.Message):
 
     SELECTOR_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def selector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def selector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """spec.selector: labels a pod must carry with these values; empty selects no pod."""
+
     def __init__(
         self,
         *,
@@ -1398,6 +1733,10 @@ Global___ServiceSpec: _TypeAlias = ServiceSpec  # noqa: Y015
 
 @_typing.final
 class ReplicationController(_message.Message):
+    """A core/v1 ReplicationController: a pod controller for the drain rules, whose selector joins the
+    default spread selector of its pods.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     API_VERSION_FIELD_NUMBER: _builtins.int
@@ -1405,11 +1744,17 @@ class ReplicationController(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     SPEC_FIELD_NUMBER: _builtins.int
     api_version: _builtins.str
+    """apiVersion ("v1"); optional and kept as sent."""
     kind: _builtins.str
+    """kind ("ReplicationController"): required in kubernetes_json, otherwise optional; kept as sent."""
     @_builtins.property
-    def metadata(self) -> Global___ObjectMeta: ...
+    def metadata(self) -> Global___ObjectMeta:
+        """metadata; name is required."""
+
     @_builtins.property
-    def spec(self) -> Global___ReplicationControllerSpec: ...
+    def spec(self) -> Global___ReplicationControllerSpec:
+        """spec: selector and replicas."""
+
     def __init__(
         self,
         *,
@@ -1428,6 +1773,8 @@ Global___ReplicationController: _TypeAlias = ReplicationController  # noqa: Y015
 
 @_typing.final
 class ReplicationControllerSpec(_message.Message):
+    """The subset of core/v1 ReplicationControllerSpec that scheduling reads."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     @_typing.final
@@ -1455,7 +1802,9 @@ class ReplicationControllerSpec(_message.Message):
     replicas: _builtins.int
     """Unset is not zero: the drain rules' minimum-replica check only applies to a set value."""
     @_builtins.property
-    def selector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def selector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """spec.selector: labels its pods carry with these values."""
+
     def __init__(
         self,
         *,
@@ -1474,6 +1823,10 @@ Global___ReplicationControllerSpec: _TypeAlias = ReplicationControllerSpec  # no
 
 @_typing.final
 class ReplicaSet(_message.Message):
+    """An apps/v1 ReplicaSet: a pod controller for the drain rules, whose selector joins the default spread
+    selector of its pods.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     API_VERSION_FIELD_NUMBER: _builtins.int
@@ -1481,11 +1834,17 @@ class ReplicaSet(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     SPEC_FIELD_NUMBER: _builtins.int
     api_version: _builtins.str
+    """apiVersion ("apps/v1"); optional and kept as sent."""
     kind: _builtins.str
+    """kind ("ReplicaSet"): required in kubernetes_json, otherwise optional; kept as sent."""
     @_builtins.property
-    def metadata(self) -> Global___ObjectMeta: ...
+    def metadata(self) -> Global___ObjectMeta:
+        """metadata; name is required."""
+
     @_builtins.property
-    def spec(self) -> Global___WorkloadSpec: ...
+    def spec(self) -> Global___WorkloadSpec:
+        """spec: selector and replicas."""
+
     def __init__(
         self,
         *,
@@ -1504,6 +1863,10 @@ Global___ReplicaSet: _TypeAlias = ReplicaSet  # noqa: Y015
 
 @_typing.final
 class StatefulSet(_message.Message):
+    """An apps/v1 StatefulSet: a pod controller for the drain rules, whose selector joins the default spread
+    selector of its pods.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     API_VERSION_FIELD_NUMBER: _builtins.int
@@ -1511,11 +1874,17 @@ class StatefulSet(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     SPEC_FIELD_NUMBER: _builtins.int
     api_version: _builtins.str
+    """apiVersion ("apps/v1"); optional and kept as sent."""
     kind: _builtins.str
+    """kind ("StatefulSet"): required in kubernetes_json, otherwise optional; kept as sent."""
     @_builtins.property
-    def metadata(self) -> Global___ObjectMeta: ...
+    def metadata(self) -> Global___ObjectMeta:
+        """metadata; name is required."""
+
     @_builtins.property
-    def spec(self) -> Global___WorkloadSpec: ...
+    def spec(self) -> Global___WorkloadSpec:
+        """spec: selector and replicas."""
+
     def __init__(
         self,
         *,
@@ -1543,11 +1912,17 @@ class Job(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     SPEC_FIELD_NUMBER: _builtins.int
     api_version: _builtins.str
+    """apiVersion ("batch/v1"); optional and kept as sent."""
     kind: _builtins.str
+    """kind ("Job"): required in kubernetes_json, otherwise optional; kept as sent."""
     @_builtins.property
-    def metadata(self) -> Global___ObjectMeta: ...
+    def metadata(self) -> Global___ObjectMeta:
+        """metadata; name is required."""
+
     @_builtins.property
-    def spec(self) -> Global___WorkloadSpec: ...
+    def spec(self) -> Global___WorkloadSpec:
+        """spec: the selector (a Job has no replicas)."""
+
     def __init__(
         self,
         *,
@@ -1575,11 +1950,17 @@ class DaemonSet(_message.Message):
     METADATA_FIELD_NUMBER: _builtins.int
     SPEC_FIELD_NUMBER: _builtins.int
     api_version: _builtins.str
+    """apiVersion ("apps/v1"); optional and kept as sent."""
     kind: _builtins.str
+    """kind ("DaemonSet"): required in kubernetes_json, otherwise optional; kept as sent."""
     @_builtins.property
-    def metadata(self) -> Global___ObjectMeta: ...
+    def metadata(self) -> Global___ObjectMeta:
+        """metadata; name is required."""
+
     @_builtins.property
-    def spec(self) -> Global___WorkloadSpec: ...
+    def spec(self) -> Global___WorkloadSpec:
+        """spec: the selector (a DaemonSet has no replicas)."""
+
     def __init__(
         self,
         *,
@@ -1607,9 +1988,15 @@ class WorkloadSpec(_message.Message):
     SELECTOR_FIELD_NUMBER: _builtins.int
     REPLICAS_FIELD_NUMBER: _builtins.int
     replicas: _builtins.int
-    """Unset is not zero: the drain rules' minimum-replica check only applies to a set value."""
+    """Unset is not zero: the drain rules' minimum-replica check only applies to a set value (and, as in
+    cluster-autoscaler, to ReplicaSets only).
+    """
     @_builtins.property
-    def selector(self) -> Global___LabelSelector: ...
+    def selector(self) -> Global___LabelSelector:
+        """spec.selector: the pods the workload owns (read for ReplicaSets and StatefulSets, by the default
+        spread selector).
+        """
+
     def __init__(
         self,
         *,

@@ -31,23 +31,29 @@ class _StatusCode:
 class _StatusCodeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_StatusCode.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     STATUS_CODE_UNSPECIFIED: _StatusCode.ValueType  # 0
+    """Never sent by the server."""
     STATUS_CODE_SUCCESS: _StatusCode.ValueType  # 1
+    """The node passed every filter."""
     STATUS_CODE_UNSCHEDULABLE: _StatusCode.ValueType  # 2
     """Rejected; removing pods (preemption) may help."""
     STATUS_CODE_UNSCHEDULABLE_AND_UNRESOLVABLE: _StatusCode.ValueType  # 3
     """Rejected; preemption cannot help on this node."""
     STATUS_CODE_ERROR: _StatusCode.ValueType  # 4
+    """A plugin failed with an error instead of a verdict (kube-scheduler's Error); the node does not fit."""
 
 class StatusCode(_StatusCode, metaclass=_StatusCodeEnumTypeWrapper):
     """The framework status code of a plugin's verdict, as kube-scheduler reports it."""
 
 STATUS_CODE_UNSPECIFIED: StatusCode.ValueType  # 0
+"""Never sent by the server."""
 STATUS_CODE_SUCCESS: StatusCode.ValueType  # 1
+"""The node passed every filter."""
 STATUS_CODE_UNSCHEDULABLE: StatusCode.ValueType  # 2
 """Rejected; removing pods (preemption) may help."""
 STATUS_CODE_UNSCHEDULABLE_AND_UNRESOLVABLE: StatusCode.ValueType  # 3
 """Rejected; preemption cannot help on this node."""
 STATUS_CODE_ERROR: StatusCode.ValueType  # 4
+"""A plugin failed with an error instead of a verdict (kube-scheduler's Error); the node does not fit."""
 Global___StatusCode: _TypeAlias = StatusCode  # noqa: Y015
 
 class _View:
@@ -91,13 +97,18 @@ class PodReference(_message.Message):
     CACHED_FIELD_NUMBER: _builtins.int
     KUBERNETES_PROTOBUF_FIELD_NUMBER: _builtins.int
     kubernetes_json: _builtins.bytes
+    """The pod's Kubernetes JSON; its kind must be Pod."""
     kubernetes_protobuf: _builtins.bytes
     """A v1.Pod in Kubernetes protobuf (raw or enveloped; see KubernetesProtobuf)."""
     @_builtins.property
-    def pod(self) -> _objects_pb2.Pod: ...
+    def pod(self) -> _objects_pb2.Pod:
+        """The pod by value; it need not be in the cache. metadata.name is required."""
+
     @_builtins.property
     def cached(self) -> _cluster_cache_pb2.ObjectKey:
-        """A pod in the cache (its namespace and name; kind is ignored)."""
+        """A pod in the cache (its namespace and name; kind is ignored). An empty namespace means "default";
+        a pod the cache does not hold is NOT_FOUND.
+        """
 
     def __init__(
         self,
@@ -129,10 +140,18 @@ class NodeVerdict(_message.Message):
     REASONS_FIELD_NUMBER: _builtins.int
     CODE_FIELD_NUMBER: _builtins.int
     node_name: _builtins.str
+    """The node's name."""
     fits: _builtins.bool
+    """True when the node passed every filter."""
     plugin: _builtins.str
-    """The first plugin, in filter order, that rejected the node; empty when it fits."""
+    """The first plugin, in filter order, that rejected the node; empty when it fits. When a PreFilter
+    plugin rejected the pod, that plugin for every node; when PreFilter narrowed the candidates (e.g.
+    NodeAffinity's matchFields metadata.name), the narrowing plugins, comma-separated.
+    """
     code: Global___StatusCode.ValueType
+    """SUCCESS when the node fits; otherwise whether preemption may help (UNSCHEDULABLE) or not
+    (UNSCHEDULABLE_AND_UNRESOLVABLE), or ERROR.
+    """
     @_builtins.property
     def reasons(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """That plugin's reasons, verbatim kube-scheduler strings."""
@@ -156,11 +175,14 @@ Global___NodeVerdict: _TypeAlias = NodeVerdict  # noqa: Y015
 
 @_typing.final
 class PluginScore(_message.Message):
+    """One score plugin's part of a node's total."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PLUGIN_FIELD_NUMBER: _builtins.int
     SCORE_FIELD_NUMBER: _builtins.int
     plugin: _builtins.str
+    """The plugin's name, e.g. "NodeResourcesFit"."""
     score: _builtins.int
     """Normalised and multiplied by the plugin's weight."""
     def __init__(
@@ -179,13 +201,17 @@ Global___PluginScore: _TypeAlias = PluginScore  # noqa: Y015
 
 @_typing.final
 class NodeScore(_message.Message):
+    """A feasible node's score."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NODE_NAME_FIELD_NUMBER: _builtins.int
     TOTAL_FIELD_NUMBER: _builtins.int
     PLUGINS_FIELD_NUMBER: _builtins.int
     node_name: _builtins.str
+    """The node's name."""
     total: _builtins.int
+    """The sum of the plugins' weighted scores: what nodes are ranked by."""
     @_builtins.property
     def plugins(self) -> _containers.RepeatedCompositeFieldContainer[Global___PluginScore]:
         """In profile order; plugins whose PreScore skipped this pod are absent."""
@@ -207,6 +233,8 @@ Global___NodeScore: _TypeAlias = NodeScore  # noqa: Y015
 
 @_typing.final
 class FilterRequest(_message.Message):
+    """Which nodes a pod passes the filters of (Scheduler.Filter)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     POD_FIELD_NUMBER: _builtins.int
@@ -214,14 +242,20 @@ class FilterRequest(_message.Message):
     SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
-    """The profile; empty means the pod's spec.schedulerName, then "default-scheduler"."""
+    """The profile; empty means the pod's spec.schedulerName, then "default-scheduler". A name no profile
+    serves is INVALID_ARGUMENT.
+    """
     view: Global___View.ValueType
     """VIEW_BASIC omits the per-node verdicts (feasible_count still says how many fit)."""
     @_builtins.property
-    def pod(self) -> Global___PodReference: ...
+    def pod(self) -> Global___PodReference:
+        """The pod; required."""
+
     @_builtins.property
     def node_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Candidate nodes; empty means every node in the cache."""
+        """Candidate nodes; empty means every node in the cache. A name the cache does not hold is
+        INVALID_ARGUMENT at node_names[i].
+        """
 
     def __init__(
         self,
@@ -241,6 +275,8 @@ Global___FilterRequest: _TypeAlias = FilterRequest  # noqa: Y015
 
 @_typing.final
 class FilterResponse(_message.Message):
+    """The filter verdicts for one pod."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     GENERATION_FIELD_NUMBER: _builtins.int
@@ -255,6 +291,7 @@ class FilterResponse(_message.Message):
     message: _builtins.str
     """The PreEnqueue message when gated."""
     feasible_count: _builtins.int
+    """How many candidate nodes passed every filter."""
     @_builtins.property
     def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeVerdict]:
         """One verdict per candidate node, in node-name order."""
@@ -278,6 +315,8 @@ Global___FilterResponse: _TypeAlias = FilterResponse  # noqa: Y015
 
 @_typing.final
 class ScoreRequest(_message.Message):
+    """The scores of the nodes a pod fits (Scheduler.Score)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     POD_FIELD_NUMBER: _builtins.int
@@ -285,12 +324,17 @@ class ScoreRequest(_message.Message):
     SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
+    """The profile, as in FilterRequest."""
     view: Global___View.ValueType
     """VIEW_BASIC returns only the best nodes' scores."""
     @_builtins.property
-    def pod(self) -> Global___PodReference: ...
+    def pod(self) -> Global___PodReference:
+        """The pod; required."""
+
     @_builtins.property
-    def node_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def node_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Candidate nodes, as in FilterRequest; empty means every node in the cache."""
+
     def __init__(
         self,
         *,
@@ -309,6 +353,8 @@ Global___ScoreRequest: _TypeAlias = ScoreRequest  # noqa: Y015
 
 @_typing.final
 class ScoreResponse(_message.Message):
+    """The scores for one pod."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     GENERATION_FIELD_NUMBER: _builtins.int
@@ -316,8 +362,11 @@ class ScoreResponse(_message.Message):
     MESSAGE_FIELD_NUMBER: _builtins.int
     SCORES_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
+    """The cache generation the decision saw."""
     gated: _builtins.bool
+    """True when a PreEnqueue plugin (SchedulingGates) keeps the pod from being scheduled; nothing is scored."""
     message: _builtins.str
+    """The PreEnqueue message when gated."""
     @_builtins.property
     def scores(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeScore]:
         """Feasible nodes only, best first (total descending, then name)."""
@@ -340,6 +389,8 @@ Global___ScoreResponse: _TypeAlias = ScoreResponse  # noqa: Y015
 
 @_typing.final
 class ScheduleRequest(_message.Message):
+    """One scheduling decision (Scheduler.Schedule, and each request of Scheduler.ScheduleStream)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     POD_FIELD_NUMBER: _builtins.int
@@ -349,18 +400,25 @@ class ScheduleRequest(_message.Message):
     DISABLE_PREEMPTION_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
+    """The profile, as in FilterRequest."""
     assume: _builtins.bool
     """Reserve the pod on the selected node in the cache (it becomes a bound pod), so that a batch of
-    pods can be placed one after another.
+    pods can be placed one after another. The pod is stored with spec.nodeName set and
+    status.nominatedNodeName cleared, replacing a cached pod of the same namespace and name; a change
+    of the cached pod that kube-apiserver would refuse is INVALID_ARGUMENT.
     """
     disable_preemption: _builtins.bool
     """When nothing fits, do not compute a preemption answer."""
     view: Global___View.ValueType
     """VIEW_BASIC omits the per-node verdicts and scores."""
     @_builtins.property
-    def pod(self) -> Global___PodReference: ...
+    def pod(self) -> Global___PodReference:
+        """The pod; required."""
+
     @_builtins.property
-    def node_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def node_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Candidate nodes, as in FilterRequest; empty means every node in the cache."""
+
     def __init__(
         self,
         *,
@@ -381,6 +439,8 @@ Global___ScheduleRequest: _TypeAlias = ScheduleRequest  # noqa: Y015
 
 @_typing.final
 class ScheduleResponse(_message.Message):
+    """One scheduling decision."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     GENERATION_FIELD_NUMBER: _builtins.int
@@ -395,8 +455,11 @@ class ScheduleResponse(_message.Message):
     FEASIBLE_COUNT_FIELD_NUMBER: _builtins.int
     BEST_COUNT_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
+    """The cache generation the decision saw (before the reservation, when the pod was assumed)."""
     gated: _builtins.bool
+    """True when a PreEnqueue plugin (SchedulingGates) keeps the pod from being scheduled."""
     message: _builtins.str
+    """The PreEnqueue message when gated."""
     selected_node: _builtins.str
     """The chosen node: the first by name among best_nodes. Empty when nothing fits."""
     assumed_generation: _builtins.int
@@ -407,15 +470,21 @@ class ScheduleResponse(_message.Message):
     """How many feasible nodes share the maximum total (the size of best_nodes in VIEW_FULL)."""
     @_builtins.property
     def best_nodes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Every feasible node with the maximum total, sorted by name (kube-scheduler picks one at random)."""
+        """Every feasible node with the maximum total, sorted by name (kube-scheduler picks one at random).
+        VIEW_FULL only.
+        """
 
     @_builtins.property
-    def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeVerdict]: ...
+    def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeVerdict]:
+        """One verdict per candidate node, in node-name order (VIEW_FULL only)."""
+
     @_builtins.property
-    def scores(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeScore]: ...
+    def scores(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeScore]:
+        """The feasible nodes' scores, best first (VIEW_FULL only)."""
+
     @_builtins.property
     def preemption(self) -> Global___PreemptResponse:
-        """Set when nothing fits and preemption was not disabled."""
+        """Set when nothing fits, the pod is not gated and preemption was not disabled."""
 
     def __init__(
         self,
@@ -442,6 +511,8 @@ Global___ScheduleResponse: _TypeAlias = ScheduleResponse  # noqa: Y015
 
 @_typing.final
 class ScheduleBatchRequest(_message.Message):
+    """Several pods placed one after another on one call (Scheduler.ScheduleBatch)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PODS_FIELD_NUMBER: _builtins.int
@@ -492,6 +563,8 @@ Global___ScheduleBatchRequest: _TypeAlias = ScheduleBatchRequest  # noqa: Y015
 
 @_typing.final
 class ScheduleBatchResponse(_message.Message):
+    """The answers of Scheduler.ScheduleBatch."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RESULTS_FIELD_NUMBER: _builtins.int
@@ -533,16 +606,25 @@ Global___ScheduleBatchResponse: _TypeAlias = ScheduleBatchResponse  # noqa: Y015
 
 @_typing.final
 class PreemptRequest(_message.Message):
+    """Which pods to evict so that a pod fits (Scheduler.Preempt)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     POD_FIELD_NUMBER: _builtins.int
     NODE_NAMES_FIELD_NUMBER: _builtins.int
     SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
+    """The profile, as in FilterRequest."""
     @_builtins.property
-    def pod(self) -> Global___PodReference: ...
+    def pod(self) -> Global___PodReference:
+        """The pod; required."""
+
     @_builtins.property
-    def node_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def node_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Candidate nodes, as in FilterRequest: only these are considered for preemption. Empty means every
+        node in the cache.
+        """
+
     def __init__(
         self,
         *,
@@ -560,6 +642,8 @@ Global___PreemptRequest: _TypeAlias = PreemptRequest  # noqa: Y015
 
 @_typing.final
 class Victim(_message.Message):
+    """A pod preemption would evict."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NAMESPACE_FIELD_NUMBER: _builtins.int
@@ -567,9 +651,13 @@ class Victim(_message.Message):
     UID_FIELD_NUMBER: _builtins.int
     PRIORITY_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
+    """The pod's namespace."""
     name: _builtins.str
+    """The pod's name."""
     uid: _builtins.str
+    """The pod's metadata.uid as the cache holds it (empty when it was sent without one)."""
     priority: _builtins.int
+    """The pod's spec.priority (0 when unset)."""
     def __init__(
         self,
         *,
@@ -588,6 +676,10 @@ Global___Victim: _TypeAlias = Victim  # noqa: Y015
 
 @_typing.final
 class PreemptResponse(_message.Message):
+    """DefaultPreemption's answer (kube-scheduler's PostFilter): which pods to evict on which node so that the
+    pod fits there.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     GENERATION_FIELD_NUMBER: _builtins.int
@@ -597,11 +689,20 @@ class PreemptResponse(_message.Message):
     NODE_TIES_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
+    """The cache generation the answer saw."""
     nominated_node: _builtins.str
-    """The node nominated for preemption; empty when preemption is impossible or not helpful."""
+    """The node nominated for preemption; empty when preemption is impossible or not helpful. Also empty,
+    with no message, when PostFilter does not run: the pod is gated, a node fits, or the cache has no
+    nodes.
+    """
     num_pdb_violations: _builtins.int
+    """How many of the victims' evictions violate a PodDisruptionBudget (preemption prefers nodes with
+    fewer).
+    """
     message: _builtins.str
-    """kube-scheduler's PostFilter status text, e.g. "preemption: not eligible due to ..."."""
+    """kube-scheduler's PostFilter status text, e.g. "preemption: not eligible due to ...". Empty when a
+    node was nominated.
+    """
     @_builtins.property
     def victims(self) -> _containers.RepeatedCompositeFieldContainer[Global___Victim]:
         """The pods to evict on that node, sorted by namespace/name. podfit never evicts anything itself."""

@@ -26,7 +26,10 @@ if _version_not_supported:
 
 
 class SchedulerStub:
-    """Missing associated documentation comment in .proto file."""
+    """kube-scheduler's decisions over the cached cluster. Nothing here evicts or binds anything; only assume
+    (Schedule, ScheduleStream, ScheduleBatch) changes the cache. A request fault is INVALID_ARGUMENT (with
+    a google.rpc.BadRequest field path) or NOT_FOUND (an unknown cached pod).
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -67,7 +70,10 @@ class SchedulerStub:
 
 
 class SchedulerServicer:
-    """Missing associated documentation comment in .proto file."""
+    """kube-scheduler's decisions over the cached cluster. Nothing here evicts or binds anything; only assume
+    (Schedule, ScheduleStream, ScheduleBatch) changes the cache. A request fault is INVALID_ARGUMENT (with
+    a google.rpc.BadRequest field path) or NOT_FOUND (an unknown cached pod).
+    """
 
     def Filter(self, request, context):
         """Every candidate node's filter verdict.
@@ -92,7 +98,8 @@ class SchedulerServicer:
 
     def ScheduleStream(self, request_iterator, context):
         """Schedule for a stream of pods on one call, answered in order (each with assume sees the earlier
-        reservations): for batch placement and high decision rates without per-call overhead.
+        reservations): for batch placement and high decision rates without per-call overhead. An invalid
+        request ends the stream with its error status.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -155,7 +162,10 @@ def add_SchedulerServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Scheduler:
-    """Missing associated documentation comment in .proto file."""
+    """kube-scheduler's decisions over the cached cluster. Nothing here evicts or binds anything; only assume
+    (Schedule, ScheduleStream, ScheduleBatch) changes the cache. A request fault is INVALID_ARGUMENT (with
+    a google.rpc.BadRequest field path) or NOT_FOUND (an unknown cached pod).
+    """
 
     @staticmethod
     def Filter(request,

@@ -30,6 +30,11 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class SchedulerStub:
+    """kube-scheduler's decisions over the cached cluster. Nothing here evicts or binds anything; only assume
+    (Schedule, ScheduleStream, ScheduleBatch) changes the cache. A request fault is INVALID_ARGUMENT (with
+    a google.rpc.BadRequest field path) or NOT_FOUND (an unknown cached pod).
+    """
+
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
@@ -42,7 +47,8 @@ class SchedulerStub:
     """Filter, score and select; optionally reserve the pod on the selected node."""
     ScheduleStream: _grpc.StreamStreamMultiCallable[_scheduler_pb2.ScheduleRequest, _scheduler_pb2.ScheduleResponse]
     """Schedule for a stream of pods on one call, answered in order (each with assume sees the earlier
-    reservations): for batch placement and high decision rates without per-call overhead.
+    reservations): for batch placement and high decision rates without per-call overhead. An invalid
+    request ends the stream with its error status.
     """
     ScheduleBatch: _grpc.UnaryUnaryMultiCallable[_scheduler_pb2.ScheduleBatchRequest, _scheduler_pb2.ScheduleBatchResponse]
     """Schedule several pods in order with assume on one call, each seeing the earlier reservations;
@@ -53,6 +59,11 @@ class SchedulerStub:
 
 @_typing.type_check_only
 class SchedulerAsyncStub(SchedulerStub):
+    """kube-scheduler's decisions over the cached cluster. Nothing here evicts or binds anything; only assume
+    (Schedule, ScheduleStream, ScheduleBatch) changes the cache. A request fault is INVALID_ARGUMENT (with
+    a google.rpc.BadRequest field path) or NOT_FOUND (an unknown cached pod).
+    """
+
     def __init__(self, channel: _aio.Channel) -> None: ...
     Filter: _aio.UnaryUnaryMultiCallable[_scheduler_pb2.FilterRequest, _scheduler_pb2.FilterResponse]  # type: ignore[assignment]
     """Every candidate node's filter verdict."""
@@ -62,7 +73,8 @@ class SchedulerAsyncStub(SchedulerStub):
     """Filter, score and select; optionally reserve the pod on the selected node."""
     ScheduleStream: _aio.StreamStreamMultiCallable[_scheduler_pb2.ScheduleRequest, _scheduler_pb2.ScheduleResponse]  # type: ignore[assignment]
     """Schedule for a stream of pods on one call, answered in order (each with assume sees the earlier
-    reservations): for batch placement and high decision rates without per-call overhead.
+    reservations): for batch placement and high decision rates without per-call overhead. An invalid
+    request ends the stream with its error status.
     """
     ScheduleBatch: _aio.UnaryUnaryMultiCallable[_scheduler_pb2.ScheduleBatchRequest, _scheduler_pb2.ScheduleBatchResponse]  # type: ignore[assignment]
     """Schedule several pods in order with assume on one call, each seeing the earlier reservations;
@@ -72,6 +84,11 @@ class SchedulerAsyncStub(SchedulerStub):
     """Which pods to evict, and where the pod would then go."""
 
 class SchedulerServicer(metaclass=_abc_1.ABCMeta):
+    """kube-scheduler's decisions over the cached cluster. Nothing here evicts or binds anything; only assume
+    (Schedule, ScheduleStream, ScheduleBatch) changes the cache. A request fault is INVALID_ARGUMENT (with
+    a google.rpc.BadRequest field path) or NOT_FOUND (an unknown cached pod).
+    """
+
     @_abc_1.abstractmethod
     def Filter(
         self,
@@ -103,7 +120,8 @@ class SchedulerServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_scheduler_pb2.ScheduleResponse], _abc.AsyncIterator[_scheduler_pb2.ScheduleResponse]]:
         """Schedule for a stream of pods on one call, answered in order (each with assume sees the earlier
-        reservations): for batch placement and high decision rates without per-call overhead.
+        reservations): for batch placement and high decision rates without per-call overhead. An invalid
+        request ends the stream with its error status.
         """
 
     @_abc_1.abstractmethod

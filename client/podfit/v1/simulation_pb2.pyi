@@ -25,7 +25,8 @@ DESCRIPTOR: _descriptor.FileDescriptor
 @_typing.final
 class HypotheticalNodes(_message.Message):
     """Copies of a template node. Copy i is named "<template name>-sim-<i>" (its kubernetes.io/hostname
-    label too), numbered across all templates of a scenario in order.
+    label too), numbered across all templates of a scenario in order. A copy has no uid and is otherwise
+    the template (labels, taints, allocatable, images); a name already taken is INVALID_ARGUMENT.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -33,9 +34,10 @@ class HypotheticalNodes(_message.Message):
     TEMPLATE_FIELD_NUMBER: _builtins.int
     COUNT_FIELD_NUMBER: _builtins.int
     count: _builtins.int
+    """How many copies; 0 adds none, a negative count is INVALID_ARGUMENT."""
     @_builtins.property
     def template(self) -> _cluster_cache_pb2.ClusterObject:
-        """A Node (typed or as Kubernetes JSON)."""
+        """A Node (typed or as Kubernetes JSON); any other kind is INVALID_ARGUMENT."""
 
     def __init__(
         self,
@@ -60,8 +62,13 @@ class NodeTaint(_message.Message):
     NODE_NAME_FIELD_NUMBER: _builtins.int
     TAINT_FIELD_NUMBER: _builtins.int
     node_name: _builtins.str
+    """The node: one of the cluster's or a hypothetical one; a name the scenario has no node of is
+    INVALID_ARGUMENT.
+    """
     @_builtins.property
-    def taint(self) -> _objects_pb2.Taint: ...
+    def taint(self) -> _objects_pb2.Taint:
+        """The taint; its effect must be NoSchedule, PreferNoSchedule or NoExecute (else INVALID_ARGUMENT)."""
+
     def __init__(
         self,
         *,
@@ -92,23 +99,33 @@ class Scenario(_message.Message):
     ADD_PODS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def remove_nodes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Nodes removed with the pods bound to them."""
+        """Nodes removed with the pods bound to them (which are not placed elsewhere). A name the cluster has
+        no node of is INVALID_ARGUMENT.
+        """
 
     @_builtins.property
-    def add_nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___HypotheticalNodes]: ...
+    def add_nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___HypotheticalNodes]:
+        """Hypothetical nodes added: copies of templates."""
+
     @_builtins.property
     def cordon_nodes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Nodes marked unschedulable (spec.unschedulable)."""
+        """Nodes marked unschedulable (spec.unschedulable), existing or hypothetical (else INVALID_ARGUMENT)."""
 
     @_builtins.property
-    def taint_nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeTaint]: ...
+    def taint_nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeTaint]:
+        """Taints added to nodes, existing or hypothetical."""
+
     @_builtins.property
     def remove_pods(self) -> _containers.RepeatedCompositeFieldContainer[_cluster_cache_pb2.ObjectKey]:
-        """Bound pods removed (kind is ignored; pods only)."""
+        """Bound pods removed (kind is ignored; pods only). An empty namespace means "default"; a pod not bound
+        at this point of the scenario is INVALID_ARGUMENT.
+        """
 
     @_builtins.property
     def add_pods(self) -> _containers.RepeatedCompositeFieldContainer[_scheduler_pb2.PodReference]:
-        """Pods bound in the scenario; each must name its node (spec.nodeName), existing or hypothetical."""
+        """Pods bound in the scenario; each must name its node (spec.nodeName), existing or hypothetical.
+        They are given by value: a cached reference is INVALID_ARGUMENT.
+        """
 
     def __init__(
         self,
@@ -130,6 +147,8 @@ Global___Scenario: _TypeAlias = Scenario  # noqa: Y015
 
 @_typing.final
 class SimulateRequest(_message.Message):
+    """A scenario and the pods to place in it (Simulation.Simulate)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     SCENARIO_FIELD_NUMBER: _builtins.int
@@ -138,10 +157,14 @@ class SimulateRequest(_message.Message):
     scheduler_name: _builtins.str
     """The profile; empty means each pod's spec.schedulerName, then "default-scheduler"."""
     @_builtins.property
-    def scenario(self) -> Global___Scenario: ...
+    def scenario(self) -> Global___Scenario:
+        """The changes; unset means none (the pods are placed in the cluster as it is)."""
+
     @_builtins.property
     def pods(self) -> _containers.RepeatedCompositeFieldContainer[_scheduler_pb2.PodReference]:
-        """Pods placed in order after the scenario, each assumed on its selected node."""
+        """Pods placed in order after the scenario, each assumed on its selected node. Given by value or as
+        cached pods; each goes where Schedule would send it (the first by name of the best-scoring nodes).
+        """
 
     def __init__(
         self,
@@ -170,7 +193,9 @@ class PodPlacement(_message.Message):
     REJECTIONS_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
+    """The pod's namespace."""
     name: _builtins.str
+    """The pod's name."""
     node_name: _builtins.str
     """The selected node; empty when no node fits."""
     message: _builtins.str
@@ -208,14 +233,18 @@ class NodeUtilisation(_message.Message):
     MEMORY_FIELD_NUMBER: _builtins.int
     PODS_FRACTION_FIELD_NUMBER: _builtins.int
     node_name: _builtins.str
+    """The node's name, "<template name>-sim-<i>"."""
     cpu: _builtins.float
     """Requested over allocatable, 0..1 (0 when the node has none of the resource)."""
     memory: _builtins.float
+    """Memory requested over allocatable memory, as cpu."""
     pods_fraction: _builtins.float
-    """Pods over the node's pod capacity."""
+    """Pods over the node's pod capacity (its allocatable "pods"; 0 when it has none)."""
     @_builtins.property
     def pods(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The pods placed on it (namespace/name), in placement order."""
+        """The pods placed on it (namespace/name), in placement order. Only SimulateRequest.pods are listed;
+        scenario.add_pods bound to it count in the fractions below.
+        """
 
     def __init__(
         self,
@@ -236,6 +265,8 @@ Global___NodeUtilisation: _TypeAlias = NodeUtilisation  # noqa: Y015
 
 @_typing.final
 class SimulateResponse(_message.Message):
+    """What Simulation.Simulate found."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     BASE_GENERATION_FIELD_NUMBER: _builtins.int
@@ -244,9 +275,13 @@ class SimulateResponse(_message.Message):
     base_generation: _builtins.int
     """The cache generation the scenario forked from."""
     @_builtins.property
-    def placements(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodPlacement]: ...
+    def placements(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodPlacement]:
+        """One per pod of the request, in request order."""
+
     @_builtins.property
-    def hypothetical_nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeUtilisation]: ...
+    def hypothetical_nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeUtilisation]:
+        """One per hypothetical node, in the order they were added, those that received no pod included."""
+
     def __init__(
         self,
         *,
@@ -273,12 +308,18 @@ class NodeGroup(_message.Message):
     CURRENT_SIZE_FIELD_NUMBER: _builtins.int
     MAX_SIZE_FIELD_NUMBER: _builtins.int
     id: _builtins.str
+    """The group's id, echoed in GroupEstimate.node_group_id; required."""
     current_size: _builtins.int
     """The group's target size now and its maximum: at most max_size - current_size new nodes."""
     max_size: _builtins.int
+    """The group's maximum size. Neither size may be negative (INVALID_ARGUMENT); max_size <= current_size
+    allows no new node.
+    """
     @_builtins.property
     def template(self) -> _cluster_cache_pb2.ClusterObject:
-        """The node new members of the group are copies of (typed or as Kubernetes JSON)."""
+        """The node new members of the group are copies of (typed or as Kubernetes JSON); any other kind is
+        INVALID_ARGUMENT.
+        """
 
     def __init__(
         self,
@@ -304,7 +345,11 @@ class PodGroup(_message.Message):
 
     PODS_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def pods(self) -> _containers.RepeatedCompositeFieldContainer[_scheduler_pb2.PodReference]: ...
+    def pods(self) -> _containers.RepeatedCompositeFieldContainer[_scheduler_pb2.PodReference]:
+        """The pods, given by value or as cached pods. The first stands for the group when the groups are
+        ordered.
+        """
+
     def __init__(
         self,
         *,
@@ -320,19 +365,23 @@ Global___PodGroup: _TypeAlias = PodGroup  # noqa: Y015
 
 @_typing.final
 class EstimateScaleUpRequest(_message.Message):
+    """Pending pods and the node groups that could take them (Simulation.EstimateScaleUp)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     GROUPS_FIELD_NUMBER: _builtins.int
     NODE_GROUPS_FIELD_NUMBER: _builtins.int
     SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
-    """The profile; empty means "default-scheduler"."""
+    """The profile; empty means each pod's spec.schedulerName, then "default-scheduler"."""
     @_builtins.property
     def groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodGroup]:
         """The pending pods as equivalence groups, in the order cluster-autoscaler would hand them over."""
 
     @_builtins.property
-    def node_groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeGroup]: ...
+    def node_groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeGroup]:
+        """The node groups, each estimated on its own fork of the cache, independently of the others."""
+
     def __init__(
         self,
         *,
@@ -350,6 +399,8 @@ Global___EstimateScaleUpRequest: _TypeAlias = EstimateScaleUpRequest  # noqa: Y0
 
 @_typing.final
 class GroupEstimate(_message.Message):
+    """The estimate for one node group."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NODE_GROUP_ID_FIELD_NUMBER: _builtins.int
@@ -359,20 +410,27 @@ class GroupEstimate(_message.Message):
     GROUP_ORDER_FIELD_NUMBER: _builtins.int
     SCHEDULED_PER_GROUP_FIELD_NUMBER: _builtins.int
     node_group_id: _builtins.str
+    """The node group's id (NodeGroup.id)."""
     node_count: _builtins.int
     """New nodes needed (nodes left empty are not counted)."""
     @_builtins.property
     def scheduled(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Pending pods placed on new nodes / not placed (namespace/name)."""
+        """Pending pods placed on new nodes (namespace/name), in placement order."""
 
     @_builtins.property
-    def unscheduled(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def unscheduled(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Pending pods not placed (namespace/name), in request order."""
+
     @_builtins.property
     def group_order(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """The order the estimator tried the pod groups (indexes into groups), and how many of each it placed."""
+        """The order the estimator tried the pod groups (indexes into groups; empty groups are left out):
+        decreasing share of the template's cpu plus memory.
+        """
 
     @_builtins.property
-    def scheduled_per_group(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def scheduled_per_group(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """How many pods of each group it placed, indexed as groups."""
+
     def __init__(
         self,
         *,
@@ -393,6 +451,8 @@ Global___GroupEstimate: _TypeAlias = GroupEstimate  # noqa: Y015
 
 @_typing.final
 class EstimateScaleUpResponse(_message.Message):
+    """What Simulation.EstimateScaleUp found."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     BASE_GENERATION_FIELD_NUMBER: _builtins.int
@@ -435,10 +495,13 @@ class DrainOptions(_message.Message):
     """
     skip_nodes_with_custom_controller_pods: _builtins.bool
     """Pods whose controller is not a ReplicaSet, StatefulSet, ReplicationController or Job block
-    (NotReplicated); a controller that is not in the cache blocks (ControllerNotFound).
+    (NotReplicated); a controller that is not in the cache blocks (ControllerNotFound). When false,
+    any controller will do, and neither the controller's presence nor min_replica_count is checked.
     """
     min_replica_count: _builtins.int
-    """ReplicaSets and ReplicationControllers with fewer spec.replicas block (MinReplicasReached)."""
+    """ReplicaSets and ReplicationControllers with fewer spec.replicas block (MinReplicasReached). 0 (the
+    default) checks nothing; negative is INVALID_ARGUMENT.
+    """
     def __init__(
         self,
         *,
@@ -468,6 +531,8 @@ Global___DrainOptions: _TypeAlias = DrainOptions  # noqa: Y015
 
 @_typing.final
 class SimulateDrainRequest(_message.Message):
+    """The nodes to remove and the drain rules' options (Simulation.SimulateDrain)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NODE_NAMES_FIELD_NUMBER: _builtins.int
@@ -478,10 +543,14 @@ class SimulateDrainRequest(_message.Message):
     """The profile that places moved pods; empty means each pod's spec.schedulerName, then "default-scheduler"."""
     @_builtins.property
     def node_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The nodes to remove, simulated in this order; none of them is a destination for the others' pods."""
+        """The nodes to remove, simulated in this order; none of them is a destination for the others' pods.
+        Each must be a cached node named once (else INVALID_ARGUMENT).
+        """
 
     @_builtins.property
-    def options(self) -> Global___DrainOptions: ...
+    def options(self) -> Global___DrainOptions:
+        """cluster-autoscaler's drain flags; unset means its defaults."""
+
     @_builtins.property
     def now(self) -> _timestamp_pb2.Timestamp:
         """The evaluation time: pods deleted longer than their grace period plus 30 s before it are ignored.
@@ -515,7 +584,9 @@ class BlockingPod(_message.Message):
     REASON_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
+    """The pod's namespace."""
     name: _builtins.str
+    """The pod's name."""
     reason: _builtins.str
     """A drain.BlockingPodReason name: ControllerNotFound, MinReplicasReached, NotReplicated,
     LocalStorageRequested, NotSafeToEvictAnnotation, UnmovableKubeSystemPod or NotEnoughPdb.
@@ -548,7 +619,9 @@ class PodMove(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     NODE_NAME_FIELD_NUMBER: _builtins.int
     namespace: _builtins.str
+    """The pod's namespace."""
     name: _builtins.str
+    """The pod's name."""
     node_name: _builtins.str
     """The destination; empty for a terminal pod (it needs none) and when the node is unremovable."""
     def __init__(
@@ -613,7 +686,11 @@ class NodeDrain(_message.Message):
     PDB_FIELD_NUMBER: _builtins.int
     UNPLACED_POD_FIELD_NUMBER: _builtins.int
     node_name: _builtins.str
+    """The node, as requested."""
     removable: _builtins.bool
+    """True when no pod blocks and every pod to move found a place. The PDB check (pdb) is reported beside
+    it and does not change it.
+    """
     unremovable_reason: _builtins.str
     """Empty when removable; else cluster-autoscaler's UnremovableReason: BlockedByPod or NoPlaceToMovePods."""
     unplaced_pod: _builtins.str
@@ -658,6 +735,8 @@ Global___NodeDrain: _TypeAlias = NodeDrain  # noqa: Y015
 
 @_typing.final
 class SimulateDrainResponse(_message.Message):
+    """What Simulation.SimulateDrain found."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     BASE_GENERATION_FIELD_NUMBER: _builtins.int
