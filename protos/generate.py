@@ -1,4 +1,12 @@
-"""Regenerates the Python protobuf/gRPC code (and its .pyi stubs) of every .proto under protos/ into client/.
+"""Regenerates every language's code from protos/: one command, ``python protos/generate.py [ROOT]``.
+
+- Python (messages, gRPC stubs and .pyi) of every .proto under protos/, into ROOT/client;
+- Go (protoc-gen-go, protoc-gen-go-grpc, pinned in sdk/install.sh, from ROOT/.tools/bin) of podfit/v1,
+  into ROOT/sdk/go/podfitv1;
+- TypeScript (protoc-gen-es from sdk/typescript's pinned devDependencies) of podfit/v1, into
+  ROOT/sdk/typescript/src/gen.
+
+A missing generator stops it with the install command to run. ROOT defaults to the repository.
 
 Each directory of .proto files becomes one generated package (protos/podfit/v1 -> client/podfit/v1,
 protos/podfit/k8s/v1 -> client/podfit/k8s/v1, protos/grpcplugin -> client/grpcplugin), marked by an
@@ -83,5 +91,75 @@ def generate(out_dir: Path) -> None:
                     path.unlink()
 
 
+# The SDKs carry podfit's own contract; the Kubernetes subset and cluster-autoscaler's expander are the
+# server's business.
+SDK_PROTOS = [name for name in PROTO_FILES if name.startswith("podfit/v1/")]
+GO_MODULE = "github.com/podfit/podfit/sdk/go"
+GO_DIR = "sdk/go"
+GO_PACKAGE = "podfitv1"
+TS_DIR = "sdk/typescript/src/gen"
+INSTALL_HINT = "run the README's install command (it runs sdk/install.sh)"
+
+
+def _tool(path: Path) -> str:
+    if not path.exists():
+        raise SystemExit(f"{path.relative_to(REPO_ROOT)} not found: {INSTALL_HINT}")
+    return str(path)
+
+
+def _run_protoc(args: list[str]) -> None:
+    well_known = Path(protoc.__file__).resolve().parent / "_proto"
+    if protoc.main(["grpc_tools.protoc", f"-I{PROTO_ROOT}", f"-I{well_known}", *args, *SDK_PROTOS]) != 0:
+        raise SystemExit("protoc failed")
+
+
+def _sync(fresh: Path, target: Path, generated: str) -> None:
+    """Makes ``target`` hold exactly ``fresh``'s files: changed ones written, generated ones (names ending in
+    ``generated``) that protoc no longer writes deleted, anything hand-written left alone."""
+    written = set()
+    for source in sorted(p for p in fresh.rglob("*") if p.is_file()):
+        destination = target / source.relative_to(fresh)
+        written.add(destination)
+        content = source.read_bytes()
+        if not destination.exists() or destination.read_bytes() != content:
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_bytes(content)
+    if target.exists():
+        for path in target.rglob(f"*{generated}"):
+            if path not in written:
+                path.unlink()
+
+
+def generate_go(root: Path) -> None:
+    tools = REPO_ROOT / ".tools" / "bin"
+    with tempfile.TemporaryDirectory() as scratch:
+        _run_protoc(
+            [
+                f"--plugin=protoc-gen-go={_tool(tools / 'protoc-gen-go')}",
+                f"--plugin=protoc-gen-go-grpc={_tool(tools / 'protoc-gen-go-grpc')}",
+                f"--go_out={scratch}",
+                f"--go_opt=module={GO_MODULE}",
+                f"--go-grpc_out={scratch}",
+                f"--go-grpc_opt=module={GO_MODULE}",
+            ]
+        )
+        _sync(Path(scratch) / GO_PACKAGE, root / GO_DIR / GO_PACKAGE, ".pb.go")
+
+
+def generate_typescript(root: Path) -> None:
+    plugin = REPO_ROOT / "sdk" / "typescript" / "node_modules" / ".bin" / "protoc-gen-es"
+    with tempfile.TemporaryDirectory() as scratch:
+        _run_protoc(
+            [f"--plugin=protoc-gen-es={_tool(plugin)}", f"--es_out={scratch}", "--es_opt=target=ts,import_extension=js"]
+        )
+        _sync(Path(scratch), root / TS_DIR, "_pb.ts")
+
+
+def generate_all(root: Path) -> None:
+    generate(root / "client")
+    generate_go(root)
+    generate_typescript(root)
+
+
 if __name__ == "__main__":
-    generate(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO_ROOT / "client")
+    generate_all(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO_ROOT)

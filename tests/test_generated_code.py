@@ -65,3 +65,25 @@ def test_generated_code_is_fresh(fresh: tuple[ModuleType, Path], package: str) -
     assert sorted(committed) == sorted(generated), "regenerate with `python protos/generate.py`: files differ"
     stale = [name for name in generated if generated[name] != committed[name]]
     assert stale == [], f"regenerate with `python protos/generate.py`: stale {stale}"
+
+
+def _tree(root: Path, suffix: str) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob(f"*{suffix}")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("language", "directory", "suffix"),
+    [
+        pytest.param("go", "sdk/go/podfitv1", ".pb.go", id="go"),
+        pytest.param("typescript", "sdk/typescript/src/gen", "_pb.ts", id="typescript"),
+    ],
+)
+def test_sdk_code_is_fresh(tmp_path: Path, language: str, directory: str, suffix: str) -> None:
+    """Go and TypeScript from the same command (pinned generators installed by sdk/install.sh)."""
+    module = _generator()
+    getattr(module, f"generate_{language}")(tmp_path)
+    generated, committed = _tree(tmp_path / directory, suffix), _tree(ROOT / directory, suffix)
+    assert generated, f"nothing generated for {language}"
+    assert sorted(committed) == sorted(generated), "regenerate with `python protos/generate.py`: files differ"
+    stale = [name for name in generated if generated[name] != committed[name]]
+    assert stale == [], f"regenerate with `python protos/generate.py`: stale {stale}"

@@ -1,0 +1,177 @@
+package podfit
+
+import (
+	"strings"
+	"time"
+
+	"github.com/podfit/podfit/sdk/go/podfitv1"
+)
+
+// CallOption tunes one call: the candidate nodes, the profile, assume, ... Each method documents the
+// ones it takes and refuses the others (InvalidArgument), rather than ignore what the caller asked.
+type CallOption func(*callConfig)
+
+type callConfig struct {
+	used              optionSet
+	nodeNames         []string
+	schedulerName     string
+	assume            bool
+	disablePreemption bool
+	view              podfitv1.View
+	allOrNothing      bool
+	namespace         string
+	labelSelector     string
+	podFilter         podfitv1.PodPhaseFilter
+	skipSystemPods    *bool
+	skipLocalStorage  *bool
+	skipCustomPods    *bool
+	minReplicaCount   int32
+	evaluatedAt       time.Time
+}
+
+type optionSet uint
+
+const (
+	optNodeNames optionSet = 1 << iota
+	optSchedulerName
+	optAssume
+	optDisablePreemption
+	optView
+	optAllOrNothing
+	optNamespace
+	optLabelSelector
+	optPodFilter
+	optDrain
+	optEvaluatedAt
+)
+
+// The request field each option sets, to name a refused one.
+var optionFields = []struct {
+	option optionSet
+	field  string
+}{
+	{optNodeNames, "node_names"},
+	{optSchedulerName, "scheduler_name"},
+	{optAssume, "assume"},
+	{optDisablePreemption, "disable_preemption"},
+	{optView, "view"},
+	{optAllOrNothing, "all_or_nothing"},
+	{optNamespace, "namespace"},
+	{optLabelSelector, "label_selector"},
+	{optPodFilter, "pod_filter"},
+	{optDrain, "options"},
+	{optEvaluatedAt, "now"},
+}
+
+const decisionOptions = optNodeNames | optSchedulerName | optView
+
+func newCallConfig(method string, opts []CallOption, allowed optionSet) (*callConfig, error) {
+	config := &callConfig{view: podfitv1.View_VIEW_FULL}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(config)
+		}
+	}
+	if extra := config.used &^ allowed; extra != 0 {
+		var names []string
+		for _, f := range optionFields {
+			if extra&f.option != 0 {
+				names = append(names, f.field)
+			}
+		}
+		return nil, invalidArgument(names[0], "%s takes no %s option", method, strings.Join(names, ", "))
+	}
+	return config, nil
+}
+
+func (c *callConfig) mark(o optionSet) { c.used |= o }
+
+// NodeNames limits the candidate nodes (Filter, Score, Schedule, ScheduleBatch, Preempt); by default
+// every node in the cache is one.
+func NodeNames(names ...string) CallOption {
+	return func(c *callConfig) { c.nodeNames = append(c.nodeNames, names...); c.mark(optNodeNames) }
+}
+
+// SchedulerName picks the scheduling profile (decisions and simulations); by default the pod's
+// spec.schedulerName, then "default-scheduler".
+func SchedulerName(name string) CallOption {
+	return func(c *callConfig) { c.schedulerName = name; c.mark(optSchedulerName) }
+}
+
+// Assume reserves the pod on the selected node in the cache (Schedule), so that the next decision
+// sees it there: placing pods one after another.
+func Assume() CallOption {
+	return func(c *callConfig) { c.assume = true; c.mark(optAssume) }
+}
+
+// DisablePreemption skips the preemption answer when nothing fits (Schedule, ScheduleBatch).
+func DisablePreemption() CallOption {
+	return func(c *callConfig) { c.disablePreemption = true; c.mark(optDisablePreemption) }
+}
+
+// BasicView returns only the outcome of a decision, without the per-node verdicts and scores
+// (Filter, Score, Schedule, ScheduleBatch): small answers on large clusters.
+func BasicView() CallOption {
+	return func(c *callConfig) { c.view = podfitv1.View_VIEW_BASIC; c.mark(optView) }
+}
+
+// AllOrNothing makes ScheduleBatch assume nothing unless every pod is placed: gang scheduling.
+func AllOrNothing() CallOption {
+	return func(c *callConfig) { c.allOrNothing = true; c.mark(optAllOrNothing) }
+}
+
+// InNamespace lists only the objects of namespace (List).
+func InNamespace(namespace string) CallOption {
+	return func(c *callConfig) { c.namespace = namespace; c.mark(optNamespace) }
+}
+
+// LabelSelector lists only the objects a Kubernetes label selector ("app=web,tier!=db") matches (List).
+func LabelSelector(selector string) CallOption {
+	return func(c *callConfig) { c.labelSelector = selector; c.mark(optLabelSelector) }
+}
+
+// PendingPods lists only the pods without a node (List of pods).
+func PendingPods() CallOption {
+	return func(c *callConfig) {
+		c.podFilter = podfitv1.PodPhaseFilter_POD_PHASE_FILTER_PENDING
+		c.mark(optPodFilter)
+	}
+}
+
+// BoundPods lists only the pods bound to a node (List of pods).
+func BoundPods() CallOption {
+	return func(c *callConfig) {
+		c.podFilter = podfitv1.PodPhaseFilter_POD_PHASE_FILTER_BOUND
+		c.mark(optPodFilter)
+	}
+}
+
+// SkipNodesWithSystemPods is cluster-autoscaler's flag of the same name (SimulateDrain; true by
+// default): kube-system pods no PDB covers block their node.
+func SkipNodesWithSystemPods(skip bool) CallOption {
+	return func(c *callConfig) { c.skipSystemPods = &skip; c.mark(optDrain) }
+}
+
+// SkipNodesWithLocalStorage is cluster-autoscaler's flag of the same name (SimulateDrain; true by
+// default): pods with local storage block their node.
+func SkipNodesWithLocalStorage(skip bool) CallOption {
+	return func(c *callConfig) { c.skipLocalStorage = &skip; c.mark(optDrain) }
+}
+
+// SkipNodesWithCustomControllerPods is cluster-autoscaler's flag of the same name (SimulateDrain;
+// true by default): pods of controllers other than ReplicaSet, StatefulSet, ReplicationController and
+// Job block their node.
+func SkipNodesWithCustomControllerPods(skip bool) CallOption {
+	return func(c *callConfig) { c.skipCustomPods = &skip; c.mark(optDrain) }
+}
+
+// MinReplicaCount is cluster-autoscaler's --min-replica-count (SimulateDrain; 0 by default):
+// ReplicaSets and ReplicationControllers with fewer replicas block their pods' node.
+func MinReplicaCount(n int32) CallOption {
+	return func(c *callConfig) { c.minReplicaCount = n; c.mark(optDrain) }
+}
+
+// EvaluatedAt is the time SimulateDrain judges terminating pods at; by default the server's clock.
+func EvaluatedAt(t time.Time) CallOption {
+	return func(c *callConfig) { c.evaluatedAt = t; c.mark(optEvaluatedAt) }
+}
