@@ -104,6 +104,10 @@ def list_request(kind: str, namespace: str = "", label_selector: str = "", pod_f
     )
 
 
+def mark_synced_request(feeder: str = "") -> cc.MarkSyncedRequest:
+    return cc.MarkSyncedRequest(feeder=feeder)
+
+
 VIEWS = {"full": sc.VIEW_FULL, "basic": sc.VIEW_BASIC}
 
 

@@ -77,6 +77,12 @@ class AsyncClient:
     async def stats(self, timeout: float | None = None) -> cc.StatsResponse:
         return await self._call(self.cache.Stats, cc.StatsRequest(), timeout)
 
+    async def mark_synced(self, feeder: str = "", timeout: float | None = None) -> cc.MarkSyncedResponse:
+        """Tells a server started with --wait-for-sync that the initial list of every kind has been applied,
+        so it starts answering decisions (idempotent). ``feeder`` names the caller in the server's log. A
+        later response whose ``server_epoch`` differs from this one's means the server restarted empty."""
+        return await self._call(self.cache.MarkSynced, rq.mark_synced_request(feeder), timeout)
+
     async def stream(
         self, batches: AsyncIterator[cc.StreamRequest] | Iterable[cc.StreamRequest]
     ) -> AsyncIterator[cc.StreamResponse]:

@@ -88,6 +88,12 @@ class Client:
     def stats(self, timeout: float | None = None) -> cc.StatsResponse:
         return cast(cc.StatsResponse, self._call(self.cache.Stats, cc.StatsRequest(), timeout))
 
+    def mark_synced(self, feeder: str = "", timeout: float | None = None) -> cc.MarkSyncedResponse:
+        """Tells a server started with --wait-for-sync that the initial list of every kind has been applied,
+        so it starts answering decisions (idempotent). ``feeder`` names the caller in the server's log. A
+        later response whose ``server_epoch`` differs from this one's means the server restarted empty."""
+        return cast(cc.MarkSyncedResponse, self._call(self.cache.MarkSynced, rq.mark_synced_request(feeder), timeout))
+
     def stream(self, batches: Iterable[cc.StreamRequest]) -> Iterator[cc.StreamResponse]:
         try:
             yield from self.cache.Stream(iter(batches), metadata=self._metadata)

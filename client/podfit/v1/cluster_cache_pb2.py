@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from podfit.v1 import objects_pb2 as podfit_dot_v1_dot_objects__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpodfit/v1/cluster_cache.proto\x12\tpodfit.v1\x1a\x17podfit/v1/objects.proto\"\xb2\x04\n\rClusterObject\x12\x1f\n\x04node\x18\x01 \x01(\x0b\x32\x0f.podfit.v1.NodeH\x00\x12\x1d\n\x03pod\x18\x02 \x01(\x0b\x32\x0e.podfit.v1.PodH\x00\x12)\n\tnamespace\x18\x03 \x01(\x0b\x32\x14.podfit.v1.NamespaceH\x00\x12?\n\x15pod_disruption_budget\x18\x04 \x01(\x0b\x32\x1e.podfit.v1.PodDisruptionBudgetH\x00\x12%\n\x07service\x18\x05 \x01(\x0b\x32\x12.podfit.v1.ServiceH\x00\x12,\n\x0breplica_set\x18\x06 \x01(\x0b\x32\x15.podfit.v1.ReplicaSetH\x00\x12.\n\x0cstateful_set\x18\x07 \x01(\x0b\x32\x16.podfit.v1.StatefulSetH\x00\x12\x42\n\x16replication_controller\x18\x08 \x01(\x0b\x32 .podfit.v1.ReplicationControllerH\x00\x12\x1d\n\x03job\x18\t \x01(\x0b\x32\x0e.podfit.v1.JobH\x00\x12*\n\ndaemon_set\x18\n \x01(\x0b\x32\x14.podfit.v1.DaemonSetH\x00\x12\x19\n\x0fkubernetes_json\x18\x0f \x01(\x0cH\x00\x12<\n\x13kubernetes_protobuf\x18\x10 \x01(\x0b\x32\x1d.podfit.v1.KubernetesProtobufH\x00\x42\x08\n\x06object\"0\n\x12KubernetesProtobuf\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"k\n\tObjectKey\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.podfit.v1.ObjectKind\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x18\n\x10resource_version\x18\x04 \x01(\t\"i\n\x06Update\x12*\n\x06upsert\x18\x01 \x01(\x0b\x32\x18.podfit.v1.ClusterObjectH\x00\x12&\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x14.podfit.v1.ObjectKeyH\x00\x42\x0b\n\toperation\"\\\n\x0cUpdateResult\x12!\n\x03key\x18\x01 \x01(\x0b\x32\x14.podfit.v1.ObjectKey\x12)\n\x07outcome\x18\x02 \x01(\x0e\x32\x18.podfit.v1.UpdateOutcome\"2\n\x0c\x41pplyRequest\x12\"\n\x07updates\x18\x01 \x03(\x0b\x32\x11.podfit.v1.Update\"\x92\x01\n\rApplyResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12(\n\x07results\x18\x02 \x03(\x0b\x32\x17.podfit.v1.UpdateResult\x12\x15\n\rapplied_count\x18\x03 \x01(\x05\x12\x13\n\x0bstale_count\x18\x04 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x05 \x01(\x05\"`\n\x0eReplaceRequest\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.podfit.v1.ObjectKind\x12)\n\x07objects\x18\x02 \x03(\x0b\x32\x18.podfit.v1.ClusterObject\"m\n\x0fReplaceResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\x16\n\x0eupserted_count\x18\x02 \x01(\x05\x12\x15\n\rdeleted_count\x18\x03 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x04 \x01(\x05\"E\n\rStreamRequest\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\"\n\x07updates\x18\x02 \x03(\x0b\x32\x11.podfit.v1.Update\"\x9f\x01\n\x0eStreamResponse\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x15\n\rapplied_count\x18\x03 \x01(\x05\x12\x13\n\x0bstale_count\x18\x04 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x05 \x01(\x05\x12\r\n\x05\x65rror\x18\x06 \x01(\t\x12\x13\n\x0b\x65rror_field\x18\x07 \x01(\t\"/\n\nGetRequest\x12!\n\x03key\x18\x01 \x01(\x0b\x32\x14.podfit.v1.ObjectKey\"K\n\x0bGetResponse\x12(\n\x06object\x18\x01 \x01(\x0b\x32\x18.podfit.v1.ClusterObject\x12\x12\n\ngeneration\x18\x02 \x01(\x03\"\x8c\x01\n\x0bListRequest\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.podfit.v1.ObjectKind\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12-\n\npod_filter\x18\x04 \x01(\x0e\x32\x19.podfit.v1.PodPhaseFilter\"M\n\x0cListResponse\x12)\n\x07objects\x18\x01 \x03(\x0b\x32\x18.podfit.v1.ClusterObject\x12\x12\n\ngeneration\x18\x02 \x01(\x03\"\x0e\n\x0cStatsRequest\"\xd4\x02\n\rStatsResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\r\n\x05nodes\x18\x02 \x01(\x05\x12\x0c\n\x04pods\x18\x03 \x01(\x05\x12\x12\n\nbound_pods\x18\x04 \x01(\x05\x12\x14\n\x0cpending_pods\x18\x05 \x01(\x05\x12\x12\n\ngated_pods\x18\x06 \x01(\x05\x12\x12\n\nnamespaces\x18\x07 \x01(\x05\x12\x1e\n\x16pod_disruption_budgets\x18\x08 \x01(\x05\x12\x10\n\x08services\x18\t \x01(\x05\x12\x14\n\x0creplica_sets\x18\n \x01(\x05\x12\x15\n\rstateful_sets\x18\x0b \x01(\x05\x12\x1f\n\x17replication_controllers\x18\x0c \x01(\x05\x12\x1d\n\x15memory_bytes_estimate\x18\r \x01(\x03\x12\x0c\n\x04jobs\x18\x0e \x01(\x05\x12\x13\n\x0b\x64\x61\x65mon_sets\x18\x0f \x01(\x05*\xc3\x02\n\nObjectKind\x12\x1b\n\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10OBJECT_KIND_NODE\x10\x01\x12\x13\n\x0fOBJECT_KIND_POD\x10\x02\x12\x19\n\x15OBJECT_KIND_NAMESPACE\x10\x03\x12%\n!OBJECT_KIND_POD_DISRUPTION_BUDGET\x10\x04\x12\x17\n\x13OBJECT_KIND_SERVICE\x10\x05\x12\x1b\n\x17OBJECT_KIND_REPLICA_SET\x10\x06\x12\x1c\n\x18OBJECT_KIND_STATEFUL_SET\x10\x07\x12&\n\"OBJECT_KIND_REPLICATION_CONTROLLER\x10\x08\x12\x13\n\x0fOBJECT_KIND_JOB\x10\t\x12\x1a\n\x16OBJECT_KIND_DAEMON_SET\x10\n*\x83\x01\n\rUpdateOutcome\x12\x1e\n\x1aUPDATE_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n\x16UPDATE_OUTCOME_APPLIED\x10\x01\x12\x18\n\x14UPDATE_OUTCOME_STALE\x10\x02\x12\x1c\n\x18UPDATE_OUTCOME_UNCHANGED\x10\x03*l\n\x0ePodPhaseFilter\x12 \n\x1cPOD_PHASE_FILTER_UNSPECIFIED\x10\x00\x12\x1c\n\x18POD_PHASE_FILTER_PENDING\x10\x01\x12\x1a\n\x16POD_PHASE_FILTER_BOUND\x10\x02\x32\xfa\x02\n\x0c\x43lusterCache\x12:\n\x05\x41pply\x12\x17.podfit.v1.ApplyRequest\x1a\x18.podfit.v1.ApplyResponse\x12@\n\x07Replace\x12\x19.podfit.v1.ReplaceRequest\x1a\x1a.podfit.v1.ReplaceResponse\x12\x41\n\x06Stream\x12\x18.podfit.v1.StreamRequest\x1a\x19.podfit.v1.StreamResponse(\x01\x30\x01\x12\x34\n\x03Get\x12\x15.podfit.v1.GetRequest\x1a\x16.podfit.v1.GetResponse\x12\x37\n\x04List\x12\x16.podfit.v1.ListRequest\x1a\x17.podfit.v1.ListResponse\x12:\n\x05Stats\x12\x17.podfit.v1.StatsRequest\x1a\x18.podfit.v1.StatsResponseB3Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpodfit/v1/cluster_cache.proto\x12\tpodfit.v1\x1a\x17podfit/v1/objects.proto\"\xb2\x04\n\rClusterObject\x12\x1f\n\x04node\x18\x01 \x01(\x0b\x32\x0f.podfit.v1.NodeH\x00\x12\x1d\n\x03pod\x18\x02 \x01(\x0b\x32\x0e.podfit.v1.PodH\x00\x12)\n\tnamespace\x18\x03 \x01(\x0b\x32\x14.podfit.v1.NamespaceH\x00\x12?\n\x15pod_disruption_budget\x18\x04 \x01(\x0b\x32\x1e.podfit.v1.PodDisruptionBudgetH\x00\x12%\n\x07service\x18\x05 \x01(\x0b\x32\x12.podfit.v1.ServiceH\x00\x12,\n\x0breplica_set\x18\x06 \x01(\x0b\x32\x15.podfit.v1.ReplicaSetH\x00\x12.\n\x0cstateful_set\x18\x07 \x01(\x0b\x32\x16.podfit.v1.StatefulSetH\x00\x12\x42\n\x16replication_controller\x18\x08 \x01(\x0b\x32 .podfit.v1.ReplicationControllerH\x00\x12\x1d\n\x03job\x18\t \x01(\x0b\x32\x0e.podfit.v1.JobH\x00\x12*\n\ndaemon_set\x18\n \x01(\x0b\x32\x14.podfit.v1.DaemonSetH\x00\x12\x19\n\x0fkubernetes_json\x18\x0f \x01(\x0cH\x00\x12<\n\x13kubernetes_protobuf\x18\x10 \x01(\x0b\x32\x1d.podfit.v1.KubernetesProtobufH\x00\x42\x08\n\x06object\"0\n\x12KubernetesProtobuf\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"k\n\tObjectKey\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.podfit.v1.ObjectKind\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x18\n\x10resource_version\x18\x04 \x01(\t\"i\n\x06Update\x12*\n\x06upsert\x18\x01 \x01(\x0b\x32\x18.podfit.v1.ClusterObjectH\x00\x12&\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x14.podfit.v1.ObjectKeyH\x00\x42\x0b\n\toperation\"\\\n\x0cUpdateResult\x12!\n\x03key\x18\x01 \x01(\x0b\x32\x14.podfit.v1.ObjectKey\x12)\n\x07outcome\x18\x02 \x01(\x0e\x32\x18.podfit.v1.UpdateOutcome\"2\n\x0c\x41pplyRequest\x12\"\n\x07updates\x18\x01 \x03(\x0b\x32\x11.podfit.v1.Update\"\xa8\x01\n\rApplyResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12(\n\x07results\x18\x02 \x03(\x0b\x32\x17.podfit.v1.UpdateResult\x12\x15\n\rapplied_count\x18\x03 \x01(\x05\x12\x13\n\x0bstale_count\x18\x04 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x05 \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x06 \x01(\t\"`\n\x0eReplaceRequest\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.podfit.v1.ObjectKind\x12)\n\x07objects\x18\x02 \x03(\x0b\x32\x18.podfit.v1.ClusterObject\"\x83\x01\n\x0fReplaceResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\x16\n\x0eupserted_count\x18\x02 \x01(\x05\x12\x15\n\rdeleted_count\x18\x03 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x04 \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x05 \x01(\t\"E\n\rStreamRequest\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\"\n\x07updates\x18\x02 \x03(\x0b\x32\x11.podfit.v1.Update\"\xb5\x01\n\x0eStreamResponse\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x15\n\rapplied_count\x18\x03 \x01(\x05\x12\x13\n\x0bstale_count\x18\x04 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x05 \x01(\x05\x12\r\n\x05\x65rror\x18\x06 \x01(\t\x12\x13\n\x0b\x65rror_field\x18\x07 \x01(\t\x12\x14\n\x0cserver_epoch\x18\x08 \x01(\t\"/\n\nGetRequest\x12!\n\x03key\x18\x01 \x01(\x0b\x32\x14.podfit.v1.ObjectKey\"a\n\x0bGetResponse\x12(\n\x06object\x18\x01 \x01(\x0b\x32\x18.podfit.v1.ClusterObject\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\"\x8c\x01\n\x0bListRequest\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.podfit.v1.ObjectKind\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12-\n\npod_filter\x18\x04 \x01(\x0e\x32\x19.podfit.v1.PodPhaseFilter\"c\n\x0cListResponse\x12)\n\x07objects\x18\x01 \x03(\x0b\x32\x18.podfit.v1.ClusterObject\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\"\x0e\n\x0cStatsRequest\"\xfa\x02\n\rStatsResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\r\n\x05nodes\x18\x02 \x01(\x05\x12\x0c\n\x04pods\x18\x03 \x01(\x05\x12\x12\n\nbound_pods\x18\x04 \x01(\x05\x12\x14\n\x0cpending_pods\x18\x05 \x01(\x05\x12\x12\n\ngated_pods\x18\x06 \x01(\x05\x12\x12\n\nnamespaces\x18\x07 \x01(\x05\x12\x1e\n\x16pod_disruption_budgets\x18\x08 \x01(\x05\x12\x10\n\x08services\x18\t \x01(\x05\x12\x14\n\x0creplica_sets\x18\n \x01(\x05\x12\x15\n\rstateful_sets\x18\x0b \x01(\x05\x12\x1f\n\x17replication_controllers\x18\x0c \x01(\x05\x12\x1d\n\x15memory_bytes_estimate\x18\r \x01(\x03\x12\x0c\n\x04jobs\x18\x0e \x01(\x05\x12\x13\n\x0b\x64\x61\x65mon_sets\x18\x0f \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x10 \x01(\t\x12\x0e\n\x06synced\x18\x11 \x01(\x08\"#\n\x11MarkSyncedRequest\x12\x0e\n\x06\x66\x65\x65\x64\x65r\x18\x01 \x01(\t\">\n\x12MarkSyncedResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\x14\n\x0cserver_epoch\x18\x02 \x01(\t*\xc3\x02\n\nObjectKind\x12\x1b\n\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10OBJECT_KIND_NODE\x10\x01\x12\x13\n\x0fOBJECT_KIND_POD\x10\x02\x12\x19\n\x15OBJECT_KIND_NAMESPACE\x10\x03\x12%\n!OBJECT_KIND_POD_DISRUPTION_BUDGET\x10\x04\x12\x17\n\x13OBJECT_KIND_SERVICE\x10\x05\x12\x1b\n\x17OBJECT_KIND_REPLICA_SET\x10\x06\x12\x1c\n\x18OBJECT_KIND_STATEFUL_SET\x10\x07\x12&\n\"OBJECT_KIND_REPLICATION_CONTROLLER\x10\x08\x12\x13\n\x0fOBJECT_KIND_JOB\x10\t\x12\x1a\n\x16OBJECT_KIND_DAEMON_SET\x10\n*\x83\x01\n\rUpdateOutcome\x12\x1e\n\x1aUPDATE_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n\x16UPDATE_OUTCOME_APPLIED\x10\x01\x12\x18\n\x14UPDATE_OUTCOME_STALE\x10\x02\x12\x1c\n\x18UPDATE_OUTCOME_UNCHANGED\x10\x03*l\n\x0ePodPhaseFilter\x12 \n\x1cPOD_PHASE_FILTER_UNSPECIFIED\x10\x00\x12\x1c\n\x18POD_PHASE_FILTER_PENDING\x10\x01\x12\x1a\n\x16POD_PHASE_FILTER_BOUND\x10\x02\x32\xc5\x03\n\x0c\x43lusterCache\x12:\n\x05\x41pply\x12\x17.podfit.v1.ApplyRequest\x1a\x18.podfit.v1.ApplyResponse\x12@\n\x07Replace\x12\x19.podfit.v1.ReplaceRequest\x1a\x1a.podfit.v1.ReplaceResponse\x12\x41\n\x06Stream\x12\x18.podfit.v1.StreamRequest\x1a\x19.podfit.v1.StreamResponse(\x01\x30\x01\x12\x34\n\x03Get\x12\x15.podfit.v1.GetRequest\x1a\x16.podfit.v1.GetResponse\x12\x37\n\x04List\x12\x16.podfit.v1.ListRequest\x1a\x17.podfit.v1.ListResponse\x12:\n\x05Stats\x12\x17.podfit.v1.StatsRequest\x1a\x18.podfit.v1.StatsResponse\x12I\n\nMarkSynced\x12\x1c.podfit.v1.MarkSyncedRequest\x1a\x1d.podfit.v1.MarkSyncedResponseB3Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,12 +33,12 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'podfit.v1.cluster_cache_pb2
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1'
-  _globals['_OBJECTKIND']._serialized_start=2345
-  _globals['_OBJECTKIND']._serialized_end=2668
-  _globals['_UPDATEOUTCOME']._serialized_start=2671
-  _globals['_UPDATEOUTCOME']._serialized_end=2802
-  _globals['_PODPHASEFILTER']._serialized_start=2804
-  _globals['_PODPHASEFILTER']._serialized_end=2912
+  _globals['_OBJECTKIND']._serialized_start=2595
+  _globals['_OBJECTKIND']._serialized_end=2918
+  _globals['_UPDATEOUTCOME']._serialized_start=2921
+  _globals['_UPDATEOUTCOME']._serialized_end=3052
+  _globals['_PODPHASEFILTER']._serialized_start=3054
+  _globals['_PODPHASEFILTER']._serialized_end=3162
   _globals['_CLUSTEROBJECT']._serialized_start=70
   _globals['_CLUSTEROBJECT']._serialized_end=632
   _globals['_KUBERNETESPROTOBUF']._serialized_start=634
@@ -52,27 +52,31 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_APPLYREQUEST']._serialized_start=994
   _globals['_APPLYREQUEST']._serialized_end=1044
   _globals['_APPLYRESPONSE']._serialized_start=1047
-  _globals['_APPLYRESPONSE']._serialized_end=1193
-  _globals['_REPLACEREQUEST']._serialized_start=1195
-  _globals['_REPLACEREQUEST']._serialized_end=1291
-  _globals['_REPLACERESPONSE']._serialized_start=1293
-  _globals['_REPLACERESPONSE']._serialized_end=1402
-  _globals['_STREAMREQUEST']._serialized_start=1404
-  _globals['_STREAMREQUEST']._serialized_end=1473
-  _globals['_STREAMRESPONSE']._serialized_start=1476
-  _globals['_STREAMRESPONSE']._serialized_end=1635
-  _globals['_GETREQUEST']._serialized_start=1637
-  _globals['_GETREQUEST']._serialized_end=1684
-  _globals['_GETRESPONSE']._serialized_start=1686
-  _globals['_GETRESPONSE']._serialized_end=1761
-  _globals['_LISTREQUEST']._serialized_start=1764
-  _globals['_LISTREQUEST']._serialized_end=1904
-  _globals['_LISTRESPONSE']._serialized_start=1906
-  _globals['_LISTRESPONSE']._serialized_end=1983
-  _globals['_STATSREQUEST']._serialized_start=1985
-  _globals['_STATSREQUEST']._serialized_end=1999
-  _globals['_STATSRESPONSE']._serialized_start=2002
-  _globals['_STATSRESPONSE']._serialized_end=2342
-  _globals['_CLUSTERCACHE']._serialized_start=2915
-  _globals['_CLUSTERCACHE']._serialized_end=3293
+  _globals['_APPLYRESPONSE']._serialized_end=1215
+  _globals['_REPLACEREQUEST']._serialized_start=1217
+  _globals['_REPLACEREQUEST']._serialized_end=1313
+  _globals['_REPLACERESPONSE']._serialized_start=1316
+  _globals['_REPLACERESPONSE']._serialized_end=1447
+  _globals['_STREAMREQUEST']._serialized_start=1449
+  _globals['_STREAMREQUEST']._serialized_end=1518
+  _globals['_STREAMRESPONSE']._serialized_start=1521
+  _globals['_STREAMRESPONSE']._serialized_end=1702
+  _globals['_GETREQUEST']._serialized_start=1704
+  _globals['_GETREQUEST']._serialized_end=1751
+  _globals['_GETRESPONSE']._serialized_start=1753
+  _globals['_GETRESPONSE']._serialized_end=1850
+  _globals['_LISTREQUEST']._serialized_start=1853
+  _globals['_LISTREQUEST']._serialized_end=1993
+  _globals['_LISTRESPONSE']._serialized_start=1995
+  _globals['_LISTRESPONSE']._serialized_end=2094
+  _globals['_STATSREQUEST']._serialized_start=2096
+  _globals['_STATSREQUEST']._serialized_end=2110
+  _globals['_STATSRESPONSE']._serialized_start=2113
+  _globals['_STATSRESPONSE']._serialized_end=2491
+  _globals['_MARKSYNCEDREQUEST']._serialized_start=2493
+  _globals['_MARKSYNCEDREQUEST']._serialized_end=2528
+  _globals['_MARKSYNCEDRESPONSE']._serialized_start=2530
+  _globals['_MARKSYNCEDRESPONSE']._serialized_end=2592
+  _globals['_CLUSTERCACHE']._serialized_start=3165
+  _globals['_CLUSTERCACHE']._serialized_end=3618
 # @@protoc_insertion_point(module_scope)

@@ -403,6 +403,7 @@ class ApplyResponse(_message.Message):
     APPLIED_COUNT_FIELD_NUMBER: _builtins.int
     STALE_COUNT_FIELD_NUMBER: _builtins.int
     UNCHANGED_COUNT_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation that contains every update of the request."""
     applied_count: _builtins.int
@@ -411,6 +412,11 @@ class ApplyResponse(_message.Message):
     """How many updates were STALE."""
     unchanged_count: _builtins.int
     """How many updates were UNCHANGED."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___UpdateResult]:
         """One result per update, in request order."""
@@ -423,10 +429,11 @@ class ApplyResponse(_message.Message):
         applied_count: _builtins.int = ...,
         stale_count: _builtins.int = ...,
         unchanged_count: _builtins.int = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["applied_count", b"applied_count", "generation", b"generation", "results", b"results", "stale_count", b"stale_count", "unchanged_count", b"unchanged_count"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["applied_count", b"applied_count", "generation", b"generation", "results", b"results", "server_epoch", b"server_epoch", "stale_count", b"stale_count", "unchanged_count", b"unchanged_count"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -470,6 +477,7 @@ class ReplaceResponse(_message.Message):
     UPSERTED_COUNT_FIELD_NUMBER: _builtins.int
     DELETED_COUNT_FIELD_NUMBER: _builtins.int
     UNCHANGED_COUNT_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation that contains the replacement."""
     upserted_count: _builtins.int
@@ -478,6 +486,11 @@ class ReplaceResponse(_message.Message):
     """How many cached objects of the kind were not among those given, and were deleted."""
     unchanged_count: _builtins.int
     """How many of the given objects changed nothing: identical to the cached object, or stale."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
     def __init__(
         self,
         *,
@@ -485,10 +498,11 @@ class ReplaceResponse(_message.Message):
         upserted_count: _builtins.int = ...,
         deleted_count: _builtins.int = ...,
         unchanged_count: _builtins.int = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted_count", b"deleted_count", "generation", b"generation", "unchanged_count", b"unchanged_count", "upserted_count", b"upserted_count"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deleted_count", b"deleted_count", "generation", b"generation", "server_epoch", b"server_epoch", "unchanged_count", b"unchanged_count", "upserted_count", b"upserted_count"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -535,6 +549,7 @@ class StreamResponse(_message.Message):
     UNCHANGED_COUNT_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_NUMBER: _builtins.int
     ERROR_FIELD_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
     """The request's sequence, echoed."""
     generation: _builtins.int
@@ -549,6 +564,11 @@ class StreamResponse(_message.Message):
     """Set when the batch was rejected as invalid (nothing of it applied); the stream stays open."""
     error_field: _builtins.str
     """Field path of the invalid input, when error is set."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
     def __init__(
         self,
         *,
@@ -559,10 +579,11 @@ class StreamResponse(_message.Message):
         unchanged_count: _builtins.int = ...,
         error: _builtins.str = ...,
         error_field: _builtins.str = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["applied_count", b"applied_count", "error", b"error", "error_field", b"error_field", "generation", b"generation", "sequence", b"sequence", "stale_count", b"stale_count", "unchanged_count", b"unchanged_count"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["applied_count", b"applied_count", "error", b"error", "error_field", b"error_field", "generation", b"generation", "sequence", b"sequence", "server_epoch", b"server_epoch", "stale_count", b"stale_count", "unchanged_count", b"unchanged_count"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -600,8 +621,14 @@ class GetResponse(_message.Message):
 
     OBJECT_FIELD_NUMBER: _builtins.int
     GENERATION_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation at the time of the read."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
     @_builtins.property
     def object(self) -> Global___ClusterObject:
         """The object as the cache holds it, as its typed message (one sent as kubernetes_json or
@@ -614,10 +641,11 @@ class GetResponse(_message.Message):
         *,
         object: Global___ClusterObject | None = ...,
         generation: _builtins.int = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["object", b"object"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "object", b"object"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "object", b"object", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -670,8 +698,14 @@ class ListResponse(_message.Message):
 
     OBJECTS_FIELD_NUMBER: _builtins.int
     GENERATION_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation at the time of the read."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
     @_builtins.property
     def objects(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClusterObject]:
         """The matching objects as typed messages (as GetResponse.object), in cache order (not sorted)."""
@@ -681,10 +715,11 @@ class ListResponse(_message.Message):
         *,
         objects: _abc.Iterable[Global___ClusterObject] | None = ...,
         generation: _builtins.int = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "objects", b"objects"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "objects", b"objects", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -728,6 +763,8 @@ class StatsResponse(_message.Message):
     MEMORY_BYTES_ESTIMATE_FIELD_NUMBER: _builtins.int
     JOBS_FIELD_NUMBER: _builtins.int
     DAEMON_SETS_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
+    SYNCED_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The current cache generation: 0 for a new cache, one step up for every batch that changed something
     (an Apply, Replace or Stream batch, or a pod assumed by Schedule).
@@ -760,6 +797,16 @@ class StatsResponse(_message.Message):
     """Jobs in the cache."""
     daemon_sets: _builtins.int
     """DaemonSets in the cache."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
+    synced: _builtins.bool
+    """Whether the cache counts as synced: true from the start unless the server runs with --wait-for-sync,
+    then false until a feeder's first MarkSynced. While false, every decision RPC is FAILED_PRECONDITION
+    (ErrorInfo reason CACHE_NOT_SYNCED) and the server reports NOT_SERVING.
+    """
     def __init__(
         self,
         *,
@@ -778,11 +825,63 @@ class StatsResponse(_message.Message):
         memory_bytes_estimate: _builtins.int = ...,
         jobs: _builtins.int = ...,
         daemon_sets: _builtins.int = ...,
+        server_epoch: _builtins.str = ...,
+        synced: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_pods", b"bound_pods", "daemon_sets", b"daemon_sets", "gated_pods", b"gated_pods", "generation", b"generation", "jobs", b"jobs", "memory_bytes_estimate", b"memory_bytes_estimate", "namespaces", b"namespaces", "nodes", b"nodes", "pending_pods", b"pending_pods", "pod_disruption_budgets", b"pod_disruption_budgets", "pods", b"pods", "replica_sets", b"replica_sets", "replication_controllers", b"replication_controllers", "services", b"services", "stateful_sets", b"stateful_sets"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_pods", b"bound_pods", "daemon_sets", b"daemon_sets", "gated_pods", b"gated_pods", "generation", b"generation", "jobs", b"jobs", "memory_bytes_estimate", b"memory_bytes_estimate", "namespaces", b"namespaces", "nodes", b"nodes", "pending_pods", b"pending_pods", "pod_disruption_budgets", b"pod_disruption_budgets", "pods", b"pods", "replica_sets", b"replica_sets", "replication_controllers", b"replication_controllers", "server_epoch", b"server_epoch", "services", b"services", "stateful_sets", b"stateful_sets", "synced", b"synced"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___StatsResponse: _TypeAlias = StatsResponse  # noqa: Y015
+
+@_typing.final
+class MarkSyncedRequest(_message.Message):
+    """A feeder's word that the cache holds the whole cluster, for ClusterCache.MarkSynced."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FEEDER_FIELD_NUMBER: _builtins.int
+    feeder: _builtins.str
+    """A name of the feeder, for the server's logs only (e.g. "podfit feed" or a hostname); may be empty."""
+    def __init__(
+        self,
+        *,
+        feeder: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["feeder", b"feeder"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MarkSyncedRequest: _TypeAlias = MarkSyncedRequest  # noqa: Y015
+
+@_typing.final
+class MarkSyncedResponse(_message.Message):
+    """The result of ClusterCache.MarkSynced."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GENERATION_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
+    generation: _builtins.int
+    """The cache generation at the time the cache was marked synced."""
+    server_epoch: _builtins.str
+    """This server process's cache id (as StatsResponse.server_epoch): a feeder that later sees another
+    epoch is talking to a restarted, empty server and must resync in full, then call MarkSynced again.
+    """
+    def __init__(
+        self,
+        *,
+        generation: _builtins.int = ...,
+        server_epoch: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "server_epoch", b"server_epoch"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MarkSyncedResponse: _TypeAlias = MarkSyncedResponse  # noqa: Y015

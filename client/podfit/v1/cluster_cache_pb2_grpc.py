@@ -67,6 +67,11 @@ class ClusterCacheStub:
                 request_serializer=podfit_dot_v1_dot_cluster__cache__pb2.StatsRequest.SerializeToString,
                 response_deserializer=podfit_dot_v1_dot_cluster__cache__pb2.StatsResponse.FromString,
                 _registered_method=True)
+        self.MarkSynced = channel.unary_unary(
+                '/podfit.v1.ClusterCache/MarkSynced',
+                request_serializer=podfit_dot_v1_dot_cluster__cache__pb2.MarkSyncedRequest.SerializeToString,
+                response_deserializer=podfit_dot_v1_dot_cluster__cache__pb2.MarkSyncedResponse.FromString,
+                _registered_method=True)
 
 
 class ClusterCacheServicer:
@@ -118,6 +123,17 @@ class ClusterCacheServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def MarkSynced(self, request, context):
+        """Marks the cache synced: a feeder calls it once its initial list of every kind has been applied
+        (upstream's WaitForCacheSync). On a server started with --wait-for-sync, decision RPCs are
+        FAILED_PRECONDITION (ErrorInfo reason CACHE_NOT_SYNCED) and health is NOT_SERVING until the first
+        call; without the flag the cache is synced from the start. Idempotent: later calls change nothing
+        and answer the current generation.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClusterCacheServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -150,6 +166,11 @@ def add_ClusterCacheServicer_to_server(servicer, server):
                     servicer.Stats,
                     request_deserializer=podfit_dot_v1_dot_cluster__cache__pb2.StatsRequest.FromString,
                     response_serializer=podfit_dot_v1_dot_cluster__cache__pb2.StatsResponse.SerializeToString,
+            ),
+            'MarkSynced': grpc.unary_unary_rpc_method_handler(
+                    servicer.MarkSynced,
+                    request_deserializer=podfit_dot_v1_dot_cluster__cache__pb2.MarkSyncedRequest.FromString,
+                    response_serializer=podfit_dot_v1_dot_cluster__cache__pb2.MarkSyncedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -317,6 +338,33 @@ class ClusterCache:
             '/podfit.v1.ClusterCache/Stats',
             podfit_dot_v1_dot_cluster__cache__pb2.StatsRequest.SerializeToString,
             podfit_dot_v1_dot_cluster__cache__pb2.StatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MarkSynced(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/podfit.v1.ClusterCache/MarkSynced',
+            podfit_dot_v1_dot_cluster__cache__pb2.MarkSyncedRequest.SerializeToString,
+            podfit_dot_v1_dot_cluster__cache__pb2.MarkSyncedResponse.FromString,
             options,
             channel_credentials,
             insecure,

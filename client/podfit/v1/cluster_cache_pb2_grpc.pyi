@@ -50,6 +50,13 @@ class ClusterCacheStub:
     """The cached objects of one kind, optionally filtered by namespace, labels and (pods) binding."""
     Stats: _grpc.UnaryUnaryMultiCallable[_cluster_cache_pb2.StatsRequest, _cluster_cache_pb2.StatsResponse]
     """Object counts, the generation and a memory estimate."""
+    MarkSynced: _grpc.UnaryUnaryMultiCallable[_cluster_cache_pb2.MarkSyncedRequest, _cluster_cache_pb2.MarkSyncedResponse]
+    """Marks the cache synced: a feeder calls it once its initial list of every kind has been applied
+    (upstream's WaitForCacheSync). On a server started with --wait-for-sync, decision RPCs are
+    FAILED_PRECONDITION (ErrorInfo reason CACHE_NOT_SYNCED) and health is NOT_SERVING until the first
+    call; without the flag the cache is synced from the start. Idempotent: later calls change nothing
+    and answer the current generation.
+    """
 
 @_typing.type_check_only
 class ClusterCacheAsyncStub(ClusterCacheStub):
@@ -73,6 +80,13 @@ class ClusterCacheAsyncStub(ClusterCacheStub):
     """The cached objects of one kind, optionally filtered by namespace, labels and (pods) binding."""
     Stats: _aio.UnaryUnaryMultiCallable[_cluster_cache_pb2.StatsRequest, _cluster_cache_pb2.StatsResponse]  # type: ignore[assignment]
     """Object counts, the generation and a memory estimate."""
+    MarkSynced: _aio.UnaryUnaryMultiCallable[_cluster_cache_pb2.MarkSyncedRequest, _cluster_cache_pb2.MarkSyncedResponse]  # type: ignore[assignment]
+    """Marks the cache synced: a feeder calls it once its initial list of every kind has been applied
+    (upstream's WaitForCacheSync). On a server started with --wait-for-sync, decision RPCs are
+    FAILED_PRECONDITION (ErrorInfo reason CACHE_NOT_SYNCED) and health is NOT_SERVING until the first
+    call; without the flag the cache is synced from the start. Idempotent: later calls change nothing
+    and answer the current generation.
+    """
 
 class ClusterCacheServicer(metaclass=_abc_1.ABCMeta):
     """The cluster state podfit decides on. podfit watches nothing itself: the caller feeds it (Apply,
@@ -129,5 +143,18 @@ class ClusterCacheServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_cluster_cache_pb2.StatsResponse, _abc.Awaitable[_cluster_cache_pb2.StatsResponse]]:
         """Object counts, the generation and a memory estimate."""
+
+    @_abc_1.abstractmethod
+    def MarkSynced(
+        self,
+        request: _cluster_cache_pb2.MarkSyncedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_cluster_cache_pb2.MarkSyncedResponse, _abc.Awaitable[_cluster_cache_pb2.MarkSyncedResponse]]:
+        """Marks the cache synced: a feeder calls it once its initial list of every kind has been applied
+        (upstream's WaitForCacheSync). On a server started with --wait-for-sync, decision RPCs are
+        FAILED_PRECONDITION (ErrorInfo reason CACHE_NOT_SYNCED) and health is NOT_SERVING until the first
+        call; without the flag the cache is synced from the start. Idempotent: later calls change nothing
+        and answer the current generation.
+        """
 
 def add_ClusterCacheServicer_to_server(servicer: ClusterCacheServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -284,6 +284,7 @@ class FilterResponse(_message.Message):
     MESSAGE_FIELD_NUMBER: _builtins.int
     NODES_FIELD_NUMBER: _builtins.int
     FEASIBLE_COUNT_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation the decision saw."""
     gated: _builtins.bool
@@ -292,6 +293,11 @@ class FilterResponse(_message.Message):
     """The PreEnqueue message when gated."""
     feasible_count: _builtins.int
     """How many candidate nodes passed every filter."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
     @_builtins.property
     def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeVerdict]:
         """One verdict per candidate node, in node-name order."""
@@ -304,10 +310,11 @@ class FilterResponse(_message.Message):
         message: _builtins.str = ...,
         nodes: _abc.Iterable[Global___NodeVerdict] | None = ...,
         feasible_count: _builtins.int = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["feasible_count", b"feasible_count", "gated", b"gated", "generation", b"generation", "message", b"message", "nodes", b"nodes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["feasible_count", b"feasible_count", "gated", b"gated", "generation", b"generation", "message", b"message", "nodes", b"nodes", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -361,12 +368,18 @@ class ScoreResponse(_message.Message):
     GATED_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     SCORES_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation the decision saw."""
     gated: _builtins.bool
     """True when a PreEnqueue plugin (SchedulingGates) keeps the pod from being scheduled; nothing is scored."""
     message: _builtins.str
     """The PreEnqueue message when gated."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
     @_builtins.property
     def scores(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeScore]:
         """Feasible nodes only, best first (total descending, then name)."""
@@ -378,10 +391,11 @@ class ScoreResponse(_message.Message):
         gated: _builtins.bool = ...,
         message: _builtins.str = ...,
         scores: _abc.Iterable[Global___NodeScore] | None = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["gated", b"gated", "generation", b"generation", "message", b"message", "scores", b"scores"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["gated", b"gated", "generation", b"generation", "message", b"message", "scores", b"scores", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -454,6 +468,7 @@ class ScheduleResponse(_message.Message):
     ASSUMED_GENERATION_FIELD_NUMBER: _builtins.int
     FEASIBLE_COUNT_FIELD_NUMBER: _builtins.int
     BEST_COUNT_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation the decision saw (before the reservation, when the pod was assumed)."""
     gated: _builtins.bool
@@ -468,6 +483,11 @@ class ScheduleResponse(_message.Message):
     """How many candidate nodes passed the filters."""
     best_count: _builtins.int
     """How many feasible nodes share the maximum total (the size of best_nodes in VIEW_FULL)."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
     @_builtins.property
     def best_nodes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Every feasible node with the maximum total, sorted by name (kube-scheduler picks one at random).
@@ -500,10 +520,11 @@ class ScheduleResponse(_message.Message):
         assumed_generation: _builtins.int = ...,
         feasible_count: _builtins.int = ...,
         best_count: _builtins.int = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["preemption", b"preemption"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["assumed_generation", b"assumed_generation", "best_count", b"best_count", "best_nodes", b"best_nodes", "feasible_count", b"feasible_count", "gated", b"gated", "generation", b"generation", "message", b"message", "nodes", b"nodes", "preemption", b"preemption", "scores", b"scores", "selected_node", b"selected_node"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assumed_generation", b"assumed_generation", "best_count", b"best_count", "best_nodes", b"best_nodes", "feasible_count", b"feasible_count", "gated", b"gated", "generation", b"generation", "message", b"message", "nodes", b"nodes", "preemption", b"preemption", "scores", b"scores", "selected_node", b"selected_node", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -572,6 +593,7 @@ class ScheduleBatchResponse(_message.Message):
     ASSUMED_GENERATION_FIELD_NUMBER: _builtins.int
     PLACED_COUNT_FIELD_NUMBER: _builtins.int
     ALL_PLACED_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation when the batch started (and again after an all_or_nothing rollback)."""
     assumed_generation: _builtins.int
@@ -580,6 +602,11 @@ class ScheduleBatchResponse(_message.Message):
     """How many pods were placed and stay assumed."""
     all_placed: _builtins.bool
     """True when every pod was placed and assumed."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
     @_builtins.property
     def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___ScheduleResponse]:
         """One answer per pod, in request order, as Schedule with assume would give it. assumed_generation
@@ -595,10 +622,11 @@ class ScheduleBatchResponse(_message.Message):
         assumed_generation: _builtins.int = ...,
         placed_count: _builtins.int = ...,
         all_placed: _builtins.bool = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_placed", b"all_placed", "assumed_generation", b"assumed_generation", "generation", b"generation", "placed_count", b"placed_count", "results", b"results"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_placed", b"all_placed", "assumed_generation", b"assumed_generation", "generation", b"generation", "placed_count", b"placed_count", "results", b"results", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -688,6 +716,7 @@ class PreemptResponse(_message.Message):
     NUM_PDB_VIOLATIONS_FIELD_NUMBER: _builtins.int
     NODE_TIES_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation the answer saw."""
     nominated_node: _builtins.str
@@ -702,6 +731,11 @@ class PreemptResponse(_message.Message):
     message: _builtins.str
     """kube-scheduler's PostFilter status text, e.g. "preemption: not eligible due to ...". Empty when a
     node was nominated.
+    """
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
     """
     @_builtins.property
     def victims(self) -> _containers.RepeatedCompositeFieldContainer[Global___Victim]:
@@ -720,10 +754,11 @@ class PreemptResponse(_message.Message):
         num_pdb_violations: _builtins.int = ...,
         node_ties: _abc.Iterable[_builtins.str] | None = ...,
         message: _builtins.str = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "message", b"message", "node_ties", b"node_ties", "nominated_node", b"nominated_node", "num_pdb_violations", b"num_pdb_violations", "victims", b"victims"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "message", b"message", "node_ties", b"node_ties", "nominated_node", b"nominated_node", "num_pdb_violations", b"num_pdb_violations", "server_epoch", b"server_epoch", "victims", b"victims"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -272,8 +272,14 @@ class SimulateResponse(_message.Message):
     BASE_GENERATION_FIELD_NUMBER: _builtins.int
     PLACEMENTS_FIELD_NUMBER: _builtins.int
     HYPOTHETICAL_NODES_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     base_generation: _builtins.int
     """The cache generation the scenario forked from."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
     @_builtins.property
     def placements(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodPlacement]:
         """One per pod of the request, in request order."""
@@ -288,10 +294,11 @@ class SimulateResponse(_message.Message):
         base_generation: _builtins.int = ...,
         placements: _abc.Iterable[Global___PodPlacement] | None = ...,
         hypothetical_nodes: _abc.Iterable[Global___NodeUtilisation] | None = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "hypothetical_nodes", b"hypothetical_nodes", "placements", b"placements"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "hypothetical_nodes", b"hypothetical_nodes", "placements", b"placements", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -457,8 +464,14 @@ class EstimateScaleUpResponse(_message.Message):
 
     BASE_GENERATION_FIELD_NUMBER: _builtins.int
     ESTIMATES_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     base_generation: _builtins.int
     """The cache generation the estimates forked from."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
     @_builtins.property
     def estimates(self) -> _containers.RepeatedCompositeFieldContainer[Global___GroupEstimate]:
         """One estimate per node group, in request order."""
@@ -468,10 +481,11 @@ class EstimateScaleUpResponse(_message.Message):
         *,
         base_generation: _builtins.int = ...,
         estimates: _abc.Iterable[Global___GroupEstimate] | None = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "estimates", b"estimates"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "estimates", b"estimates", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -741,8 +755,14 @@ class SimulateDrainResponse(_message.Message):
 
     BASE_GENERATION_FIELD_NUMBER: _builtins.int
     NODES_FIELD_NUMBER: _builtins.int
+    SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     base_generation: _builtins.int
     """The cache generation the simulation forked from."""
+    server_epoch: _builtins.str
+    """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+    that sees a different server_epoch than before must resync in full (Replace every kind, then
+    MarkSynced).
+    """
     @_builtins.property
     def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeDrain]:
         """One entry per requested node, in request order."""
@@ -752,10 +772,11 @@ class SimulateDrainResponse(_message.Message):
         *,
         base_generation: _builtins.int = ...,
         nodes: _abc.Iterable[Global___NodeDrain] | None = ...,
+        server_epoch: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "nodes", b"nodes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "nodes", b"nodes", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

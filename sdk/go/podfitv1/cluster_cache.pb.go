@@ -819,8 +819,12 @@ type ApplyResponse struct {
 	StaleCount int32 `protobuf:"varint,4,opt,name=stale_count,json=staleCount,proto3" json:"stale_count,omitempty"`
 	// How many updates were UNCHANGED.
 	UnchangedCount int32 `protobuf:"varint,5,opt,name=unchanged_count,json=unchangedCount,proto3" json:"unchanged_count,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,6,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ApplyResponse) Reset() {
@@ -886,6 +890,13 @@ func (x *ApplyResponse) GetUnchangedCount() int32 {
 		return x.UnchangedCount
 	}
 	return 0
+}
+
+func (x *ApplyResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
 }
 
 // The whole set of one kind, for ClusterCache.Replace.
@@ -954,8 +965,12 @@ type ReplaceResponse struct {
 	DeletedCount int32 `protobuf:"varint,3,opt,name=deleted_count,json=deletedCount,proto3" json:"deleted_count,omitempty"`
 	// How many of the given objects changed nothing: identical to the cached object, or stale.
 	UnchangedCount int32 `protobuf:"varint,4,opt,name=unchanged_count,json=unchangedCount,proto3" json:"unchanged_count,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,5,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReplaceResponse) Reset() {
@@ -1014,6 +1029,13 @@ func (x *ReplaceResponse) GetUnchangedCount() int32 {
 		return x.UnchangedCount
 	}
 	return 0
+}
+
+func (x *ReplaceResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
 }
 
 // One batch of updates on a ClusterCache.Stream.
@@ -1087,7 +1109,11 @@ type StreamResponse struct {
 	// Set when the batch was rejected as invalid (nothing of it applied); the stream stays open.
 	Error string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
 	// Field path of the invalid input, when error is set.
-	ErrorField    string `protobuf:"bytes,7,opt,name=error_field,json=errorField,proto3" json:"error_field,omitempty"`
+	ErrorField string `protobuf:"bytes,7,opt,name=error_field,json=errorField,proto3" json:"error_field,omitempty"`
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,8,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1171,6 +1197,13 @@ func (x *StreamResponse) GetErrorField() string {
 	return ""
 }
 
+func (x *StreamResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
+}
+
 // Which object ClusterCache.Get returns.
 type GetRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1225,7 +1258,11 @@ type GetResponse struct {
 	// by Schedule carries its node in spec.nodeName and no status.nominatedNodeName.
 	Object *ClusterObject `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
 	// The cache generation at the time of the read.
-	Generation    int64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	Generation int64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1272,6 +1309,13 @@ func (x *GetResponse) GetGeneration() int64 {
 		return x.Generation
 	}
 	return 0
+}
+
+func (x *GetResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
 }
 
 // Which objects ClusterCache.List returns.
@@ -1356,7 +1400,11 @@ type ListResponse struct {
 	// The matching objects as typed messages (as GetResponse.object), in cache order (not sorted).
 	Objects []*ClusterObject `protobuf:"bytes,1,rep,name=objects,proto3" json:"objects,omitempty"`
 	// The cache generation at the time of the read.
-	Generation    int64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	Generation int64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1403,6 +1451,13 @@ func (x *ListResponse) GetGeneration() int64 {
 		return x.Generation
 	}
 	return 0
+}
+
+func (x *ListResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
 }
 
 // ClusterCache.Stats takes no parameters.
@@ -1475,7 +1530,15 @@ type StatsResponse struct {
 	// Jobs in the cache.
 	Jobs int32 `protobuf:"varint,14,opt,name=jobs,proto3" json:"jobs,omitempty"`
 	// DaemonSets in the cache.
-	DaemonSets    int32 `protobuf:"varint,15,opt,name=daemon_sets,json=daemonSets,proto3" json:"daemon_sets,omitempty"`
+	DaemonSets int32 `protobuf:"varint,15,opt,name=daemon_sets,json=daemonSets,proto3" json:"daemon_sets,omitempty"`
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch string `protobuf:"bytes,16,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	// Whether the cache counts as synced: true from the start unless the server runs with --wait-for-sync,
+	// then false until a feeder's first MarkSynced. While false, every decision RPC is FAILED_PRECONDITION
+	// (ErrorInfo reason CACHE_NOT_SYNCED) and the server reports NOT_SERVING.
+	Synced        bool `protobuf:"varint,17,opt,name=synced,proto3" json:"synced,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1615,6 +1678,122 @@ func (x *StatsResponse) GetDaemonSets() int32 {
 	return 0
 }
 
+func (x *StatsResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
+}
+
+func (x *StatsResponse) GetSynced() bool {
+	if x != nil {
+		return x.Synced
+	}
+	return false
+}
+
+// A feeder's word that the cache holds the whole cluster, for ClusterCache.MarkSynced.
+type MarkSyncedRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A name of the feeder, for the server's logs only (e.g. "podfit feed" or a hostname); may be empty.
+	Feeder        string `protobuf:"bytes,1,opt,name=feeder,proto3" json:"feeder,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkSyncedRequest) Reset() {
+	*x = MarkSyncedRequest{}
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkSyncedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkSyncedRequest) ProtoMessage() {}
+
+func (x *MarkSyncedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkSyncedRequest.ProtoReflect.Descriptor instead.
+func (*MarkSyncedRequest) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *MarkSyncedRequest) GetFeeder() string {
+	if x != nil {
+		return x.Feeder
+	}
+	return ""
+}
+
+// The result of ClusterCache.MarkSynced.
+type MarkSyncedResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cache generation at the time the cache was marked synced.
+	Generation int64 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	// This server process's cache id (as StatsResponse.server_epoch): a feeder that later sees another
+	// epoch is talking to a restarted, empty server and must resync in full, then call MarkSynced again.
+	ServerEpoch   string `protobuf:"bytes,2,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkSyncedResponse) Reset() {
+	*x = MarkSyncedResponse{}
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkSyncedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkSyncedResponse) ProtoMessage() {}
+
+func (x *MarkSyncedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkSyncedResponse.ProtoReflect.Descriptor instead.
+func (*MarkSyncedResponse) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *MarkSyncedResponse) GetGeneration() int64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *MarkSyncedResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
+}
+
 var File_podfit_v1_cluster_cache_proto protoreflect.FileDescriptor
 
 const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
@@ -1653,7 +1832,7 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\v2\x14.podfit.v1.ObjectKeyR\x03key\x122\n" +
 	"\aoutcome\x18\x02 \x01(\x0e2\x18.podfit.v1.UpdateOutcomeR\aoutcome\";\n" +
 	"\fApplyRequest\x12+\n" +
-	"\aupdates\x18\x01 \x03(\v2\x11.podfit.v1.UpdateR\aupdates\"\xd1\x01\n" +
+	"\aupdates\x18\x01 \x03(\v2\x11.podfit.v1.UpdateR\aupdates\"\xf4\x01\n" +
 	"\rApplyResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1662,20 +1841,22 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\rapplied_count\x18\x03 \x01(\x05R\fappliedCount\x12\x1f\n" +
 	"\vstale_count\x18\x04 \x01(\x05R\n" +
 	"staleCount\x12'\n" +
-	"\x0funchanged_count\x18\x05 \x01(\x05R\x0eunchangedCount\"o\n" +
+	"\x0funchanged_count\x18\x05 \x01(\x05R\x0eunchangedCount\x12!\n" +
+	"\fserver_epoch\x18\x06 \x01(\tR\vserverEpoch\"o\n" +
 	"\x0eReplaceRequest\x12)\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x15.podfit.v1.ObjectKindR\x04kind\x122\n" +
-	"\aobjects\x18\x02 \x03(\v2\x18.podfit.v1.ClusterObjectR\aobjects\"\xa6\x01\n" +
+	"\aobjects\x18\x02 \x03(\v2\x18.podfit.v1.ClusterObjectR\aobjects\"\xc9\x01\n" +
 	"\x0fReplaceResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
 	"generation\x12%\n" +
 	"\x0eupserted_count\x18\x02 \x01(\x05R\rupsertedCount\x12#\n" +
 	"\rdeleted_count\x18\x03 \x01(\x05R\fdeletedCount\x12'\n" +
-	"\x0funchanged_count\x18\x04 \x01(\x05R\x0eunchangedCount\"X\n" +
+	"\x0funchanged_count\x18\x04 \x01(\x05R\x0eunchangedCount\x12!\n" +
+	"\fserver_epoch\x18\x05 \x01(\tR\vserverEpoch\"X\n" +
 	"\rStreamRequest\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12+\n" +
-	"\aupdates\x18\x02 \x03(\v2\x11.podfit.v1.UpdateR\aupdates\"\xf2\x01\n" +
+	"\aupdates\x18\x02 \x03(\v2\x11.podfit.v1.UpdateR\aupdates\"\x95\x02\n" +
 	"\x0eStreamResponse\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12\x1e\n" +
 	"\n" +
@@ -1687,27 +1868,30 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x0funchanged_count\x18\x05 \x01(\x05R\x0eunchangedCount\x12\x14\n" +
 	"\x05error\x18\x06 \x01(\tR\x05error\x12\x1f\n" +
 	"\verror_field\x18\a \x01(\tR\n" +
-	"errorField\"4\n" +
+	"errorField\x12!\n" +
+	"\fserver_epoch\x18\b \x01(\tR\vserverEpoch\"4\n" +
 	"\n" +
 	"GetRequest\x12&\n" +
-	"\x03key\x18\x01 \x01(\v2\x14.podfit.v1.ObjectKeyR\x03key\"_\n" +
+	"\x03key\x18\x01 \x01(\v2\x14.podfit.v1.ObjectKeyR\x03key\"\x82\x01\n" +
 	"\vGetResponse\x120\n" +
 	"\x06object\x18\x01 \x01(\v2\x18.podfit.v1.ClusterObjectR\x06object\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x03R\n" +
-	"generation\"\xb7\x01\n" +
+	"generation\x12!\n" +
+	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\"\xb7\x01\n" +
 	"\vListRequest\x12)\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x15.podfit.v1.ObjectKindR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
 	"\x0elabel_selector\x18\x03 \x01(\tR\rlabelSelector\x128\n" +
 	"\n" +
-	"pod_filter\x18\x04 \x01(\x0e2\x19.podfit.v1.PodPhaseFilterR\tpodFilter\"b\n" +
+	"pod_filter\x18\x04 \x01(\x0e2\x19.podfit.v1.PodPhaseFilterR\tpodFilter\"\x85\x01\n" +
 	"\fListResponse\x122\n" +
 	"\aobjects\x18\x01 \x03(\v2\x18.podfit.v1.ClusterObjectR\aobjects\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x03R\n" +
-	"generation\"\x0e\n" +
-	"\fStatsRequest\"\x96\x04\n" +
+	"generation\x12!\n" +
+	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\"\x0e\n" +
+	"\fStatsRequest\"\xd1\x04\n" +
 	"\rStatsResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1731,7 +1915,16 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x15memory_bytes_estimate\x18\r \x01(\x03R\x13memoryBytesEstimate\x12\x12\n" +
 	"\x04jobs\x18\x0e \x01(\x05R\x04jobs\x12\x1f\n" +
 	"\vdaemon_sets\x18\x0f \x01(\x05R\n" +
-	"daemonSets*\xc3\x02\n" +
+	"daemonSets\x12!\n" +
+	"\fserver_epoch\x18\x10 \x01(\tR\vserverEpoch\x12\x16\n" +
+	"\x06synced\x18\x11 \x01(\bR\x06synced\"+\n" +
+	"\x11MarkSyncedRequest\x12\x16\n" +
+	"\x06feeder\x18\x01 \x01(\tR\x06feeder\"W\n" +
+	"\x12MarkSyncedResponse\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x03R\n" +
+	"generation\x12!\n" +
+	"\fserver_epoch\x18\x02 \x01(\tR\vserverEpoch*\xc3\x02\n" +
 	"\n" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -1754,14 +1947,16 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x0ePodPhaseFilter\x12 \n" +
 	"\x1cPOD_PHASE_FILTER_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18POD_PHASE_FILTER_PENDING\x10\x01\x12\x1a\n" +
-	"\x16POD_PHASE_FILTER_BOUND\x10\x022\xfa\x02\n" +
+	"\x16POD_PHASE_FILTER_BOUND\x10\x022\xc5\x03\n" +
 	"\fClusterCache\x12:\n" +
 	"\x05Apply\x12\x17.podfit.v1.ApplyRequest\x1a\x18.podfit.v1.ApplyResponse\x12@\n" +
 	"\aReplace\x12\x19.podfit.v1.ReplaceRequest\x1a\x1a.podfit.v1.ReplaceResponse\x12A\n" +
 	"\x06Stream\x12\x18.podfit.v1.StreamRequest\x1a\x19.podfit.v1.StreamResponse(\x010\x01\x124\n" +
 	"\x03Get\x12\x15.podfit.v1.GetRequest\x1a\x16.podfit.v1.GetResponse\x127\n" +
 	"\x04List\x12\x16.podfit.v1.ListRequest\x1a\x17.podfit.v1.ListResponse\x12:\n" +
-	"\x05Stats\x12\x17.podfit.v1.StatsRequest\x1a\x18.podfit.v1.StatsResponseB3Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1b\x06proto3"
+	"\x05Stats\x12\x17.podfit.v1.StatsRequest\x1a\x18.podfit.v1.StatsResponse\x12I\n" +
+	"\n" +
+	"MarkSynced\x12\x1c.podfit.v1.MarkSyncedRequest\x1a\x1d.podfit.v1.MarkSyncedResponseB3Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1b\x06proto3"
 
 var (
 	file_podfit_v1_cluster_cache_proto_rawDescOnce sync.Once
@@ -1776,7 +1971,7 @@ func file_podfit_v1_cluster_cache_proto_rawDescGZIP() []byte {
 }
 
 var file_podfit_v1_cluster_cache_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_podfit_v1_cluster_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_podfit_v1_cluster_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_podfit_v1_cluster_cache_proto_goTypes = []any{
 	(ObjectKind)(0),               // 0: podfit.v1.ObjectKind
 	(UpdateOutcome)(0),            // 1: podfit.v1.UpdateOutcome
@@ -1798,28 +1993,30 @@ var file_podfit_v1_cluster_cache_proto_goTypes = []any{
 	(*ListResponse)(nil),          // 17: podfit.v1.ListResponse
 	(*StatsRequest)(nil),          // 18: podfit.v1.StatsRequest
 	(*StatsResponse)(nil),         // 19: podfit.v1.StatsResponse
-	(*Node)(nil),                  // 20: podfit.v1.Node
-	(*Pod)(nil),                   // 21: podfit.v1.Pod
-	(*Namespace)(nil),             // 22: podfit.v1.Namespace
-	(*PodDisruptionBudget)(nil),   // 23: podfit.v1.PodDisruptionBudget
-	(*Service)(nil),               // 24: podfit.v1.Service
-	(*ReplicaSet)(nil),            // 25: podfit.v1.ReplicaSet
-	(*StatefulSet)(nil),           // 26: podfit.v1.StatefulSet
-	(*ReplicationController)(nil), // 27: podfit.v1.ReplicationController
-	(*Job)(nil),                   // 28: podfit.v1.Job
-	(*DaemonSet)(nil),             // 29: podfit.v1.DaemonSet
+	(*MarkSyncedRequest)(nil),     // 20: podfit.v1.MarkSyncedRequest
+	(*MarkSyncedResponse)(nil),    // 21: podfit.v1.MarkSyncedResponse
+	(*Node)(nil),                  // 22: podfit.v1.Node
+	(*Pod)(nil),                   // 23: podfit.v1.Pod
+	(*Namespace)(nil),             // 24: podfit.v1.Namespace
+	(*PodDisruptionBudget)(nil),   // 25: podfit.v1.PodDisruptionBudget
+	(*Service)(nil),               // 26: podfit.v1.Service
+	(*ReplicaSet)(nil),            // 27: podfit.v1.ReplicaSet
+	(*StatefulSet)(nil),           // 28: podfit.v1.StatefulSet
+	(*ReplicationController)(nil), // 29: podfit.v1.ReplicationController
+	(*Job)(nil),                   // 30: podfit.v1.Job
+	(*DaemonSet)(nil),             // 31: podfit.v1.DaemonSet
 }
 var file_podfit_v1_cluster_cache_proto_depIdxs = []int32{
-	20, // 0: podfit.v1.ClusterObject.node:type_name -> podfit.v1.Node
-	21, // 1: podfit.v1.ClusterObject.pod:type_name -> podfit.v1.Pod
-	22, // 2: podfit.v1.ClusterObject.namespace:type_name -> podfit.v1.Namespace
-	23, // 3: podfit.v1.ClusterObject.pod_disruption_budget:type_name -> podfit.v1.PodDisruptionBudget
-	24, // 4: podfit.v1.ClusterObject.service:type_name -> podfit.v1.Service
-	25, // 5: podfit.v1.ClusterObject.replica_set:type_name -> podfit.v1.ReplicaSet
-	26, // 6: podfit.v1.ClusterObject.stateful_set:type_name -> podfit.v1.StatefulSet
-	27, // 7: podfit.v1.ClusterObject.replication_controller:type_name -> podfit.v1.ReplicationController
-	28, // 8: podfit.v1.ClusterObject.job:type_name -> podfit.v1.Job
-	29, // 9: podfit.v1.ClusterObject.daemon_set:type_name -> podfit.v1.DaemonSet
+	22, // 0: podfit.v1.ClusterObject.node:type_name -> podfit.v1.Node
+	23, // 1: podfit.v1.ClusterObject.pod:type_name -> podfit.v1.Pod
+	24, // 2: podfit.v1.ClusterObject.namespace:type_name -> podfit.v1.Namespace
+	25, // 3: podfit.v1.ClusterObject.pod_disruption_budget:type_name -> podfit.v1.PodDisruptionBudget
+	26, // 4: podfit.v1.ClusterObject.service:type_name -> podfit.v1.Service
+	27, // 5: podfit.v1.ClusterObject.replica_set:type_name -> podfit.v1.ReplicaSet
+	28, // 6: podfit.v1.ClusterObject.stateful_set:type_name -> podfit.v1.StatefulSet
+	29, // 7: podfit.v1.ClusterObject.replication_controller:type_name -> podfit.v1.ReplicationController
+	30, // 8: podfit.v1.ClusterObject.job:type_name -> podfit.v1.Job
+	31, // 9: podfit.v1.ClusterObject.daemon_set:type_name -> podfit.v1.DaemonSet
 	4,  // 10: podfit.v1.ClusterObject.kubernetes_protobuf:type_name -> podfit.v1.KubernetesProtobuf
 	0,  // 11: podfit.v1.ObjectKey.kind:type_name -> podfit.v1.ObjectKind
 	3,  // 12: podfit.v1.Update.upsert:type_name -> podfit.v1.ClusterObject
@@ -1842,14 +2039,16 @@ var file_podfit_v1_cluster_cache_proto_depIdxs = []int32{
 	14, // 29: podfit.v1.ClusterCache.Get:input_type -> podfit.v1.GetRequest
 	16, // 30: podfit.v1.ClusterCache.List:input_type -> podfit.v1.ListRequest
 	18, // 31: podfit.v1.ClusterCache.Stats:input_type -> podfit.v1.StatsRequest
-	9,  // 32: podfit.v1.ClusterCache.Apply:output_type -> podfit.v1.ApplyResponse
-	11, // 33: podfit.v1.ClusterCache.Replace:output_type -> podfit.v1.ReplaceResponse
-	13, // 34: podfit.v1.ClusterCache.Stream:output_type -> podfit.v1.StreamResponse
-	15, // 35: podfit.v1.ClusterCache.Get:output_type -> podfit.v1.GetResponse
-	17, // 36: podfit.v1.ClusterCache.List:output_type -> podfit.v1.ListResponse
-	19, // 37: podfit.v1.ClusterCache.Stats:output_type -> podfit.v1.StatsResponse
-	32, // [32:38] is the sub-list for method output_type
-	26, // [26:32] is the sub-list for method input_type
+	20, // 32: podfit.v1.ClusterCache.MarkSynced:input_type -> podfit.v1.MarkSyncedRequest
+	9,  // 33: podfit.v1.ClusterCache.Apply:output_type -> podfit.v1.ApplyResponse
+	11, // 34: podfit.v1.ClusterCache.Replace:output_type -> podfit.v1.ReplaceResponse
+	13, // 35: podfit.v1.ClusterCache.Stream:output_type -> podfit.v1.StreamResponse
+	15, // 36: podfit.v1.ClusterCache.Get:output_type -> podfit.v1.GetResponse
+	17, // 37: podfit.v1.ClusterCache.List:output_type -> podfit.v1.ListResponse
+	19, // 38: podfit.v1.ClusterCache.Stats:output_type -> podfit.v1.StatsResponse
+	21, // 39: podfit.v1.ClusterCache.MarkSynced:output_type -> podfit.v1.MarkSyncedResponse
+	33, // [33:40] is the sub-list for method output_type
+	26, // [26:33] is the sub-list for method input_type
 	26, // [26:26] is the sub-list for extension type_name
 	26, // [26:26] is the sub-list for extension extendee
 	0,  // [0:26] is the sub-list for field type_name
@@ -1885,7 +2084,7 @@ func file_podfit_v1_cluster_cache_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podfit_v1_cluster_cache_proto_rawDesc), len(file_podfit_v1_cluster_cache_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

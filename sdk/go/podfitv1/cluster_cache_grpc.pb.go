@@ -21,12 +21,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ClusterCache_Apply_FullMethodName   = "/podfit.v1.ClusterCache/Apply"
-	ClusterCache_Replace_FullMethodName = "/podfit.v1.ClusterCache/Replace"
-	ClusterCache_Stream_FullMethodName  = "/podfit.v1.ClusterCache/Stream"
-	ClusterCache_Get_FullMethodName     = "/podfit.v1.ClusterCache/Get"
-	ClusterCache_List_FullMethodName    = "/podfit.v1.ClusterCache/List"
-	ClusterCache_Stats_FullMethodName   = "/podfit.v1.ClusterCache/Stats"
+	ClusterCache_Apply_FullMethodName      = "/podfit.v1.ClusterCache/Apply"
+	ClusterCache_Replace_FullMethodName    = "/podfit.v1.ClusterCache/Replace"
+	ClusterCache_Stream_FullMethodName     = "/podfit.v1.ClusterCache/Stream"
+	ClusterCache_Get_FullMethodName        = "/podfit.v1.ClusterCache/Get"
+	ClusterCache_List_FullMethodName       = "/podfit.v1.ClusterCache/List"
+	ClusterCache_Stats_FullMethodName      = "/podfit.v1.ClusterCache/Stats"
+	ClusterCache_MarkSynced_FullMethodName = "/podfit.v1.ClusterCache/MarkSynced"
 )
 
 // ClusterCacheClient is the client API for ClusterCache service.
@@ -50,6 +51,12 @@ type ClusterCacheClient interface {
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
 	// Object counts, the generation and a memory estimate.
 	Stats(ctx context.Context, in *StatsRequest, opts ...grpc.CallOption) (*StatsResponse, error)
+	// Marks the cache synced: a feeder calls it once its initial list of every kind has been applied
+	// (upstream's WaitForCacheSync). On a server started with --wait-for-sync, decision RPCs are
+	// FAILED_PRECONDITION (ErrorInfo reason CACHE_NOT_SYNCED) and health is NOT_SERVING until the first
+	// call; without the flag the cache is synced from the start. Idempotent: later calls change nothing
+	// and answer the current generation.
+	MarkSynced(ctx context.Context, in *MarkSyncedRequest, opts ...grpc.CallOption) (*MarkSyncedResponse, error)
 }
 
 type clusterCacheClient struct {
@@ -123,6 +130,16 @@ func (c *clusterCacheClient) Stats(ctx context.Context, in *StatsRequest, opts .
 	return out, nil
 }
 
+func (c *clusterCacheClient) MarkSynced(ctx context.Context, in *MarkSyncedRequest, opts ...grpc.CallOption) (*MarkSyncedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MarkSyncedResponse)
+	err := c.cc.Invoke(ctx, ClusterCache_MarkSynced_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterCacheServer is the server API for ClusterCache service.
 // All implementations must embed UnimplementedClusterCacheServer
 // for forward compatibility.
@@ -144,6 +161,12 @@ type ClusterCacheServer interface {
 	List(context.Context, *ListRequest) (*ListResponse, error)
 	// Object counts, the generation and a memory estimate.
 	Stats(context.Context, *StatsRequest) (*StatsResponse, error)
+	// Marks the cache synced: a feeder calls it once its initial list of every kind has been applied
+	// (upstream's WaitForCacheSync). On a server started with --wait-for-sync, decision RPCs are
+	// FAILED_PRECONDITION (ErrorInfo reason CACHE_NOT_SYNCED) and health is NOT_SERVING until the first
+	// call; without the flag the cache is synced from the start. Idempotent: later calls change nothing
+	// and answer the current generation.
+	MarkSynced(context.Context, *MarkSyncedRequest) (*MarkSyncedResponse, error)
 	mustEmbedUnimplementedClusterCacheServer()
 }
 
@@ -171,6 +194,9 @@ func (UnimplementedClusterCacheServer) List(context.Context, *ListRequest) (*Lis
 }
 func (UnimplementedClusterCacheServer) Stats(context.Context, *StatsRequest) (*StatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Stats not implemented")
+}
+func (UnimplementedClusterCacheServer) MarkSynced(context.Context, *MarkSyncedRequest) (*MarkSyncedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MarkSynced not implemented")
 }
 func (UnimplementedClusterCacheServer) mustEmbedUnimplementedClusterCacheServer() {}
 func (UnimplementedClusterCacheServer) testEmbeddedByValue()                      {}
@@ -290,6 +316,24 @@ func _ClusterCache_Stats_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ClusterCache_MarkSynced_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MarkSyncedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterCacheServer).MarkSynced(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterCache_MarkSynced_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterCacheServer).MarkSynced(ctx, req.(*MarkSyncedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ClusterCache_ServiceDesc is the grpc.ServiceDesc for ClusterCache service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -316,6 +360,10 @@ var ClusterCache_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Stats",
 			Handler:    _ClusterCache_Stats_Handler,
+		},
+		{
+			MethodName: "MarkSynced",
+			Handler:    _ClusterCache_MarkSynced_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -555,6 +555,10 @@ type FilterResponse struct {
 	Nodes []*NodeVerdict `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	// How many candidate nodes passed every filter.
 	FeasibleCount int32 `protobuf:"varint,5,opt,name=feasible_count,json=feasibleCount,proto3" json:"feasible_count,omitempty"`
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,6,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -622,6 +626,13 @@ func (x *FilterResponse) GetFeasibleCount() int32 {
 		return x.FeasibleCount
 	}
 	return 0
+}
+
+func (x *FilterResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
 }
 
 // The scores of the nodes a pod fits (Scheduler.Score).
@@ -707,7 +718,11 @@ type ScoreResponse struct {
 	// The PreEnqueue message when gated.
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// Feasible nodes only, best first (total descending, then name).
-	Scores        []*NodeScore `protobuf:"bytes,4,rep,name=scores,proto3" json:"scores,omitempty"`
+	Scores []*NodeScore `protobuf:"bytes,4,rep,name=scores,proto3" json:"scores,omitempty"`
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,5,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -768,6 +783,13 @@ func (x *ScoreResponse) GetScores() []*NodeScore {
 		return x.Scores
 	}
 	return nil
+}
+
+func (x *ScoreResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
 }
 
 // One scheduling decision (Scheduler.Schedule, and each request of Scheduler.ScheduleStream).
@@ -889,7 +911,11 @@ type ScheduleResponse struct {
 	// How many candidate nodes passed the filters.
 	FeasibleCount int32 `protobuf:"varint,10,opt,name=feasible_count,json=feasibleCount,proto3" json:"feasible_count,omitempty"`
 	// How many feasible nodes share the maximum total (the size of best_nodes in VIEW_FULL).
-	BestCount     int32 `protobuf:"varint,11,opt,name=best_count,json=bestCount,proto3" json:"best_count,omitempty"`
+	BestCount int32 `protobuf:"varint,11,opt,name=best_count,json=bestCount,proto3" json:"best_count,omitempty"`
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,12,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1001,6 +1027,13 @@ func (x *ScheduleResponse) GetBestCount() int32 {
 	return 0
 }
 
+func (x *ScheduleResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
+}
+
 // Several pods placed one after another on one call (Scheduler.ScheduleBatch).
 type ScheduleBatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1110,7 +1143,11 @@ type ScheduleBatchResponse struct {
 	// How many pods were placed and stay assumed.
 	PlacedCount int32 `protobuf:"varint,4,opt,name=placed_count,json=placedCount,proto3" json:"placed_count,omitempty"`
 	// True when every pod was placed and assumed.
-	AllPlaced     bool `protobuf:"varint,5,opt,name=all_placed,json=allPlaced,proto3" json:"all_placed,omitempty"`
+	AllPlaced bool `protobuf:"varint,5,opt,name=all_placed,json=allPlaced,proto3" json:"all_placed,omitempty"`
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,6,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1178,6 +1215,13 @@ func (x *ScheduleBatchResponse) GetAllPlaced() bool {
 		return x.AllPlaced
 	}
 	return false
+}
+
+func (x *ScheduleBatchResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
 }
 
 // Which pods to evict so that a pod fits (Scheduler.Preempt).
@@ -1337,7 +1381,11 @@ type PreemptResponse struct {
 	NodeTies []string `protobuf:"bytes,5,rep,name=node_ties,json=nodeTies,proto3" json:"node_ties,omitempty"`
 	// kube-scheduler's PostFilter status text, e.g. "preemption: not eligible due to ...". Empty when a
 	// node was nominated.
-	Message       string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,7,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1414,6 +1462,13 @@ func (x *PreemptResponse) GetMessage() string {
 	return ""
 }
 
+func (x *PreemptResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
+}
+
 var File_podfit_v1_scheduler_proto protoreflect.FileDescriptor
 
 const file_podfit_v1_scheduler_proto_rawDesc = "" +
@@ -1443,7 +1498,7 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"node_names\x18\x02 \x03(\tR\tnodeNames\x12%\n" +
 	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x12#\n" +
-	"\x04view\x18\x04 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\xb5\x01\n" +
+	"\x04view\x18\x04 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\xd8\x01\n" +
 	"\x0eFilterResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1451,20 +1506,22 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\x05gated\x18\x02 \x01(\bR\x05gated\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12,\n" +
 	"\x05nodes\x18\x04 \x03(\v2\x16.podfit.v1.NodeVerdictR\x05nodes\x12%\n" +
-	"\x0efeasible_count\x18\x05 \x01(\x05R\rfeasibleCount\"\xa4\x01\n" +
+	"\x0efeasible_count\x18\x05 \x01(\x05R\rfeasibleCount\x12!\n" +
+	"\fserver_epoch\x18\x06 \x01(\tR\vserverEpoch\"\xa4\x01\n" +
 	"\fScoreRequest\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.podfit.v1.PodReferenceR\x03pod\x12\x1d\n" +
 	"\n" +
 	"node_names\x18\x02 \x03(\tR\tnodeNames\x12%\n" +
 	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x12#\n" +
-	"\x04view\x18\x04 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\x8d\x01\n" +
+	"\x04view\x18\x04 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\xb0\x01\n" +
 	"\rScoreResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
 	"generation\x12\x14\n" +
 	"\x05gated\x18\x02 \x01(\bR\x05gated\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12,\n" +
-	"\x06scores\x18\x04 \x03(\v2\x14.podfit.v1.NodeScoreR\x06scores\"\xee\x01\n" +
+	"\x06scores\x18\x04 \x03(\v2\x14.podfit.v1.NodeScoreR\x06scores\x12!\n" +
+	"\fserver_epoch\x18\x05 \x01(\tR\vserverEpoch\"\xee\x01\n" +
 	"\x0fScheduleRequest\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.podfit.v1.PodReferenceR\x03pod\x12\x1d\n" +
 	"\n" +
@@ -1472,7 +1529,7 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x12\x16\n" +
 	"\x06assume\x18\x04 \x01(\bR\x06assume\x12-\n" +
 	"\x12disable_preemption\x18\x05 \x01(\bR\x11disablePreemption\x12#\n" +
-	"\x04view\x18\x06 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\xb3\x03\n" +
+	"\x04view\x18\x06 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\xd6\x03\n" +
 	"\x10ScheduleResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1491,7 +1548,8 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\x0efeasible_count\x18\n" +
 	" \x01(\x05R\rfeasibleCount\x12\x1d\n" +
 	"\n" +
-	"best_count\x18\v \x01(\x05R\tbestCount\"\x83\x02\n" +
+	"best_count\x18\v \x01(\x05R\tbestCount\x12!\n" +
+	"\fserver_epoch\x18\f \x01(\tR\vserverEpoch\"\x83\x02\n" +
 	"\x14ScheduleBatchRequest\x12+\n" +
 	"\x04pods\x18\x01 \x03(\v2\x17.podfit.v1.PodReferenceR\x04pods\x12\x1d\n" +
 	"\n" +
@@ -1499,7 +1557,7 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x12$\n" +
 	"\x0eall_or_nothing\x18\x04 \x01(\bR\fallOrNothing\x12-\n" +
 	"\x12disable_preemption\x18\x05 \x01(\bR\x11disablePreemption\x12#\n" +
-	"\x04view\x18\x06 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\xdf\x01\n" +
+	"\x04view\x18\x06 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\x82\x02\n" +
 	"\x15ScheduleBatchResponse\x125\n" +
 	"\aresults\x18\x01 \x03(\v2\x1b.podfit.v1.ScheduleResponseR\aresults\x12\x1e\n" +
 	"\n" +
@@ -1508,7 +1566,8 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\x12assumed_generation\x18\x03 \x01(\x03R\x11assumedGeneration\x12!\n" +
 	"\fplaced_count\x18\x04 \x01(\x05R\vplacedCount\x12\x1d\n" +
 	"\n" +
-	"all_placed\x18\x05 \x01(\bR\tallPlaced\"\x81\x01\n" +
+	"all_placed\x18\x05 \x01(\bR\tallPlaced\x12!\n" +
+	"\fserver_epoch\x18\x06 \x01(\tR\vserverEpoch\"\x81\x01\n" +
 	"\x0ePreemptRequest\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.podfit.v1.PodReferenceR\x03pod\x12\x1d\n" +
 	"\n" +
@@ -1518,7 +1577,7 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x03 \x01(\tR\x03uid\x12\x1a\n" +
-	"\bpriority\x18\x04 \x01(\x05R\bpriority\"\xea\x01\n" +
+	"\bpriority\x18\x04 \x01(\x05R\bpriority\"\x8d\x02\n" +
 	"\x0fPreemptResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1527,7 +1586,8 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\avictims\x18\x03 \x03(\v2\x11.podfit.v1.VictimR\avictims\x12,\n" +
 	"\x12num_pdb_violations\x18\x04 \x01(\x05R\x10numPdbViolations\x12\x1b\n" +
 	"\tnode_ties\x18\x05 \x03(\tR\bnodeTies\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage*\xa8\x01\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\x12!\n" +
+	"\fserver_epoch\x18\a \x01(\tR\vserverEpoch*\xa8\x01\n" +
 	"\n" +
 	"StatusCode\x12\x1b\n" +
 	"\x17STATUS_CODE_UNSPECIFIED\x10\x00\x12\x17\n" +

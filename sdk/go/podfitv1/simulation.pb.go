@@ -469,8 +469,12 @@ type SimulateResponse struct {
 	Placements []*PodPlacement `protobuf:"bytes,2,rep,name=placements,proto3" json:"placements,omitempty"`
 	// One per hypothetical node, in the order they were added, those that received no pod included.
 	HypotheticalNodes []*NodeUtilisation `protobuf:"bytes,3,rep,name=hypothetical_nodes,json=hypotheticalNodes,proto3" json:"hypothetical_nodes,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,4,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SimulateResponse) Reset() {
@@ -522,6 +526,13 @@ func (x *SimulateResponse) GetHypotheticalNodes() []*NodeUtilisation {
 		return x.HypotheticalNodes
 	}
 	return nil
+}
+
+func (x *SimulateResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
 }
 
 // A node group as cluster-autoscaler sees it.
@@ -808,7 +819,11 @@ type EstimateScaleUpResponse struct {
 	// The cache generation the estimates forked from.
 	BaseGeneration int64 `protobuf:"varint,1,opt,name=base_generation,json=baseGeneration,proto3" json:"base_generation,omitempty"`
 	// One estimate per node group, in request order.
-	Estimates     []*GroupEstimate `protobuf:"bytes,2,rep,name=estimates,proto3" json:"estimates,omitempty"`
+	Estimates []*GroupEstimate `protobuf:"bytes,2,rep,name=estimates,proto3" json:"estimates,omitempty"`
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -855,6 +870,13 @@ func (x *EstimateScaleUpResponse) GetEstimates() []*GroupEstimate {
 		return x.Estimates
 	}
 	return nil
+}
+
+func (x *EstimateScaleUpResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
 }
 
 // cluster-autoscaler's drain flags of the same names. Unset booleans mean true, as its defaults.
@@ -1328,7 +1350,11 @@ type SimulateDrainResponse struct {
 	// The cache generation the simulation forked from.
 	BaseGeneration int64 `protobuf:"varint,1,opt,name=base_generation,json=baseGeneration,proto3" json:"base_generation,omitempty"`
 	// One entry per requested node, in request order.
-	Nodes         []*NodeDrain `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Nodes []*NodeDrain `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+	// that sees a different server_epoch than before must resync in full (Replace every kind, then
+	// MarkSynced).
+	ServerEpoch   string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1377,6 +1403,13 @@ func (x *SimulateDrainResponse) GetNodes() []*NodeDrain {
 	return nil
 }
 
+func (x *SimulateDrainResponse) GetServerEpoch() string {
+	if x != nil {
+		return x.ServerEpoch
+	}
+	return ""
+}
+
 var File_podfit_v1_simulation_proto protoreflect.FileDescriptor
 
 const file_podfit_v1_simulation_proto_rawDesc = "" +
@@ -1414,13 +1447,14 @@ const file_podfit_v1_simulation_proto_rawDesc = "" +
 	"\x04pods\x18\x02 \x03(\tR\x04pods\x12\x10\n" +
 	"\x03cpu\x18\x03 \x01(\x01R\x03cpu\x12\x16\n" +
 	"\x06memory\x18\x04 \x01(\x01R\x06memory\x12#\n" +
-	"\rpods_fraction\x18\x05 \x01(\x01R\fpodsFraction\"\xbf\x01\n" +
+	"\rpods_fraction\x18\x05 \x01(\x01R\fpodsFraction\"\xe2\x01\n" +
 	"\x10SimulateResponse\x12'\n" +
 	"\x0fbase_generation\x18\x01 \x01(\x03R\x0ebaseGeneration\x127\n" +
 	"\n" +
 	"placements\x18\x02 \x03(\v2\x17.podfit.v1.PodPlacementR\n" +
 	"placements\x12I\n" +
-	"\x12hypothetical_nodes\x18\x03 \x03(\v2\x1a.podfit.v1.NodeUtilisationR\x11hypotheticalNodes\"\x8f\x01\n" +
+	"\x12hypothetical_nodes\x18\x03 \x03(\v2\x1a.podfit.v1.NodeUtilisationR\x11hypotheticalNodes\x12!\n" +
+	"\fserver_epoch\x18\x04 \x01(\tR\vserverEpoch\"\x8f\x01\n" +
 	"\tNodeGroup\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x124\n" +
 	"\btemplate\x18\x02 \x01(\v2\x18.podfit.v1.ClusterObjectR\btemplate\x12!\n" +
@@ -1441,10 +1475,11 @@ const file_podfit_v1_simulation_proto_rawDesc = "" +
 	"\vunscheduled\x18\x04 \x03(\tR\vunscheduled\x12\x1f\n" +
 	"\vgroup_order\x18\x05 \x03(\x05R\n" +
 	"groupOrder\x12.\n" +
-	"\x13scheduled_per_group\x18\x06 \x03(\x05R\x11scheduledPerGroup\"z\n" +
+	"\x13scheduled_per_group\x18\x06 \x03(\x05R\x11scheduledPerGroup\"\x9d\x01\n" +
 	"\x17EstimateScaleUpResponse\x12'\n" +
 	"\x0fbase_generation\x18\x01 \x01(\x03R\x0ebaseGeneration\x126\n" +
-	"\testimates\x18\x02 \x03(\v2\x18.podfit.v1.GroupEstimateR\testimates\"\x89\x03\n" +
+	"\testimates\x18\x02 \x03(\v2\x18.podfit.v1.GroupEstimateR\testimates\x12!\n" +
+	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\"\x89\x03\n" +
 	"\fDrainOptions\x12A\n" +
 	"\x1bskip_nodes_with_system_pods\x18\x01 \x01(\bH\x00R\x17skipNodesWithSystemPods\x88\x01\x01\x12E\n" +
 	"\x1dskip_nodes_with_local_storage\x18\x02 \x01(\bH\x01R\x19skipNodesWithLocalStorage\x88\x01\x01\x12V\n" +
@@ -1483,10 +1518,11 @@ const file_podfit_v1_simulation_proto_rawDesc = "" +
 	"podsToMove\x12%\n" +
 	"\x0edaemonset_pods\x18\x06 \x03(\tR\rdaemonsetPods\x12%\n" +
 	"\x03pdb\x18\a \x01(\v2\x13.podfit.v1.PdbCheckR\x03pdb\x12!\n" +
-	"\funplaced_pod\x18\b \x01(\tR\vunplacedPod\"l\n" +
+	"\funplaced_pod\x18\b \x01(\tR\vunplacedPod\"\x8f\x01\n" +
 	"\x15SimulateDrainResponse\x12'\n" +
 	"\x0fbase_generation\x18\x01 \x01(\x03R\x0ebaseGeneration\x12*\n" +
-	"\x05nodes\x18\x02 \x03(\v2\x14.podfit.v1.NodeDrainR\x05nodes2\xff\x01\n" +
+	"\x05nodes\x18\x02 \x03(\v2\x14.podfit.v1.NodeDrainR\x05nodes\x12!\n" +
+	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch2\xff\x01\n" +
 	"\n" +
 	"Simulation\x12C\n" +
 	"\bSimulate\x12\x1a.podfit.v1.SimulateRequest\x1a\x1b.podfit.v1.SimulateResponse\x12X\n" +

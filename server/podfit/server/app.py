@@ -53,7 +53,20 @@ class _JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        for key in ("addr", "port", "extender", "ca_expander", "generation", "nodes", "profiles", "tls", "auth"):
+        for key in (
+            "addr",
+            "port",
+            "extender",
+            "ca_expander",
+            "generation",
+            "nodes",
+            "profiles",
+            "tls",
+            "auth",
+            "wait_for_sync",
+            "feeder",
+            "server_epoch",
+        ):
             if hasattr(record, key):
                 entry[key] = getattr(record, key)
         if record.exc_info:
@@ -194,6 +207,7 @@ async def create_server(
             telemetry=telemetry,
             memo_ttl_seconds=settings.memo_ttl_seconds,
             memo_backend=settings.memo_backend,
+            wait_for_sync=settings.wait_for_sync,
         )
     interceptors: list[grpc.aio.ServerInterceptor] = [TelemetryInterceptor(telemetry)]
     if settings.auth_token_file:
@@ -212,6 +226,16 @@ async def create_server(
     simulation_pb2_grpc.add_SimulationServicer_to_server(SimulationServicer(service), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+
+    async def report_serving() -> None:
+        # Readiness follows the cache: NOT_SERVING until it is synced (--wait-for-sync), then SERVING.
+        for name in (*SERVICE_NAMES, ""):
+            await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+    for name in (*SERVICE_NAMES, ""):
+        # Before the server starts, so no MarkSynced can come in between: SERVING once started and synced.
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    service.on_synced(report_serving)
     reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
     target = addr or settings.grpc_addr
     if settings.tls_cert_file:
@@ -252,8 +276,8 @@ async def create_server(
         except OSError as exc:
             await server.stop(0)
             raise SettingsError(f"extender.addr: cannot listen on {extender_target}: {exc.strerror}") from None
-    for name in (*SERVICE_NAMES, ""):
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    if service.synced:
+        await report_serving()
     return running
 
 
@@ -269,6 +293,8 @@ async def serve(settings: Settings) -> None:
             "profiles": sorted(running.service.engine.frameworks),
             "tls": bool(settings.tls_cert_file),
             "auth": bool(settings.auth_token_file),
+            "wait_for_sync": settings.wait_for_sync,
+            "server_epoch": running.service.epoch,
         },
     )
     stop = asyncio.Event()

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiocache import Cache
@@ -32,9 +33,21 @@ from podfit.server.simulation.scenario import Scenario, SimulationResult, simula
 from podfit.server.telemetry import Telemetry
 from podfit.v1 import cluster_cache_pb2 as cc
 
+log = logging.getLogger("podfit.server")
+CACHE_NOT_SYNCED_MESSAGE = "cache not synced: waiting for a feeder's initial sync (podfit feed)"
+
 
 class NotFoundError(LookupError):
     """A referenced object is not in the cache."""
+
+
+class CacheNotSyncedError(RuntimeError):
+    """A decision was asked of a server started with --wait-for-sync before any feeder marked the cache
+    synced: answering from a cache still being filled would be answering for a cluster that does not
+    exist (FAILED_PRECONDITION, CACHE_NOT_SYNCED; the extender's 503)."""
+
+    def __init__(self) -> None:
+        super().__init__(CACHE_NOT_SYNCED_MESSAGE)
 
 
 class PodRejected(ValueError):
@@ -144,6 +157,8 @@ class CacheStats:
     memory_bytes_estimate: int
     jobs: int
     daemon_sets: int
+    # False until the first MarkSynced on a server started with --wait-for-sync; True otherwise.
+    synced: bool = True
 
 
 def bound_source(source: bytes, node_name: str) -> bytes:
@@ -173,8 +188,15 @@ class SchedulingService:
         memo_backend: str = "memory",
         memo_options: Mapping[str, Any] | None = None,
         memo_max_entries: int = 1024,
+        wait_for_sync: bool = False,
     ) -> None:
         self.cache = ClusterCache()
+        # This process's cache id, new at every start: a restart empties the cache, and a feeder that sees
+        # another epoch knows it must resync in full.
+        self.epoch = uuid.uuid4().hex
+        # With ``wait_for_sync`` decisions are refused (CacheNotSyncedError) until a feeder's MarkSynced.
+        self._synced = not wait_for_sync
+        self._sync_listeners: builtins.list[Callable[[], Awaitable[None]]] = []
         self.engine = Engine(self.cache, profiles)
         self.telemetry = telemetry or Telemetry.disabled()
         self._memo_ttl = memo_ttl_seconds
@@ -194,6 +216,40 @@ class SchedulingService:
 
     def replace(self, kind: Kind, objects: Sequence[Upsert]) -> tuple[int, int, int, int]:
         return self.cache.replace(kind, objects)
+
+    # -- sync state ------------------------------------------------------------------------------
+
+    @property
+    def synced(self) -> bool:
+        """Whether decisions are answered: from the start, or (``wait_for_sync``) after ``mark_synced``."""
+        return self._synced
+
+    def require_synced(self) -> None:
+        """Raises CacheNotSyncedError unless the cache is synced; every decision flow starts with it."""
+        if not self._synced:
+            raise CacheNotSyncedError()
+
+    def on_synced(self, listener: Callable[[], Awaitable[None]]) -> None:
+        """Awaits ``listener`` when the cache becomes synced (readiness); never if it already is."""
+        self._sync_listeners.append(listener)
+
+    async def mark_synced(self, feeder: str = "") -> int:
+        """A feeder's initial list of every kind is in the cache (upstream's WaitForCacheSync): decisions
+        are answered from now on. Idempotent; returns the current generation."""
+        generation = self.cache.generation
+        if self._synced:
+            log.debug("cache already synced; MarkSynced from feeder %r ignored", feeder)
+            return generation
+        self._synced = True
+        log.info(
+            "cache synced by feeder %r at generation %d",
+            feeder,
+            generation,
+            extra={"feeder": feeder, "generation": generation},
+        )
+        for listener in self._sync_listeners:
+            await listener()
+        return generation
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -245,6 +301,7 @@ class SchedulingService:
             memory_bytes_estimate=cache.memory_estimate(),
             jobs=cache.count(Kind.JOB),
             daemon_sets=cache.count(Kind.DAEMON_SET),
+            synced=self._synced,
         )
 
     def unknown_nodes(self, names: Sequence[str]) -> set[str]:
@@ -318,6 +375,7 @@ class SchedulingService:
         kube-scheduler calls an extender's filter and then prioritize for the same pod, and replicas
         of one workload ask the same question; both reuse the first answer while nothing changed.
         """
+        self.require_synced()
         resolved, _ = self.resolve(pod)
         signature = pod_signature(resolved)
         key, decision = await self._recall(resolved, signature, node_names, scheduler_name, score)
@@ -339,6 +397,7 @@ class SchedulingService:
         """Filter, score and select on one snapshot; then assume the pod on the selected node (when
         ``assume``), or, when nothing fits and ``preempt``, run DefaultPreemption's PostFilter on the
         same snapshot and CycleState. Decisions that assume nothing are memoised like ``decide``'s."""
+        self.require_synced()
         resolved, source = self.resolve(pod)
         signature = pod_signature(resolved)
         key, decision = await self._recall(resolved, signature, node_names, scheduler_name, True)
@@ -404,6 +463,7 @@ class SchedulingService:
         one), and an error midway undoes the batch too. Runs without awaiting, so no other call sees
         an intermediate state. Without ``details`` the results keep only each decision's outcome.
         """
+        self.require_synced()
         resolved: builtins.list[tuple[Pod, bytes]] = []
         seen: dict[str, int] = {}
         for i, pod in enumerate(pods):
@@ -455,6 +515,7 @@ class SchedulingService:
 
     def simulate(self, scenario: Scenario, pods: Sequence[PodInput], scheduler_name: str = "") -> SimulationResult:
         """A scenario and placements on a fork of the current snapshot; the cache never changes."""
+        self.require_synced()
         started = time.perf_counter()
         result = simulate(self.engine, self.cache.snapshot(), scenario, self._resolve_all(pods, "pods"), scheduler_name)
         self.telemetry.decision_latency(time.perf_counter() - started, "simulate")
@@ -468,6 +529,7 @@ class SchedulingService:
     ) -> tuple[int, builtins.list[tuple[str, Estimate]]]:
         """cluster-autoscaler's estimate per (node group id, template, max new nodes), each on its own
         fork of one snapshot: (the snapshot's generation, the estimates in order)."""
+        self.require_synced()
         started = time.perf_counter()
         pods = [self._resolve_all(group, f"groups[{i}].pods") for i, group in enumerate(groups)]
         snapshot = self.cache.snapshot()
@@ -483,6 +545,7 @@ class SchedulingService:
     ) -> RemovalSimulation:
         """cluster-autoscaler's removal simulation of ``node_names`` on a fork of the current snapshot.
         ``now`` (seconds since the epoch) judges terminating pods; the server's clock when None."""
+        self.require_synced()
         started = time.perf_counter()
         # Terminal pods are in the cache but on no NodeInfo; the drain rules see them too.
         pods_of = {name: self.cache.bound_pods(name) for name in node_names}
@@ -502,6 +565,7 @@ class SchedulingService:
         self, options: Sequence[ExpansionOption], scheduler_name: str = ""
     ) -> tuple[builtins.list[int], builtins.list[OptionScore]]:
         """cluster-autoscaler's gRPC expander: the best scale-up options by podfit's simulation."""
+        self.require_synced()
         started = time.perf_counter()
         result = best_options(self.engine, self.cache.snapshot(), options, scheduler_name)
         self.telemetry.decision_latency(time.perf_counter() - started, "expander")
@@ -522,6 +586,7 @@ class SchedulingService:
     async def decide_with_nodes(self, pod: Pod, nodes: Sequence[Node], scheduler_name: str = "") -> Decision:
         """Filter and score on caller-supplied Node objects (standing in for the cached ones). When they
         are the cached nodes this is ``decide`` over their names, memo included."""
+        self.require_synced()
         snapshot = self.cache.snapshot_with_nodes(nodes)
         if snapshot.pod_index is None:
             return await self.decide(pod, [n.name for n in nodes], scheduler_name)
@@ -533,6 +598,7 @@ class SchedulingService:
     def victims_on_nodes(
         self, pod: Pod, node_names: Sequence[str], nodes: Sequence[Node] = (), scheduler_name: str = ""
     ) -> dict[str, tuple[builtins.list[Pod], int]]:
+        self.require_synced()
         started = time.perf_counter()
         snapshot = self.cache.snapshot_with_nodes(nodes) if nodes else None
         result = self.engine.victims_on_nodes(pod, node_names, scheduler_name, snapshot=snapshot)
@@ -542,6 +608,7 @@ class SchedulingService:
     def assume(self, pod: GivenPod | CachedPod, node_name: str) -> int:
         """Reserves ``pod`` on ``node_name`` as a bound pod so the next decision sees it; returns the
         generation that holds the reservation."""
+        self.require_synced()
         record, source = self.resolve(pod)
         return self._assume(record, source, node_name, self.cache.apply)
 
@@ -549,6 +616,7 @@ class SchedulingService:
         self, pod: PodInput, node_names: Sequence[str] = (), scheduler_name: str = ""
     ) -> tuple[PreemptionResult, int]:
         """DefaultPreemption's answer at the current generation: (result, generation)."""
+        self.require_synced()
         resolved, _ = self.resolve(pod)
         started = time.perf_counter()
         generation = self.cache.generation

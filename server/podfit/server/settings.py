@@ -44,6 +44,9 @@ class Settings:
     log_level: str = "INFO"
     log_format: str = "json"
     shutdown_grace_seconds: float = 10.0
+    # Refuse decisions (FAILED_PRECONDITION, the extender's 503) and report NOT_SERVING until a feeder's
+    # MarkSynced says its initial list of every kind is in the cache; off: synced from the start.
+    wait_for_sync: bool = False
     # The KubeSchedulerConfiguration document, if any (validated by podfit.server.config).
     scheduler_configuration: Mapping[str, Any] | None = field(default=None, compare=False)
 
@@ -69,11 +72,20 @@ _SOURCES = {
     "log_level": ("log.level", "PODFIT_LOG_LEVEL"),
     "log_format": ("log.format", "PODFIT_LOG_FORMAT"),
     "shutdown_grace_seconds": ("shutdownGraceSeconds", "PODFIT_SHUTDOWN_GRACE_SECONDS"),
+    "wait_for_sync": ("waitForSync", "PODFIT_WAIT_FOR_SYNC"),
 }
+_BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
 
 def _coerce(name: str, value: Any, where: str) -> Any:
     target = {f.name: f for f in fields(Settings)}[name].type
+    if target == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower() if isinstance(value, str | int) else ""
+        if text in _BOOLEANS:
+            return _BOOLEANS[text]
+        raise SettingsError(f"{where}: {value!r} must be true or false (or 1 or 0)")
     try:
         if target == "int":
             if isinstance(value, bool):
@@ -149,6 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--auth-token-file", help="require 'authorization: Bearer <token>' with the token in this file")
     parser.add_argument("--telemetry-exporter", choices=["none", "console", "otlp"], help="OpenTelemetry exporter")
     parser.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
+    parser.add_argument(
+        "--wait-for-sync",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="refuse decisions and report NOT_SERVING until a feeder calls MarkSynced (default: off)",
+    )
     return parser
 
 

@@ -42,6 +42,8 @@ class ExpanderServicer(ex_grpc.ExpanderServicer):
     async def BestOptions(
         self, request: ex.BestOptionsRequest, context: grpc.aio.ServicerContext
     ) -> ex.BestOptionsResponse:
+        # Before decoding anything: an unsynced cache (--wait-for-sync) is FAILED_PRECONDITION.
+        self.service.require_synced()
         templates: dict[str, Node] = {}
         options = []
         for i, option in enumerate(request.options):

@@ -251,9 +251,11 @@ def add_scores(field: Any, decision: Decision, only: set[str] | None = None) -> 
         field.add(node_name=names[i], total=totals[i]).MergeFromString(scores)
 
 
-def preempt_response(result: PreemptionResult, generation: int) -> sc.PreemptResponse:
+def preempt_response(result: PreemptionResult, generation: int, epoch: str = "") -> sc.PreemptResponse:
+    """A Preempt answer; ``epoch`` is the server's (SchedulingService.epoch), as on every response."""
     return sc.PreemptResponse(
         generation=generation,
+        server_epoch=epoch,
         nominated_node=result.nominated_node,
         victims=[
             sc.Victim(namespace=v.namespace, name=v.name, uid=v.uid, priority=v.priority)
@@ -265,11 +267,12 @@ def preempt_response(result: PreemptionResult, generation: int) -> sc.PreemptRes
     )
 
 
-def schedule_response(result: ScheduleResult, *, full: bool) -> sc.ScheduleResponse:
+def schedule_response(result: ScheduleResult, *, full: bool, epoch: str = "") -> sc.ScheduleResponse:
     """A Schedule answer; ``full`` (VIEW_FULL) adds every node's verdict, scores and the tie set."""
     decision = result.decision if full else None
     response = sc.ScheduleResponse(
         generation=result.generation,
+        server_epoch=epoch,
         gated=result.gated,
         message=result.message,
         selected_node=result.selected,
@@ -282,7 +285,7 @@ def schedule_response(result: ScheduleResult, *, full: bool) -> sc.ScheduleRespo
         add_verdicts(response.nodes, decision)
         add_scores(response.scores, decision)
     if result.preemption is not None:
-        response.preemption.CopyFrom(preempt_response(result.preemption, result.generation))
+        response.preemption.CopyFrom(preempt_response(result.preemption, result.generation, epoch))
     return response
 
 
@@ -341,8 +344,8 @@ def scenario_from_message(message: sim.Scenario, path: str) -> Scenario:
     )
 
 
-def simulate_response(result: SimulationResult) -> sim.SimulateResponse:
-    response = sim.SimulateResponse(base_generation=result.base_generation)
+def simulate_response(result: SimulationResult, epoch: str = "") -> sim.SimulateResponse:
+    response = sim.SimulateResponse(base_generation=result.base_generation, server_epoch=epoch)
     for placement in result.placements:
         entry = response.placements.add(
             namespace=placement.pod.namespace,
@@ -368,8 +371,10 @@ def node_group(message: sim.NodeGroup, path: str) -> tuple[str, Node, int]:
     return message.id, _node(message.template, f"{path}.template"), message.max_size - message.current_size
 
 
-def estimate_response(generation: int, estimates: Sequence[tuple[str, Estimate]]) -> sim.EstimateScaleUpResponse:
-    response = sim.EstimateScaleUpResponse(base_generation=generation)
+def estimate_response(
+    generation: int, estimates: Sequence[tuple[str, Estimate]], epoch: str = ""
+) -> sim.EstimateScaleUpResponse:
+    response = sim.EstimateScaleUpResponse(base_generation=generation, server_epoch=epoch)
     for group_id, result in estimates:
         response.estimates.add(
             node_group_id=group_id,
@@ -408,8 +413,8 @@ def _blocking_pod(blocking: BlockingPod) -> sim.BlockingPod:
     )
 
 
-def drain_response(result: RemovalSimulation) -> sim.SimulateDrainResponse:
-    response = sim.SimulateDrainResponse(base_generation=result.base_generation)
+def drain_response(result: RemovalSimulation, epoch: str = "") -> sim.SimulateDrainResponse:
+    response = sim.SimulateDrainResponse(base_generation=result.base_generation, server_epoch=epoch)
     for removal in result.nodes:
         entry = response.nodes.add(
             node_name=removal.node_name,

@@ -14,12 +14,22 @@ from grpc_status import rpc_status
 from podfit.k8s.convert import ConversionError
 from podfit.server.engine import UnknownProfileError
 from podfit.server.model import ValidationError
-from podfit.server.service import NotFoundError
+from podfit.server.service import CacheNotSyncedError, NotFoundError
 
 log = logging.getLogger("podfit.server")
 DOMAIN = "podfit.dev"
+# ErrorInfo.reason of a decision refused because no feeder has marked the cache synced yet.
+CACHE_NOT_SYNCED = "CACHE_NOT_SYNCED"
 
-__all__ = ["LocatedProfileError", "NotFoundError", "status_for", "stream_errors", "unary_errors"]
+__all__ = [
+    "CACHE_NOT_SYNCED",
+    "CacheNotSyncedError",
+    "LocatedProfileError",
+    "NotFoundError",
+    "status_for",
+    "stream_errors",
+    "unary_errors",
+]
 
 
 class LocatedProfileError(UnknownProfileError):
@@ -48,6 +58,15 @@ def status_for(exc: BaseException) -> status_pb2.Status:
         return _status(code_pb2.INVALID_ARGUMENT, str(exc), bad, "UNKNOWN_PROFILE")
     if isinstance(exc, NotFoundError):
         return _status(code_pb2.NOT_FOUND, str(exc), None, "NOT_FOUND")
+    if isinstance(exc, CacheNotSyncedError):
+        failure = error_details_pb2.PreconditionFailure(
+            violations=[
+                error_details_pb2.PreconditionFailure.Violation(
+                    type=CACHE_NOT_SYNCED, subject="podfit.v1.ClusterCache", description=str(exc)
+                )
+            ]
+        )
+        return _status(code_pb2.FAILED_PRECONDITION, str(exc), failure, CACHE_NOT_SYNCED)
     return _status(code_pb2.INTERNAL, "internal error; the server log has the details", None, "INTERNAL")
 
 
@@ -63,8 +82,12 @@ def _status(code: int, message: str, detail: Any, reason: str) -> status_pb2.Sta
     return status_pb2.Status(code=code, message=message, details=details)
 
 
+# Request faults answered with their own status; anything else is logged as a bug and answered INTERNAL.
+_EXPECTED = (ValidationError, ConversionError, UnknownProfileError, NotFoundError, CacheNotSyncedError)
+
+
 def _log_unexpected(method: str, exc: BaseException) -> None:
-    if not isinstance(exc, ValidationError | ConversionError | UnknownProfileError | NotFoundError):
+    if not isinstance(exc, _EXPECTED):
         log.exception("unexpected error in %s", method, exc_info=exc)
 
 

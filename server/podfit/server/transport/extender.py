@@ -5,6 +5,10 @@ kube-scheduler, configured with an ``extenders:`` entry, POSTs ExtenderArgs to `
 ``<prefix>/bind``. Keys are the Go field names (``Pod``, ``NodeNames``, ``FailedNodes``...), unused
 alternatives are explicit ``null``, and any non-200 answer is an error to the scheduler, so bad input
 is a 400 with a one-line message. Decisions come from the same SchedulingService as the gRPC API.
+
+On a server started with --wait-for-sync, every verb answers 503 (``{"Error": ..., "reason":
+"CACHE_NOT_SYNCED"}``) until a feeder marks the cache synced, so a kube-scheduler whose extender entry is
+``ignorable: true`` skips podfit instead of obeying an empty cache; ``GET /readyz`` is 503 until then too.
 """
 
 from __future__ import annotations
@@ -21,12 +25,13 @@ from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.status import Code
 from podfit.server.model import Node, Pod, ValidationError
 from podfit.server.model.objects import pod_from_k8s
-from podfit.server.service import CachedPod, NotFoundError, SchedulingService
+from podfit.server.service import CachedPod, CacheNotSyncedError, NotFoundError, SchedulingService
 
 log = logging.getLogger("podfit.server.extender")
 MAX_EXTENDER_PRIORITY = 10
 DEFAULT_PREFIX = "/scheduler"
 REASON_NOT_CACHED = "node(s) not found in podfit's cache"
+CACHE_NOT_SYNCED = "CACHE_NOT_SYNCED"
 
 
 class BadRequest(ValueError):
@@ -234,10 +239,14 @@ class Extender:
 Handler = Callable[[Args], Awaitable[Any]]
 
 
-def _route(handler: Handler, verb: str) -> Callable[[web.Request], Awaitable[web.Response]]:
+def _route(handler: Handler, verb: str, service: SchedulingService) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handle(request: web.Request) -> web.Response:
         try:
+            # Before the body is read: an unsynced cache answers nothing, whatever was asked.
+            service.require_synced()
             return _json_response(await handler(await _body(request)))
+        except CacheNotSyncedError as exc:
+            return _json_response({"Error": f"{verb}: {exc}", "reason": CACHE_NOT_SYNCED}, status=503)
         except (BadRequest, ValidationError, UnknownProfileError, UpdateRejected) as exc:
             return _json_response({"Error": f"{verb}: {exc}"}, status=400)
         except web.HTTPException:
@@ -261,12 +270,21 @@ def build_app(
         ("preempt", extender.preempt),
         ("bind", extender.bind),
     ):
-        app.router.add_post(f"{prefix}/{verb}", _route(handler, verb))
+        app.router.add_post(f"{prefix}/{verb}", _route(handler, verb, service))
     app.router.add_get("/healthz", _healthz)
+
+    async def readyz(request: web.Request) -> web.Response:
+        """Readiness: 200 once the cache is synced (at once without --wait-for-sync), 503 before."""
+        if service.synced:
+            return web.Response(text="ok")
+        return web.Response(text=f"not ready: {CacheNotSyncedError()}", status=503)
+
+    app.router.add_get("/readyz", readyz)
     return app
 
 
 async def _healthz(request: web.Request) -> web.Response:
+    """Liveness: the process answers; 200 whether or not the cache is synced."""
     return web.Response(text="ok")
 
 

@@ -63,6 +63,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         annotate(updates=len(changes), generation=result.generation)
         return cc.ApplyResponse(
             generation=result.generation,
+            server_epoch=self.service.epoch,
             results=[
                 cc.UpdateResult(key=_key_message(change), outcome=_OUTCOMES[outcome])
                 for change, outcome in zip(changes, result.outcomes, strict=True)
@@ -85,7 +86,11 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
             raise ValidationError(f"objects[{exc.index}].pod.{exc.error.field}", exc.error.message) from None
         annotate(kind=kind.value, objects=len(upserts), generation=generation)
         return cc.ReplaceResponse(
-            generation=generation, upserted_count=upserted, deleted_count=deleted, unchanged_count=unchanged
+            generation=generation,
+            upserted_count=upserted,
+            deleted_count=deleted,
+            unchanged_count=unchanged,
+            server_epoch=self.service.epoch,
         )
 
     @stream_errors
@@ -103,12 +108,15 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
                 await queue.put(None)
 
         reader = asyncio.create_task(read())
+        epoch = self.service.epoch
         try:
             while (request := await queue.get()) is not None:
                 try:
                     result = self._apply(convert.changes_from_updates(request.updates))
                 except ValidationError as exc:
-                    yield cc.StreamResponse(sequence=request.sequence, error=str(exc), error_field=exc.field)
+                    yield cc.StreamResponse(
+                        sequence=request.sequence, error=str(exc), error_field=exc.field, server_epoch=epoch
+                    )
                     continue
                 yield cc.StreamResponse(
                     sequence=request.sequence,
@@ -116,6 +124,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
                     applied_count=result.count(Outcome.APPLIED),
                     stale_count=result.count(Outcome.STALE),
                     unchanged_count=result.count(Outcome.UNCHANGED),
+                    server_epoch=epoch,
                 )
             await reader
         finally:
@@ -130,7 +139,11 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         if entry is None:
             where = f"{request.key.namespace or 'default'}/" if kind.namespaced else ""
             raise NotFoundError(f"{kind.value} {where}{request.key.name} is not in the cache")
-        return cc.GetResponse(object=convert.object_from_source(entry.source), generation=self.service.generation)
+        return cc.GetResponse(
+            object=convert.object_from_source(entry.source),
+            generation=self.service.generation,
+            server_epoch=self.service.epoch,
+        )
 
     @unary_errors
     async def List(self, request: cc.ListRequest, context: grpc.aio.ServicerContext) -> cc.ListResponse:
@@ -142,12 +155,22 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         bound = None if not request.pod_filter else request.pod_filter == cc.POD_PHASE_FILTER_BOUND
         entries = self.service.list(kind, request.namespace, matches, bound)
         return cc.ListResponse(
-            objects=[convert.object_from_source(e.source) for e in entries], generation=self.service.generation
+            objects=[convert.object_from_source(e.source) for e in entries],
+            generation=self.service.generation,
+            server_epoch=self.service.epoch,
         )
 
     @unary_errors
     async def Stats(self, request: cc.StatsRequest, context: grpc.aio.ServicerContext) -> cc.StatsResponse:
-        return cc.StatsResponse(**dataclasses.asdict(self.service.stats()))
+        return cc.StatsResponse(**dataclasses.asdict(self.service.stats()), server_epoch=self.service.epoch)
+
+    @unary_errors
+    async def MarkSynced(
+        self, request: cc.MarkSyncedRequest, context: grpc.aio.ServicerContext
+    ) -> cc.MarkSyncedResponse:
+        generation = await self.service.mark_synced(request.feeder)
+        annotate(feeder=request.feeder, generation=generation)
+        return cc.MarkSyncedResponse(generation=generation, server_epoch=self.service.epoch)
 
 
 class SchedulerServicer(sc_grpc.SchedulerServicer):
@@ -170,6 +193,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         annotate(nodes=decision.candidate_count, feasible=decision.feasible_count, gated=decision.gated)
         response = sc.FilterResponse(
             generation=decision.generation,
+            server_epoch=self.service.epoch,
             gated=decision.gated,
             message=decision.message,
             feasible_count=decision.feasible_count,
@@ -183,7 +207,12 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         pod = self._pod(request.pod)
         decision = await self.service.decide(pod, list(request.node_names), request.scheduler_name)
         annotate(nodes=decision.candidate_count, feasible=decision.feasible_count, gated=decision.gated)
-        response = sc.ScoreResponse(generation=decision.generation, gated=decision.gated, message=decision.message)
+        response = sc.ScoreResponse(
+            generation=decision.generation,
+            gated=decision.gated,
+            message=decision.message,
+            server_epoch=self.service.epoch,
+        )
         convert.add_scores(response.scores, decision, set(decision.best) if request.view == sc.VIEW_BASIC else None)
         return response
 
@@ -205,7 +234,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
             selected=result.selected,
             gated=result.gated,
         )
-        return convert.schedule_response(result, full=request.view != sc.VIEW_BASIC)
+        return convert.schedule_response(result, full=request.view != sc.VIEW_BASIC, epoch=self.service.epoch)
 
     @unary_errors
     async def Schedule(self, request: sc.ScheduleRequest, context: grpc.aio.ServicerContext) -> sc.ScheduleResponse:
@@ -238,9 +267,11 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
             raise convert.located_pod_error(exc, request.scheduler_name) from None
         placed = sum(1 for r in placement.results if r.assumed_generation)
         annotate(pods=len(pods), placed=placed, generation=placement.generation)
+        epoch = self.service.epoch
         return sc.ScheduleBatchResponse(
-            results=[convert.schedule_response(r, full=full) for r in placement.results],
+            results=[convert.schedule_response(r, full=full, epoch=epoch) for r in placement.results],
             generation=placement.generation,
+            server_epoch=epoch,
             assumed_generation=placement.assumed_generation,
             placed_count=placed,
             all_placed=placement.all_placed,
@@ -252,7 +283,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
             self._pod(request.pod), list(request.node_names), request.scheduler_name
         )
         annotate(nominated=result.nominated_node, victims=len(result.victims))
-        return convert.preempt_response(result, generation)
+        return convert.preempt_response(result, generation, self.service.epoch)
 
 
 class SimulationServicer(sim_grpc.SimulationServicer):
@@ -267,7 +298,7 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         pods = [convert.pod_input(ref, f"pods[{i}]") for i, ref in enumerate(request.pods)]
         result = self.service.simulate(scenario, pods, request.scheduler_name)
         annotate(pods=len(pods), hypothetical_nodes=len(result.hypothetical_nodes))
-        return convert.simulate_response(result)
+        return convert.simulate_response(result, self.service.epoch)
 
     @unary_errors
     async def EstimateScaleUp(
@@ -280,7 +311,7 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         node_groups = [convert.node_group(group, f"node_groups[{i}]") for i, group in enumerate(request.node_groups)]
         generation, estimates = self.service.estimate_scale_up(groups, node_groups, request.scheduler_name)
         annotate(groups=len(groups), node_groups=len(node_groups))
-        return convert.estimate_response(generation, estimates)
+        return convert.estimate_response(generation, estimates, self.service.epoch)
 
     @unary_errors
     async def SimulateDrain(
@@ -290,4 +321,4 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         now = request.now.ToNanoseconds() / 1e9 if request.HasField("now") else None
         result = self.service.simulate_drain(list(request.node_names), options, now, request.scheduler_name)
         annotate(nodes=len(request.node_names))
-        return convert.drain_response(result)
+        return convert.drain_response(result, self.service.epoch)

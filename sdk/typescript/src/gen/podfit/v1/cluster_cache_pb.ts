@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file podfit/v1/cluster_cache.proto.
  */
 export const file_podfit_v1_cluster_cache: GenFile = /*@__PURE__*/
-  fileDesc("Ch1wb2RmaXQvdjEvY2x1c3Rlcl9jYWNoZS5wcm90bxIJcG9kZml0LnYxIrIECg1DbHVzdGVyT2JqZWN0Eh8KBG5vZGUYASABKAsyDy5wb2RmaXQudjEuTm9kZUgAEh0KA3BvZBgCIAEoCzIOLnBvZGZpdC52MS5Qb2RIABIpCgluYW1lc3BhY2UYAyABKAsyFC5wb2RmaXQudjEuTmFtZXNwYWNlSAASPwoVcG9kX2Rpc3J1cHRpb25fYnVkZ2V0GAQgASgLMh4ucG9kZml0LnYxLlBvZERpc3J1cHRpb25CdWRnZXRIABIlCgdzZXJ2aWNlGAUgASgLMhIucG9kZml0LnYxLlNlcnZpY2VIABIsCgtyZXBsaWNhX3NldBgGIAEoCzIVLnBvZGZpdC52MS5SZXBsaWNhU2V0SAASLgoMc3RhdGVmdWxfc2V0GAcgASgLMhYucG9kZml0LnYxLlN0YXRlZnVsU2V0SAASQgoWcmVwbGljYXRpb25fY29udHJvbGxlchgIIAEoCzIgLnBvZGZpdC52MS5SZXBsaWNhdGlvbkNvbnRyb2xsZXJIABIdCgNqb2IYCSABKAsyDi5wb2RmaXQudjEuSm9iSAASKgoKZGFlbW9uX3NldBgKIAEoCzIULnBvZGZpdC52MS5EYWVtb25TZXRIABIZCg9rdWJlcm5ldGVzX2pzb24YDyABKAxIABI8ChNrdWJlcm5ldGVzX3Byb3RvYnVmGBAgASgLMh0ucG9kZml0LnYxLkt1YmVybmV0ZXNQcm90b2J1ZkgAQggKBm9iamVjdCIwChJLdWJlcm5ldGVzUHJvdG9idWYSDAoEa2luZBgBIAEoCRIMCgRkYXRhGAIgASgMImsKCU9iamVjdEtleRIjCgRraW5kGAEgASgOMhUucG9kZml0LnYxLk9iamVjdEtpbmQSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSGAoQcmVzb3VyY2VfdmVyc2lvbhgEIAEoCSJpCgZVcGRhdGUSKgoGdXBzZXJ0GAEgASgLMhgucG9kZml0LnYxLkNsdXN0ZXJPYmplY3RIABImCgZkZWxldGUYAiABKAsyFC5wb2RmaXQudjEuT2JqZWN0S2V5SABCCwoJb3BlcmF0aW9uIlwKDFVwZGF0ZVJlc3VsdBIhCgNrZXkYASABKAsyFC5wb2RmaXQudjEuT2JqZWN0S2V5EikKB291dGNvbWUYAiABKA4yGC5wb2RmaXQudjEuVXBkYXRlT3V0Y29tZSIyCgxBcHBseVJlcXVlc3QSIgoHdXBkYXRlcxgBIAMoCzIRLnBvZGZpdC52MS5VcGRhdGUikgEKDUFwcGx5UmVzcG9uc2USEgoKZ2VuZXJhdGlvbhgBIAEoAxIoCgdyZXN1bHRzGAIgAygLMhcucG9kZml0LnYxLlVwZGF0ZVJlc3VsdBIVCg1hcHBsaWVkX2NvdW50GAMgASgFEhMKC3N0YWxlX2NvdW50GAQgASgFEhcKD3VuY2hhbmdlZF9jb3VudBgFIAEoBSJgCg5SZXBsYWNlUmVxdWVzdBIjCgRraW5kGAEgASgOMhUucG9kZml0LnYxLk9iamVjdEtpbmQSKQoHb2JqZWN0cxgCIAMoCzIYLnBvZGZpdC52MS5DbHVzdGVyT2JqZWN0Im0KD1JlcGxhY2VSZXNwb25zZRISCgpnZW5lcmF0aW9uGAEgASgDEhYKDnVwc2VydGVkX2NvdW50GAIgASgFEhUKDWRlbGV0ZWRfY291bnQYAyABKAUSFwoPdW5jaGFuZ2VkX2NvdW50GAQgASgFIkUKDVN0cmVhbVJlcXVlc3QSEAoIc2VxdWVuY2UYASABKAQSIgoHdXBkYXRlcxgCIAMoCzIRLnBvZGZpdC52MS5VcGRhdGUinwEKDlN0cmVhbVJlc3BvbnNlEhAKCHNlcXVlbmNlGAEgASgEEhIKCmdlbmVyYXRpb24YAiABKAMSFQoNYXBwbGllZF9jb3VudBgDIAEoBRITCgtzdGFsZV9jb3VudBgEIAEoBRIXCg91bmNoYW5nZWRfY291bnQYBSABKAUSDQoFZXJyb3IYBiABKAkSEwoLZXJyb3JfZmllbGQYByABKAkiLwoKR2V0UmVxdWVzdBIhCgNrZXkYASABKAsyFC5wb2RmaXQudjEuT2JqZWN0S2V5IksKC0dldFJlc3BvbnNlEigKBm9iamVjdBgBIAEoCzIYLnBvZGZpdC52MS5DbHVzdGVyT2JqZWN0EhIKCmdlbmVyYXRpb24YAiABKAMijAEKC0xpc3RSZXF1ZXN0EiMKBGtpbmQYASABKA4yFS5wb2RmaXQudjEuT2JqZWN0S2luZBIRCgluYW1lc3BhY2UYAiABKAkSFgoObGFiZWxfc2VsZWN0b3IYAyABKAkSLQoKcG9kX2ZpbHRlchgEIAEoDjIZLnBvZGZpdC52MS5Qb2RQaGFzZUZpbHRlciJNCgxMaXN0UmVzcG9uc2USKQoHb2JqZWN0cxgBIAMoCzIYLnBvZGZpdC52MS5DbHVzdGVyT2JqZWN0EhIKCmdlbmVyYXRpb24YAiABKAMiDgoMU3RhdHNSZXF1ZXN0ItQCCg1TdGF0c1Jlc3BvbnNlEhIKCmdlbmVyYXRpb24YASABKAMSDQoFbm9kZXMYAiABKAUSDAoEcG9kcxgDIAEoBRISCgpib3VuZF9wb2RzGAQgASgFEhQKDHBlbmRpbmdfcG9kcxgFIAEoBRISCgpnYXRlZF9wb2RzGAYgASgFEhIKCm5hbWVzcGFjZXMYByABKAUSHgoWcG9kX2Rpc3J1cHRpb25fYnVkZ2V0cxgIIAEoBRIQCghzZXJ2aWNlcxgJIAEoBRIUCgxyZXBsaWNhX3NldHMYCiABKAUSFQoNc3RhdGVmdWxfc2V0cxgLIAEoBRIfChdyZXBsaWNhdGlvbl9jb250cm9sbGVycxgMIAEoBRIdChVtZW1vcnlfYnl0ZXNfZXN0aW1hdGUYDSABKAMSDAoEam9icxgOIAEoBRITCgtkYWVtb25fc2V0cxgPIAEoBSrDAgoKT2JqZWN0S2luZBIbChdPQkpFQ1RfS0lORF9VTlNQRUNJRklFRBAAEhQKEE9CSkVDVF9LSU5EX05PREUQARITCg9PQkpFQ1RfS0lORF9QT0QQAhIZChVPQkpFQ1RfS0lORF9OQU1FU1BBQ0UQAxIlCiFPQkpFQ1RfS0lORF9QT0RfRElTUlVQVElPTl9CVURHRVQQBBIXChNPQkpFQ1RfS0lORF9TRVJWSUNFEAUSGwoXT0JKRUNUX0tJTkRfUkVQTElDQV9TRVQQBhIcChhPQkpFQ1RfS0lORF9TVEFURUZVTF9TRVQQBxImCiJPQkpFQ1RfS0lORF9SRVBMSUNBVElPTl9DT05UUk9MTEVSEAgSEwoPT0JKRUNUX0tJTkRfSk9CEAkSGgoWT0JKRUNUX0tJTkRfREFFTU9OX1NFVBAKKoMBCg1VcGRhdGVPdXRjb21lEh4KGlVQREFURV9PVVRDT01FX1VOU1BFQ0lGSUVEEAASGgoWVVBEQVRFX09VVENPTUVfQVBQTElFRBABEhgKFFVQREFURV9PVVRDT01FX1NUQUxFEAISHAoYVVBEQVRFX09VVENPTUVfVU5DSEFOR0VEEAMqbAoOUG9kUGhhc2VGaWx0ZXISIAocUE9EX1BIQVNFX0ZJTFRFUl9VTlNQRUNJRklFRBAAEhwKGFBPRF9QSEFTRV9GSUxURVJfUEVORElORxABEhoKFlBPRF9QSEFTRV9GSUxURVJfQk9VTkQQAjL6AgoMQ2x1c3RlckNhY2hlEjoKBUFwcGx5EhcucG9kZml0LnYxLkFwcGx5UmVxdWVzdBoYLnBvZGZpdC52MS5BcHBseVJlc3BvbnNlEkAKB1JlcGxhY2USGS5wb2RmaXQudjEuUmVwbGFjZVJlcXVlc3QaGi5wb2RmaXQudjEuUmVwbGFjZVJlc3BvbnNlEkEKBlN0cmVhbRIYLnBvZGZpdC52MS5TdHJlYW1SZXF1ZXN0GhkucG9kZml0LnYxLlN0cmVhbVJlc3BvbnNlKAEwARI0CgNHZXQSFS5wb2RmaXQudjEuR2V0UmVxdWVzdBoWLnBvZGZpdC52MS5HZXRSZXNwb25zZRI3CgRMaXN0EhYucG9kZml0LnYxLkxpc3RSZXF1ZXN0GhcucG9kZml0LnYxLkxpc3RSZXNwb25zZRI6CgVTdGF0cxIXLnBvZGZpdC52MS5TdGF0c1JlcXVlc3QaGC5wb2RmaXQudjEuU3RhdHNSZXNwb25zZUIzWjFnaXRodWIuY29tL3BvZGZpdC9wb2RmaXQvc2RrL2dvL3BvZGZpdHYxO3BvZGZpdHYxYgZwcm90bzM", [file_podfit_v1_objects]);
+  fileDesc("Ch1wb2RmaXQvdjEvY2x1c3Rlcl9jYWNoZS5wcm90bxIJcG9kZml0LnYxIrIECg1DbHVzdGVyT2JqZWN0Eh8KBG5vZGUYASABKAsyDy5wb2RmaXQudjEuTm9kZUgAEh0KA3BvZBgCIAEoCzIOLnBvZGZpdC52MS5Qb2RIABIpCgluYW1lc3BhY2UYAyABKAsyFC5wb2RmaXQudjEuTmFtZXNwYWNlSAASPwoVcG9kX2Rpc3J1cHRpb25fYnVkZ2V0GAQgASgLMh4ucG9kZml0LnYxLlBvZERpc3J1cHRpb25CdWRnZXRIABIlCgdzZXJ2aWNlGAUgASgLMhIucG9kZml0LnYxLlNlcnZpY2VIABIsCgtyZXBsaWNhX3NldBgGIAEoCzIVLnBvZGZpdC52MS5SZXBsaWNhU2V0SAASLgoMc3RhdGVmdWxfc2V0GAcgASgLMhYucG9kZml0LnYxLlN0YXRlZnVsU2V0SAASQgoWcmVwbGljYXRpb25fY29udHJvbGxlchgIIAEoCzIgLnBvZGZpdC52MS5SZXBsaWNhdGlvbkNvbnRyb2xsZXJIABIdCgNqb2IYCSABKAsyDi5wb2RmaXQudjEuSm9iSAASKgoKZGFlbW9uX3NldBgKIAEoCzIULnBvZGZpdC52MS5EYWVtb25TZXRIABIZCg9rdWJlcm5ldGVzX2pzb24YDyABKAxIABI8ChNrdWJlcm5ldGVzX3Byb3RvYnVmGBAgASgLMh0ucG9kZml0LnYxLkt1YmVybmV0ZXNQcm90b2J1ZkgAQggKBm9iamVjdCIwChJLdWJlcm5ldGVzUHJvdG9idWYSDAoEa2luZBgBIAEoCRIMCgRkYXRhGAIgASgMImsKCU9iamVjdEtleRIjCgRraW5kGAEgASgOMhUucG9kZml0LnYxLk9iamVjdEtpbmQSEQoJbmFtZXNwYWNlGAIgASgJEgwKBG5hbWUYAyABKAkSGAoQcmVzb3VyY2VfdmVyc2lvbhgEIAEoCSJpCgZVcGRhdGUSKgoGdXBzZXJ0GAEgASgLMhgucG9kZml0LnYxLkNsdXN0ZXJPYmplY3RIABImCgZkZWxldGUYAiABKAsyFC5wb2RmaXQudjEuT2JqZWN0S2V5SABCCwoJb3BlcmF0aW9uIlwKDFVwZGF0ZVJlc3VsdBIhCgNrZXkYASABKAsyFC5wb2RmaXQudjEuT2JqZWN0S2V5EikKB291dGNvbWUYAiABKA4yGC5wb2RmaXQudjEuVXBkYXRlT3V0Y29tZSIyCgxBcHBseVJlcXVlc3QSIgoHdXBkYXRlcxgBIAMoCzIRLnBvZGZpdC52MS5VcGRhdGUiqAEKDUFwcGx5UmVzcG9uc2USEgoKZ2VuZXJhdGlvbhgBIAEoAxIoCgdyZXN1bHRzGAIgAygLMhcucG9kZml0LnYxLlVwZGF0ZVJlc3VsdBIVCg1hcHBsaWVkX2NvdW50GAMgASgFEhMKC3N0YWxlX2NvdW50GAQgASgFEhcKD3VuY2hhbmdlZF9jb3VudBgFIAEoBRIUCgxzZXJ2ZXJfZXBvY2gYBiABKAkiYAoOUmVwbGFjZVJlcXVlc3QSIwoEa2luZBgBIAEoDjIVLnBvZGZpdC52MS5PYmplY3RLaW5kEikKB29iamVjdHMYAiADKAsyGC5wb2RmaXQudjEuQ2x1c3Rlck9iamVjdCKDAQoPUmVwbGFjZVJlc3BvbnNlEhIKCmdlbmVyYXRpb24YASABKAMSFgoOdXBzZXJ0ZWRfY291bnQYAiABKAUSFQoNZGVsZXRlZF9jb3VudBgDIAEoBRIXCg91bmNoYW5nZWRfY291bnQYBCABKAUSFAoMc2VydmVyX2Vwb2NoGAUgASgJIkUKDVN0cmVhbVJlcXVlc3QSEAoIc2VxdWVuY2UYASABKAQSIgoHdXBkYXRlcxgCIAMoCzIRLnBvZGZpdC52MS5VcGRhdGUitQEKDlN0cmVhbVJlc3BvbnNlEhAKCHNlcXVlbmNlGAEgASgEEhIKCmdlbmVyYXRpb24YAiABKAMSFQoNYXBwbGllZF9jb3VudBgDIAEoBRITCgtzdGFsZV9jb3VudBgEIAEoBRIXCg91bmNoYW5nZWRfY291bnQYBSABKAUSDQoFZXJyb3IYBiABKAkSEwoLZXJyb3JfZmllbGQYByABKAkSFAoMc2VydmVyX2Vwb2NoGAggASgJIi8KCkdldFJlcXVlc3QSIQoDa2V5GAEgASgLMhQucG9kZml0LnYxLk9iamVjdEtleSJhCgtHZXRSZXNwb25zZRIoCgZvYmplY3QYASABKAsyGC5wb2RmaXQudjEuQ2x1c3Rlck9iamVjdBISCgpnZW5lcmF0aW9uGAIgASgDEhQKDHNlcnZlcl9lcG9jaBgDIAEoCSKMAQoLTGlzdFJlcXVlc3QSIwoEa2luZBgBIAEoDjIVLnBvZGZpdC52MS5PYmplY3RLaW5kEhEKCW5hbWVzcGFjZRgCIAEoCRIWCg5sYWJlbF9zZWxlY3RvchgDIAEoCRItCgpwb2RfZmlsdGVyGAQgASgOMhkucG9kZml0LnYxLlBvZFBoYXNlRmlsdGVyImMKDExpc3RSZXNwb25zZRIpCgdvYmplY3RzGAEgAygLMhgucG9kZml0LnYxLkNsdXN0ZXJPYmplY3QSEgoKZ2VuZXJhdGlvbhgCIAEoAxIUCgxzZXJ2ZXJfZXBvY2gYAyABKAkiDgoMU3RhdHNSZXF1ZXN0IvoCCg1TdGF0c1Jlc3BvbnNlEhIKCmdlbmVyYXRpb24YASABKAMSDQoFbm9kZXMYAiABKAUSDAoEcG9kcxgDIAEoBRISCgpib3VuZF9wb2RzGAQgASgFEhQKDHBlbmRpbmdfcG9kcxgFIAEoBRISCgpnYXRlZF9wb2RzGAYgASgFEhIKCm5hbWVzcGFjZXMYByABKAUSHgoWcG9kX2Rpc3J1cHRpb25fYnVkZ2V0cxgIIAEoBRIQCghzZXJ2aWNlcxgJIAEoBRIUCgxyZXBsaWNhX3NldHMYCiABKAUSFQoNc3RhdGVmdWxfc2V0cxgLIAEoBRIfChdyZXBsaWNhdGlvbl9jb250cm9sbGVycxgMIAEoBRIdChVtZW1vcnlfYnl0ZXNfZXN0aW1hdGUYDSABKAMSDAoEam9icxgOIAEoBRITCgtkYWVtb25fc2V0cxgPIAEoBRIUCgxzZXJ2ZXJfZXBvY2gYECABKAkSDgoGc3luY2VkGBEgASgIIiMKEU1hcmtTeW5jZWRSZXF1ZXN0Eg4KBmZlZWRlchgBIAEoCSI+ChJNYXJrU3luY2VkUmVzcG9uc2USEgoKZ2VuZXJhdGlvbhgBIAEoAxIUCgxzZXJ2ZXJfZXBvY2gYAiABKAkqwwIKCk9iamVjdEtpbmQSGwoXT0JKRUNUX0tJTkRfVU5TUEVDSUZJRUQQABIUChBPQkpFQ1RfS0lORF9OT0RFEAESEwoPT0JKRUNUX0tJTkRfUE9EEAISGQoVT0JKRUNUX0tJTkRfTkFNRVNQQUNFEAMSJQohT0JKRUNUX0tJTkRfUE9EX0RJU1JVUFRJT05fQlVER0VUEAQSFwoTT0JKRUNUX0tJTkRfU0VSVklDRRAFEhsKF09CSkVDVF9LSU5EX1JFUExJQ0FfU0VUEAYSHAoYT0JKRUNUX0tJTkRfU1RBVEVGVUxfU0VUEAcSJgoiT0JKRUNUX0tJTkRfUkVQTElDQVRJT05fQ09OVFJPTExFUhAIEhMKD09CSkVDVF9LSU5EX0pPQhAJEhoKFk9CSkVDVF9LSU5EX0RBRU1PTl9TRVQQCiqDAQoNVXBkYXRlT3V0Y29tZRIeChpVUERBVEVfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhoKFlVQREFURV9PVVRDT01FX0FQUExJRUQQARIYChRVUERBVEVfT1VUQ09NRV9TVEFMRRACEhwKGFVQREFURV9PVVRDT01FX1VOQ0hBTkdFRBADKmwKDlBvZFBoYXNlRmlsdGVyEiAKHFBPRF9QSEFTRV9GSUxURVJfVU5TUEVDSUZJRUQQABIcChhQT0RfUEhBU0VfRklMVEVSX1BFTkRJTkcQARIaChZQT0RfUEhBU0VfRklMVEVSX0JPVU5EEAIyxQMKDENsdXN0ZXJDYWNoZRI6CgVBcHBseRIXLnBvZGZpdC52MS5BcHBseVJlcXVlc3QaGC5wb2RmaXQudjEuQXBwbHlSZXNwb25zZRJACgdSZXBsYWNlEhkucG9kZml0LnYxLlJlcGxhY2VSZXF1ZXN0GhoucG9kZml0LnYxLlJlcGxhY2VSZXNwb25zZRJBCgZTdHJlYW0SGC5wb2RmaXQudjEuU3RyZWFtUmVxdWVzdBoZLnBvZGZpdC52MS5TdHJlYW1SZXNwb25zZSgBMAESNAoDR2V0EhUucG9kZml0LnYxLkdldFJlcXVlc3QaFi5wb2RmaXQudjEuR2V0UmVzcG9uc2USNwoETGlzdBIWLnBvZGZpdC52MS5MaXN0UmVxdWVzdBoXLnBvZGZpdC52MS5MaXN0UmVzcG9uc2USOgoFU3RhdHMSFy5wb2RmaXQudjEuU3RhdHNSZXF1ZXN0GhgucG9kZml0LnYxLlN0YXRzUmVzcG9uc2USSQoKTWFya1N5bmNlZBIcLnBvZGZpdC52MS5NYXJrU3luY2VkUmVxdWVzdBodLnBvZGZpdC52MS5NYXJrU3luY2VkUmVzcG9uc2VCM1oxZ2l0aHViLmNvbS9wb2RmaXQvcG9kZml0L3Nkay9nby9wb2RmaXR2MTtwb2RmaXR2MWIGcHJvdG8z", [file_podfit_v1_objects]);
 
 /**
  * One cluster object, typed or as the standard Kubernetes JSON of the object (whose `kind` field then
@@ -341,6 +341,15 @@ export type ApplyResponse = Message<"podfit.v1.ApplyResponse"> & {
    * @generated from field: int32 unchanged_count = 5;
    */
   unchangedCount: number;
+
+  /**
+   * This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+   * that sees a different server_epoch than before must resync in full (Replace every kind, then
+   * MarkSynced).
+   *
+   * @generated from field: string server_epoch = 6;
+   */
+  serverEpoch: string;
 };
 
 /**
@@ -411,6 +420,15 @@ export type ReplaceResponse = Message<"podfit.v1.ReplaceResponse"> & {
    * @generated from field: int32 unchanged_count = 4;
    */
   unchangedCount: number;
+
+  /**
+   * This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+   * that sees a different server_epoch than before must resync in full (Replace every kind, then
+   * MarkSynced).
+   *
+   * @generated from field: string server_epoch = 5;
+   */
+  serverEpoch: string;
 };
 
 /**
@@ -502,6 +520,15 @@ export type StreamResponse = Message<"podfit.v1.StreamResponse"> & {
    * @generated from field: string error_field = 7;
    */
   errorField: string;
+
+  /**
+   * This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+   * that sees a different server_epoch than before must resync in full (Replace every kind, then
+   * MarkSynced).
+   *
+   * @generated from field: string server_epoch = 8;
+   */
+  serverEpoch: string;
 };
 
 /**
@@ -553,6 +580,15 @@ export type GetResponse = Message<"podfit.v1.GetResponse"> & {
    * @generated from field: int64 generation = 2;
    */
   generation: bigint;
+
+  /**
+   * This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+   * that sees a different server_epoch than before must resync in full (Replace every kind, then
+   * MarkSynced).
+   *
+   * @generated from field: string server_epoch = 3;
+   */
+  serverEpoch: string;
 };
 
 /**
@@ -626,6 +662,15 @@ export type ListResponse = Message<"podfit.v1.ListResponse"> & {
    * @generated from field: int64 generation = 2;
    */
   generation: bigint;
+
+  /**
+   * This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+   * that sees a different server_epoch than before must resync in full (Replace every kind, then
+   * MarkSynced).
+   *
+   * @generated from field: string server_epoch = 3;
+   */
+  serverEpoch: string;
 };
 
 /**
@@ -761,6 +806,24 @@ export type StatsResponse = Message<"podfit.v1.StatsResponse"> & {
    * @generated from field: int32 daemon_sets = 15;
    */
   daemonSets: number;
+
+  /**
+   * This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
+   * that sees a different server_epoch than before must resync in full (Replace every kind, then
+   * MarkSynced).
+   *
+   * @generated from field: string server_epoch = 16;
+   */
+  serverEpoch: string;
+
+  /**
+   * Whether the cache counts as synced: true from the start unless the server runs with --wait-for-sync,
+   * then false until a feeder's first MarkSynced. While false, every decision RPC is FAILED_PRECONDITION
+   * (ErrorInfo reason CACHE_NOT_SYNCED) and the server reports NOT_SERVING.
+   *
+   * @generated from field: bool synced = 17;
+   */
+  synced: boolean;
 };
 
 /**
@@ -769,6 +832,56 @@ export type StatsResponse = Message<"podfit.v1.StatsResponse"> & {
  */
 export const StatsResponseSchema: GenMessage<StatsResponse> = /*@__PURE__*/
   messageDesc(file_podfit_v1_cluster_cache, 16);
+
+/**
+ * A feeder's word that the cache holds the whole cluster, for ClusterCache.MarkSynced.
+ *
+ * @generated from message podfit.v1.MarkSyncedRequest
+ */
+export type MarkSyncedRequest = Message<"podfit.v1.MarkSyncedRequest"> & {
+  /**
+   * A name of the feeder, for the server's logs only (e.g. "podfit feed" or a hostname); may be empty.
+   *
+   * @generated from field: string feeder = 1;
+   */
+  feeder: string;
+};
+
+/**
+ * Describes the message podfit.v1.MarkSyncedRequest.
+ * Use `create(MarkSyncedRequestSchema)` to create a new message.
+ */
+export const MarkSyncedRequestSchema: GenMessage<MarkSyncedRequest> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_cluster_cache, 17);
+
+/**
+ * The result of ClusterCache.MarkSynced.
+ *
+ * @generated from message podfit.v1.MarkSyncedResponse
+ */
+export type MarkSyncedResponse = Message<"podfit.v1.MarkSyncedResponse"> & {
+  /**
+   * The cache generation at the time the cache was marked synced.
+   *
+   * @generated from field: int64 generation = 1;
+   */
+  generation: bigint;
+
+  /**
+   * This server process's cache id (as StatsResponse.server_epoch): a feeder that later sees another
+   * epoch is talking to a restarted, empty server and must resync in full, then call MarkSynced again.
+   *
+   * @generated from field: string server_epoch = 2;
+   */
+  serverEpoch: string;
+};
+
+/**
+ * Describes the message podfit.v1.MarkSyncedResponse.
+ * Use `create(MarkSyncedResponseSchema)` to create a new message.
+ */
+export const MarkSyncedResponseSchema: GenMessage<MarkSyncedResponse> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_cluster_cache, 18);
 
 /**
  * The kinds of object the cache holds.
@@ -1006,6 +1119,20 @@ export const ClusterCache: GenService<{
     methodKind: "unary";
     input: typeof StatsRequestSchema;
     output: typeof StatsResponseSchema;
+  },
+  /**
+   * Marks the cache synced: a feeder calls it once its initial list of every kind has been applied
+   * (upstream's WaitForCacheSync). On a server started with --wait-for-sync, decision RPCs are
+   * FAILED_PRECONDITION (ErrorInfo reason CACHE_NOT_SYNCED) and health is NOT_SERVING until the first
+   * call; without the flag the cache is synced from the start. Idempotent: later calls change nothing
+   * and answer the current generation.
+   *
+   * @generated from rpc podfit.v1.ClusterCache.MarkSynced
+   */
+  markSynced: {
+    methodKind: "unary";
+    input: typeof MarkSyncedRequestSchema;
+    output: typeof MarkSyncedResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_podfit_v1_cluster_cache, 0);
