@@ -155,6 +155,27 @@ class PodBuilder:
         self._d["status"]["nominatedNodeName"] = node
         return self
 
+    def deleting(self, rfc3339: str = "2024-01-01T00:00:00Z") -> PodBuilder:
+        """Sets metadata.deletionTimestamp: the pod is terminating."""
+        self._d["metadata"]["deletionTimestamp"] = rfc3339
+        return self
+
+    def terminating(self) -> PodBuilder:
+        """A terminating pod (upstream's st.MakePod().Terminating())."""
+        return self.deleting()
+
+    def condition(self, kind: str, status: str = "True", reason: str = "") -> PodBuilder:
+        c = {"type": kind, "status": status}
+        if reason:
+            c["reason"] = reason
+        self._d["status"].setdefault("conditions", []).append(c)
+        return self
+
+    def preempted(self) -> PodBuilder:
+        """Terminating because kube-scheduler preempted it: the DisruptionTarget condition its preemption
+        sets (reason PreemptionByScheduler), then the deletionTimestamp."""
+        return self.condition("DisruptionTarget", "True", "PreemptionByScheduler").terminating()
+
     def owner(self, kind: str, name: str) -> PodBuilder:
         self._d["metadata"].setdefault("ownerReferences", []).append(
             {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": f"uid-{name}", "controller": True}
@@ -257,18 +278,23 @@ def make_pdb(
     disruptions_allowed: int,
     namespace: str = "default",
     min_available: int | None = None,
+    disrupted_pods: Iterable[str] = (),
 ) -> tuple[Kind, dict[str, Any]]:
-    """A policy/v1 PodDisruptionBudget for ``make_cache``; ``selector`` is a LabelSelector (None = absent)."""
+    """A policy/v1 PodDisruptionBudget for ``make_cache``; ``selector`` is a LabelSelector (None = absent),
+    ``disrupted_pods`` the names its status.disruptedPods lists."""
     spec: dict[str, Any] = {}
     if selector is not None:
         spec["selector"] = copy.deepcopy(dict(selector))
     if min_available is not None:
         spec["minAvailable"] = min_available
-    data = {
+    data: dict[str, Any] = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
         "metadata": {"name": name, "namespace": namespace},
         "spec": spec,
         "status": {"disruptionsAllowed": disruptions_allowed},
     }
+    disrupted = {pod: "2024-01-01T00:00:00Z" for pod in disrupted_pods}
+    if disrupted:
+        data["status"]["disruptedPods"] = disrupted
     return Kind.POD_DISRUPTION_BUDGET, data

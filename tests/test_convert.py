@@ -204,6 +204,16 @@ def _with(builder: Any, **extra: Any) -> dict[str, Any]:
         pytest.param(make_pod("old").start_time("1900-06-01T12:00:00Z").json(), id="a start time before the epoch"),
         pytest.param(make_pod("nominated").nominated("n2").phase("Pending").json(), id="nominated"),
         pytest.param(make_pod("done").phase("Succeeded").json(), id="terminal"),
+        pytest.param(make_pod("deleted").deleting("2024-06-25T12:00:00Z").json(), id="terminating"),
+        pytest.param(make_pod("preempted").preempted().json(), id="terminating by preemption (DisruptionTarget)"),
+        pytest.param(
+            make_pod("other").condition("DisruptionTarget", "True", "DeletionByTaintManager").terminating().json(),
+            id="terminating for another reason",
+        ),
+        pytest.param(
+            make_pod("first").condition("DisruptionTarget", "False", "PreemptionByScheduler").preempted().json(),
+            id="the first DisruptionTarget condition decides",
+        ),
         pytest.param(
             _with(
                 make_pod("annotated"),
@@ -223,3 +233,25 @@ def test_typed_metadata_and_status_convert_like_kubernetes_json(manifest: dict[s
     expected = pod_from_k8s(manifest)
     assert typed == expected
     assert [type(getattr(typed, f)) for f in Pod.__slots__] == [type(getattr(expected, f)) for f in Pod.__slots__]
+
+
+@pytest.mark.parametrize(
+    "disrupted",
+    [
+        pytest.param({}, id="none"),
+        pytest.param({"web-1": "2024-06-25T12:00:00Z", "web-2": "2024-06-25T12:00:05Z"}, id="two"),
+    ],
+)
+def test_typed_pdbs_keep_their_disrupted_pods(disrupted: dict[str, str]) -> None:
+    """status.disruptedPods survives the typed message, so preemption's budget sees it over gRPC too."""
+    from podfit.server.model import Kind
+    from podfit.server.transport.convert import upsert_from_object
+
+    manifest = {
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "b"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        "status": {"disruptionsAllowed": 0, "disruptedPods": disrupted},
+    }
+    pdb = upsert_from_object(manifest_to_object(manifest), "pdb", expected_kind=Kind.POD_DISRUPTION_BUDGET).obj
+    assert pdb.disrupted_pods == frozenset(disrupted)

@@ -8,6 +8,7 @@ state in step through ``run_remove_pod`` / ``run_add_pod``.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -22,7 +23,8 @@ from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import Int32Array, IntpArray, Plugin, PreFilterResult
 from podfit.server.framework.profile import Profile
 from podfit.server.framework.status import Status, unresolvable, unschedulable
-from podfit.server.model import Kind, Pod, ValidationError
+from podfit.server.model import Kind, Pod, PodDisruptionBudget, ValidationError
+from podfit.server.model.objects import object_from_k8s, pod_from_k8s
 from podfit.server.plugins import default_preemption, dynamic_resources, node_affinity, taint_toleration
 from podfit.server.plugins.default_preemption import DefaultPreemption, PreemptionResult
 
@@ -658,3 +660,262 @@ def test_pruned_search_equals_exhaustive_ranking(seed: int, with_blockers: bool)
     if expected:
         victims, violations = ranked[expected[0]]
         assert (list(result.victims), result.num_pdb_violations) == (victims, violations)
+
+
+# -- PDB status.disruptedPods (filterPodsWithPDBViolation) ---------------------------------------------
+
+FOO_PDB = {"matchLabels": {"app": "foo"}}
+
+
+def _foo(name: str, start: int, node: str = "n1", priority: int = 5) -> PodBuilder:
+    return _pod(name, node, "1", priority, start, app="foo")
+
+
+@pytest.mark.parametrize("with_blockers", [True, False], ids=["node by node", "nodes in lockstep"])
+@pytest.mark.parametrize(
+    ("objects", "incoming", "victims", "violations"),
+    [
+        pytest.param(
+            [_node("n1"), _foo("p1.1", 1), _foo("p1.2", 2), make_pdb("foo", FOO_PDB, 1)],
+            _incoming("2", 10),
+            ["p1.1", "p1.2"],
+            1,
+            id="preemption with violation of same pdb (upstream)",
+        ),
+        pytest.param(
+            [_node("n1"), _foo("p1.1", 1), _foo("p1.2", 2), make_pdb("foo", FOO_PDB, 1, disrupted_pods=["p2"])],
+            _incoming("2", 10),
+            ["p1.1", "p1.2"],
+            1,
+            id="the pdb lists an evicted pod but not the victim so the victim still violates it (upstream)",
+        ),
+        pytest.param(
+            [_node("n1"), _foo("p1.1", 1), _foo("p1.2", 2), make_pdb("foo", FOO_PDB, 1, disrupted_pods=["p1.2"])],
+            _incoming("2", 10),
+            ["p1.1", "p1.2"],
+            0,
+            id="a victim in the pdb's disruptedPods takes nothing from the budget (upstream)",
+        ),
+        pytest.param(
+            [
+                _node("n1", "3"),
+                _foo("p1.1", 1),
+                _foo("p1.2", 2),
+                _foo("p1.3", 3),
+                make_pdb("foo", FOO_PDB, 1, disrupted_pods=["p1.3"]),
+            ],
+            _incoming("3", 10),
+            ["p1.1", "p1.2", "p1.3"],
+            1,
+            id="the victim in disruptedPods is non-violating while the others still spend the budget (upstream)",
+        ),
+        pytest.param(
+            [
+                _node("n1"),
+                _pod("guarded", "n1", "1", 1, 1, app="foo"),
+                _pod("free", "n1", "1", 2, 2),
+                make_pdb("foo", FOO_PDB, 0, disrupted_pods=["guarded"]),
+            ],
+            _incoming("1", 10),
+            ["guarded"],
+            0,
+            id="a pod in disruptedPods is no longer reprieved first so the less important pod goes",
+        ),
+        pytest.param(
+            [
+                _node("n1"),
+                _foo("p1.1", 1),
+                _foo("p1.2", 2),
+                make_pdb("listing", FOO_PDB, 1, disrupted_pods=["p1.2"]),
+                make_pdb("other", FOO_PDB, 1),
+            ],
+            _incoming("2", 10),
+            ["p1.1", "p1.2"],
+            1,
+            id="disruptedPods exempts a pod only from the budget that lists it",
+        ),
+        pytest.param(
+            [
+                _node("n1"),
+                _foo("p1.1", 1),
+                _foo("p1.2", 2),
+                make_pdb("foo", FOO_PDB, 1, namespace="other", disrupted_pods=["p1.1", "p1.2"]),
+                make_pdb("here", FOO_PDB, 0, disrupted_pods=["p1.1"]),
+            ],
+            _incoming("2", 10),
+            ["p1.1", "p1.2"],
+            1,
+            id="disruptedPods names pods of the budget's own namespace only",
+        ),
+    ],
+)
+def test_pdb_disrupted_pods(
+    objects: list[CacheItem], incoming: PodBuilder, victims: list[str], violations: int, with_blockers: bool
+) -> None:
+    engine = Engine(make_cache(*objects), {"default-scheduler": _profile(with_blockers=with_blockers)})
+    result = engine.preempt(incoming.obj())
+    assert (result.code, result.nominated_node) == ("Success", "n1")
+    assert _victims(result) == victims
+    assert result.num_pdb_violations == violations
+
+
+def test_pdb_disrupted_pods_are_read_from_kubernetes_json() -> None:
+    kind, data = make_pdb("foo", FOO_PDB, 1, disrupted_pods=["a", "b"])
+    pdb = object_from_k8s(kind, data, "pdb")
+    assert isinstance(pdb, PodDisruptionBudget)
+    assert pdb.disrupted_pods == frozenset({"a", "b"})
+    assert object_from_k8s(*make_pdb("foo", FOO_PDB, 1), "pdb") == dataclasses.replace(pdb, disrupted_pods=frozenset())
+    data["status"]["disruptedPods"] = {"a": "yesterday"}
+    with pytest.raises(ValidationError) as raised:
+        object_from_k8s(kind, data, "pdb")
+    assert raised.value.field == "pdb.status.disruptedPods.a"
+    data["status"]["disruptedPods"] = ["a"]
+    with pytest.raises(ValidationError) as raised:
+        object_from_k8s(kind, data, "pdb")
+    assert raised.value.field == "pdb.status.disruptedPods"
+
+
+# -- PodEligibleToPreemptOthers: victims still terminating on the nominated node ----------------------
+
+NOT_ELIGIBLE_TERMINATING = "preemption: not eligible due to a terminating pod on the nominated node."
+
+
+def _held() -> PodBuilder:
+    """A lower-priority pod holding 2 of n1's 3 cpu: the victim when the preemptor may preempt."""
+    return _pod("held", "n1", "2", 1, 1)
+
+
+def _terminating(priority: int = 1) -> PodBuilder:
+    """A victim of an earlier preemption still terminating on n1 (upstream's podTerminatingByPreemption)."""
+    return _pod("leaving", "n1", "1", priority, 2).preempted()
+
+
+@pytest.mark.parametrize(
+    ("objects", "incoming", "want"),
+    [
+        pytest.param(
+            [_node("n1", "3"), _held(), _terminating()],
+            _incoming("2", 10).nominated("n1"),
+            NOT_ELIGIBLE_TERMINATING,
+            id="a lower-priority pod preempted by the scheduler still terminating on the nominated node (upstream)",
+        ),
+        pytest.param(
+            [_node("n1", "3"), _held(), _pod("leaving", "n1", "1", 1, 2).terminating()],
+            _incoming("2", 10).nominated("n1"),
+            ("n1", ["held"]),
+            id="a terminating pod without the DisruptionTarget condition is not a victim of preemption (upstream)",
+        ),
+        pytest.param(
+            [
+                _node("n1", "3"),
+                _held(),
+                _pod("leaving", "n1", "1", 1, 2).condition("DisruptionTarget", "True", "PreemptionByScheduler"),
+            ],
+            _incoming("2", 10).nominated("n1"),
+            ("n1", ["held"]),
+            id="a pod marked for preemption but without a deletionTimestamp is not terminating",
+        ),
+        pytest.param(
+            [
+                _node("n1", "3"),
+                _held(),
+                _pod("leaving", "n1", "1", 1, 2)
+                .condition("DisruptionTarget", "True", "EvictionByEvictionAPI")
+                .terminating(),
+            ],
+            _incoming("2", 10).nominated("n1"),
+            ("n1", ["held"]),
+            id="a DisruptionTarget condition with another reason does not count",
+        ),
+        pytest.param(
+            [
+                _node("n1", "3"),
+                _held(),
+                _pod("leaving", "n1", "1", 1, 2)
+                .condition("DisruptionTarget", "False", "PreemptionByScheduler")
+                .condition("DisruptionTarget", "True", "PreemptionByScheduler")
+                .terminating(),
+            ],
+            _incoming("2", 10).nominated("n1"),
+            ("n1", ["held"]),
+            id="the first DisruptionTarget condition decides and a False one does not count",
+        ),
+        pytest.param(
+            [_node("n1", "3"), _held(), _terminating(priority=10)],
+            _incoming("2", 10).nominated("n1"),
+            ("n1", ["held"]),
+            id="a terminating pod of equal priority is not one the preemptor could have preempted",
+        ),
+        pytest.param(
+            [
+                _node("n1", "3"),
+                _held(),
+                _node("n2", "3"),
+                _pod("held2", "n2", "2", 1, 1),
+                _pod("leaving2", "n2", "1", 1, 2).preempted(),
+            ],
+            _incoming("2", 10).nominated("n1"),
+            ("n1", ["held"]),
+            id="a preempted pod terminating on another node than the nominated one does not count",
+        ),
+        pytest.param(
+            [_node("n1", "3"), _held(), _terminating()],
+            _incoming("2", 10),
+            ("n1", ["held"]),
+            id="a pod without a nominated node is eligible",
+        ),
+        pytest.param(
+            [_node("n1", "3"), _held(), _terminating()],
+            _incoming("2", 10).nominated("gone"),
+            ("n1", ["held"]),
+            id="a nominated node that is not in the cluster counts as unschedulable and unresolvable",
+        ),
+        pytest.param(
+            [_node("n1", "3").taint("dedicated", "x"), _held(), _terminating(), _node("n2"), _pod("low", "n2", "2", 1)],
+            _incoming("2", 10).nominated("n1"),
+            ("n2", ["low"]),
+            id="a nominated node Filter found unschedulable and unresolvable lets the pod preempt elsewhere (upstream)",
+        ),
+        pytest.param(
+            [_node("n1"), _pod("leaving", "n1", "2", 1, 2).preempted()],
+            _incoming("2", 10),
+            ("n1", ["leaving"]),
+            id="a terminating pod is still a potential victim",
+        ),
+        pytest.param(
+            [_node("n1", "3"), _held(), _terminating()],
+            _incoming("2", 10, "Never").nominated("n1"),
+            "preemption: not eligible due to preemptionPolicy=Never.",
+            id="preemptionPolicy Never is checked first",
+        ),
+    ],
+)
+def test_eligible_to_preempt_others(
+    objects: list[CacheItem], incoming: PodBuilder, want: str | tuple[str, list[str]]
+) -> None:
+    result = _preempt(incoming, *objects)
+    if isinstance(want, str):
+        assert (result.nominated_node, result.victims, result.node_ties) == ("", (), ())
+        assert result.postfilter == f"Unschedulable: no new claims to deallocate, {want}"
+    else:
+        assert (result.code, result.message) == ("Success", "")
+        assert (result.nominated_node, _victims(result)) == want
+
+
+def test_not_eligible_message_without_dynamic_resources_has_no_claims_prefix() -> None:
+    objects = [_node("n1", "3"), _held(), _terminating()]
+    result = _preempt(_incoming("2", 10).nominated("n1"), *objects, with_dra=False)
+    assert result.postfilter == f"Unschedulable: {NOT_ELIGIBLE_TERMINATING}"
+
+
+def test_pod_conditions_are_read_from_kubernetes_json() -> None:
+    assert make_pod("p").preempted().obj().preempted_by_scheduler
+    assert make_pod("p").preempted().obj().deletion_timestamp is not None
+    assert (
+        not make_pod("p").condition("Ready").condition("DisruptionTarget", "True", "Other").obj().preempted_by_scheduler
+    )
+    data = make_pod("p").json()
+    data["status"]["conditions"] = [{"type": 3}]
+    with pytest.raises(ValidationError) as raised:
+        pod_from_k8s(data)
+    assert raised.value.field == "pod.status.conditions[0].type"

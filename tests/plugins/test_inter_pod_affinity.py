@@ -742,3 +742,70 @@ def test_default_args() -> None:
     assert isinstance(plugin, InterPodAffinity)
     assert (plugin.hard_pod_affinity_weight, plugin.ignore_preferred_terms_of_existing_pods) == (1, False)
     assert plugin.name == "InterPodAffinity"
+
+
+# --------------------------------------------------------------------------------------------------
+# Terminating pods: unlike PodTopologySpread, upstream's InterPodAffinity never looks at deletionTimestamp,
+# so a terminating pod matches, and its own terms apply, until it is gone.
+
+
+@pytest.mark.parametrize(
+    ("pod", "objects", "want"),
+    [
+        pytest.param(
+            web().affinity("podAntiAffinity", required(term(ZONE, {"app": "db"}))),
+            [*zones(), make_pod("db").labels(app="db").node("a1").terminating()],
+            {"a1": ANTI, "a2": ANTI, "b1": None, "bare": None},
+            id="a terminating pod still repels required anti-affinity",
+        ),
+        pytest.param(
+            web().affinity("podAffinity", required(term(ZONE, {"app": "db"}))),
+            [*zones(), make_pod("db").labels(app="db").node("a2").terminating()],
+            {"a1": None, "a2": None, "b1": AFFINITY, "bare": AFFINITY},
+            id="a terminating pod still satisfies required affinity",
+        ),
+        pytest.param(
+            web(),
+            [
+                *zones(),
+                make_pod("db")
+                .labels(app="db")
+                .node("b1")
+                .terminating()
+                .affinity("podAntiAffinity", required(term(ZONE, {"app": "web"}))),
+            ],
+            {"a1": None, "a2": None, "b1": EXISTING, "bare": None},
+            id="a terminating pod's own required anti-affinity still applies",
+        ),
+    ],
+)
+def test_filter_counts_terminating_pods(pod: PodBuilder, objects: list[Obj], want: Any) -> None:
+    assert run_filter(pod, objects) == want
+
+
+@pytest.mark.parametrize(
+    ("pod", "objects", "want"),
+    [
+        pytest.param(
+            web().affinity("podAffinity", preferred((50, term(ZONE, {"app": "db"})))),
+            [*zones(), make_pod("db").labels(app="db").node("a1").terminating()],
+            {"a1": 100, "a2": 100, "b1": 0, "bare": 0},
+            id="a terminating pod still attracts preferred affinity",
+        ),
+        pytest.param(
+            web(),
+            [
+                *zones(),
+                make_pod("db")
+                .labels(app="db")
+                .node("b1")
+                .terminating()
+                .affinity("podAffinity", preferred((50, term(ZONE, {"app": "web"})))),
+            ],
+            {"a1": 0, "a2": 0, "b1": 100, "bare": 0},
+            id="a terminating pod's own preferred affinity still scores",
+        ),
+    ],
+)
+def test_score_counts_terminating_pods(pod: PodBuilder, objects: list[Obj], want: Any) -> None:
+    assert run_score(pod, objects) == want

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from podfit.server.cache.cluster_cache import Upsert
+from podfit.server.cache.overlay import Overlay
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.status import SKIP, unresolvable, unschedulable
 from podfit.server.model import Kind, LabelSelector, LabelSelectorRequirement
@@ -748,3 +750,184 @@ def test_default_args_are_the_system_defaults() -> None:
         (K8S_ZONE, 5, "ScheduleAnyway"),
     ]
     assert plugin.name == "PodTopologySpread"
+
+
+# --------------------------------------------------------------------------------------------------
+# Terminating pods: countPodsMatchSelector bypasses pods with a deletionTimestamp (PreFilter, PreScore and
+# Score); preemption's AddPod/RemovePod (updateWithPod) count whatever pod they are given.
+
+NODE = "node"
+FOO_EXISTS = {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}
+
+
+def by_node_label() -> list[Obj]:
+    """node-a and node-b, each its own domain of the "node" key (upstream's filtering_test fixture)."""
+    return [make_node("node-a").label(NODE, "node-a"), make_node("node-b").label(NODE, "node-b")]
+
+
+@pytest.mark.parametrize(
+    ("pod", "objects", "want"),
+    [
+        pytest.param(
+            foo("p").spread(1, NODE, selector=FOO_EXISTS),
+            [*by_node_label(), foo("p-a", "node-a").terminating(), foo("p-b", "node-b")],
+            {"node-a": None, "node-b": SPREAD},
+            id="terminating pods should be excluded (upstream)",
+        ),
+        pytest.param(
+            foo("p").spread(1, NODE, selector=FOO_EXISTS),
+            [*by_node_label(), foo("p-a", "node-a"), foo("p-b", "node-b")],
+            {"node-a": None, "node-b": None},
+            id="the same pod not terminating counts and evens the domains",
+        ),
+        pytest.param(
+            foo("new").spread(1, ZONE, selector=FOO),
+            [*four_nodes(), *three_pods(), foo("t3", "node3").terminating(), foo("t4", "node4").terminating()],
+            {"node1": SPREAD, "node2": SPREAD, "node3": None, "node4": None},
+            id="terminating pods add nothing to their zone's count (docs example unchanged)",
+        ),
+        pytest.param(
+            foo("new").spread(1, ZONE, selector=FOO),
+            [*four_nodes(), foo("p1", "node1").terminating(), foo("p2", "node2").terminating(), foo("p3", "node3")],
+            {"node1": None, "node2": None, "node3": SPREAD, "node4": SPREAD},
+            id="a zone whose matching pods all terminate counts 0 and becomes the global minimum",
+        ),
+        pytest.param(
+            foo("new").spread(1, ZONE, selector=FOO, minDomains=3),
+            [*four_nodes(), foo("p1", "node1"), foo("t3", "node3").terminating()],
+            {"node1": SPREAD, "node2": SPREAD, "node3": None, "node4": None},
+            id="with too few domains for minDomains the global minimum is 0 and terminating pods still do not count",
+        ),
+        pytest.param(
+            make_pod("new").labels(app="web").owner("ReplicaSet", "web-rs"),
+            [
+                *four_nodes(),
+                replica_set("web-rs", {"app": "web"}),
+                make_pod("w1").labels(app="web").node("node1"),
+                make_pod("w2").labels(app="web").node("node3").terminating(),
+            ],
+            {"node1": SPREAD, "node2": SPREAD, "node3": None, "node4": None},
+            id="List default constraints do not count terminating pods of the workload either",
+        ),
+    ],
+)
+def test_filter_skips_terminating_pods(pod: PodBuilder, objects: list[Obj], want: Any) -> None:
+    args = LIST_ZONE_HARD if not pod.spec.get("topologySpreadConstraints") else None
+    assert run_filter(pod, objects, args) == want
+
+
+@pytest.mark.parametrize(
+    ("pod", "objects", "feasible", "want"),
+    [
+        pytest.param(
+            foo("p").spread(1, HOST, "ScheduleAnyway", FOO_EXISTS),
+            [make_node("node-a"), make_node("node-b"), foo("p-a", "node-a").terminating(), foo("p-b", "node-b")],
+            (),
+            {"node-a": 100, "node-b": 0},
+            id="terminating pods should be excluded from hostname counts in Score (upstream)",
+        ),
+        pytest.param(
+            # Zone weight ln(4): a counts w1 only (w2 terminates): round(1.386) = 1; b: 2 x 1.386 -> 3.
+            # Normalised 100 x (3 + 1 - s) // 3; counting w2 would tie every node at 3 (all 100).
+            web("new").spread(1, K8S_ZONE, "ScheduleAnyway", WEB),
+            [*zones_with_bare(), web("w1", "a1"), web("w2", "a2").terminating(), web("w3", "b1"), web("w4", "b1")],
+            ("a1", "a2", "b1"),
+            {"a1": 100, "a2": 100, "b1": 33},
+            id="PreScore's zone counts bypass terminating pods, on feasible and infeasible nodes alike",
+        ),
+        pytest.param(
+            # Only w1 counts: host weight ln(6) = 1.792 (maxSkew 3), zone weight ln(5) = 1.609 (maxSkew 5).
+            # a1: 1.792 + 2 + 1.609 + 4 = 9.40 -> 9; a2: 2 + 5.61 -> 8; b1: 2 + 4 = 6; bare (hostname
+            # only): 2. Normalised 100 x (9 + 2 - s) // 9. Counting the terminating pods would give 13, 9, 9, 4.
+            web("new"),
+            [
+                *zones_with_bare(),
+                service("web", {"app": "web"}),
+                web("w1", "a1"),
+                web("w2", "a1").terminating(),
+                web("w3", "b1").terminating(),
+                web("w4", "bare").terminating(),
+            ],
+            (),
+            {"a1": 22, "a2": 33, "b1": 55, "bare": 100},
+            id="the System default constraints bypass terminating pods of the pod's Service",
+        ),
+    ],
+)
+def test_score_skips_terminating_pods(
+    pod: PodBuilder, objects: list[Obj], feasible: tuple[str, ...], want: dict[str, int]
+) -> None:
+    assert run_score(pod, objects, feasible=feasible) == want
+
+
+@pytest.mark.parametrize(
+    ("action", "other", "node", "want"),
+    [
+        pytest.param(
+            "",
+            None,
+            "",
+            {"node-a": None, "node-b": SPREAD},
+            id="PreFilter counts node-a 1 and node-b 2 leaving the terminating pod out",
+        ),
+        pytest.param(
+            "remove",
+            foo("t").terminating(),
+            "node-b",
+            {"node-a": None, "node-b": None},
+            id="RemovePod of a terminating pod still takes one off its domain as upstream's updateWithPod does",
+        ),
+        pytest.param(
+            "add",
+            foo("t2").terminating(),
+            "node-a",
+            {"node-a": None, "node-b": None},
+            id="AddPod counts a terminating pod as upstream's updateWithPod does",
+        ),
+    ],
+)
+def test_pre_filter_extensions_with_terminating_pods(
+    action: str, other: PodBuilder | None, node: str, want: Any
+) -> None:
+    plugin = pod_topology_spread.new({})
+    snapshot = make_cache(
+        *by_node_label(),
+        foo("a1", "node-a"),
+        foo("b1", "node-b"),
+        foo("b2", "node-b"),
+        foo("t", "node-b").terminating(),
+    ).snapshot()
+    state, incoming = CycleState(), foo("p").spread(1, NODE, selector=FOO_EXISTS).obj()
+    _, status = plugin.pre_filter(state, incoming, snapshot)
+    assert status is None
+    if other is not None:
+        pod = other.node(node).obj()
+        if action == "add":
+            plugin.add_pod(state, incoming, pod, snapshot.node_info_map[node], snapshot)
+        else:
+            plugin.remove_pod(state, incoming, pod, snapshot.node_info_map[node], snapshot)
+    assert filter_snapshot(plugin, state, incoming, snapshot) == want
+
+
+def test_a_pod_that_starts_terminating_leaves_the_counts_of_the_cached_index_and_of_overlays() -> None:
+    """The pod index follows the cache: a bound pod updated with a deletionTimestamp stops counting at the
+    next generation; an overlay binding a terminating pod does not count it either."""
+    plugin = pod_topology_spread.new({})
+    incoming = foo("p").spread(1, NODE, selector=FOO_EXISTS).obj()
+    cache = make_cache(*by_node_label(), foo("p-a", "node-a"), foo("p-b", "node-b"))
+
+    def verdicts(snapshot: Any) -> Any:
+        state = CycleState()
+        plugin.pre_filter(state, incoming, snapshot)
+        return filter_snapshot(plugin, state, incoming, snapshot)
+
+    assert verdicts(cache.snapshot()) == {"node-a": None, "node-b": None}
+    cache.apply([Upsert(Kind.POD, foo("p-a", "node-a").terminating().obj())])
+    assert verdicts(cache.snapshot()) == {"node-a": None, "node-b": SPREAD}
+    overlay = Overlay(cache.snapshot())
+    overlay.bind_pod(foo("p-c", "node-b").terminating().obj())
+    assert verdicts(overlay.snapshot()) == {"node-a": None, "node-b": SPREAD}
+    overlay.bind_pod(foo("p-d", "node-a").obj())
+    assert verdicts(overlay.snapshot()) == {"node-a": None, "node-b": None}
+    cache.apply([Upsert(Kind.POD, foo("p-a", "node-a").obj())])
+    assert verdicts(cache.snapshot()) == {"node-a": None, "node-b": None}

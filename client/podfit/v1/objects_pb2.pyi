@@ -1454,6 +1454,7 @@ class PodStatus(_message.Message):
     PHASE_FIELD_NUMBER: _builtins.int
     NOMINATED_NODE_NAME_FIELD_NUMBER: _builtins.int
     START_TIME_FIELD_NUMBER: _builtins.int
+    CONDITIONS_FIELD_NUMBER: _builtins.int
     phase: _builtins.str
     """Pending, Running, Succeeded, Failed, Unknown. Succeeded and Failed pods are ignored by scheduling."""
     nominated_node_name: _builtins.str
@@ -1466,20 +1467,68 @@ class PodStatus(_message.Message):
         as now.
         """
 
+    @_builtins.property
+    def conditions(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodCondition]:
+        """status.conditions. Preemption reads the first DisruptionTarget condition: True with reason
+        PreemptionByScheduler marks a terminating pod as evicted by preemption, which keeps a pod nominated
+        to its node from preempting again (DefaultPreemption's eligibility check).
+        """
+
     def __init__(
         self,
         *,
         phase: _builtins.str = ...,
         nominated_node_name: _builtins.str = ...,
         start_time: _timestamp_pb2.Timestamp | None = ...,
+        conditions: _abc.Iterable[Global___PodCondition] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["start_time", b"start_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["nominated_node_name", b"nominated_node_name", "phase", b"phase", "start_time", b"start_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conditions", b"conditions", "nominated_node_name", b"nominated_node_name", "phase", b"phase", "start_time", b"start_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___PodStatus: _TypeAlias = PodStatus  # noqa: Y015
+
+@_typing.final
+class PodCondition(_message.Message):
+    """A core/v1 PodCondition."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TYPE_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    LAST_TRANSITION_TIME_FIELD_NUMBER: _builtins.int
+    type: _builtins.str
+    """The condition's type, e.g. Ready, PodScheduled, DisruptionTarget."""
+    status: _builtins.str
+    """True, False or Unknown."""
+    reason: _builtins.str
+    """A CamelCase reason, e.g. PreemptionByScheduler; kept as sent."""
+    message: _builtins.str
+    """A human-readable message; kept as sent, not read."""
+    @_builtins.property
+    def last_transition_time(self) -> _timestamp_pb2.Timestamp:
+        """When the condition last changed; kept as sent, not read."""
+
+    def __init__(
+        self,
+        *,
+        type: _builtins.str = ...,
+        status: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        message: _builtins.str = ...,
+        last_transition_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["last_transition_time", b"last_transition_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["last_transition_time", b"last_transition_time", "message", b"message", "reason", b"reason", "status", b"status", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PodCondition: _TypeAlias = PodCondition  # noqa: Y015
 
 @_typing.final
 class Namespace(_message.Message):
@@ -1614,10 +1663,32 @@ class PodDisruptionBudgetStatus(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class DisruptedPodsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> _timestamp_pb2.Timestamp: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _timestamp_pb2.Timestamp | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     DISRUPTIONS_ALLOWED_FIELD_NUMBER: _builtins.int
     CURRENT_HEALTHY_FIELD_NUMBER: _builtins.int
     DESIRED_HEALTHY_FIELD_NUMBER: _builtins.int
     EXPECTED_PODS_FIELD_NUMBER: _builtins.int
+    DISRUPTED_PODS_FIELD_NUMBER: _builtins.int
     disruptions_allowed: _builtins.int
     """What preemption reads: evicting a covered pod when this is <= 0 violates the budget. The drain rules
     read it too: a covered pod blocks its node (NotEnoughPdb) when it is below 1.
@@ -1628,6 +1699,13 @@ class PodDisruptionBudgetStatus(_message.Message):
     """status.desiredHealthy; kept as sent, not read."""
     expected_pods: _builtins.int
     """status.expectedPods; kept as sent, not read."""
+    @_builtins.property
+    def disrupted_pods(self) -> _containers.MessageMap[_builtins.str, _timestamp_pb2.Timestamp]:
+        """status.disruptedPods: pod name -> when its eviction was admitted. As in kube-scheduler's
+        DefaultPreemption, a listed pod is already counted as disrupted, so evicting it takes nothing more
+        from this budget.
+        """
+
     def __init__(
         self,
         *,
@@ -1635,10 +1713,11 @@ class PodDisruptionBudgetStatus(_message.Message):
         current_healthy: _builtins.int = ...,
         desired_healthy: _builtins.int = ...,
         expected_pods: _builtins.int = ...,
+        disrupted_pods: _abc.Mapping[_builtins.str, _timestamp_pb2.Timestamp] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["current_healthy", b"current_healthy", "desired_healthy", b"desired_healthy", "disruptions_allowed", b"disruptions_allowed", "expected_pods", b"expected_pods"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["current_healthy", b"current_healthy", "desired_healthy", b"desired_healthy", "disrupted_pods", b"disrupted_pods", "disruptions_allowed", b"disruptions_allowed", "expected_pods", b"expected_pods"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -2246,7 +2246,11 @@ type PodStatus struct {
 	NominatedNodeName string `protobuf:"bytes,2,opt,name=nominated_node_name,json=nominatedNodeName,proto3" json:"nominated_node_name,omitempty"`
 	// status.startTime: preemption's tie-breaks between victims and between nodes read it; unset counts
 	// as now.
-	StartTime     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// status.conditions. Preemption reads the first DisruptionTarget condition: True with reason
+	// PreemptionByScheduler marks a terminating pod as evicted by preemption, which keeps a pod nominated
+	// to its node from preempting again (DefaultPreemption's eligibility check).
+	Conditions    []*PodCondition `protobuf:"bytes,4,rep,name=conditions,proto3" json:"conditions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2302,6 +2306,95 @@ func (x *PodStatus) GetStartTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *PodStatus) GetConditions() []*PodCondition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+// A core/v1 PodCondition.
+type PodCondition struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The condition's type, e.g. Ready, PodScheduled, DisruptionTarget.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// True, False or Unknown.
+	Status string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	// A CamelCase reason, e.g. PreemptionByScheduler; kept as sent.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// A human-readable message; kept as sent, not read.
+	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// When the condition last changed; kept as sent, not read.
+	LastTransitionTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=last_transition_time,json=lastTransitionTime,proto3" json:"last_transition_time,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *PodCondition) Reset() {
+	*x = PodCondition{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodCondition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodCondition) ProtoMessage() {}
+
+func (x *PodCondition) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
+func (*PodCondition) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *PodCondition) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *PodCondition) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *PodCondition) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PodCondition) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *PodCondition) GetLastTransitionTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastTransitionTime
+	}
+	return nil
+}
+
 // A core/v1 Namespace: its labels are what pod affinity terms' namespace_selector matches.
 type Namespace struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2317,7 +2410,7 @@ type Namespace struct {
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[31]
+	mi := &file_podfit_v1_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2422,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[31]
+	mi := &file_podfit_v1_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2435,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{31}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Namespace) GetApiVersion() string {
@@ -2386,7 +2479,7 @@ type PodDisruptionBudget struct {
 
 func (x *PodDisruptionBudget) Reset() {
 	*x = PodDisruptionBudget{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[32]
+	mi := &file_podfit_v1_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2398,7 +2491,7 @@ func (x *PodDisruptionBudget) String() string {
 func (*PodDisruptionBudget) ProtoMessage() {}
 
 func (x *PodDisruptionBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[32]
+	mi := &file_podfit_v1_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2411,7 +2504,7 @@ func (x *PodDisruptionBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudget.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudget) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{32}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PodDisruptionBudget) GetApiVersion() string {
@@ -2467,7 +2560,7 @@ type PodDisruptionBudgetSpec struct {
 
 func (x *PodDisruptionBudgetSpec) Reset() {
 	*x = PodDisruptionBudgetSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[33]
+	mi := &file_podfit_v1_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2479,7 +2572,7 @@ func (x *PodDisruptionBudgetSpec) String() string {
 func (*PodDisruptionBudgetSpec) ProtoMessage() {}
 
 func (x *PodDisruptionBudgetSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[33]
+	mi := &file_podfit_v1_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2492,7 +2585,7 @@ func (x *PodDisruptionBudgetSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudgetSpec.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudgetSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{33}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PodDisruptionBudgetSpec) GetMinAvailable() string {
@@ -2527,14 +2620,18 @@ type PodDisruptionBudgetStatus struct {
 	// status.desiredHealthy; kept as sent, not read.
 	DesiredHealthy int32 `protobuf:"varint,3,opt,name=desired_healthy,json=desiredHealthy,proto3" json:"desired_healthy,omitempty"`
 	// status.expectedPods; kept as sent, not read.
-	ExpectedPods  int32 `protobuf:"varint,4,opt,name=expected_pods,json=expectedPods,proto3" json:"expected_pods,omitempty"`
+	ExpectedPods int32 `protobuf:"varint,4,opt,name=expected_pods,json=expectedPods,proto3" json:"expected_pods,omitempty"`
+	// status.disruptedPods: pod name -> when its eviction was admitted. As in kube-scheduler's
+	// DefaultPreemption, a listed pod is already counted as disrupted, so evicting it takes nothing more
+	// from this budget.
+	DisruptedPods map[string]*timestamppb.Timestamp `protobuf:"bytes,5,rep,name=disrupted_pods,json=disruptedPods,proto3" json:"disrupted_pods,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PodDisruptionBudgetStatus) Reset() {
 	*x = PodDisruptionBudgetStatus{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[34]
+	mi := &file_podfit_v1_objects_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2546,7 +2643,7 @@ func (x *PodDisruptionBudgetStatus) String() string {
 func (*PodDisruptionBudgetStatus) ProtoMessage() {}
 
 func (x *PodDisruptionBudgetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[34]
+	mi := &file_podfit_v1_objects_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2559,7 +2656,7 @@ func (x *PodDisruptionBudgetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudgetStatus.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudgetStatus) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{34}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PodDisruptionBudgetStatus) GetDisruptionsAllowed() int32 {
@@ -2590,6 +2687,13 @@ func (x *PodDisruptionBudgetStatus) GetExpectedPods() int32 {
 	return 0
 }
 
+func (x *PodDisruptionBudgetStatus) GetDisruptedPods() map[string]*timestamppb.Timestamp {
+	if x != nil {
+		return x.DisruptedPods
+	}
+	return nil
+}
+
 // A core/v1 Service: its selector joins the default spread selector of the pods it selects.
 type Service struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2607,7 +2711,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[35]
+	mi := &file_podfit_v1_objects_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2619,7 +2723,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[35]
+	mi := &file_podfit_v1_objects_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2632,7 +2736,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{35}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Service) GetApiVersion() string {
@@ -2674,7 +2778,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[36]
+	mi := &file_podfit_v1_objects_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +2790,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[36]
+	mi := &file_podfit_v1_objects_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2803,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{36}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ServiceSpec) GetSelector() map[string]string {
@@ -2727,7 +2831,7 @@ type ReplicationController struct {
 
 func (x *ReplicationController) Reset() {
 	*x = ReplicationController{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[37]
+	mi := &file_podfit_v1_objects_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2739,7 +2843,7 @@ func (x *ReplicationController) String() string {
 func (*ReplicationController) ProtoMessage() {}
 
 func (x *ReplicationController) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[37]
+	mi := &file_podfit_v1_objects_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2752,7 +2856,7 @@ func (x *ReplicationController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicationController.ProtoReflect.Descriptor instead.
 func (*ReplicationController) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{37}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReplicationController) GetApiVersion() string {
@@ -2796,7 +2900,7 @@ type ReplicationControllerSpec struct {
 
 func (x *ReplicationControllerSpec) Reset() {
 	*x = ReplicationControllerSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[38]
+	mi := &file_podfit_v1_objects_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +2912,7 @@ func (x *ReplicationControllerSpec) String() string {
 func (*ReplicationControllerSpec) ProtoMessage() {}
 
 func (x *ReplicationControllerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[38]
+	mi := &file_podfit_v1_objects_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +2925,7 @@ func (x *ReplicationControllerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicationControllerSpec.ProtoReflect.Descriptor instead.
 func (*ReplicationControllerSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{38}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReplicationControllerSpec) GetSelector() map[string]string {
@@ -2856,7 +2960,7 @@ type ReplicaSet struct {
 
 func (x *ReplicaSet) Reset() {
 	*x = ReplicaSet{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[39]
+	mi := &file_podfit_v1_objects_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2868,7 +2972,7 @@ func (x *ReplicaSet) String() string {
 func (*ReplicaSet) ProtoMessage() {}
 
 func (x *ReplicaSet) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[39]
+	mi := &file_podfit_v1_objects_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2881,7 +2985,7 @@ func (x *ReplicaSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSet.ProtoReflect.Descriptor instead.
 func (*ReplicaSet) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{39}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ReplicaSet) GetApiVersion() string {
@@ -2930,7 +3034,7 @@ type StatefulSet struct {
 
 func (x *StatefulSet) Reset() {
 	*x = StatefulSet{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[40]
+	mi := &file_podfit_v1_objects_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2942,7 +3046,7 @@ func (x *StatefulSet) String() string {
 func (*StatefulSet) ProtoMessage() {}
 
 func (x *StatefulSet) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[40]
+	mi := &file_podfit_v1_objects_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2955,7 +3059,7 @@ func (x *StatefulSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatefulSet.ProtoReflect.Descriptor instead.
 func (*StatefulSet) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{40}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *StatefulSet) GetApiVersion() string {
@@ -3003,7 +3107,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[41]
+	mi := &file_podfit_v1_objects_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3015,7 +3119,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[41]
+	mi := &file_podfit_v1_objects_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3028,7 +3132,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{41}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Job) GetApiVersion() string {
@@ -3076,7 +3180,7 @@ type DaemonSet struct {
 
 func (x *DaemonSet) Reset() {
 	*x = DaemonSet{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[42]
+	mi := &file_podfit_v1_objects_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3088,7 +3192,7 @@ func (x *DaemonSet) String() string {
 func (*DaemonSet) ProtoMessage() {}
 
 func (x *DaemonSet) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[42]
+	mi := &file_podfit_v1_objects_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3101,7 +3205,7 @@ func (x *DaemonSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonSet.ProtoReflect.Descriptor instead.
 func (*DaemonSet) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{42}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DaemonSet) GetApiVersion() string {
@@ -3148,7 +3252,7 @@ type WorkloadSpec struct {
 
 func (x *WorkloadSpec) Reset() {
 	*x = WorkloadSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[43]
+	mi := &file_podfit_v1_objects_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3160,7 +3264,7 @@ func (x *WorkloadSpec) String() string {
 func (*WorkloadSpec) ProtoMessage() {}
 
 func (x *WorkloadSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[43]
+	mi := &file_podfit_v1_objects_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3173,7 +3277,7 @@ func (x *WorkloadSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadSpec.ProtoReflect.Descriptor instead.
 func (*WorkloadSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{43}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *WorkloadSpec) GetSelector() *LabelSelector {
@@ -3392,12 +3496,21 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	"\x10match_label_keys\x18\b \x03(\tR\x0ematchLabelKeysB\x0e\n" +
 	"\f_min_domains\"'\n" +
 	"\x11PodSchedulingGate\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\x8c\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xc5\x01\n" +
 	"\tPodStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12.\n" +
 	"\x13nominated_node_name\x18\x02 \x01(\tR\x11nominatedNodeName\x129\n" +
 	"\n" +
-	"start_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\"s\n" +
+	"start_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x127\n" +
+	"\n" +
+	"conditions\x18\x04 \x03(\v2\x17.podfit.v1.PodConditionR\n" +
+	"conditions\"\xba\x01\n" +
+	"\fPodCondition\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12L\n" +
+	"\x14last_transition_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\"s\n" +
 	"\tNamespace\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -3415,12 +3528,16 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	"\x0fmax_unavailable\x18\x02 \x01(\tH\x01R\x0emaxUnavailable\x88\x01\x01\x124\n" +
 	"\bselector\x18\x03 \x01(\v2\x18.podfit.v1.LabelSelectorR\bselectorB\x10\n" +
 	"\x0e_min_availableB\x12\n" +
-	"\x10_max_unavailable\"\xc3\x01\n" +
+	"\x10_max_unavailable\"\x81\x03\n" +
 	"\x19PodDisruptionBudgetStatus\x12/\n" +
 	"\x13disruptions_allowed\x18\x01 \x01(\x05R\x12disruptionsAllowed\x12'\n" +
 	"\x0fcurrent_healthy\x18\x02 \x01(\x05R\x0ecurrentHealthy\x12'\n" +
 	"\x0fdesired_healthy\x18\x03 \x01(\x05R\x0edesiredHealthy\x12#\n" +
-	"\rexpected_pods\x18\x04 \x01(\x05R\fexpectedPods\"\x9d\x01\n" +
+	"\rexpected_pods\x18\x04 \x01(\x05R\fexpectedPods\x12^\n" +
+	"\x0edisrupted_pods\x18\x05 \x03(\v27.podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntryR\rdisruptedPods\x1a\\\n" +
+	"\x12DisruptedPodsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x05value:\x028\x01\"\x9d\x01\n" +
 	"\aService\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -3487,7 +3604,7 @@ func file_podfit_v1_objects_proto_rawDescGZIP() []byte {
 	return file_podfit_v1_objects_proto_rawDescData
 }
 
-var file_podfit_v1_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_podfit_v1_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
 var file_podfit_v1_objects_proto_goTypes = []any{
 	(*ObjectMeta)(nil),                // 0: podfit.v1.ObjectMeta
 	(*OwnerReference)(nil),            // 1: podfit.v1.OwnerReference
@@ -3520,54 +3637,56 @@ var file_podfit_v1_objects_proto_goTypes = []any{
 	(*TopologySpreadConstraint)(nil),  // 28: podfit.v1.TopologySpreadConstraint
 	(*PodSchedulingGate)(nil),         // 29: podfit.v1.PodSchedulingGate
 	(*PodStatus)(nil),                 // 30: podfit.v1.PodStatus
-	(*Namespace)(nil),                 // 31: podfit.v1.Namespace
-	(*PodDisruptionBudget)(nil),       // 32: podfit.v1.PodDisruptionBudget
-	(*PodDisruptionBudgetSpec)(nil),   // 33: podfit.v1.PodDisruptionBudgetSpec
-	(*PodDisruptionBudgetStatus)(nil), // 34: podfit.v1.PodDisruptionBudgetStatus
-	(*Service)(nil),                   // 35: podfit.v1.Service
-	(*ServiceSpec)(nil),               // 36: podfit.v1.ServiceSpec
-	(*ReplicationController)(nil),     // 37: podfit.v1.ReplicationController
-	(*ReplicationControllerSpec)(nil), // 38: podfit.v1.ReplicationControllerSpec
-	(*ReplicaSet)(nil),                // 39: podfit.v1.ReplicaSet
-	(*StatefulSet)(nil),               // 40: podfit.v1.StatefulSet
-	(*Job)(nil),                       // 41: podfit.v1.Job
-	(*DaemonSet)(nil),                 // 42: podfit.v1.DaemonSet
-	(*WorkloadSpec)(nil),              // 43: podfit.v1.WorkloadSpec
-	nil,                               // 44: podfit.v1.ObjectMeta.LabelsEntry
-	nil,                               // 45: podfit.v1.ObjectMeta.AnnotationsEntry
-	nil,                               // 46: podfit.v1.LabelSelector.MatchLabelsEntry
-	nil,                               // 47: podfit.v1.NodeStatus.CapacityEntry
-	nil,                               // 48: podfit.v1.NodeStatus.AllocatableEntry
-	nil,                               // 49: podfit.v1.PodSpec.OverheadEntry
-	nil,                               // 50: podfit.v1.PodSpec.NodeSelectorEntry
-	nil,                               // 51: podfit.v1.ResourceRequirements.RequestsEntry
-	nil,                               // 52: podfit.v1.ResourceRequirements.LimitsEntry
-	nil,                               // 53: podfit.v1.ServiceSpec.SelectorEntry
-	nil,                               // 54: podfit.v1.ReplicationControllerSpec.SelectorEntry
-	(*timestamppb.Timestamp)(nil),     // 55: google.protobuf.Timestamp
+	(*PodCondition)(nil),              // 31: podfit.v1.PodCondition
+	(*Namespace)(nil),                 // 32: podfit.v1.Namespace
+	(*PodDisruptionBudget)(nil),       // 33: podfit.v1.PodDisruptionBudget
+	(*PodDisruptionBudgetSpec)(nil),   // 34: podfit.v1.PodDisruptionBudgetSpec
+	(*PodDisruptionBudgetStatus)(nil), // 35: podfit.v1.PodDisruptionBudgetStatus
+	(*Service)(nil),                   // 36: podfit.v1.Service
+	(*ServiceSpec)(nil),               // 37: podfit.v1.ServiceSpec
+	(*ReplicationController)(nil),     // 38: podfit.v1.ReplicationController
+	(*ReplicationControllerSpec)(nil), // 39: podfit.v1.ReplicationControllerSpec
+	(*ReplicaSet)(nil),                // 40: podfit.v1.ReplicaSet
+	(*StatefulSet)(nil),               // 41: podfit.v1.StatefulSet
+	(*Job)(nil),                       // 42: podfit.v1.Job
+	(*DaemonSet)(nil),                 // 43: podfit.v1.DaemonSet
+	(*WorkloadSpec)(nil),              // 44: podfit.v1.WorkloadSpec
+	nil,                               // 45: podfit.v1.ObjectMeta.LabelsEntry
+	nil,                               // 46: podfit.v1.ObjectMeta.AnnotationsEntry
+	nil,                               // 47: podfit.v1.LabelSelector.MatchLabelsEntry
+	nil,                               // 48: podfit.v1.NodeStatus.CapacityEntry
+	nil,                               // 49: podfit.v1.NodeStatus.AllocatableEntry
+	nil,                               // 50: podfit.v1.PodSpec.OverheadEntry
+	nil,                               // 51: podfit.v1.PodSpec.NodeSelectorEntry
+	nil,                               // 52: podfit.v1.ResourceRequirements.RequestsEntry
+	nil,                               // 53: podfit.v1.ResourceRequirements.LimitsEntry
+	nil,                               // 54: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
+	nil,                               // 55: podfit.v1.ServiceSpec.SelectorEntry
+	nil,                               // 56: podfit.v1.ReplicationControllerSpec.SelectorEntry
+	(*timestamppb.Timestamp)(nil),     // 57: google.protobuf.Timestamp
 }
 var file_podfit_v1_objects_proto_depIdxs = []int32{
-	44, // 0: podfit.v1.ObjectMeta.labels:type_name -> podfit.v1.ObjectMeta.LabelsEntry
-	45, // 1: podfit.v1.ObjectMeta.annotations:type_name -> podfit.v1.ObjectMeta.AnnotationsEntry
+	45, // 0: podfit.v1.ObjectMeta.labels:type_name -> podfit.v1.ObjectMeta.LabelsEntry
+	46, // 1: podfit.v1.ObjectMeta.annotations:type_name -> podfit.v1.ObjectMeta.AnnotationsEntry
 	1,  // 2: podfit.v1.ObjectMeta.owner_references:type_name -> podfit.v1.OwnerReference
-	55, // 3: podfit.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	55, // 4: podfit.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	46, // 5: podfit.v1.LabelSelector.match_labels:type_name -> podfit.v1.LabelSelector.MatchLabelsEntry
+	57, // 3: podfit.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	57, // 4: podfit.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	47, // 5: podfit.v1.LabelSelector.match_labels:type_name -> podfit.v1.LabelSelector.MatchLabelsEntry
 	3,  // 6: podfit.v1.LabelSelector.match_expressions:type_name -> podfit.v1.LabelSelectorRequirement
 	0,  // 7: podfit.v1.Node.metadata:type_name -> podfit.v1.ObjectMeta
 	5,  // 8: podfit.v1.Node.spec:type_name -> podfit.v1.NodeSpec
 	7,  // 9: podfit.v1.Node.status:type_name -> podfit.v1.NodeStatus
 	6,  // 10: podfit.v1.NodeSpec.taints:type_name -> podfit.v1.Taint
-	47, // 11: podfit.v1.NodeStatus.capacity:type_name -> podfit.v1.NodeStatus.CapacityEntry
-	48, // 12: podfit.v1.NodeStatus.allocatable:type_name -> podfit.v1.NodeStatus.AllocatableEntry
+	48, // 11: podfit.v1.NodeStatus.capacity:type_name -> podfit.v1.NodeStatus.CapacityEntry
+	49, // 12: podfit.v1.NodeStatus.allocatable:type_name -> podfit.v1.NodeStatus.AllocatableEntry
 	8,  // 13: podfit.v1.NodeStatus.images:type_name -> podfit.v1.ContainerImage
 	0,  // 14: podfit.v1.Pod.metadata:type_name -> podfit.v1.ObjectMeta
 	10, // 15: podfit.v1.Pod.spec:type_name -> podfit.v1.PodSpec
 	30, // 16: podfit.v1.Pod.status:type_name -> podfit.v1.PodStatus
 	14, // 17: podfit.v1.PodSpec.containers:type_name -> podfit.v1.Container
 	14, // 18: podfit.v1.PodSpec.init_containers:type_name -> podfit.v1.Container
-	49, // 19: podfit.v1.PodSpec.overhead:type_name -> podfit.v1.PodSpec.OverheadEntry
-	50, // 20: podfit.v1.PodSpec.node_selector:type_name -> podfit.v1.PodSpec.NodeSelectorEntry
+	50, // 19: podfit.v1.PodSpec.overhead:type_name -> podfit.v1.PodSpec.OverheadEntry
+	51, // 20: podfit.v1.PodSpec.node_selector:type_name -> podfit.v1.PodSpec.NodeSelectorEntry
 	17, // 21: podfit.v1.PodSpec.affinity:type_name -> podfit.v1.Affinity
 	27, // 22: podfit.v1.PodSpec.tolerations:type_name -> podfit.v1.Toleration
 	28, // 23: podfit.v1.PodSpec.topology_spread_constraints:type_name -> podfit.v1.TopologySpreadConstraint
@@ -3578,8 +3697,8 @@ var file_podfit_v1_objects_proto_depIdxs = []int32{
 	13, // 28: podfit.v1.Volume.empty_dir:type_name -> podfit.v1.EmptyDirVolumeSource
 	15, // 29: podfit.v1.Container.resources:type_name -> podfit.v1.ResourceRequirements
 	16, // 30: podfit.v1.Container.ports:type_name -> podfit.v1.ContainerPort
-	51, // 31: podfit.v1.ResourceRequirements.requests:type_name -> podfit.v1.ResourceRequirements.RequestsEntry
-	52, // 32: podfit.v1.ResourceRequirements.limits:type_name -> podfit.v1.ResourceRequirements.LimitsEntry
+	52, // 31: podfit.v1.ResourceRequirements.requests:type_name -> podfit.v1.ResourceRequirements.RequestsEntry
+	53, // 32: podfit.v1.ResourceRequirements.limits:type_name -> podfit.v1.ResourceRequirements.LimitsEntry
 	18, // 33: podfit.v1.Affinity.node_affinity:type_name -> podfit.v1.NodeAffinity
 	23, // 34: podfit.v1.Affinity.pod_affinity:type_name -> podfit.v1.PodAffinity
 	24, // 35: podfit.v1.Affinity.pod_anti_affinity:type_name -> podfit.v1.PodAntiAffinity
@@ -3597,32 +3716,36 @@ var file_podfit_v1_objects_proto_depIdxs = []int32{
 	2,  // 47: podfit.v1.PodAffinityTerm.namespace_selector:type_name -> podfit.v1.LabelSelector
 	25, // 48: podfit.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> podfit.v1.PodAffinityTerm
 	2,  // 49: podfit.v1.TopologySpreadConstraint.label_selector:type_name -> podfit.v1.LabelSelector
-	55, // 50: podfit.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	0,  // 51: podfit.v1.Namespace.metadata:type_name -> podfit.v1.ObjectMeta
-	0,  // 52: podfit.v1.PodDisruptionBudget.metadata:type_name -> podfit.v1.ObjectMeta
-	33, // 53: podfit.v1.PodDisruptionBudget.spec:type_name -> podfit.v1.PodDisruptionBudgetSpec
-	34, // 54: podfit.v1.PodDisruptionBudget.status:type_name -> podfit.v1.PodDisruptionBudgetStatus
-	2,  // 55: podfit.v1.PodDisruptionBudgetSpec.selector:type_name -> podfit.v1.LabelSelector
-	0,  // 56: podfit.v1.Service.metadata:type_name -> podfit.v1.ObjectMeta
-	36, // 57: podfit.v1.Service.spec:type_name -> podfit.v1.ServiceSpec
-	53, // 58: podfit.v1.ServiceSpec.selector:type_name -> podfit.v1.ServiceSpec.SelectorEntry
-	0,  // 59: podfit.v1.ReplicationController.metadata:type_name -> podfit.v1.ObjectMeta
-	38, // 60: podfit.v1.ReplicationController.spec:type_name -> podfit.v1.ReplicationControllerSpec
-	54, // 61: podfit.v1.ReplicationControllerSpec.selector:type_name -> podfit.v1.ReplicationControllerSpec.SelectorEntry
-	0,  // 62: podfit.v1.ReplicaSet.metadata:type_name -> podfit.v1.ObjectMeta
-	43, // 63: podfit.v1.ReplicaSet.spec:type_name -> podfit.v1.WorkloadSpec
-	0,  // 64: podfit.v1.StatefulSet.metadata:type_name -> podfit.v1.ObjectMeta
-	43, // 65: podfit.v1.StatefulSet.spec:type_name -> podfit.v1.WorkloadSpec
-	0,  // 66: podfit.v1.Job.metadata:type_name -> podfit.v1.ObjectMeta
-	43, // 67: podfit.v1.Job.spec:type_name -> podfit.v1.WorkloadSpec
-	0,  // 68: podfit.v1.DaemonSet.metadata:type_name -> podfit.v1.ObjectMeta
-	43, // 69: podfit.v1.DaemonSet.spec:type_name -> podfit.v1.WorkloadSpec
-	2,  // 70: podfit.v1.WorkloadSpec.selector:type_name -> podfit.v1.LabelSelector
-	71, // [71:71] is the sub-list for method output_type
-	71, // [71:71] is the sub-list for method input_type
-	71, // [71:71] is the sub-list for extension type_name
-	71, // [71:71] is the sub-list for extension extendee
-	0,  // [0:71] is the sub-list for field type_name
+	57, // 50: podfit.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	31, // 51: podfit.v1.PodStatus.conditions:type_name -> podfit.v1.PodCondition
+	57, // 52: podfit.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	0,  // 53: podfit.v1.Namespace.metadata:type_name -> podfit.v1.ObjectMeta
+	0,  // 54: podfit.v1.PodDisruptionBudget.metadata:type_name -> podfit.v1.ObjectMeta
+	34, // 55: podfit.v1.PodDisruptionBudget.spec:type_name -> podfit.v1.PodDisruptionBudgetSpec
+	35, // 56: podfit.v1.PodDisruptionBudget.status:type_name -> podfit.v1.PodDisruptionBudgetStatus
+	2,  // 57: podfit.v1.PodDisruptionBudgetSpec.selector:type_name -> podfit.v1.LabelSelector
+	54, // 58: podfit.v1.PodDisruptionBudgetStatus.disrupted_pods:type_name -> podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
+	0,  // 59: podfit.v1.Service.metadata:type_name -> podfit.v1.ObjectMeta
+	37, // 60: podfit.v1.Service.spec:type_name -> podfit.v1.ServiceSpec
+	55, // 61: podfit.v1.ServiceSpec.selector:type_name -> podfit.v1.ServiceSpec.SelectorEntry
+	0,  // 62: podfit.v1.ReplicationController.metadata:type_name -> podfit.v1.ObjectMeta
+	39, // 63: podfit.v1.ReplicationController.spec:type_name -> podfit.v1.ReplicationControllerSpec
+	56, // 64: podfit.v1.ReplicationControllerSpec.selector:type_name -> podfit.v1.ReplicationControllerSpec.SelectorEntry
+	0,  // 65: podfit.v1.ReplicaSet.metadata:type_name -> podfit.v1.ObjectMeta
+	44, // 66: podfit.v1.ReplicaSet.spec:type_name -> podfit.v1.WorkloadSpec
+	0,  // 67: podfit.v1.StatefulSet.metadata:type_name -> podfit.v1.ObjectMeta
+	44, // 68: podfit.v1.StatefulSet.spec:type_name -> podfit.v1.WorkloadSpec
+	0,  // 69: podfit.v1.Job.metadata:type_name -> podfit.v1.ObjectMeta
+	44, // 70: podfit.v1.Job.spec:type_name -> podfit.v1.WorkloadSpec
+	0,  // 71: podfit.v1.DaemonSet.metadata:type_name -> podfit.v1.ObjectMeta
+	44, // 72: podfit.v1.DaemonSet.spec:type_name -> podfit.v1.WorkloadSpec
+	2,  // 73: podfit.v1.WorkloadSpec.selector:type_name -> podfit.v1.LabelSelector
+	57, // 74: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry.value:type_name -> google.protobuf.Timestamp
+	75, // [75:75] is the sub-list for method output_type
+	75, // [75:75] is the sub-list for method input_type
+	75, // [75:75] is the sub-list for extension type_name
+	75, // [75:75] is the sub-list for extension extendee
+	0,  // [0:75] is the sub-list for field type_name
 }
 
 func init() { file_podfit_v1_objects_proto_init() }
@@ -3635,16 +3758,16 @@ func file_podfit_v1_objects_proto_init() {
 	file_podfit_v1_objects_proto_msgTypes[10].OneofWrappers = []any{}
 	file_podfit_v1_objects_proto_msgTypes[27].OneofWrappers = []any{}
 	file_podfit_v1_objects_proto_msgTypes[28].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[33].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[38].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[43].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[34].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[39].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[44].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podfit_v1_objects_proto_rawDesc), len(file_podfit_v1_objects_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   55,
+			NumMessages:   57,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2,10 +2,11 @@
 
 Their PreFilter/PreScore ask, over every node, how many pods a selector matches, or which existing pods'
 affinity terms select the incoming pod; walking every pod per decision costs ~100 ms at 50,000 pods.
-Here the pods of each NodeTable row are grouped by (namespace, labels), so a selector is evaluated once
-per distinct label set, and per-row match counts are memoised per query. Existing pods' affinity terms
-are grouped the same way and found through a label they require, so only terms that can select the
-incoming pod are evaluated.
+Here the pods of each NodeTable row are grouped by (namespace, labels, terminating), so a selector is
+evaluated once per distinct label set, and per-row match counts are memoised per query. Existing pods'
+affinity terms are grouped the same way and found through a label they require, so only terms that can
+select the incoming pod are evaluated. Terminating pods (with a deletionTimestamp) are indexed like the
+others; a query that bypasses them, as PodTopologySpread's countPodsMatchSelector does, skips their groups.
 
 The index follows the cache lazily, per decision: a row is re-read when its NodeInfo carries a generation
 above the last sync (the cache stamps NodeInfo.generation when it creates a NodeInfo and whenever its pods
@@ -40,7 +41,8 @@ V = TypeVar("V")
 TermKey = tuple[object, ...]
 Int64Array = npt.NDArray[np.int64]
 IntpArray = npt.NDArray[np.intp]
-GroupKey = tuple[str, frozenset[tuple[str, str]]]
+# (namespace, labels, terminating): terminating pods carry a deletionTimestamp.
+GroupKey = tuple[str, frozenset[tuple[str, str]], bool]
 Anchor = tuple[str, str]
 # (namespaces, selector): pods in the namespaces (None: any) that the selector (None: none) matches.
 Clause = tuple[frozenset[str] | None, LabelSelector | None]
@@ -93,12 +95,16 @@ def selector_anchors(selector: LabelSelector) -> tuple[Anchor, ...] | None:
 
 @dataclass(frozen=True, slots=True)
 class PodQuery:
-    """Pods that every clause matches; no clauses match no pod (podMatchesAllAffinityTerms)."""
+    """Pods that every clause matches; no clauses match no pod (podMatchesAllAffinityTerms).
+
+    With ``skip_terminating``, pods with a deletionTimestamp match nothing (PodTopologySpread's
+    countPodsMatchSelector bypasses them; InterPodAffinity counts them)."""
 
     clauses: tuple[Clause, ...]
+    skip_terminating: bool = False
 
-    def matches(self, namespace: str, labels: Labels) -> bool:
-        if not self.clauses:
+    def matches(self, namespace: str, labels: Labels, terminating: bool = False) -> bool:
+        if not self.clauses or (terminating and self.skip_terminating):
             return False
         for namespaces, selector in self.clauses:
             if namespaces is not None and namespace not in namespaces:
@@ -207,11 +213,12 @@ class RowCounts:
 
 
 class _Group:
-    __slots__ = ("labels", "namespace", "rows")
+    __slots__ = ("labels", "namespace", "rows", "terminating")
 
     def __init__(self, key: GroupKey) -> None:
         self.namespace = key[0]
         self.labels: Labels = dict(key[1])
+        self.terminating = key[2]
         self.rows = RowCounts()
 
 
@@ -230,7 +237,7 @@ class _QueryCounts:
         if verdict is None:
             if len(self.verdicts) >= _MAX_VERDICTS:
                 self.verdicts.clear()
-            verdict = self.verdicts[key] = self.query.matches(group.namespace, group.labels)
+            verdict = self.verdicts[key] = self.query.matches(group.namespace, group.labels, group.terminating)
         return verdict
 
 
@@ -426,13 +433,14 @@ class PodIndexView(Protocol):
 
 
 def _row_contents(info: NodeInfo | None) -> tuple[dict[GroupKey, int], dict[TermKey, int], dict[TermKey, TermSpec]]:
-    """A row's pods grouped by (namespace, labels), and its pods' affinity terms, as the index keeps them."""
+    """A row's pods grouped by (namespace, labels, terminating), and its pods' affinity terms, as the index
+    keeps them."""
     groups: dict[GroupKey, int] = {}
     terms: dict[TermKey, int] = {}
     specs: dict[TermKey, TermSpec] = {}
     if info is not None:
         for pod in info.pods.values():
-            group = (pod.namespace, frozenset(pod.labels.items()))
+            group = (pod.namespace, frozenset(pod.labels.items()), pod.deletion_timestamp is not None)
             groups[group] = groups.get(group, 0) + 1
         for pod in info.pods_with_affinity.values():
             for term, spec in pod_terms(pod):
@@ -463,7 +471,7 @@ class OverlayPodIndex:
             self._groups[row], self._terms[row] = groups, terms
             self._specs.update(specs)
             for query, counts in self._queries.items():
-                counts[row] = sum(n for (ns, labels), n in groups.items() if query.matches(ns, dict(labels)))
+                counts[row] = _row_count(query, groups)
 
     @property
     def capacity(self) -> int:
@@ -476,7 +484,7 @@ class OverlayPodIndex:
             counts = np.zeros(self._capacity, dtype=np.int64)
             counts[: len(base)] = base
             for row, groups in self._groups.items():
-                counts[row] = sum(n for (ns, labels), n in groups.items() if query.matches(ns, dict(labels)))
+                counts[row] = _row_count(query, groups)
             self._queries[query] = counts
         return counts
 
@@ -509,6 +517,11 @@ class OverlayPodIndex:
             if counts.counts:
                 found.append((entry[0] if entry is not None else _existing_term(self._specs[key]), counts))
         return found
+
+
+def _row_count(query: PodQuery, groups: Mapping[GroupKey, int]) -> int:
+    """The pods of one row's groups that the query matches."""
+    return sum(n for (ns, labels, terminating), n in groups.items() if query.matches(ns, dict(labels), terminating))
 
 
 def _term_family(term: ExistingTerm) -> tuple[int, tuple[Anchor, ...] | None]:

@@ -248,6 +248,9 @@ class Pod:
     preemption_policy: str = "PreemptLowerPriority"
     phase: str = ""
     nominated_node_name: str = ""
+    # status.conditions: the first DisruptionTarget condition is True with reason PreemptionByScheduler
+    # (kube-scheduler's preemption is evicting the pod; DefaultPreemption's podTerminatingByPreemption).
+    preempted_by_scheduler: bool = False
     # Seconds since the epoch; None when the pod has not started.
     start_time: float | None = None
     # One entry per container then per init container ("" when a container names no image).
@@ -307,6 +310,9 @@ class PodDisruptionBudget:
     # None matches nothing; so does an empty selector (policy/v1 semantics in kube-scheduler).
     selector: LabelSelector | None = None
     disruptions_allowed: int = 0
+    # status.disruptedPods: names of the pods whose eviction the API server has already admitted (and
+    # charged to the budget); preemption does not charge them again.
+    disrupted_pods: frozenset[str] = frozenset()
     min_available: str | None = None
     max_unavailable: str | None = None
     uid: str = ""
@@ -610,9 +616,30 @@ def pod_from_parts(
         node_name=node_name,
         phase=_string(status.get("phase"), f"{path}.status.phase"),
         nominated_node_name=_string(status.get("nominatedNodeName"), f"{path}.status.nominatedNodeName"),
+        preempted_by_scheduler=_preempted_by_scheduler(status.get("conditions"), f"{path}.status.conditions"),
         start_time=_time(status.get("startTime"), f"{path}.status.startTime"),
         **spec_fields,
     )
+
+
+def _preempted_by_scheduler(value: Any, path: str) -> bool:
+    """podTerminatingByPreemption's condition test: the first DisruptionTarget condition decides."""
+    for i, item in enumerate(_sequence(value, path)):
+        condition = _mapping(item, f"{path}[{i}]")
+        if _string(condition.get("type"), f"{path}[{i}].type") == "DisruptionTarget":
+            status = _string(condition.get("status"), f"{path}[{i}].status")
+            reason = _string(condition.get("reason"), f"{path}[{i}].reason")
+            return status == "True" and reason == "PreemptionByScheduler"
+    return False
+
+
+def _disrupted_pods(value: Any, path: str) -> frozenset[str]:
+    """status.disruptedPods: pod name -> the time its eviction was admitted (validated, not kept)."""
+    names = []
+    for name, when in _mapping(value, path).items():
+        _time(when, f"{path}.{name}")
+        names.append(str(name))
+    return frozenset(names)
 
 
 def pod_spec_fields(spec: Mapping[str, Any], sp: str) -> dict[str, Any]:
@@ -899,6 +926,7 @@ def pdb_from_k8s(data: Mapping[str, Any], path: str = "podDisruptionBudget") -> 
         namespace=_string(meta.get("namespace"), f"{path}.metadata.namespace") or DEFAULT_NAMESPACE,
         selector=parse_label_selector(spec.get("selector"), f"{path}.spec.selector"),
         disruptions_allowed=_integer(status.get("disruptionsAllowed"), f"{path}.status.disruptionsAllowed"),
+        disrupted_pods=_disrupted_pods(status.get("disruptedPods"), f"{path}.status.disruptedPods"),
         min_available=_int_or_string(spec.get("minAvailable"), f"{path}.spec.minAvailable"),
         max_unavailable=_int_or_string(spec.get("maxUnavailable"), f"{path}.spec.maxUnavailable"),
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),

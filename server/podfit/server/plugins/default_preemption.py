@@ -27,6 +27,7 @@ from podfit.server.model import LabelSelector, Pod, PodDisruptionBudget, Validat
 from podfit.server.model.objects import PODS
 
 REASON_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
+REASON_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
 REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 # DynamicResources' PostFilter runs first; for a pod without resource claims it always rejects with
@@ -141,10 +142,9 @@ class DefaultPreemption:
                 text = f"{REASON_DRA_NO_CLAIMS}, {text}"
             return PreemptionResult("", (), 0, (), text, code.value)
 
-        # Upstream also refuses while victims of an earlier preemption still terminate on the pod's
-        # nominated node; podfit holds no terminating pods, so only the policy can make a pod ineligible.
-        if pod.preemption_policy == "Never":
-            return rejected(REASON_NOT_ELIGIBLE_NEVER)
+        reason = _not_eligible(pod, snapshot, statuses)
+        if reason:
+            return rejected(reason)
 
         now = time.time()
         candidates, failures, errors = self._dry_run(state, pod, snapshot, framework, statuses, now)
@@ -446,26 +446,55 @@ class DefaultPreemption:
         return victims, violations, None
 
 
+def _not_eligible(pod: Pod, snapshot: Snapshot, statuses: Mapping[str, Status | None]) -> str:
+    """PodEligibleToPreemptOthers: why the pod may not preempt ("" when it may).
+
+    Never with preemptionPolicy Never; nor while its nominated node, unless Filter found that node
+    UnschedulableAndUnresolvable, holds a lower-priority pod that is terminating because the scheduler
+    preempted it (the victims of its earlier preemption). A nominated node without a Filter verdict
+    counts as UnschedulableAndUnresolvable, as upstream's NodeToStatus reports absent nodes.
+    """
+    if pod.preemption_policy == "Never":
+        return REASON_NOT_ELIGIBLE_NEVER
+    name = pod.nominated_node_name
+    if not name:
+        return ""
+    status = statuses.get(name)
+    if status is None or status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+        return ""
+    info = snapshot.get(name)
+    if info is not None and any(
+        p.priority < pod.priority and p.deletion_timestamp is not None and p.preempted_by_scheduler
+        for p in info.pods.values()
+    ):
+        return REASON_NOT_ELIGIBLE_TERMINATING
+    return ""
+
+
 class _Budgets:
-    """The PDBs as preemption judges them: selector, namespace and status.disruptionsAllowed only.
+    """The PDBs as preemption judges them: selector, namespace, status.disruptionsAllowed and
+    status.disruptedPods.
 
     A PDB whose selector is absent, empty or unparsable matches nothing (upstream's
-    LabelSelectorAsSelector then Empty()); disruptedPods is not modelled, so no pod is exempt.
+    LabelSelectorAsSelector then Empty()). A pod listed in a budget's disruptedPods is already charged
+    to it: its eviction takes nothing more from that budget (filterPodsWithPDBViolation).
     """
 
     def __init__(self, pdbs: Sequence[PodDisruptionBudget]) -> None:
-        self._by_namespace: dict[str, list[tuple[int, LabelSelector]]] = {}
+        self._by_namespace: dict[str, list[tuple[int, LabelSelector, frozenset[str]]]] = {}
         self._allowed: list[int] = []
         for pdb in pdbs:
             selector = pdb.selector
             if selector is None or selector.empty or not _valid(selector):
                 continue
-            self._by_namespace.setdefault(pdb.namespace, []).append((len(self._allowed), selector))
+            entry = (len(self._allowed), selector, pdb.disrupted_pods)
+            self._by_namespace.setdefault(pdb.namespace, []).append(entry)
             self._allowed.append(pdb.disruptions_allowed)
 
     def split(self, pods: Sequence[Pod]) -> tuple[list[Pod], list[Pod]]:
         """(violating, non-violating), order kept: evicting the pods in order, each matching budget
-        loses one allowed disruption, and a pod whose eviction takes some budget below zero violates."""
+        that does not list the pod in disruptedPods loses one allowed disruption, and a pod whose
+        eviction takes some budget below zero violates."""
         if not self._allowed:
             return [], list(pods)
         allowed = list(self._allowed)
@@ -474,8 +503,8 @@ class _Budgets:
         for pod in pods:
             violated = False
             if pod.labels:
-                for index, selector in self._by_namespace.get(pod.namespace, ()):
-                    if selector.matches(pod.labels):
+                for index, selector, disrupted in self._by_namespace.get(pod.namespace, ()):
+                    if selector.matches(pod.labels) and pod.name not in disrupted:
                         allowed[index] -= 1
                         if allowed[index] < 0:
                             violated = True

@@ -8,6 +8,9 @@ matching pods per domain once; Filter and Score then cost O(constraints) per nod
 
 The counts come from the pod index (matching pods per row, kept across decisions; an overlay's view of it
 for forked snapshots) summed per domain with numpy, and filter_rows / score_rows gather them by label code.
+As upstream's countPodsMatchSelector, PreFilter, PreScore and Score do not count terminating pods (with a
+deletionTimestamp); preemption's AddPod/RemovePod count every pod they are given, terminating or not, as
+upstream's updateWithPod does.
 """
 
 from __future__ import annotations
@@ -452,13 +455,14 @@ def _gather(by_code: Int64Array, codes: Int32Array, size: int) -> Int64Array:
 def _selector_counts(
     index: PodIndexView, selector: LabelSelector | None, namespace: str, cache: dict[LabelSelector | None, Int64Array]
 ) -> Int64Array:
-    """countPodsMatchSelector for every table row (empty and absent selectors count nothing)."""
+    """countPodsMatchSelector for every table row: pods of ``namespace`` the selector matches, terminating
+    pods (with a deletionTimestamp) bypassed; empty and absent selectors count nothing."""
     counts = cache.get(selector)
     if counts is None:
         if selector is None or selector.empty:
             counts = np.zeros(index.capacity, dtype=np.int64)
         else:
-            counts = index.pod_counts(PodQuery(((frozenset((namespace,)), selector),)))
+            counts = index.pod_counts(PodQuery(((frozenset((namespace,)), selector),), skip_terminating=True))
         cache[selector] = counts
     return counts
 

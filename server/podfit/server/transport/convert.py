@@ -83,6 +83,14 @@ def _seconds(message: Any, field: str, path: str) -> float | None:
         raise ValidationError(path, "must be an RFC 3339 time between years 1 and 9999") from None
 
 
+def _preempted_by_scheduler(conditions: Sequence[ob.PodCondition]) -> bool:
+    """The typed twin of the model's condition test: the first DisruptionTarget condition decides."""
+    for condition in conditions:
+        if condition.type == "DisruptionTarget":
+            return condition.status == "True" and condition.reason == "PreemptionByScheduler"
+    return False
+
+
 def pod_from_message(message: ob.Pod, path: str) -> Pod:
     """A Pod from its typed message: metadata and status are read field by field (every value is
     already typed, so only presence rules remain to check); the spec goes through the Kubernetes JSON
@@ -107,6 +115,7 @@ def pod_from_message(message: ob.Pod, path: str) -> Pod:
         phase=status.phase,
         nominated_node_name=status.nominated_node_name,
         start_time=_seconds(status, "start_time", f"{path}.status.startTime"),
+        preempted_by_scheduler=_preempted_by_scheduler(status.conditions),
         deletion_timestamp=_seconds(meta, "deletion_timestamp", f"{path}.metadata.deletionTimestamp"),
         deletion_grace_period_seconds=(
             meta.deletion_grace_period_seconds if meta.HasField("deletion_grace_period_seconds") else None
