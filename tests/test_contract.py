@@ -1,4 +1,4 @@
-"""The contract is governed: buf lint (buf.yaml) is clean and nothing breaks against the last released
+"""The contract is governed: buf lint (protos/buf.yaml) is clean and nothing breaks against the last released
 contract (protos/released/), with buf pinned in sdk/typescript's devDependencies."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ BUF = ROOT / "sdk" / "typescript" / "node_modules" / ".bin" / "buf"
 RELEASED = sorted((ROOT / "protos" / "released").glob("podfit-v*.json"))[-1]
 
 
-def buf(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def buf(*args: str, cwd: Path = ROOT / "protos") -> subprocess.CompletedProcess[str]:
     if not BUF.exists():
         pytest.fail(f"{BUF.relative_to(ROOT)} is missing: run the README's install command (sdk/install.sh)")
     return subprocess.run([str(BUF), *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False)
@@ -42,11 +42,10 @@ def test_the_breaking_check_catches_breaking_changes(tmp_path: Path, old: str, n
     """On a copy of the contract with one breaking edit, the same check fails and says what broke."""
     copy = tmp_path / "repo"
     shutil.copytree(ROOT / "protos", copy / "protos", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "buf.yaml", copy / "buf.yaml")
     proto = copy / "protos" / "podfit" / "v1" / "cluster_cache.proto"
     text = proto.read_text()
     assert old in text
     proto.write_text(text.replace(old, new, 1))
-    result = buf("breaking", "--against", str(RELEASED), cwd=copy)
+    result = buf("breaking", "--against", str(RELEASED), cwd=copy / "protos")
     assert result.returncode != 0
     assert complaint in result.stdout + result.stderr
