@@ -153,6 +153,13 @@ func (c *Client) Stats(ctx context.Context) (*podfitv1.StatsResponse, error) {
 	return call(ctx, c.Cache.Stats, &podfitv1.StatsRequest{})
 }
 
+// MarkSynced tells a server started with --wait-for-sync that this feeder's initial list of every kind
+// is applied: decisions are refused until then. Idempotent; the answer carries the server's epoch, which
+// changes when a restart empties the cache (a feeder then relists everything and marks again).
+func (c *Client) MarkSynced(ctx context.Context, feeder string) (*podfitv1.MarkSyncedResponse, error) {
+	return call(ctx, c.Cache.MarkSynced, &podfitv1.MarkSyncedRequest{Feeder: feeder})
+}
+
 // updatesOf converts Apply's and Stream's arguments; field is the request field they fill.
 func updatesOf(objects []any, field string) ([]*podfitv1.Update, error) {
 	items := flatten(objects)

@@ -565,3 +565,32 @@ func TestAnExpiredContextIsDeadlineExceeded(t *testing.T) {
 		t.Errorf("errors.Is(err, context.DeadlineExceeded) = %v, status.Code = %v", errors.Is(err, context.DeadlineExceeded), status.Code(err))
 	}
 }
+
+func TestWaitForSyncRefusesDecisionsUntilMarkSynced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	server := startServer(t, []string{"--wait-for-sync"})
+	client := dial(t, server.target, podfit.WithInsecure())
+	if _, err := client.Apply(ctx, json.RawMessage(`{"kind": "Node", "metadata": {"name": "n1"},
+		"status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}`)); err != nil {
+		t.Fatalf("Apply before the sync: %v", err)
+	}
+	pod := json.RawMessage(`{"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}`)
+	_, err := client.Schedule(ctx, pod)
+	var perr *podfit.Error
+	if !errors.As(err, &perr) || perr.Code != codes.FailedPrecondition || perr.Reason != "CACHE_NOT_SYNCED" {
+		t.Fatalf("Schedule before the sync: %v, want FailedPrecondition CACHE_NOT_SYNCED", err)
+	}
+	marked, err := client.MarkSynced(ctx, "go-sdk-test")
+	if err != nil {
+		t.Fatalf("MarkSynced: %v", err)
+	}
+	stats := stats(t, client)
+	if !stats.GetSynced() || marked.GetServerEpoch() == "" || marked.GetServerEpoch() != stats.GetServerEpoch() {
+		t.Fatalf("after MarkSynced: synced=%v epochs %q / %q", stats.GetSynced(), marked.GetServerEpoch(), stats.GetServerEpoch())
+	}
+	decision, err := client.Schedule(ctx, pod)
+	if err != nil || decision.GetSelectedNode() != "n1" {
+		t.Fatalf("Schedule after the sync: %v, %v", decision, err)
+	}
+}

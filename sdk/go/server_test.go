@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -113,11 +114,16 @@ func startServer(t *testing.T, args []string, dialOpts ...podfit.Option) *testSe
 		dialOpts = []podfit.Option{podfit.WithInsecure()}
 	}
 	health := grpc_health_v1.NewHealthClient(dial(t, target, dialOpts...).Conn())
+	// A server waiting for a feeder's sync is up but reports NOT_SERVING until then.
+	ready := grpc_health_v1.HealthCheckResponse_SERVING
+	if slices.Contains(args, "--wait-for-sync") {
+		ready = grpc_health_v1.HealthCheckResponse_NOT_SERVING
+	}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		response, err := health.Check(ctx, &grpc_health_v1.HealthCheckRequest{}, grpc.WaitForReady(true))
 		cancel()
-		if err == nil && response.GetStatus() == grpc_health_v1.HealthCheckResponse_SERVING {
+		if err == nil && response.GetStatus() == ready {
 			return &testServer{target: target, pid: pid}
 		}
 		select {

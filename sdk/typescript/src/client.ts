@@ -10,6 +10,7 @@ import type {
   GetResponse,
   ListResponse,
   ReplaceResponse,
+  MarkSyncedResponse,
   StatsResponse,
   StreamRequest,
   StreamResponse,
@@ -309,6 +310,15 @@ export class PodfitClient {
 
   async stats(options: CallOptions = {}): Promise<StatsResponse> {
     return this.call((o) => this.cache.stats({}, o), options);
+  }
+
+  /**
+   * Tells a server started with --wait-for-sync that this feeder's initial list of every kind is applied:
+   * decisions are refused until then. Idempotent; the answer carries the server's epoch, which changes
+   * when a restart empties the cache (a feeder then relists everything and marks again).
+   */
+  async markSynced(feeder = "", options: CallOptions = {}): Promise<MarkSyncedResponse> {
+    return this.call((o) => this.cache.markSynced({ feeder }, o), options);
   }
 
   /**
