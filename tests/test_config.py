@@ -171,5 +171,6 @@ def test_the_shipped_bin_packing_profile_loads() -> None:
 def test_the_shipped_kubernetes_podfit_config_loads() -> None:
     path = Path(__file__).resolve().parents[1] / "deploy" / "kubernetes" / "podfit-config.yaml"
     settings = resolve(["--config", str(path)], {})
-    assert (settings.extender_addr, settings.extender_url_prefix) == ("127.0.0.1:8888", "/scheduler")
-    assert settings.auth_token_file == "/etc/podfit/token"
+    # In the cluster the extender listens on the pod's address, behind the podfit Service.
+    assert (settings.extender_addr, settings.extender_url_prefix) == ("0.0.0.0:8888", "/scheduler")
+    assert settings.auth_token_file == "/var/run/secrets/podfit/token"

@@ -446,6 +446,13 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
     return 0
 
 
+def cmd_feed(args: argparse.Namespace, config: ChannelConfig) -> int:
+    """Long-running: lists and watches a Kubernetes API server and keeps podfit current (podfit.feed)."""
+    from podfit.feed.command import run
+
+    return run(args, config)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="podfit", description="Client for the podfit scheduling-decision service.")
     parser.add_argument("--target", default=None, help=f"server address (default {DEFAULT_TARGET})")
@@ -546,6 +553,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="answers with the outcome only, or every node's verdict and scores (VIEW_FULL)",
     )
     p.add_argument("--json", help="write the results here")
+    p = sub.add_parser("feed", help="keep podfit current from a Kubernetes API server (list and watch)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG if set, else the in-cluster config)")
+    p.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    p.add_argument("-n", "--namespace", default=None, help="only this namespace's objects (nodes are always all)")
+    p.add_argument("-l", "--selector", help="label selector for the namespaced kinds, e.g. team=a")
+    p.add_argument("--kinds", help="comma-separated kinds to feed, e.g. nodes,pods (default: all ten)")
+    p.add_argument("--feeder-name", default="", help="the name MarkSynced logs (default: podfit feed@HOST)")
+    p.add_argument(
+        "--metrics-exporter",
+        choices=("none", "console", "otlp"),
+        default="none",
+        help="where the podfit.feeder.* metrics go (otlp: OTEL_EXPORTER_OTLP_* configure it)",
+    )
+    p.add_argument("--log-interval", type=float, default=60.0, metavar="SECONDS", help="summary log period")
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p = sub.add_parser("conformance", help="replay kube-scheduler's recorded answers and compare")
     p.add_argument("cases", help="cases JSONL file")
     p.add_argument("--report-json", help="write the report here")
@@ -591,6 +613,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_conformance(args, config)
         if args.command == "bench":
             return cmd_bench(args, config)
+        if args.command == "feed":
+            return cmd_feed(args, config)
         with Client(config=config) as client:
             return COMMANDS[args.command](client, args)
     except PodfitError as exc:
