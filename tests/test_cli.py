@@ -155,3 +155,26 @@ def test_schedule_several_pods_is_one_batch(
     code, out, _ = run(capsys, server, "-o", "json", "get", "pods")
     bound = [m["spec"].get("nodeName") for m in json.loads(out)["items"]]
     assert sum(1 for b in bound if b) == (0 if flags else nodes.count("node-1"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "target", "output"),
+    [
+        pytest.param(["--target", "a:1", "-o", "json", "stats"], "a:1", "json", id="before the subcommand"),
+        pytest.param(["stats", "--target", "a:1", "-o", "json"], "a:1", "json", id="after the subcommand"),
+        pytest.param(["-o", "yaml", "stats", "--target", "a:1"], "a:1", "yaml", id="one before, one after"),
+        pytest.param(["--target", "a:1", "stats"], "a:1", "table", id="an unrepeated flag keeps its value"),
+        pytest.param(["stats"], None, "table", id="the defaults"),
+        pytest.param(
+            ["feed", "--kubeconfig", "k.yaml", "--target", "b:2"],
+            "b:2",
+            "table",
+            id="podfit feed as the issue spells it",
+        ),
+    ],
+)
+def test_global_flags_go_before_or_after_the_subcommand(argv: list[str], target: str | None, output: str) -> None:
+    from podfit.client.cli import build_parser
+
+    args = build_parser().parse_args(argv)
+    assert (args.target, args.output) == (target, output)

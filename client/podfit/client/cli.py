@@ -455,14 +455,7 @@ def cmd_feed(args: argparse.Namespace, config: ChannelConfig) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="podfit", description="Client for the podfit scheduling-decision service.")
-    parser.add_argument("--target", default=None, help=f"server address (default {DEFAULT_TARGET})")
-    parser.add_argument("--token", help="bearer token (or PODFIT_TOKEN)")
-    parser.add_argument("--token-file", help="read the bearer token from this file")
-    parser.add_argument("--tls", action="store_true", help="use TLS with the system trust store")
-    parser.add_argument("--ca-file", help="trust this CA (implies --tls)")
-    parser.add_argument("--cert-file", help="client certificate for mTLS")
-    parser.add_argument("--key-file", help="client key for mTLS")
-    parser.add_argument("-o", "--output", choices=["table", "json", "yaml"], default="table")
+    _global_flags(parser, defaults=True)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("apply", help="upsert objects from files, directories or stdin")
@@ -572,7 +565,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("cases", help="cases JSONL file")
     p.add_argument("--report-json", help="write the report here")
     p.add_argument("--show", type=int, default=5, help="how many mismatches to print")
+    for command in sub.choices.values():
+        _global_flags(command, defaults=False)
     return parser
+
+
+def _global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """The connection and output flags, accepted before the subcommand and, like kubectl's, after it
+    (``podfit feed --kubeconfig F --target A``). After it they have no defaults of their own, so they
+    never undo what was given before."""
+
+    def kw(default: Any) -> dict[str, Any]:
+        return {"default": default if defaults else argparse.SUPPRESS}
+
+    parser.add_argument("--target", help=f"server address (default {DEFAULT_TARGET})", **kw(None))
+    parser.add_argument("--token", help="bearer token (or PODFIT_TOKEN)", **kw(None))
+    parser.add_argument("--token-file", help="read the bearer token from this file", **kw(None))
+    parser.add_argument("--tls", action="store_true", help="use TLS with the system trust store", **kw(False))
+    parser.add_argument("--ca-file", help="trust this CA (implies --tls)", **kw(None))
+    parser.add_argument("--cert-file", help="client certificate for mTLS", **kw(None))
+    parser.add_argument("--key-file", help="client key for mTLS", **kw(None))
+    parser.add_argument("-o", "--output", choices=["table", "json", "yaml"], **kw("table"))
 
 
 COMMANDS = {
