@@ -478,7 +478,9 @@ class ScheduleResponse(_message.Message):
     selected_node: _builtins.str
     """The chosen node: the first by name among best_nodes. Empty when nothing fits."""
     assumed_generation: _builtins.int
-    """When assume was set and a node selected: the generation that holds the reservation."""
+    """When assume was set and a node selected: the generation that holds the reservation. An assume of a
+    pod older than the cache's copy (a resourceVersion behind it) is refused with ABORTED (STALE_POD).
+    """
     feasible_count: _builtins.int
     """How many candidate nodes passed the filters."""
     best_count: _builtins.int

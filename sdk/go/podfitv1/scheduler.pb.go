@@ -906,7 +906,8 @@ type ScheduleResponse struct {
 	Scores []*NodeScore `protobuf:"bytes,7,rep,name=scores,proto3" json:"scores,omitempty"`
 	// Set when nothing fits, the pod is not gated and preemption was not disabled.
 	Preemption *PreemptResponse `protobuf:"bytes,8,opt,name=preemption,proto3" json:"preemption,omitempty"`
-	// When assume was set and a node selected: the generation that holds the reservation.
+	// When assume was set and a node selected: the generation that holds the reservation. An assume of a
+	// pod older than the cache's copy (a resourceVersion behind it) is refused with ABORTED (STALE_POD).
 	AssumedGeneration int64 `protobuf:"varint,9,opt,name=assumed_generation,json=assumedGeneration,proto3" json:"assumed_generation,omitempty"`
 	// How many candidate nodes passed the filters.
 	FeasibleCount int32 `protobuf:"varint,10,opt,name=feasible_count,json=feasibleCount,proto3" json:"feasible_count,omitempty"`

@@ -50,6 +50,11 @@ class CacheNotSyncedError(RuntimeError):
         super().__init__(CACHE_NOT_SYNCED_MESSAGE)
 
 
+class StalePodError(ValueError):
+    """An assume of a pod older than the cache's copy (its resourceVersion is behind): the reservation
+    would be ignored as stale, so it is refused before anything changes."""
+
+
 class PodRejected(ValueError):
     """Pod ``index`` of a batch cannot be scheduled at all (bad reference, unknown profile, a duplicate);
     nothing of the batch was assumed. ``error`` is the underlying fault, its field relative to the pod."""
@@ -399,6 +404,8 @@ class SchedulingService:
         same snapshot and CycleState. Decisions that assume nothing are memoised like ``decide``'s."""
         self.require_synced()
         resolved, source = self.resolve(pod)
+        if assume:
+            self._check_current(resolved)
         signature = pod_signature(resolved)
         key, decision = await self._recall(resolved, signature, node_names, scheduler_name, True)
         if decision is not None and (decision.selected or decision.gated or not preempt):
@@ -436,6 +443,15 @@ class SchedulingService:
             self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
         return result
 
+    def _check_current(self, pod: Pod) -> None:
+        if self.cache.is_stale(Kind.POD, pod):
+            cached = self.cache.get(Kind.POD, pod.namespace, pod.name)
+            newer = getattr(cached.obj, "resource_version", "") if cached is not None else ""
+            raise StalePodError(
+                f"pod {pod.key} has resourceVersion {pod.resource_version!r}, older than the cached {newer!r}: "
+                "nothing was reserved; send the current pod (or name the cached one)"
+            )
+
     def _assume(self, pod: Pod, source: bytes, node_name: str, apply: Callable[[Iterable[Change]], BatchResult]) -> int:
         if not node_name:
             return 0
@@ -470,7 +486,8 @@ class SchedulingService:
             try:
                 record, source = self.resolve(pod)
                 self.engine.framework_for(record, scheduler_name)
-            except (ValidationError, LookupError) as exc:
+                self._check_current(record)
+            except (ValidationError, LookupError, StalePodError) as exc:
                 raise PodRejected(i, exc) from None
             if record.key in seen:
                 raise PodRejected(i, ValidationError("", f"is pod {record.key} again (as pods[{seen[record.key]}])"))
@@ -610,6 +627,7 @@ class SchedulingService:
         generation that holds the reservation."""
         self.require_synced()
         record, source = self.resolve(pod)
+        self._check_current(record)
         return self._assume(record, source, node_name, self.cache.apply)
 
     def preempt(

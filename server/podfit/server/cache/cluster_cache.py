@@ -232,6 +232,13 @@ class ClusterCache:
     def get(self, kind: Kind, namespace: str, name: str) -> Entry | None:
         return self._objects[kind].get(object_key(kind, namespace, name))
 
+    def is_stale(self, kind: Kind, obj: ClusterObject) -> bool:
+        """Whether an upsert of ``obj`` would be STALE: the cache holds a newer resourceVersion of it."""
+        entry = self.get(kind, getattr(obj, "namespace", ""), obj.name)
+        if entry is None:
+            return False
+        return _version_order(getattr(obj, "resource_version", ""), getattr(entry.obj, "resource_version", "")) < 0
+
     def get_by_key(self, kind: Kind, key: str) -> Entry | None:
         return self._objects[kind].get(key)
 

@@ -16,7 +16,15 @@ from podfit.server.framework.status import Code
 from podfit.server.model import Kind, Node, Pod, Taint, ValidationError
 from podfit.server.model.objects import DEFAULT_NAMESPACE, OwnerReference, object_from_k8s, pod_spec_fields
 from podfit.server.plugins.default_preemption import PreemptionResult
-from podfit.server.service import CachedPod, GivenPod, NotFoundError, PodInput, PodRejected, ScheduleResult
+from podfit.server.service import (
+    CachedPod,
+    GivenPod,
+    NotFoundError,
+    PodInput,
+    PodRejected,
+    ScheduleResult,
+    StalePodError,
+)
 from podfit.server.simulation.drain import BlockingPod, DrainOptions
 from podfit.server.simulation.estimator import Estimate
 from podfit.server.simulation.node_removal import RemovalSimulation
@@ -309,6 +317,8 @@ def located_pod_error(exc: PodRejected, scheduler_name: str, path: str = "pods")
         return error if scheduler_name else LocatedProfileError(where, str(error))
     if isinstance(error, NotFoundError):
         return NotFoundError(f"{where}: {error}")
+    if isinstance(error, StalePodError):
+        return StalePodError(f"{where}: {error}")
     return error
 
 

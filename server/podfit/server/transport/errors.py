@@ -14,7 +14,7 @@ from grpc_status import rpc_status
 from podfit.k8s.convert import ConversionError
 from podfit.server.engine import UnknownProfileError
 from podfit.server.model import ValidationError
-from podfit.server.service import CacheNotSyncedError, NotFoundError
+from podfit.server.service import CacheNotSyncedError, NotFoundError, StalePodError
 
 log = logging.getLogger("podfit.server")
 DOMAIN = "podfit.dev"
@@ -58,6 +58,8 @@ def status_for(exc: BaseException) -> status_pb2.Status:
         return _status(code_pb2.INVALID_ARGUMENT, str(exc), bad, "UNKNOWN_PROFILE")
     if isinstance(exc, NotFoundError):
         return _status(code_pb2.NOT_FOUND, str(exc), None, "NOT_FOUND")
+    if isinstance(exc, StalePodError):
+        return _status(code_pb2.ABORTED, str(exc), None, "STALE_POD")
     if isinstance(exc, CacheNotSyncedError):
         failure = error_details_pb2.PreconditionFailure(
             violations=[

@@ -507,7 +507,8 @@ export type ScheduleResponse = Message<"podfit.v1.ScheduleResponse"> & {
   preemption?: PreemptResponse | undefined;
 
   /**
-   * When assume was set and a node selected: the generation that holds the reservation.
+   * When assume was set and a node selected: the generation that holds the reservation. An assume of a
+   * pod older than the cache's copy (a resourceVersion behind it) is refused with ABORTED (STALE_POD).
    *
    * @generated from field: int64 assumed_generation = 9;
    */
