@@ -8,6 +8,7 @@ from typing import Any
 import grpc
 import pytest
 from podfit.client import PodfitError
+from podfit.client.conformance import answer_estimate_case
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import objects_pb2 as ob
 from podfit.v1 import simulation_pb2 as sim
@@ -127,28 +128,12 @@ async def test_bad_scenarios_name_the_field(live: LiveServer, scenario: sim.Scen
 
 
 async def test_estimates_match_cluster_autoscaler_through_the_api(live: LiveServer) -> None:
-    """Every public estimate case, through Replace and EstimateScaleUp on one server."""
+    """Every public estimate case, through Replace and EstimateScaleUp on one server (the replay
+    ``podfit conformance`` runs)."""
     mismatches = []
     for case in _cases():
-        await live.client.replace("Pod", [])
-        await live.client.replace("Node", case["nodes"])
-        await live.client.replace("Pod", case["pods"])
-        pending = {p["metadata"]["name"]: p for p in case["pending"]}
-        group = case["node_group"]
-        answer = await live.client.estimate_scale_up(
-            [[pending[name] for name in names] for names in case["groups"]],
-            [(group["id"], case["template"], group["max_size"] - group["max_new_nodes"], group["max_size"])],
-        )
-        (got,) = answer.estimates
-        expect = case["expect"]
-        namespace = {p["metadata"]["name"]: p["metadata"].get("namespace", "default") for p in case["pending"]}
-        if (
-            got.node_count != expect["node_count"]
-            or sorted(got.scheduled) != sorted(f"{namespace[n]}/{n}" for n in expect["scheduled"])
-            or sorted(got.unscheduled) != sorted(f"{namespace[n]}/{n}" for n in expect["unscheduled"])
-            or list(got.group_order) != expect["group_order"]
-            or list(got.scheduled_per_group) != expect["scheduled_per_group"]
-        ):
+        want, got = await answer_estimate_case(live.client, case)
+        if got != want:
             mismatches.append(case["id"])
     assert mismatches == []
 

@@ -444,9 +444,8 @@ class SchedulingService:
         return result
 
     def _check_current(self, pod: Pod) -> None:
-        if self.cache.is_stale(Kind.POD, pod):
-            cached = self.cache.get(Kind.POD, pod.namespace, pod.name)
-            newer = getattr(cached.obj, "resource_version", "") if cached is not None else ""
+        newer = self.cache.newer_version(Kind.POD, pod)
+        if newer is not None:
             raise StalePodError(
                 f"pod {pod.key} has resourceVersion {pod.resource_version!r}, older than the cached {newer!r}: "
                 "nothing was reserved; send the current pod (or name the cached one)"

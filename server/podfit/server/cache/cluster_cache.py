@@ -232,12 +232,12 @@ class ClusterCache:
     def get(self, kind: Kind, namespace: str, name: str) -> Entry | None:
         return self._objects[kind].get(object_key(kind, namespace, name))
 
-    def is_stale(self, kind: Kind, obj: ClusterObject) -> bool:
-        """Whether an upsert of ``obj`` would be STALE: the cache holds a newer resourceVersion of it."""
+    def newer_version(self, kind: Kind, obj: ClusterObject) -> str | None:
+        """The cached copy's resourceVersion when it is newer than ``obj``'s (an upsert of ``obj`` would be
+        STALE), else None."""
         entry = self.get(kind, getattr(obj, "namespace", ""), obj.name)
-        if entry is None:
-            return False
-        return _version_order(getattr(obj, "resource_version", ""), getattr(entry.obj, "resource_version", "")) < 0
+        cached = getattr(entry.obj, "resource_version", "") if entry is not None else ""
+        return cached if _version_order(getattr(obj, "resource_version", ""), cached) < 0 else None
 
     def get_by_key(self, kind: Kind, key: str) -> Entry | None:
         return self._objects[kind].get(key)

@@ -10,7 +10,7 @@ whole units (bytes for memory and storage, a count for pods and extended resourc
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
@@ -616,21 +616,36 @@ def pod_from_parts(
         node_name=node_name,
         phase=_string(status.get("phase"), f"{path}.status.phase"),
         nominated_node_name=_string(status.get("nominatedNodeName"), f"{path}.status.nominatedNodeName"),
-        preempted_by_scheduler=_preempted_by_scheduler(status.get("conditions"), f"{path}.status.conditions"),
+        preempted_by_scheduler=preempted_by_scheduler(
+            _conditions(status.get("conditions"), f"{path}.status.conditions")
+        ),
         start_time=_time(status.get("startTime"), f"{path}.status.startTime"),
         **spec_fields,
     )
 
 
-def _preempted_by_scheduler(value: Any, path: str) -> bool:
-    """podTerminatingByPreemption's condition test: the first DisruptionTarget condition decides."""
-    for i, item in enumerate(_sequence(value, path)):
-        condition = _mapping(item, f"{path}[{i}]")
-        if _string(condition.get("type"), f"{path}[{i}].type") == "DisruptionTarget":
-            status = _string(condition.get("status"), f"{path}[{i}].status")
-            reason = _string(condition.get("reason"), f"{path}[{i}].reason")
+def preempted_by_scheduler(conditions: Iterable[tuple[str, str, str]]) -> bool:
+    """podTerminatingByPreemption's condition test over (type, status, reason): the first DisruptionTarget
+    condition decides. Both converters (Kubernetes JSON, typed messages) call it."""
+    for kind, status, reason in conditions:
+        if kind == "DisruptionTarget":
             return status == "True" and reason == "PreemptionByScheduler"
     return False
+
+
+def _conditions(value: Any, path: str) -> list[tuple[str, str, str]]:
+    """status.conditions as (type, status, reason), validated."""
+    conditions = []
+    for i, item in enumerate(_sequence(value, path)):
+        condition = _mapping(item, f"{path}[{i}]")
+        conditions.append(
+            (
+                _string(condition.get("type"), f"{path}[{i}].type"),
+                _string(condition.get("status"), f"{path}[{i}].status"),
+                _string(condition.get("reason"), f"{path}[{i}].reason"),
+            )
+        )
+    return conditions
 
 
 def _disrupted_pods(value: Any, path: str) -> frozenset[str]:

@@ -12,26 +12,33 @@ from grpcplugin import expander_pb2 as ex
 from grpcplugin import expander_pb2_grpc as ex_grpc
 from podfit.k8s import protobuf
 from podfit.k8s.convert import ConversionError
-from podfit.server.model import Node, Pod, ValidationError
-from podfit.server.model.objects import node_from_k8s, pod_from_k8s
+from podfit.server.model import Kind, Node, Pod, ValidationError
+from podfit.server.model.objects import ClusterObject, object_from_k8s
 from podfit.server.service import SchedulingService
 from podfit.server.simulation.expander import ExpansionOption
 from podfit.server.telemetry import annotate
+from podfit.server.transport.convert import located
 from podfit.server.transport.errors import unary_errors
 
 
-def _pod(data: bytes, path: str) -> Pod:
+def _decoded(kind: Kind, data: bytes, path: str) -> ClusterObject:
+    """Kubernetes protobuf bytes through the model's one converter, faults located at ``path``."""
     try:
-        return pod_from_k8s(protobuf.decode("Pod", data), path)
+        return object_from_k8s(kind, protobuf.decode(kind.value, data), path)
     except ConversionError as exc:
-        raise ValidationError(f"{path}.{exc.field}" if exc.field else path, exc.message) from None
+        raise located(exc, path) from None
+
+
+def _pod(data: bytes, path: str) -> Pod:
+    pod = _decoded(Kind.POD, data, path)
+    assert isinstance(pod, Pod)
+    return pod
 
 
 def _node(data: bytes, path: str) -> Node:
-    try:
-        return node_from_k8s(protobuf.decode("Node", data), path)
-    except ConversionError as exc:
-        raise ValidationError(f"{path}.{exc.field}" if exc.field else path, exc.message) from None
+    node = _decoded(Kind.NODE, data, path)
+    assert isinstance(node, Node)
+    return node
 
 
 class ExpanderServicer(ex_grpc.ExpanderServicer):

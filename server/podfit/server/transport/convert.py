@@ -14,7 +14,13 @@ from podfit.server.cache.cluster_cache import Change, Delete, Upsert
 from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.status import Code
 from podfit.server.model import Kind, Node, Pod, Taint, ValidationError
-from podfit.server.model.objects import DEFAULT_NAMESPACE, OwnerReference, object_from_k8s, pod_spec_fields
+from podfit.server.model.objects import (
+    DEFAULT_NAMESPACE,
+    OwnerReference,
+    object_from_k8s,
+    pod_spec_fields,
+    preempted_by_scheduler,
+)
 from podfit.server.plugins.default_preemption import PreemptionResult
 from podfit.server.service import (
     CachedPod,
@@ -43,7 +49,7 @@ STATUS_CODES = {
 }
 
 
-def _located(exc: ValidationError | ConversionError, prefix: str) -> ValidationError:
+def located(exc: ValidationError | ConversionError, prefix: str) -> ValidationError:
     return ValidationError(f"{prefix}.{exc.field}" if exc.field else prefix, exc.message)
 
 
@@ -91,14 +97,6 @@ def _seconds(message: Any, field: str, path: str) -> float | None:
         raise ValidationError(path, "must be an RFC 3339 time between years 1 and 9999") from None
 
 
-def _preempted_by_scheduler(conditions: Sequence[ob.PodCondition]) -> bool:
-    """The typed twin of the model's condition test: the first DisruptionTarget condition decides."""
-    for condition in conditions:
-        if condition.type == "DisruptionTarget":
-            return condition.status == "True" and condition.reason == "PreemptionByScheduler"
-    return False
-
-
 def pod_from_message(message: ob.Pod, path: str) -> Pod:
     """A Pod from its typed message: metadata and status are read field by field (every value is
     already typed, so only presence rules remain to check); the spec goes through the Kubernetes JSON
@@ -123,7 +121,7 @@ def pod_from_message(message: ob.Pod, path: str) -> Pod:
         phase=status.phase,
         nominated_node_name=status.nominated_node_name,
         start_time=_seconds(status, "start_time", f"{path}.status.startTime"),
-        preempted_by_scheduler=_preempted_by_scheduler(status.conditions),
+        preempted_by_scheduler=preempted_by_scheduler((c.type, c.status, c.reason) for c in status.conditions),
         deletion_timestamp=_seconds(meta, "deletion_timestamp", f"{path}.metadata.deletionTimestamp"),
         deletion_grace_period_seconds=(
             meta.deletion_grace_period_seconds if meta.HasField("deletion_grace_period_seconds") else None
@@ -137,7 +135,7 @@ def upsert_from_object(obj: cc.ClusterObject, path: str, expected_kind: Kind | N
     try:
         kind_name, message = object_kind_and_message(obj)
     except ConversionError as exc:
-        raise _located(exc, path) from exc
+        raise located(exc, path) from exc
     kind = Kind(kind_name)
     if expected_kind is not None and kind is not expected_kind:
         raise ValidationError(path, f"is a {kind.value}, but this request is about {expected_kind.value} objects")
@@ -208,7 +206,7 @@ def pod_input(ref: sc.PodReference, path: str = "pod", *, with_source: bool = Fa
         try:
             kind, converted = object_kind_and_message(wrapper)
         except ConversionError as exc:
-            raise _located(exc, path) from exc
+            raise located(exc, path) from exc
         if kind != "Pod":
             raise ValidationError(f"{path}.{which}.kind", f"must be Pod, not {kind}")
         assert isinstance(converted, ob.Pod)
@@ -311,7 +309,7 @@ def located_pod_error(exc: PodRejected, scheduler_name: str, path: str = "pods")
     where = f"{path}[{exc.index}]"
     error = exc.error
     if isinstance(error, ValidationError):
-        return _located(error, where)
+        return located(error, where)
     if isinstance(error, UnknownProfileError):
         # The request's scheduler_name chose the profile, or else this pod's own schedulerName did.
         return error if scheduler_name else LocatedProfileError(where, str(error))
