@@ -114,6 +114,8 @@ class ScheduleResult:
     assumed_generation: int = 0
     # DefaultPreemption's answer when nothing fits, the pod is not gated and preemption was wanted.
     preemption: PreemptionResult | None = None
+    # kube-scheduler's FailedScheduling event text when nothing fits (see Decision).
+    unschedulable_message: str = ""
 
     @classmethod
     def of(cls, pod: Pod, decision: Decision) -> ScheduleResult:
@@ -127,6 +129,8 @@ class ScheduleResult:
             best_count=len(decision.best),
             feasible_count=decision.feasible_count,
             candidate_count=decision.candidate_count,
+            preemption=decision.post_filter,
+            unschedulable_message=decision.unschedulable_message,
         )
 
 
@@ -373,22 +377,47 @@ class SchedulingService:
         return decision, state, outcome, snapshot
 
     async def decide(
-        self, pod: PodInput, node_names: Sequence[str] = (), scheduler_name: str = "", *, score: bool = True
+        self,
+        pod: PodInput,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        *,
+        score: bool = True,
+        explain: bool = False,
     ) -> Decision:
         """Filter (and score) at the current generation, memoised per (pod signature, generation).
 
         kube-scheduler calls an extender's filter and then prioritize for the same pod, and replicas
         of one workload ask the same question; both reuse the first answer while nothing changed.
+        With ``explain`` a decision where nothing fits also runs PostFilter, so that its
+        ``unschedulable_message`` is the whole FailedScheduling text (a Filter answer).
         """
         self.require_synced()
         resolved, _ = self.resolve(pod)
         signature = pod_signature(resolved)
         key, decision = await self._recall(resolved, signature, node_names, scheduler_name, score)
-        if decision is not None:
+        if decision is not None and (decision.explained or not explain):
             return decision
-        decision, _, _, _ = self._decide_now(resolved, node_names, scheduler_name, score, signature)
+        decision, state, _, snapshot = self._decide_now(resolved, node_names, scheduler_name, score, signature)
+        if explain:
+            self._explain(decision, resolved, state, snapshot, scheduler_name, True)
         await self._remember(key, decision)
         return decision
+
+    def _explain(
+        self,
+        decision: Decision,
+        pod: Pod,
+        state: CycleState,
+        snapshot: Snapshot,
+        scheduler_name: str,
+        post_filter: bool,
+    ) -> PreemptionResult | None:
+        started = time.perf_counter()
+        result = self.engine.explain(decision, pod, state, snapshot, scheduler_name, post_filter=post_filter)
+        if result is not None:
+            self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
+        return result
 
     async def schedule(
         self,
@@ -408,12 +437,15 @@ class SchedulingService:
             self._check_current(resolved)
         signature = pod_signature(resolved)
         key, decision = await self._recall(resolved, signature, node_names, scheduler_name, True)
-        if decision is not None and (decision.selected or decision.gated or not preempt):
+        # A memoised "nothing fits" serves only when it was answered with PostFilter exactly as asked now
+        # (otherwise it lacks the CycleState PostFilter needs: decide afresh).
+        if decision is not None and (
+            decision.selected or decision.gated or (decision.post_filter is not None) == preempt
+        ):
             result = ScheduleResult.of(resolved, decision)
             if assume:
                 result.assumed_generation = self._assume(resolved, source, decision.selected, self.cache.apply)
             return result
-        # A memoised "nothing fits" lacks the CycleState PostFilter needs: decide afresh.
         result = self._schedule_now(
             resolved, source, node_names, scheduler_name, assume, preempt, self.cache.apply, signature
         )
@@ -437,10 +469,9 @@ class SchedulingService:
         if decision.selected:
             if assume:
                 result.assumed_generation = self._assume(pod, source, decision.selected, apply)
-        elif preempt and outcome is not None:
-            started = time.perf_counter()
-            result.preemption = self.engine.post_filter(pod, state, outcome, snapshot, scheduler_name)
-            self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
+        elif outcome is not None:
+            result.preemption = self._explain(decision, pod, state, snapshot, scheduler_name, preempt)
+            result.unschedulable_message = decision.unschedulable_message
         return result
 
     def _check_current(self, pod: Pod) -> None:
