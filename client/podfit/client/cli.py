@@ -51,6 +51,17 @@ def _single_pod(path: str) -> Any:
     return manifests[0]
 
 
+def _pod_arg(args: argparse.Namespace) -> Any:
+    """The pod a decision command is about: a cached pod named positionally (``podfit schedule web-1 -n
+    prod``), or the one manifest of ``-f``; exactly one of the two."""
+    files = args.filename if isinstance(args.filename, list) else [args.filename] if args.filename else []
+    if bool(args.pod) == bool(files):
+        raise ValueError(f"podfit {args.command}: name a cached pod (POD [-n NAMESPACE]) or give -f FILE, not both")
+    if args.pod:
+        return args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
+    return _single_pod(files[0]) if len(files) == 1 else _pods(files)
+
+
 def _nodes(args: argparse.Namespace) -> list[str]:
     return [n for n in (args.nodes or "").split(",") if n]
 
@@ -159,20 +170,22 @@ def cmd_get(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_filter(client: Client, args: argparse.Namespace) -> int:
-    response = client.filter(_single_pod(args.filename), _nodes(args), args.scheduler_name)
+    response = client.filter(_pod_arg(args), _nodes(args), args.scheduler_name)
     if args.output == "json":
         print(_json(response))
         return 0
     if response.gated:
         print(f"gated: {response.message}")
         return 0
+    if response.unschedulable_message:
+        print(response.unschedulable_message)
     print(_table(["NODE", "FITS", "PLUGIN", "CODE", "REASONS"], _verdict_rows(response.nodes)))
     print(f"{response.feasible_count}/{len(response.nodes)} nodes fit (generation {response.generation})")
     return 0
 
 
 def cmd_score(client: Client, args: argparse.Namespace) -> int:
-    response = client.score(_single_pod(args.filename), _nodes(args), args.scheduler_name)
+    response = client.score(_pod_arg(args), _nodes(args), args.scheduler_name)
     if args.output == "json":
         print(_json(response))
     elif response.gated:
@@ -192,11 +205,13 @@ def _pods(paths: Sequence[str]) -> list[Any]:
 
 
 def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
-    pods = _pods(args.filename)
-    if len(pods) > 1:
-        return _schedule_batch(client, args, pods)
+    pod = _pod_arg(args)
+    if isinstance(pod, list):
+        if len(pod) > 1:
+            return _schedule_batch(client, args, pod)
+        pod = pod[0]
     response = client.schedule(
-        pods[0],
+        pod,
         _nodes(args),
         args.scheduler_name,
         assume=args.assume,
@@ -215,7 +230,7 @@ def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
             print(f"assumed at generation {response.assumed_generation}")
         print(_score_table(response.scores))
     else:
-        print("no node fits")
+        print(response.unschedulable_message or "no node fits")
         print(_table(["NODE", "FITS", "PLUGIN", "CODE", "REASONS"], _verdict_rows(response.nodes)))
         if response.HasField("preemption"):
             print(_preemption_text(response.preemption))
@@ -256,8 +271,23 @@ def _schedule_batch(client: Client, args: argparse.Namespace, pods: list[Any]) -
 
 
 def cmd_preempt(client: Client, args: argparse.Namespace) -> int:
-    response = client.preempt(_single_pod(args.filename), _nodes(args), args.scheduler_name)
+    response = client.preempt(_pod_arg(args), _nodes(args), args.scheduler_name)
     print(_json(response) if args.output == "json" else _preemption_text(response))
+    return 0
+
+
+def cmd_explain(client: Client, args: argparse.Namespace) -> int:
+    from podfit.client import explain
+
+    body = explain.explain(client, _pod_arg(args), _nodes(args), args.scheduler_name)
+    if args.output == "json":
+        print(json.dumps(body, indent=2))
+    elif args.output == "yaml":
+        import yaml
+
+        print(yaml.safe_dump(body, sort_keys=False), end="")
+    else:
+        print(explain.render(body))
     return 0
 
 
@@ -475,18 +505,20 @@ def build_parser() -> argparse.ArgumentParser:
         ("score", "scores of feasible nodes"),
         ("schedule", "filter, score and select a node"),
         ("preempt", "which pods to evict"),
+        ("explain", "why a pod is pending (or where it would go), in plain language"),
     ):
         p = sub.add_parser(name, help=text)
+        p.add_argument("pod", nargs="?", metavar="POD", help="a pod in the cache, by name (instead of -f)")
+        p.add_argument("-n", "--namespace", default="default", help="the named pod's namespace (default: default)")
         if name == "schedule":
             p.add_argument(
                 "-f",
                 "--filename",
                 action="append",
-                required=True,
                 help="pod manifests (file or -, repeatable); several pods are scheduled in order as one batch",
             )
         else:
-            p.add_argument("-f", "--filename", required=True, help="the pod manifest (file or -)")
+            p.add_argument("-f", "--filename", help="the pod manifest (file or -)")
         p.add_argument("--nodes", help="comma-separated candidate nodes (default: all)")
         p.add_argument("--scheduler-name", default="", help="profile (default: the pod's schedulerName)")
         if name == "schedule":
@@ -596,6 +628,7 @@ COMMANDS = {
     "score": cmd_score,
     "schedule": cmd_schedule,
     "preempt": cmd_preempt,
+    "explain": cmd_explain,
     "stats": cmd_stats,
     "simulate": cmd_simulate,
     "estimate": cmd_estimate,
