@@ -161,3 +161,16 @@ def test_an_unknown_cached_pod_is_one_line(server: str, tmp_path: Path) -> None:
     result = podfit(server, "explain", "nope", "-n", "shop")
     assert result.returncode == 1
     assert len(result.stderr.strip().splitlines()) == 1 and "shop/nope" in result.stderr
+
+
+def test_schedule_of_one_file_with_several_pods_is_still_a_batch(server: str, tmp_path: Path) -> None:
+    cluster(server, tmp_path=tmp_path)
+    path = tmp_path / "two.yaml"
+    pods = [
+        {"kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "shop"}, "spec": {"containers": [{"name": "c"}]}}
+        for i in range(2)
+    ]
+    path.write_text(yaml.safe_dump_all(pods))
+    lines = podfit(server, "schedule", "-f", str(path)).stdout.splitlines()
+    assert lines[0].split() == ["NAMESPACE", "NAME", "NODE", "OUTCOME"]
+    assert lines[-1].startswith("placed 2/2 pods")

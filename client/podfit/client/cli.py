@@ -59,7 +59,8 @@ def _pod_arg(args: argparse.Namespace) -> Any:
         raise ValueError(f"podfit {args.command}: name a cached pod (POD [-n NAMESPACE]) or give -f FILE, not both")
     if args.pod:
         return args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
-    return _single_pod(files[0]) if len(files) == 1 else _pods(files)
+    # schedule takes several pods (a batch); the other commands exactly one.
+    return _pods(files) if args.command == "schedule" else _single_pod(files[0])
 
 
 def _nodes(args: argparse.Namespace) -> list[str]:
