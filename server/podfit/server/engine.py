@@ -65,10 +65,17 @@ class Decision:
     message: str = ""
     outcome: FilterOutcome | None = None
     score_table: ScoreTable | None = None
-    # When no candidate fits (and the pod is not gated): kube-scheduler's FailedScheduling event text,
-    # with the PostFilter message once ``Engine.explain`` ran PostFilter, whose answer ``post_filter`` is.
-    unschedulable_message: str = ""
+    # PostFilter's answer, once ``Engine.explain`` ran it for a decision where nothing fits.
     post_filter: PreemptionResult | None = None
+
+    @property
+    def unschedulable_message(self) -> str:
+        """When no candidate fits and the pod is not gated: kube-scheduler's FailedScheduling event text,
+        ending with PostFilter's message once PostFilter ran. Built on demand, so the many decisions a
+        simulation makes never pay for it."""
+        if self.gated or self.outcome is None:
+            return ""
+        return outcome_fit_error(self.outcome, self.post_filter.message if self.post_filter is not None else "")
 
     @property
     def explained(self) -> bool:
@@ -195,8 +202,6 @@ class Engine:
             signature = pod_signature(pod)
         outcome = framework.find_nodes_that_fit(state, pod, snapshot, positions, signature)
         decision.outcome = outcome
-        if not len(outcome.feasible_index):
-            decision.unschedulable_message = outcome_fit_error(outcome)
         if score and len(outcome.feasible_index):
             framework.run_pre_score(state, pod, snapshot, outcome.rows[outcome.feasible_index])
             decision.score_table = framework.run_score(state, pod, outcome, snapshot, signature)
@@ -239,15 +244,13 @@ class Engine:
     ) -> PreemptionResult | None:
         """For a decision where nothing fits: runs PostFilter (unless ``post_filter`` is off, as a Schedule
         with preemption disabled) on the decision's own state and snapshot, and completes its
-        ``unschedulable_message`` with the PostFilter message as kube-scheduler's scheduling cycle does.
+        ``unschedulable_message`` with the PostFilter message, as kube-scheduler's scheduling cycle does.
         Returns the PostFilter answer (None when it did not run)."""
         outcome = decision.outcome
         if outcome is None or decision.gated or len(outcome.feasible_index) or not post_filter:
             return None
-        result = self.post_filter(pod, state, outcome, snapshot, scheduler_name)
-        decision.post_filter = result
-        decision.unschedulable_message = outcome_fit_error(outcome, result.message)
-        return result
+        decision.post_filter = self.post_filter(pod, state, outcome, snapshot, scheduler_name)
+        return decision.post_filter
 
     def victims_on_nodes(
         self, pod: Pod, node_names: Sequence[str], scheduler_name: str = "", *, snapshot: Snapshot | None = None
