@@ -106,7 +106,7 @@ def test_explain_a_gated_pod_names_its_gates(server: str, tmp_path: Path) -> Non
 def test_explain_a_pod_that_fits_says_where_and_why(server: str, tmp_path: Path) -> None:
     cluster(server, tmp_path=tmp_path)
     lines = podfit(server, "explain", "-f", str(EXAMPLES / "pod.yaml")).stdout.splitlines()
-    assert lines[0] == "shop/web-2: fits: node node-b of 2 feasible"
+    assert lines[0] == "shop/web-2: fits: node-b is chosen (2 of 3 nodes fit)"
     assert lines[1].startswith("It would go to node-b: score ")
     assert lines[2].startswith("Next best: node-a with ")
 

@@ -85,7 +85,9 @@ def explanation(pod_key: str, response: sc.ScheduleResponse) -> dict[str, Any]:
         body["gates"] = _gates(response.message)
         return body
     if response.selected_node:
-        body["summary"] = f"fits: node {response.selected_node} of {response.feasible_count} feasible"
+        body["summary"] = (
+            f"fits: {response.selected_node} is chosen ({response.feasible_count} of {len(nodes)} nodes fit)"
+        )
         body["selected_node"] = response.selected_node
         body["best_nodes"] = list(response.best_nodes)
         body["scores"] = [
