@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import signal
 import ssl
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from aiohttp import web
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from grpcplugin import expander_pb2_grpc
+from podfit.server.auth import RoleAuthInterceptor, load_tokens
 from podfit.server.config import ConfigError, profiles_from_configuration
 from podfit.server.service import SchedulingService
 from podfit.server.settings import Settings, SettingsError, resolve
@@ -42,7 +42,6 @@ SERVICE_NAMES = (
     scheduler_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name,
     simulation_pb2.DESCRIPTOR.services_by_name["Simulation"].full_name,
 )
-_OPEN_METHODS = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 
 class _JsonFormatter(logging.Formatter):
@@ -66,6 +65,8 @@ class _JsonFormatter(logging.Formatter):
             "wait_for_sync",
             "feeder",
             "server_epoch",
+            "method",
+            "token_name",
         ):
             if hasattr(record, key):
                 entry[key] = getattr(record, key)
@@ -84,39 +85,6 @@ def configure_logging(settings: Settings) -> None:
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level.upper())
     root.propagate = False
-
-
-class TokenAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Requires 'authorization: Bearer <token>' on every call but health checks and reflection."""
-
-    def __init__(self, token: str) -> None:
-        self._expected = f"Bearer {token}".encode()
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        if details.method.startswith(_OPEN_METHODS):
-            return await continuation(details)
-        metadata = dict(details.invocation_metadata or ())
-        supplied = str(metadata.get("authorization", "")).encode()
-        if hmac.compare_digest(supplied, self._expected):
-            return await continuation(details)
-        handler = await continuation(details)
-        if handler is None:
-            return None
-
-        async def deny(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
-
-        async def deny_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
-            yield  # pragma: no cover
-
-        if handler.stream_stream:
-            return grpc.stream_stream_rpc_method_handler(deny_stream)
-        return grpc.unary_unary_rpc_method_handler(deny)
 
 
 @dataclass
@@ -210,11 +178,9 @@ async def create_server(
             wait_for_sync=settings.wait_for_sync,
         )
     interceptors: list[grpc.aio.ServerInterceptor] = [TelemetryInterceptor(telemetry)]
-    if settings.auth_token_file:
-        token = _read(settings.auth_token_file, "auth.tokenFile").decode().strip()
-        if not token:
-            raise SettingsError("auth.tokenFile: the file is empty")
-        interceptors.insert(0, TokenAuthInterceptor(token))
+    tokens = load_tokens(settings)
+    if tokens:
+        interceptors.insert(0, RoleAuthInterceptor(tokens))
     options = [
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
@@ -292,7 +258,7 @@ async def serve(settings: Settings) -> None:
             "ca_expander": settings.ca_expander_addr if running.ca_expander else "off",
             "profiles": sorted(running.service.engine.frameworks),
             "tls": bool(settings.tls_cert_file),
-            "auth": bool(settings.auth_token_file),
+            "auth": bool(settings.auth_token_file or settings.auth_tokens_file),
             "wait_for_sync": settings.wait_for_sync,
             "server_epoch": running.service.epoch,
         },
