@@ -27,6 +27,7 @@ from podfit.server.telemetry import Telemetry, TelemetryInterceptor
 from podfit.server.transport.ca_expander import ExpanderServicer
 from podfit.server.transport.extender import start_extender
 from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer, SimulationServicer
+from podfit.server.transport.probes import start_probes
 from podfit.v1 import (
     cluster_cache_pb2,
     cluster_cache_pb2_grpc,
@@ -98,6 +99,8 @@ class RunningServer:
     extender_port: int = 0
     ca_expander: grpc.aio.Server | None = None
     ca_expander_port: int = 0
+    probes: web.AppRunner | None = None
+    probe_port: int = 0
 
     async def stop(self, grace: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, keep serving until no unary RPC has been in flight
@@ -116,6 +119,8 @@ class RunningServer:
             quiet_checks = quiet_checks + 1 if self.telemetry.active_unary_rpcs == 0 else 0
         await self.server.stop(max(0.0, deadline - loop.time()) if grace else grace)
         await self.service.close()
+        if self.probes is not None:  # last: readiness says NOT_SERVING for the whole drain
+            await self.probes.cleanup()
         self.telemetry.shutdown()
 
 
@@ -238,13 +243,34 @@ async def create_server(
                 prefix=settings.extender_url_prefix,
                 max_body_bytes=settings.max_message_bytes,
                 ssl_context=_extender_ssl(settings),
+                bind=settings.extender_bind,
             )
         except OSError as exc:
             await server.stop(0)
             raise SettingsError(f"extender.addr: cannot listen on {extender_target}: {exc.strerror}") from None
+    if settings.probe_addr not in ("", "off"):
+        try:
+            running.probes, running.probe_port = await _start_probes(settings.probe_addr, health_servicer)
+        except OSError as exc:
+            await running.stop(0)
+            raise SettingsError(f"probeAddr: cannot listen on {settings.probe_addr}: {exc.strerror}") from None
     if service.synced:
         await report_serving()
     return running
+
+
+async def _start_probes(addr: str, health_servicer: health.aio.HealthServicer) -> tuple[web.AppRunner, int]:
+    """The plain-HTTP probe listener; readiness is the gRPC health of the whole server ("" service), so
+    it follows the cache's sync and turns NOT_SERVING as soon as shutdown begins."""
+
+    async def ready() -> str:
+        reply = await health_servicer.Check(health_pb2.HealthCheckRequest(service=""), None)
+        if reply.status == health_pb2.HealthCheckResponse.SERVING:
+            return ""
+        return "the cache is not synced yet, or the server is shutting down"
+
+    host, _, port = addr.rpartition(":")
+    return await start_probes(ready, host.strip("[]") or "0.0.0.0", int(port))
 
 
 async def serve(settings: Settings) -> None:
