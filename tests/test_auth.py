@@ -106,9 +106,7 @@ async def test_each_role_may_call_exactly_what_it_needs(
     assert server.service.generation == generation, "a refused call changed the cache"
 
 
-@pytest.mark.parametrize(
-    "token", [None, "", "not-a-token", TOKENS["read"] + "x", TOKENS["admin"].upper()], ids=repr
-)
+@pytest.mark.parametrize("token", [None, "", "not-a-token", TOKENS["read"] + "x", TOKENS["admin"].upper()], ids=repr)
 @pytest.mark.parametrize(("name", "needed", "call"), [c for c in CALLS if c[0] in ("Stats", "Apply", "Stream")])
 async def test_unknown_tokens_are_unauthenticated(
     server: RunningServer, token: str | None, name: str, needed: str, call: Call
@@ -165,3 +163,18 @@ def test_a_bad_token_file_is_refused_without_echoing_tokens(tmp_path: Path, text
     with pytest.raises(SettingsError) as info:
         load_tokens_file(str(path))
     assert message in str(info.value) and "s3cret" not in str(info.value)
+
+
+async def test_a_refusal_is_logged_once_by_token_name_never_by_token(
+    server: RunningServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="podfit")
+    async with AsyncClient(f"127.0.0.1:{server.port}", token=TOKENS["read"]) as client:
+        for _ in range(3):
+            with pytest.raises(PodfitError):
+                await client.replace("Node", [])
+    denials = [r for r in caplog.records if r.getMessage().startswith("permission denied")]
+    assert len(denials) == 1, "a client retrying in a loop must not flood the log"
+    assert denials[0].token_name == "read-client"
+    assert denials[0].method == "/podfit.v1.ClusterCache/Replace"
+    assert not any(token in r.getMessage() for r in caplog.records for token in TOKENS.values())

@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,27 @@ from podfit.server.settings import Settings, SettingsError
 log = logging.getLogger("podfit.server.auth")
 
 OPEN_METHODS = ("/grpc.health.v1.Health/",)
+# A refused (token name, method) is logged at most once per this many seconds: a misconfigured client
+# retrying in a loop must not flood the log.
+DENIAL_LOG_INTERVAL = 60.0
+
+
+class _DenialLog:
+    """Logs a refusal by token name and method, each pair at most once per DENIAL_LOG_INTERVAL."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, str], float] = {}
+
+    def __call__(self, method: str, who: Identity) -> None:
+        now = time.monotonic()
+        key = (who.name, method)
+        if now - self._last.get(key, -DENIAL_LOG_INTERVAL) < DENIAL_LOG_INTERVAL:
+            return
+        if len(self._last) > 10_000:
+            self._last.clear()
+        self._last[key] = now
+        extra = {"method": method, "token_name": who.name}
+        log.warning("permission denied: %s with a %s token", method, who.role.label, extra=extra)
 
 
 class Role(enum.IntEnum):
@@ -127,14 +149,16 @@ def _denied(code: grpc.StatusCode, message: str, handler: grpc.RpcMethodHandler)
     return grpc.unary_unary_rpc_method_handler(deny)
 
 
-def _assume_checked(handler: grpc.RpcMethodHandler, method: str, who: Identity) -> grpc.RpcMethodHandler:
+def _assume_checked(
+    handler: grpc.RpcMethodHandler, method: str, who: Identity, log_denial: _DenialLog
+) -> grpc.RpcMethodHandler:
     """``handler`` with every request that asks for an assume refused (PERMISSION_DENIED): the role
     check needs the request, so it runs after decoding, before the servicer sees the request."""
     message = f"{method.rsplit('/', 1)[1]} with assume needs the write role; token {who.name!r} has {who.role.label}"
 
     async def check(request: Any, context: grpc.aio.ServicerContext) -> None:
         if getattr(request, "assume", False):
-            log.info("permission denied", extra={"method": method, "token_name": who.name})
+            log_denial(method, who)
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, message)
 
     if handler.unary_unary is not None:
@@ -169,6 +193,7 @@ class RoleAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
     def __init__(self, tokens: dict[bytes, Identity]) -> None:
         self._tokens = dict(tokens)
+        self._log_denial = _DenialLog()
 
     def identify(self, metadata: Any) -> Identity | None:
         supplied = ""
@@ -196,7 +221,7 @@ class RoleAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             return _denied(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token", handler)
         needed = METHOD_ROLES.get(method, Role.ADMIN)
         if who.role < needed:
-            log.info("permission denied", extra={"method": method, "token_name": who.name})
+            self._log_denial(method, who)
             short = method.rsplit("/", 1)[-1] or method
             return _denied(
                 grpc.StatusCode.PERMISSION_DENIED,
@@ -204,7 +229,7 @@ class RoleAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 handler,
             )
         if who.role < Role.WRITE and method in ASSUMING_METHODS:
-            return _assume_checked(handler, method, who)
+            return _assume_checked(handler, method, who, self._log_denial)
         return handler
 
 
