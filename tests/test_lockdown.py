@@ -200,3 +200,14 @@ def test_a_refused_address_is_one_clear_line(capsys: pytest.CaptureFixture[str])
 def test_the_environment_may_allow_listening_widely() -> None:
     settings = resolve([], {"PODFIT_GRPC_ADDR": "0.0.0.0:50051", "PODFIT_INSECURE_LISTEN_ANY": "true"})
     assert settings.grpc_addr == "0.0.0.0:50051" and settings.insecure_listen_any
+
+
+async def test_create_server_refuses_an_unauthenticated_wildcard_too() -> None:
+    """Embedding podfit (create_server) gets the same guard as the command line."""
+    for addr, extender_addr, refusal in (
+        ("0.0.0.0:0", "off", "grpcAddr: 0.0.0.0:0 is reachable from other hosts"),
+        ("127.0.0.1:0", "[::]:0", "extender.addr: [::]:0 is reachable from other hosts"),
+    ):
+        with pytest.raises(SettingsError) as info:
+            await create_server(Settings(), addr=addr, extender_addr=extender_addr)
+        assert str(info.value).startswith(refusal)

@@ -10,7 +10,7 @@ import ssl
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from grpcplugin import expander_pb2_grpc
 from podfit.server.auth import RoleAuthInterceptor, load_tokens
 from podfit.server.config import ConfigError, profiles_from_configuration
 from podfit.server.service import SchedulingService
-from podfit.server.settings import Settings, SettingsError, resolve
+from podfit.server.settings import Settings, SettingsError, check_exposure, resolve
 from podfit.server.telemetry import Telemetry, TelemetryInterceptor
 from podfit.server.transport.ca_expander import ExpanderServicer
 from podfit.server.transport.extender import start_extender
@@ -68,6 +68,7 @@ class _JsonFormatter(logging.Formatter):
             "server_epoch",
             "method",
             "token_name",
+            "probes",
         ):
             if hasattr(record, key):
                 entry[key] = getattr(record, key)
@@ -172,6 +173,9 @@ async def create_server(
     The extender endpoint starts only when ``extender_addr`` (or the settings) names an address.
     """
     settings = settings or Settings()
+    # The addresses actually bound, overrides included: no listener opens to other hosts unauthenticated.
+    extender_addr = settings.extender_addr if extender_addr is None else extender_addr
+    check_exposure(replace(settings, grpc_addr=addr or settings.grpc_addr, extender_addr=extender_addr))
     telemetry = telemetry or Telemetry.from_exporter_name(settings.telemetry_exporter)
     if service is None:
         profiles = profiles_from_configuration(settings.scheduler_configuration)
@@ -285,6 +289,7 @@ async def serve(settings: Settings) -> None:
             "profiles": sorted(running.service.engine.frameworks),
             "tls": bool(settings.tls_cert_file),
             "auth": bool(settings.auth_token_file or settings.auth_tokens_file),
+            "probes": settings.probe_addr if running.probes else "off",
             "wait_for_sync": settings.wait_for_sync,
             "server_epoch": running.service.epoch,
         },
