@@ -136,7 +136,7 @@ async def test_probes_answer_without_a_client_certificate_and_follow_sync(
             await health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=3)
     assert await _get(f"{probes}/healthz") == (200, "ok")
     status, text = await _get(f"{probes}/readyz")
-    assert status == 503 and text.startswith("not ready")
+    assert (status, text) == (503, "not ready: cache not synced: waiting for a feeder's initial sync (podfit feed)")
     async with _mtls_client(mtls, pki) as client:
         await client.mark_synced("test")
     assert await _get(f"{probes}/readyz") == (200, "ok")
@@ -150,7 +150,7 @@ async def test_readiness_fails_as_soon_as_shutdown_begins() -> None:
     url = f"http://127.0.0.1:{running.probe_port}/readyz"
     assert (await _get(url))[0] == 200
     await running.health.enter_graceful_shutdown()
-    assert (await _get(url))[0] == 503
+    assert await _get(url) == (503, "not ready: the server is shutting down")
     await running.stop(0)
     with pytest.raises(aiohttp.ClientError):
         await _get(url)

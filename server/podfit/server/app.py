@@ -21,7 +21,7 @@ from grpc_reflection.v1alpha import reflection
 from grpcplugin import expander_pb2_grpc
 from podfit.server.auth import RoleAuthInterceptor, load_tokens
 from podfit.server.config import ConfigError, profiles_from_configuration
-from podfit.server.service import SchedulingService
+from podfit.server.service import CacheNotSyncedError, SchedulingService
 from podfit.server.settings import Settings, SettingsError, check_exposure, resolve
 from podfit.server.telemetry import Telemetry, TelemetryInterceptor
 from podfit.server.transport.ca_expander import ExpanderServicer
@@ -254,7 +254,7 @@ async def create_server(
             raise SettingsError(f"extender.addr: cannot listen on {extender_target}: {exc.strerror}") from None
     if settings.probe_addr not in ("", "off"):
         try:
-            running.probes, running.probe_port = await _start_probes(settings.probe_addr, health_servicer)
+            running.probes, running.probe_port = await _start_probes(settings.probe_addr, health_servicer, service)
         except OSError as exc:
             await running.stop(0)
             raise SettingsError(f"probeAddr: cannot listen on {settings.probe_addr}: {exc.strerror}") from None
@@ -263,7 +263,9 @@ async def create_server(
     return running
 
 
-async def _start_probes(addr: str, health_servicer: health.aio.HealthServicer) -> tuple[web.AppRunner, int]:
+async def _start_probes(
+    addr: str, health_servicer: health.aio.HealthServicer, service: SchedulingService
+) -> tuple[web.AppRunner, int]:
     """The plain-HTTP probe listener; readiness is the gRPC health of the whole server ("" service), so
     it follows the cache's sync and turns NOT_SERVING as soon as shutdown begins."""
 
@@ -271,7 +273,7 @@ async def _start_probes(addr: str, health_servicer: health.aio.HealthServicer) -
         reply = await health_servicer.Check(health_pb2.HealthCheckRequest(service=""), None)
         if reply.status == health_pb2.HealthCheckResponse.SERVING:
             return ""
-        return "the cache is not synced yet, or the server is shutting down"
+        return str(CacheNotSyncedError()) if not service.synced else "the server is shutting down"
 
     host, _, port = addr.rpartition(":")
     return await start_probes(ready, host.strip("[]") or "0.0.0.0", int(port))
