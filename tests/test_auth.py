@@ -57,6 +57,11 @@ CALLS: list[tuple[str, str, Call]] = [
     ("Preempt", "read", lambda c: c.preempt(_pod())),
     ("Simulate", "read", lambda c: c.simulate([_pod()])),
     ("SimulateDrain", "read", lambda c: c.simulate_drain(["n1"])),
+    (
+        "EstimateScaleUp",
+        "read",
+        lambda c: c.estimate_scale_up([[_pod()]], [("g", make_node("t").capacity(cpu="4").json(), 0, 2)]),
+    ),
     ("ScheduleStream without assume", "read", lambda c: _drain(c.schedule_stream([schedule_request(_pod())]))),
     ("Schedule with assume", "write", lambda c: c.schedule(_pod(), assume=True)),
     (
@@ -178,3 +183,20 @@ async def test_a_refusal_is_logged_once_by_token_name_never_by_token(
     assert denials[0].token_name == "read-client"
     assert denials[0].method == "/podfit.v1.ClusterCache/Replace"
     assert not any(token in r.getMessage() for r in caplog.records for token in TOKENS.values())
+
+
+def test_every_podfit_rpc_has_a_role() -> None:
+    """Unnamed methods need admin at run time; this makes adding an RPC a decision about its role."""
+    from podfit.server.app import SERVICE_NAMES
+    from podfit.server.auth import METHOD_ROLES
+    from podfit.v1 import cluster_cache_pb2, scheduler_pb2, simulation_pb2
+
+    methods = {
+        f"/{service.full_name}/{method.name}"
+        for module in (cluster_cache_pb2, scheduler_pb2, simulation_pb2)
+        for service in module.DESCRIPTOR.services_by_name.values()
+        if service.full_name in SERVICE_NAMES
+        for method in service.methods
+    }
+    assert methods == set(METHOD_ROLES)
+    assert {name.split()[0] for name, *_ in CALLS} >= {m.rsplit("/", 1)[1] for m in methods}, "each RPC is tested"
