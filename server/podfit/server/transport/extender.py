@@ -322,9 +322,7 @@ async def start_extender(
     ssl_context: ssl.SSLContext | None = None,
     bind: bool = False,
 ) -> tuple[web.AppRunner, int]:
-    runner = web.AppRunner(
-        build_app(service, prefix, max_body_bytes, bind=bind), access_log=None, handle_signals=False
-    )
+    runner = web.AppRunner(build_app(service, prefix, max_body_bytes, bind=bind), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context, reuse_address=True)
     await site.start()
