@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import signal
 import ssl
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +19,15 @@ from aiohttp import web
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from grpcplugin import expander_pb2_grpc
+from podfit.server.auth import RoleAuthInterceptor, load_tokens
 from podfit.server.config import ConfigError, profiles_from_configuration
-from podfit.server.service import SchedulingService
-from podfit.server.settings import Settings, SettingsError, resolve
+from podfit.server.service import CacheNotSyncedError, SchedulingService
+from podfit.server.settings import Settings, SettingsError, check_exposure, resolve
 from podfit.server.telemetry import Telemetry, TelemetryInterceptor
 from podfit.server.transport.ca_expander import ExpanderServicer
 from podfit.server.transport.extender import start_extender
 from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer, SimulationServicer
+from podfit.server.transport.probes import start_probes
 from podfit.v1 import (
     cluster_cache_pb2,
     cluster_cache_pb2_grpc,
@@ -42,7 +43,6 @@ SERVICE_NAMES = (
     scheduler_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name,
     simulation_pb2.DESCRIPTOR.services_by_name["Simulation"].full_name,
 )
-_OPEN_METHODS = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 
 class _JsonFormatter(logging.Formatter):
@@ -66,6 +66,9 @@ class _JsonFormatter(logging.Formatter):
             "wait_for_sync",
             "feeder",
             "server_epoch",
+            "method",
+            "token_name",
+            "probes",
         ):
             if hasattr(record, key):
                 entry[key] = getattr(record, key)
@@ -86,39 +89,6 @@ def configure_logging(settings: Settings) -> None:
     root.propagate = False
 
 
-class TokenAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Requires 'authorization: Bearer <token>' on every call but health checks and reflection."""
-
-    def __init__(self, token: str) -> None:
-        self._expected = f"Bearer {token}".encode()
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        if details.method.startswith(_OPEN_METHODS):
-            return await continuation(details)
-        metadata = dict(details.invocation_metadata or ())
-        supplied = str(metadata.get("authorization", "")).encode()
-        if hmac.compare_digest(supplied, self._expected):
-            return await continuation(details)
-        handler = await continuation(details)
-        if handler is None:
-            return None
-
-        async def deny(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
-
-        async def deny_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
-            yield  # pragma: no cover
-
-        if handler.stream_stream:
-            return grpc.stream_stream_rpc_method_handler(deny_stream)
-        return grpc.unary_unary_rpc_method_handler(deny)
-
-
 @dataclass
 class RunningServer:
     server: grpc.aio.Server
@@ -130,6 +100,8 @@ class RunningServer:
     extender_port: int = 0
     ca_expander: grpc.aio.Server | None = None
     ca_expander_port: int = 0
+    probes: web.AppRunner | None = None
+    probe_port: int = 0
 
     async def stop(self, grace: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, keep serving until no unary RPC has been in flight
@@ -148,6 +120,8 @@ class RunningServer:
             quiet_checks = quiet_checks + 1 if self.telemetry.active_unary_rpcs == 0 else 0
         await self.server.stop(max(0.0, deadline - loop.time()) if grace else grace)
         await self.service.close()
+        if self.probes is not None:  # last: readiness says NOT_SERVING for the whole drain
+            await self.probes.cleanup()
         self.telemetry.shutdown()
 
 
@@ -199,6 +173,9 @@ async def create_server(
     The extender endpoint starts only when ``extender_addr`` (or the settings) names an address.
     """
     settings = settings or Settings()
+    # The addresses actually bound, overrides included: no listener opens to other hosts unauthenticated.
+    extender_addr = settings.extender_addr if extender_addr is None else extender_addr
+    check_exposure(replace(settings, grpc_addr=addr or settings.grpc_addr, extender_addr=extender_addr))
     telemetry = telemetry or Telemetry.from_exporter_name(settings.telemetry_exporter)
     if service is None:
         profiles = profiles_from_configuration(settings.scheduler_configuration)
@@ -210,11 +187,9 @@ async def create_server(
             wait_for_sync=settings.wait_for_sync,
         )
     interceptors: list[grpc.aio.ServerInterceptor] = [TelemetryInterceptor(telemetry)]
-    if settings.auth_token_file:
-        token = _read(settings.auth_token_file, "auth.tokenFile").decode().strip()
-        if not token:
-            raise SettingsError("auth.tokenFile: the file is empty")
-        interceptors.insert(0, TokenAuthInterceptor(token))
+    tokens = load_tokens(settings)
+    if tokens:
+        interceptors.insert(0, RoleAuthInterceptor(tokens))
     options = [
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
@@ -272,13 +247,36 @@ async def create_server(
                 prefix=settings.extender_url_prefix,
                 max_body_bytes=settings.max_message_bytes,
                 ssl_context=_extender_ssl(settings),
+                bind=settings.extender_bind,
             )
         except OSError as exc:
             await server.stop(0)
             raise SettingsError(f"extender.addr: cannot listen on {extender_target}: {exc.strerror}") from None
+    if settings.probe_addr not in ("", "off"):
+        try:
+            running.probes, running.probe_port = await _start_probes(settings.probe_addr, health_servicer, service)
+        except OSError as exc:
+            await running.stop(0)
+            raise SettingsError(f"probeAddr: cannot listen on {settings.probe_addr}: {exc.strerror}") from None
     if service.synced:
         await report_serving()
     return running
+
+
+async def _start_probes(
+    addr: str, health_servicer: health.aio.HealthServicer, service: SchedulingService
+) -> tuple[web.AppRunner, int]:
+    """The plain-HTTP probe listener; readiness is the gRPC health of the whole server ("" service), so
+    it follows the cache's sync and turns NOT_SERVING as soon as shutdown begins."""
+
+    async def ready() -> str:
+        reply = await health_servicer.Check(health_pb2.HealthCheckRequest(service=""), None)
+        if reply.status == health_pb2.HealthCheckResponse.SERVING:
+            return ""
+        return str(CacheNotSyncedError()) if not service.synced else "the server is shutting down"
+
+    host, _, port = addr.rpartition(":")
+    return await start_probes(ready, host.strip("[]") or "0.0.0.0", int(port))
 
 
 async def serve(settings: Settings) -> None:
@@ -292,7 +290,8 @@ async def serve(settings: Settings) -> None:
             "ca_expander": settings.ca_expander_addr if running.ca_expander else "off",
             "profiles": sorted(running.service.engine.frameworks),
             "tls": bool(settings.tls_cert_file),
-            "auth": bool(settings.auth_token_file),
+            "auth": bool(settings.auth_token_file or settings.auth_tokens_file),
+            "probes": settings.probe_addr if running.probes else "off",
             "wait_for_sync": settings.wait_for_sync,
             "server_epoch": running.service.epoch,
         },
