@@ -18,11 +18,13 @@ from typing import Any
 import grpc
 from aiohttp import web
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from grpcplugin import expander_pb2_grpc
+from podfit.server import reflection
 from podfit.server.config import ConfigError, profiles_from_configuration
+from podfit.server.metrics import METRICS_PATH, start_metrics
 from podfit.server.service import SchedulingService
 from podfit.server.settings import Settings, SettingsError, resolve
+from podfit.server.startup import listen_error, preflight
 from podfit.server.telemetry import Telemetry, TelemetryInterceptor
 from podfit.server.transport.ca_expander import ExpanderServicer
 from podfit.server.transport.extender import start_extender
@@ -66,6 +68,12 @@ class _JsonFormatter(logging.Formatter):
             "wait_for_sync",
             "feeder",
             "server_epoch",
+            "metrics",
+            "method",
+            "pod",
+            "code",
+            "duration_ms",
+            "details",
         ):
             if hasattr(record, key):
                 entry[key] = getattr(record, key)
@@ -179,9 +187,12 @@ async def _start_ca_expander(
     credentials = grpc.ssl_server_credentials(
         [(_read(settings.tls_key_file, "tls.keyFile"), _read(settings.tls_cert_file, "tls.certFile"))]
     )
-    port = server.add_secure_port(settings.ca_expander_addr, credentials)
+    try:
+        port = server.add_secure_port(settings.ca_expander_addr, credentials)
+    except RuntimeError:  # grpc's "Failed to bind", whatever the cause
+        port = 0
     if port == 0:
-        raise SettingsError(f"caExpander.addr: cannot listen on {settings.ca_expander_addr}")
+        raise listen_error("caExpander.addr", settings.ca_expander_addr, "--ca-expander-addr")
     await server.start()
     return server, port
 
@@ -236,7 +247,7 @@ async def create_server(
         # Before the server starts, so no MarkSynced can come in between: SERVING once started and synced.
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     service.on_synced(report_serving)
-    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME), server)
     target = addr or settings.grpc_addr
     if settings.tls_cert_file:
         credentials = grpc.ssl_server_credentials(
@@ -246,11 +257,13 @@ async def create_server(
             else None,
             require_client_auth=bool(settings.tls_client_ca_file),
         )
-        port = server.add_secure_port(target, credentials)
-    else:
-        port = server.add_insecure_port(target)
+    try:
+        secure = settings.tls_cert_file
+        port = server.add_secure_port(target, credentials) if secure else server.add_insecure_port(target)
+    except RuntimeError:  # grpc's "Failed to bind", whatever the cause
+        port = 0
     if port == 0:
-        raise SettingsError(f"grpcAddr: cannot listen on {target}")
+        raise listen_error("grpcAddr", target, "--grpc-addr")
     await server.start()
     running = RunningServer(server, port, service, health_servicer, telemetry)
     if settings.ca_expander_addr not in ("", "off"):
@@ -275,21 +288,45 @@ async def create_server(
             )
         except OSError as exc:
             await server.stop(0)
-            raise SettingsError(f"extender.addr: cannot listen on {extender_target}: {exc.strerror}") from None
+            raise listen_error("extender.addr", extender_target, "--extender-addr", exc.strerror or "") from None
     if service.synced:
         await report_serving()
     return running
 
 
+def _bound(addr: str, port: int) -> str:
+    """HOST:PORT as listened on: the port the OS chose when ``addr`` asked for port 0."""
+    return f"{addr.rpartition(':')[0]}:{port}"
+
+
+async def _start_metrics_listener(settings: Settings, running: RunningServer) -> tuple[web.AppRunner | None, str]:
+    """The /metrics listener (or None when off) and its URL for the startup line."""
+    if settings.metrics_addr in ("", "off"):
+        return None, "off"
+    try:
+        runner, port = await start_metrics(running.telemetry.prometheus_registry, settings.metrics_addr)
+    except OSError as exc:
+        await running.stop(0)
+        raise listen_error("metrics.addr", settings.metrics_addr, "--metrics-addr", exc.strerror or "") from None
+    return runner, f"http://{_bound(settings.metrics_addr, port)}{METRICS_PATH}"
+
+
 async def serve(settings: Settings) -> None:
     running = await create_server(settings)
+    metrics_runner, metrics_url = await _start_metrics_listener(settings, running)
+    grpc_addr = _bound(settings.grpc_addr, running.port)
+    extender = _bound(settings.extender_addr, running.extender_port) if running.extender else "off"
+    ca_expander = _bound(settings.ca_expander_addr, running.ca_expander_port) if running.ca_expander else "off"
+    # The addresses are in the message itself, so the text format shows them as well as the JSON fields.
     log.info(
-        "podfit-server listening",
+        f"podfit-server listening: grpc={grpc_addr} extender={extender} metrics={metrics_url} "
+        f"ca_expander={ca_expander}",
         extra={
-            "addr": settings.grpc_addr,
+            "addr": grpc_addr,
             "port": running.port,
-            "extender": settings.extender_addr if running.extender else "off",
-            "ca_expander": settings.ca_expander_addr if running.ca_expander else "off",
+            "extender": extender,
+            "metrics": metrics_url,
+            "ca_expander": ca_expander,
             "profiles": sorted(running.service.engine.frameworks),
             "tls": bool(settings.tls_cert_file),
             "auth": bool(settings.auth_token_file),
@@ -304,6 +341,8 @@ async def serve(settings: Settings) -> None:
     await stop.wait()
     log.info("shutting down: draining in-flight RPCs")
     await running.stop(settings.shutdown_grace_seconds)
+    if metrics_runner is not None:
+        await metrics_runner.cleanup()
     log.info("stopped")
 
 
@@ -312,6 +351,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         settings = resolve(argv, environ)
         configure_logging(settings)
         profiles_from_configuration(settings.scheduler_configuration)
+        preflight(settings)
         asyncio.run(serve(settings))
     except (SettingsError, ConfigError) as exc:
         print(f"podfit-server: {exc}", file=sys.stderr)

@@ -31,6 +31,9 @@ class Settings:
     # cluster-autoscaler's gRPC expander (grpcplugin.Expander); "" or "off" disables it. Always TLS, with
     # the certificate above: cluster-autoscaler refuses plaintext and presents no client certificate.
     ca_expander_addr: str = "off"
+    # Prometheus /metrics over plain HTTP; "" or "off" disables it. Loopback by default: a deployment that
+    # wants it scraped says 0.0.0.0:9464 (deploy/kubernetes does). 9464 is OpenTelemetry's Prometheus port.
+    metrics_addr: str = "127.0.0.1:9464"
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     # TLS: serve TLS when cert and key are set; require client certificates (mTLS) when a CA is set too.
     tls_cert_file: str = ""
@@ -61,6 +64,7 @@ _SOURCES = {
     "extender_addr": ("extender.addr", "PODFIT_EXTENDER_ADDR"),
     "extender_url_prefix": ("extender.urlPrefix", "PODFIT_EXTENDER_URL_PREFIX"),
     "ca_expander_addr": ("caExpander.addr", "PODFIT_CA_EXPANDER_ADDR"),
+    "metrics_addr": ("metrics.addr", "PODFIT_METRICS_ADDR"),
     "max_message_bytes": ("maxMessageBytes", "PODFIT_MAX_MESSAGE_BYTES"),
     "tls_cert_file": ("tls.certFile", "PODFIT_TLS_CERT_FILE"),
     "tls_key_file": ("tls.keyFile", "PODFIT_TLS_KEY_FILE"),
@@ -154,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ca-expander-addr", help="HOST:PORT for cluster-autoscaler's gRPC expander (TLS only), or 'off' (default)"
     )
+    parser.add_argument(
+        "--metrics-addr", help="HOST:PORT to serve Prometheus /metrics on, or 'off' (default 127.0.0.1:9464)"
+    )
     parser.add_argument("--max-message-bytes", type=int, help="largest request/response accepted (default 64 MiB)")
     parser.add_argument("--tls-cert-file", help="serve TLS with this PEM certificate chain")
     parser.add_argument("--tls-key-file", help="PEM private key of --tls-cert-file")
@@ -216,5 +223,9 @@ def validate(settings: Settings) -> None:
             raise SettingsError(
                 "caExpander.addr: needs tls.certFile and tls.keyFile (cluster-autoscaler only connects over TLS)"
             )
+    if settings.metrics_addr not in ("", "off"):
+        host, sep, port = settings.metrics_addr.rpartition(":")
+        if not sep or not port.isdigit():
+            raise SettingsError(f"metrics.addr: {settings.metrics_addr!r} must be HOST:PORT or off")
     if not settings.extender_url_prefix.startswith("/"):
         raise SettingsError(f"extender.urlPrefix: {settings.extender_url_prefix!r} must start with /")
