@@ -634,9 +634,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return COMMANDS[args.command](client, args)
     except PodfitError as exc:
         hint = connection_hint(exc, config) if config is not None else ""
-        if hint:
+        if hint and config is not None:
             # gRPC's own words ("failed to connect to all addresses; ... Socket closed") only hide the fix.
-            print(f"podfit: cannot talk to {config.target if config else args.target}: {hint}", file=sys.stderr)
+            print(f"podfit: {exc.code.name}: cannot talk to {config.target}: {hint}", file=sys.stderr)
             return 1
         fields = "".join(f" [{f}: {d}]" for f, d in exc.field_violations if f and f not in exc.message)
         print(f"podfit: {exc}{fields}", file=sys.stderr)

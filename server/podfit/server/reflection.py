@@ -67,7 +67,5 @@ def enable_server_reflection(service_names: Iterable[str], server: grpc.aio.Serv
         response_serializer=v1alpha_pb2.ServerReflectionResponse.SerializeToString,
     )
     server.add_generic_rpc_handlers(
-        tuple(
-            grpc.method_handlers_generic_handler(name, {"ServerReflectionInfo": handler}) for name in SERVICE_NAMES
-        )
+        tuple(grpc.method_handlers_generic_handler(name, {"ServerReflectionInfo": handler}) for name in SERVICE_NAMES)
     )

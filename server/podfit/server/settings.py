@@ -121,7 +121,10 @@ def load_file(path: str) -> tuple[dict[str, Any], Mapping[str, Any] | None]:
     except OSError as exc:
         raise SettingsError(f"--config: cannot read {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise SettingsError(f"--config: {path} is not valid YAML: {exc}") from None
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
+        problem = getattr(exc, "problem", None) or "a syntax error"
+        raise SettingsError(f"--config: {path} is not valid YAML{at}: {problem}") from None
     values: dict[str, Any] = {}
     scheduler: Mapping[str, Any] | None = None
     for i, doc in enumerate(documents):
