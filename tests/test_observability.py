@@ -47,7 +47,9 @@ Sample = tuple[str, tuple[tuple[str, str], ...]]
 @pytest.fixture
 async def metered(live: LiveServer) -> AsyncIterator[tuple[LiveServer, str]]:
     """The live server with its /metrics listener, as podfit-server starts it."""
-    runner, port = await start_metrics(live.running.telemetry.prometheus_registry, "127.0.0.1:0")
+    registry = live.running.telemetry.prometheus_registry
+    assert registry is not None
+    runner, port = await start_metrics(registry, "127.0.0.1:0")
     yield live, f"http://127.0.0.1:{port}/metrics"
     await runner.cleanup()
 

@@ -210,7 +210,9 @@ async def create_server(
     The extender endpoint starts only when ``extender_addr`` (or the settings) names an address.
     """
     settings = settings or Settings()
-    telemetry = telemetry or Telemetry.from_exporter_name(settings.telemetry_exporter)
+    telemetry = telemetry or Telemetry.from_exporter_name(
+        settings.telemetry_exporter, prometheus=settings.metrics_addr not in ("", "off")
+    )
     if service is None:
         profiles = profiles_from_configuration(settings.scheduler_configuration)
         service = SchedulingService(
@@ -301,10 +303,11 @@ def _bound(addr: str, port: int) -> str:
 
 async def _start_metrics_listener(settings: Settings, running: RunningServer) -> tuple[web.AppRunner | None, str]:
     """The /metrics listener (or None when off) and its URL for the startup line."""
-    if settings.metrics_addr in ("", "off"):
+    registry = running.telemetry.prometheus_registry
+    if settings.metrics_addr in ("", "off") or registry is None:
         return None, "off"
     try:
-        runner, port = await start_metrics(running.telemetry.prometheus_registry, settings.metrics_addr)
+        runner, port = await start_metrics(registry, settings.metrics_addr)
     except OSError as exc:
         await running.stop(0)
         raise listen_error("metrics.addr", settings.metrics_addr, "--metrics-addr", exc.strerror or "") from None

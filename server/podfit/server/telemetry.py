@@ -47,10 +47,15 @@ class Telemetry:
         span_exporters: Sequence[SpanExporter] = (),
         metric_readers: Sequence[MetricReader] = (),
         batch_spans: bool = True,
+        prometheus: bool = True,
     ) -> None:
         resource = Resource.create({"service.name": "podfit"})
-        self.prometheus_registry = CollectorRegistry()
-        readers = [*metric_readers, PrometheusMetricReader(registry=self.prometheus_registry, scope_info_enabled=False)]
+        # Off when nothing will scrape it (--metrics-addr off): each reader aggregates every sample,
+        # ~20 us per decision.
+        self.prometheus_registry = CollectorRegistry() if prometheus else None
+        readers = list(metric_readers)
+        if self.prometheus_registry is not None:
+            readers.append(PrometheusMetricReader(registry=self.prometheus_registry, scope_info_enabled=False))
         self.tracer_provider = TracerProvider(resource=resource)
         for exporter in span_exporters:
             processor = BatchSpanProcessor(exporter) if batch_spans else SimpleSpanProcessor(exporter)
@@ -91,18 +96,18 @@ class Telemetry:
 
     @classmethod
     def disabled(cls) -> Telemetry:
-        return cls()
+        return cls(prometheus=False)
 
     @classmethod
-    def from_exporter_name(cls, name: str, interval_seconds: float = 60.0) -> Telemetry:
+    def from_exporter_name(cls, name: str, interval_seconds: float = 60.0, *, prometheus: bool = True) -> Telemetry:
         """``none``, ``console`` or ``otlp`` (OTEL_EXPORTER_OTLP_* variables configure the endpoint)."""
         if name in ("", "none"):
-            return cls()
+            return cls(prometheus=prometheus)
         if name == "console":
             reader = PeriodicExportingMetricReader(
                 ConsoleMetricExporter(), export_interval_millis=interval_seconds * 1000
             )
-            return cls(span_exporters=[ConsoleSpanExporter()], metric_readers=[reader])
+            return cls(span_exporters=[ConsoleSpanExporter()], metric_readers=[reader], prometheus=prometheus)
         if name == "otlp":
             try:
                 from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
@@ -112,7 +117,7 @@ class Telemetry:
                     "telemetry.exporter: 'otlp' needs the 'otlp' extra (pip install 'podfit[otlp]')"
                 ) from exc
             reader = PeriodicExportingMetricReader(OTLPMetricExporter(), export_interval_millis=interval_seconds * 1000)
-            return cls(span_exporters=[OTLPSpanExporter()], metric_readers=[reader])
+            return cls(span_exporters=[OTLPSpanExporter()], metric_readers=[reader], prometheus=prometheus)
         raise ValueError(f"telemetry.exporter: {name!r} must be none, console or otlp")
 
     def observe_cache(self, cache: ClusterCache) -> None:
