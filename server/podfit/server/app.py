@@ -259,10 +259,10 @@ async def create_server(
             else None,
             require_client_auth=bool(settings.tls_client_ca_file),
         )
+    secure = bool(settings.tls_cert_file)
     try:
-        secure = settings.tls_cert_file
         port = server.add_secure_port(target, credentials) if secure else server.add_insecure_port(target)
-    except RuntimeError:  # grpc's "Failed to bind", whatever the cause
+    except RuntimeError:  # grpc's "Failed to bind", whatever the cause (startup.preflight names the usual ones)
         port = 0
     if port == 0:
         raise listen_error("grpcAddr", target, "--grpc-addr")
