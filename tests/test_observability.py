@@ -27,6 +27,7 @@ from grpc_reflection.v1alpha import reflection_pb2
 from podfit.client import PodfitError, cli, hints
 from podfit.server.metrics import start_metrics
 from podfit.server.reflection import V1_SERVICE_NAME, V1ALPHA_SERVICE_NAME, v1_file_descriptor
+from podfit.server.settings import resolve
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.builders import make_node, make_pod
@@ -42,6 +43,23 @@ Sample = tuple[str, tuple[tuple[str, str], ...]]
 
 
 # -- /metrics ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "document", "expected"),
+    [
+        pytest.param([], {}, "", "127.0.0.1:9464", id="loopback by default"),
+        pytest.param([], {}, "metrics: {addr: 0.0.0.0:9464}", "0.0.0.0:9464", id="metrics.addr in the config file"),
+        pytest.param([], {"PODFIT_METRICS_ADDR": "off"}, "metrics: {addr: 0.0.0.0:1}", "off", id="env over file"),
+        pytest.param(["--metrics-addr", "[::1]:9100"], {"PODFIT_METRICS_ADDR": "off"}, "", "[::1]:9100", id="flag"),
+    ],
+)
+def test_metrics_address_sources(
+    tmp_path: Path, flags: list[str], env: dict[str, str], document: str, expected: str
+) -> None:
+    path = tmp_path / "podfit.yaml"
+    path.write_text(f"kind: PodfitConfiguration\n{document}\n")
+    assert resolve(["--config", str(path), *flags], env).metrics_addr == expected
 
 
 @pytest.fixture
@@ -333,6 +351,23 @@ def test_startup_line_names_every_listen_address(log_format: str) -> None:
     assert [line for line in server.lines if C_CORE_LINE.search(line)] == []
 
 
+def test_a_plaintext_client_leaves_no_core_lines_in_a_tls_servers_log(pki: dict[str, Path]) -> None:
+    """gRPC's core logs every failed handshake ("I1124 ... ssl_transport_security.cc:2563] Handshake failed")
+    unless GRPC_VERBOSITY keeps it quiet: a probe or a misconfigured client would fill the log."""
+    server = ServerProcess("--tls-cert-file", str(pki["server_cert"]), "--tls-key-file", str(pki["server_key"]))
+    try:
+        port = int(json.loads(server.wait_for("podfit-server listening"))["port"])
+        for _ in range(2):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as plaintext:
+                plaintext.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert plaintext.recv(100) == b""  # the server hangs up: not TLS
+    finally:
+        code = server.stop()
+    assert code == 0
+    assert [line for line in server.lines if C_CORE_LINE.search(line)] == []
+    assert server.lines[-1].endswith('"msg": "stopped"}')
+
+
 @pytest.fixture(scope="module")
 def busy_port() -> Iterator[int]:
     with socket.socket() as held:
@@ -460,6 +495,21 @@ def test_cli_names_the_flag_to_change(
     code = cli.main(["--target", target, *tls_flags, "stats"])
     assert code == 1
     assert capsys.readouterr().err.splitlines() == [f"podfit: UNAVAILABLE: cannot talk to {target}: {hint}"]
+
+
+def test_cli_keeps_grpc_core_lines_off_stderr(servers: dict[str, int], pki: dict[str, Path]) -> None:
+    """Through the console script, as a user runs it: gRPC's core logs a failed TLS handshake on its own
+    ("I1124 ... ssl_transport_security.cc:2563] Handshake failed ...") unless told not to."""
+    target = f"localhost:{servers['plain']}"
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("podfit")), "--target", target, "--ca-file", str(pki["ca"]), "stats"],
+        env=_server_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"podfit: UNAVAILABLE: cannot talk to {target}: {hints.PLAINTEXT_SERVER}"]
 
 
 def test_cli_reaches_the_tls_server_by_its_certificates_name(
