@@ -527,6 +527,8 @@ def test_container_ports_are_the_ones_podfit_server_listens_on(tmp_path: Path) -
     assert _container_port(container, "grpc") == _port_of(settings.grpc_addr)
     assert _container_port(container, "extender") == _port_of(settings.extender_addr)
     assert _container_port(container, "probes") == _port_of(settings.probe_addr)
+    assert _container_port(container, "metrics") == _port_of(settings.metrics_addr)
+    assert settings.metrics_addr.startswith("0.0.0.0:")
     assert settings.grpc_addr.startswith("0.0.0.0:") and settings.extender_addr.startswith("0.0.0.0:")
     # kubelet probes the pod IP; the probe listener is no business of the Service.
     assert settings.probe_addr == f"{POD_FIELDS['status.podIP']}:8081"
@@ -555,6 +557,18 @@ def _secret_files(container_name: str) -> dict[str, str]:
         keys = [item["path"] for item in secret.get("items", [])] or ["tls.crt", "tls.key", "ca.crt"]
         files |= {f"{mount['mountPath']}/{key}": secret["secretName"] for key in keys}
     return files
+
+
+def test_prometheus_annotations_point_at_the_metrics_listener(tmp_path: Path) -> None:
+    """Prometheus' pod-annotation discovery scrapes prometheus.io/port and /path: they must be where
+    podfit-server serves /metrics, or the dashboard stays empty."""
+    from podfit.server.metrics import METRICS_PATH
+
+    annotations = _deployment()["spec"]["template"]["metadata"]["annotations"]
+    settings = _resolved_server_settings(tmp_path)
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert int(annotations["prometheus.io/port"]) == _port_of(settings.metrics_addr)
+    assert annotations["prometheus.io/path"] == METRICS_PATH
 
 
 PROBES = [
@@ -796,7 +810,7 @@ def test_containerfile_healthcheck_hits_healthz(tmp_path: Path) -> None:
 def test_containerfile_exposes_grpc_and_extender(tmp_path: Path) -> None:
     settings = _resolved_server_settings(tmp_path)
     exposed = {int(p.partition("/")[0]) for args in _final_stage().all("EXPOSE") for p in args.split()}
-    assert exposed == {_port_of(settings.grpc_addr), _port_of(settings.extender_addr)}
+    assert exposed == {_port_of(settings.grpc_addr), _port_of(settings.extender_addr), _port_of(settings.metrics_addr)}
 
 
 def test_containerfile_entrypoint_is_podfit_server() -> None:

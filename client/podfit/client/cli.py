@@ -15,6 +15,7 @@ from google.protobuf.message import Message
 from podfit.client import whatif
 from podfit.client._requests import DEFAULT_TARGET, ChannelConfig
 from podfit.client.errors import PodfitError
+from podfit.client.hints import connection_hint
 from podfit.client.manifests import load_manifests
 from podfit.client.sync import Client
 from podfit.k8s.convert import KINDS, ConversionError, canonical_kind, object_to_manifest
@@ -643,6 +644,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.target_given = args.target is not None
     args.target = args.target or DEFAULT_TARGET
+    config: ChannelConfig | None = None
     try:
         token = args.token or os.environ.get("PODFIT_TOKEN")
         if args.token_file:
@@ -665,6 +667,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with Client(config=config) as client:
             return COMMANDS[args.command](client, args)
     except PodfitError as exc:
+        hint = connection_hint(exc, config) if config is not None else ""
+        if hint and config is not None:
+            # gRPC's own words ("failed to connect to all addresses; ... Socket closed") only hide the fix.
+            print(f"podfit: {exc.code.name}: cannot talk to {config.target}: {hint}", file=sys.stderr)
+            return 1
         fields = "".join(f" [{f}: {d}]" for f, d in exc.field_violations if f and f not in exc.message)
         print(f"podfit: {exc}{fields}", file=sys.stderr)
         return 1

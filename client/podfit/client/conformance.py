@@ -238,6 +238,10 @@ def stop_process(process: subprocess.Popen[Any]) -> None:
         process.kill()
 
 
+# A LocalServer listens on its gRPC port only: the extender's and /metrics' default ports may be taken.
+_NO_OTHER_LISTENERS = ("--extender-addr", "off", "--metrics-addr", "off")
+
+
 class LocalServer:
     """A podfit-server subprocess on a loopback port (the client never imports the server)."""
 
@@ -246,7 +250,7 @@ class LocalServer:
         self.target = f"127.0.0.1:{self.port}"
         env = {**os.environ, "PODFIT_LOG_LEVEL": "WARNING"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, "--extender-addr", "off"],
+            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, *_NO_OTHER_LISTENERS],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -17,12 +17,14 @@ from typing import Any
 import grpc
 from aiohttp import web
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from grpcplugin import expander_pb2_grpc
+from podfit.server import reflection
 from podfit.server.auth import RoleAuthInterceptor, load_tokens
 from podfit.server.config import ConfigError, profiles_from_configuration
+from podfit.server.metrics import METRICS_PATH, start_metrics
 from podfit.server.service import CacheNotSyncedError, SchedulingService
 from podfit.server.settings import Settings, SettingsError, check_exposure, resolve
+from podfit.server.startup import listen_error, preflight
 from podfit.server.telemetry import Telemetry, TelemetryInterceptor
 from podfit.server.transport.ca_expander import ExpanderServicer
 from podfit.server.transport.extender import start_extender
@@ -66,9 +68,14 @@ class _JsonFormatter(logging.Formatter):
             "wait_for_sync",
             "feeder",
             "server_epoch",
+            "metrics",
             "method",
             "token_name",
             "probes",
+            "pod",
+            "code",
+            "duration_ms",
+            "details",
         ):
             if hasattr(record, key):
                 entry[key] = getattr(record, key)
@@ -153,9 +160,12 @@ async def _start_ca_expander(
     credentials = grpc.ssl_server_credentials(
         [(_read(settings.tls_key_file, "tls.keyFile"), _read(settings.tls_cert_file, "tls.certFile"))]
     )
-    port = server.add_secure_port(settings.ca_expander_addr, credentials)
+    try:
+        port = server.add_secure_port(settings.ca_expander_addr, credentials)
+    except RuntimeError:  # grpc's "Failed to bind", whatever the cause
+        port = 0
     if port == 0:
-        raise SettingsError(f"caExpander.addr: cannot listen on {settings.ca_expander_addr}")
+        raise listen_error("caExpander.addr", settings.ca_expander_addr, "--ca-expander-addr")
     await server.start()
     return server, port
 
@@ -176,7 +186,9 @@ async def create_server(
     # The addresses actually bound, overrides included: no listener opens to other hosts unauthenticated.
     extender_addr = settings.extender_addr if extender_addr is None else extender_addr
     check_exposure(replace(settings, grpc_addr=addr or settings.grpc_addr, extender_addr=extender_addr))
-    telemetry = telemetry or Telemetry.from_exporter_name(settings.telemetry_exporter)
+    telemetry = telemetry or Telemetry.from_exporter_name(
+        settings.telemetry_exporter, prometheus=settings.metrics_addr not in ("", "off")
+    )
     if service is None:
         profiles = profiles_from_configuration(settings.scheduler_configuration)
         service = SchedulingService(
@@ -211,7 +223,7 @@ async def create_server(
         # Before the server starts, so no MarkSynced can come in between: SERVING once started and synced.
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     service.on_synced(report_serving)
-    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME), server)
     target = addr or settings.grpc_addr
     if settings.tls_cert_file:
         credentials = grpc.ssl_server_credentials(
@@ -221,11 +233,13 @@ async def create_server(
             else None,
             require_client_auth=bool(settings.tls_client_ca_file),
         )
-        port = server.add_secure_port(target, credentials)
-    else:
-        port = server.add_insecure_port(target)
+    secure = bool(settings.tls_cert_file)
+    try:
+        port = server.add_secure_port(target, credentials) if secure else server.add_insecure_port(target)
+    except RuntimeError:  # grpc's "Failed to bind", whatever the cause (startup.preflight names the usual ones)
+        port = 0
     if port == 0:
-        raise SettingsError(f"grpcAddr: cannot listen on {target}")
+        raise listen_error("grpcAddr", target, "--grpc-addr")
     await server.start()
     running = RunningServer(server, port, service, health_servicer, telemetry)
     if settings.ca_expander_addr not in ("", "off"):
@@ -251,13 +265,13 @@ async def create_server(
             )
         except OSError as exc:
             await server.stop(0)
-            raise SettingsError(f"extender.addr: cannot listen on {extender_target}: {exc.strerror}") from None
+            raise listen_error("extender.addr", extender_target, "--extender-addr", exc.strerror or "") from None
     if settings.probe_addr not in ("", "off"):
         try:
             running.probes, running.probe_port = await _start_probes(settings.probe_addr, health_servicer, service)
         except OSError as exc:
             await running.stop(0)
-            raise SettingsError(f"probeAddr: cannot listen on {settings.probe_addr}: {exc.strerror}") from None
+            raise listen_error("probeAddr", settings.probe_addr, "--probe-addr", exc.strerror or "") from None
     if service.synced:
         await report_serving()
     return running
@@ -279,19 +293,45 @@ async def _start_probes(
     return await start_probes(ready, host.strip("[]") or "0.0.0.0", int(port))
 
 
+def _bound(addr: str, port: int) -> str:
+    """HOST:PORT as listened on: the port the OS chose when ``addr`` asked for port 0."""
+    return f"{addr.rpartition(':')[0]}:{port}"
+
+
+async def _start_metrics_listener(settings: Settings, running: RunningServer) -> tuple[web.AppRunner | None, str]:
+    """The /metrics listener (or None when off) and its URL for the startup line."""
+    registry = running.telemetry.prometheus_registry
+    if settings.metrics_addr in ("", "off") or registry is None:
+        return None, "off"
+    try:
+        runner, port = await start_metrics(registry, settings.metrics_addr)
+    except OSError as exc:
+        await running.stop(0)
+        raise listen_error("metrics.addr", settings.metrics_addr, "--metrics-addr", exc.strerror or "") from None
+    return runner, f"http://{_bound(settings.metrics_addr, port)}{METRICS_PATH}"
+
+
 async def serve(settings: Settings) -> None:
     running = await create_server(settings)
+    metrics_runner, metrics_url = await _start_metrics_listener(settings, running)
+    grpc_addr = _bound(settings.grpc_addr, running.port)
+    extender = _bound(settings.extender_addr, running.extender_port) if running.extender else "off"
+    ca_expander = _bound(settings.ca_expander_addr, running.ca_expander_port) if running.ca_expander else "off"
+    probes = _bound(settings.probe_addr, running.probe_port) if running.probes else "off"
+    # The addresses are in the message itself, so the text format shows them as well as the JSON fields.
     log.info(
-        "podfit-server listening",
+        f"podfit-server listening: grpc={grpc_addr} extender={extender} metrics={metrics_url} "
+        f"ca_expander={ca_expander} probes={probes}",
         extra={
-            "addr": settings.grpc_addr,
+            "addr": grpc_addr,
             "port": running.port,
-            "extender": settings.extender_addr if running.extender else "off",
-            "ca_expander": settings.ca_expander_addr if running.ca_expander else "off",
+            "extender": extender,
+            "metrics": metrics_url,
+            "ca_expander": ca_expander,
             "profiles": sorted(running.service.engine.frameworks),
             "tls": bool(settings.tls_cert_file),
             "auth": bool(settings.auth_token_file or settings.auth_tokens_file),
-            "probes": settings.probe_addr if running.probes else "off",
+            "probes": probes,
             "wait_for_sync": settings.wait_for_sync,
             "server_epoch": running.service.epoch,
         },
@@ -303,6 +343,8 @@ async def serve(settings: Settings) -> None:
     await stop.wait()
     log.info("shutting down: draining in-flight RPCs")
     await running.stop(settings.shutdown_grace_seconds)
+    if metrics_runner is not None:
+        await metrics_runner.cleanup()
     log.info("stopped")
 
 
@@ -311,6 +353,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         settings = resolve(argv, environ)
         configure_logging(settings)
         profiles_from_configuration(settings.scheduler_configuration)
+        preflight(settings)
         asyncio.run(serve(settings))
     except (SettingsError, ConfigError) as exc:
         print(f"podfit-server: {exc}", file=sys.stderr)

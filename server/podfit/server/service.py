@@ -349,9 +349,11 @@ class SchedulingService:
         key = f"{generation}:{scheduler_name}:{score}:{signature}{identity}:{','.join(node_names)}"
         if not self._memo_entries:
             # Nothing of this generation is remembered (always so for a run of assumes): skip the lookup.
+            self.telemetry.memo_miss()
             return key, None
         cached: Decision | None = await self._memo.get(key)
         if cached is None or cached.generation != self.cache.generation:
+            self.telemetry.memo_miss()
             return key, None
         self.telemetry.memo_hit()
         return key, dataclasses.replace(cached)
@@ -373,7 +375,7 @@ class SchedulingService:
         decision, state, outcome = self.engine.decide(
             pod, node_names, scheduler_name, score=score, snapshot=snapshot, signature=signature
         )
-        self.telemetry.decision_latency(time.perf_counter() - started, "decide")
+        self.telemetry.decision_latency(time.perf_counter() - started, "score" if score else "filter")
         return decision, state, outcome, snapshot
 
     async def decide(
@@ -639,7 +641,7 @@ class SchedulingService:
             return await self.decide(pod, [n.name for n in nodes], scheduler_name)
         started = time.perf_counter()
         decision, _, _ = self.engine.decide(pod, [n.name for n in nodes], scheduler_name, snapshot=snapshot)
-        self.telemetry.decision_latency(time.perf_counter() - started, "decide")
+        self.telemetry.decision_latency(time.perf_counter() - started, "score")
         return decision
 
     def victims_on_nodes(

@@ -39,6 +39,9 @@ class Settings:
     # cluster-autoscaler's gRPC expander (grpcplugin.Expander); "" or "off" disables it. Always TLS, with
     # the certificate above: cluster-autoscaler refuses plaintext and presents no client certificate.
     ca_expander_addr: str = "off"
+    # Prometheus /metrics over plain HTTP; "" or "off" disables it. Loopback by default: a deployment that
+    # wants it scraped says 0.0.0.0:9464 (deploy/kubernetes does). 9464 is OpenTelemetry's Prometheus port.
+    metrics_addr: str = "127.0.0.1:9464"
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     # TLS: serve TLS when cert and key are set; require client certificates (mTLS) when a CA is set too.
     tls_cert_file: str = ""
@@ -76,6 +79,7 @@ _SOURCES = {
     "extender_bind": ("extender.bind", "PODFIT_EXTENDER_BIND"),
     "probe_addr": ("probeAddr", "PODFIT_PROBE_ADDR"),
     "ca_expander_addr": ("caExpander.addr", "PODFIT_CA_EXPANDER_ADDR"),
+    "metrics_addr": ("metrics.addr", "PODFIT_METRICS_ADDR"),
     "max_message_bytes": ("maxMessageBytes", "PODFIT_MAX_MESSAGE_BYTES"),
     "tls_cert_file": ("tls.certFile", "PODFIT_TLS_CERT_FILE"),
     "tls_key_file": ("tls.keyFile", "PODFIT_TLS_KEY_FILE"),
@@ -134,7 +138,10 @@ def load_file(path: str) -> tuple[dict[str, Any], Mapping[str, Any] | None]:
     except OSError as exc:
         raise SettingsError(f"--config: cannot read {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise SettingsError(f"--config: {path} is not valid YAML: {exc}") from None
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
+        problem = getattr(exc, "problem", None) or "a syntax error"
+        raise SettingsError(f"--config: {path} is not valid YAML{at}: {problem}") from None
     values: dict[str, Any] = {}
     scheduler: Mapping[str, Any] | None = None
     for i, doc in enumerate(documents):
@@ -181,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--ca-expander-addr", help="HOST:PORT for cluster-autoscaler's gRPC expander (TLS only), or 'off' (default)"
+    )
+    parser.add_argument(
+        "--metrics-addr", help="HOST:PORT to serve Prometheus /metrics on, or 'off' (default 127.0.0.1:9464)"
     )
     parser.add_argument("--max-message-bytes", type=int, help="largest request/response accepted (default 64 MiB)")
     parser.add_argument("--tls-cert-file", help="serve TLS with this PEM certificate chain")
@@ -243,25 +253,29 @@ def validate(settings: Settings) -> None:
     host, sep, port = settings.grpc_addr.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise SettingsError(f"grpcAddr: {settings.grpc_addr!r} must be HOST:PORT")
-    if settings.extender_enabled:
-        host, sep, port = settings.extender_addr.rpartition(":")
-        if not sep or not port.isdigit():
-            raise SettingsError(f"extender.addr: {settings.extender_addr!r} must be HOST:PORT or off")
-    if settings.ca_expander_addr not in ("", "off"):
-        host, sep, port = settings.ca_expander_addr.rpartition(":")
-        if not sep or not port.isdigit():
-            raise SettingsError(f"caExpander.addr: {settings.ca_expander_addr!r} must be HOST:PORT or off")
-        if not settings.tls_cert_file:
-            raise SettingsError(
-                "caExpander.addr: needs tls.certFile and tls.keyFile (cluster-autoscaler only connects over TLS)"
-            )
-    if settings.probe_addr not in ("", "off"):
-        host, sep, port = settings.probe_addr.rpartition(":")
-        if not sep or not port.isdigit():
-            raise SettingsError(f"probeAddr: {settings.probe_addr!r} must be HOST:PORT or off")
+    for key, addr in (
+        ("extender.addr", settings.extender_addr),
+        ("caExpander.addr", settings.ca_expander_addr),
+        ("probeAddr", settings.probe_addr),
+        ("metrics.addr", settings.metrics_addr),
+    ):
+        _check_optional_addr(key, addr)
+    if settings.ca_expander_addr not in ("", "off") and not settings.tls_cert_file:
+        raise SettingsError(
+            "caExpander.addr: needs tls.certFile and tls.keyFile (cluster-autoscaler only connects over TLS)"
+        )
     if not settings.extender_url_prefix.startswith("/"):
         raise SettingsError(f"extender.urlPrefix: {settings.extender_url_prefix!r} must start with /")
     check_exposure(settings)
+
+
+def _check_optional_addr(key: str, addr: str) -> None:
+    """A listener that may be switched off: HOST:PORT (an empty host is every interface) or off."""
+    if addr in ("", "off"):
+        return
+    _, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise SettingsError(f"{key}: {addr!r} must be HOST:PORT or off")
 
 
 def is_loopback(addr: str) -> bool:

@@ -251,6 +251,18 @@ Handler = Callable[[Args], Awaitable[Any]]
 
 def _route(handler: Handler, verb: str, service: SchedulingService) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handle(request: web.Request) -> web.Response:
+        status = 500
+        try:
+            response = await answer(request)
+            status = response.status
+            return response
+        except web.HTTPException as exc:
+            status = exc.status
+            raise
+        finally:
+            service.telemetry.extender_request(verb, status)
+
+    async def answer(request: web.Request) -> web.Response:
         try:
             # Before the body is read: an unsynced cache answers nothing, whatever was asked.
             service.require_synced()
