@@ -202,6 +202,8 @@ class SchedulingService:
         # With ``wait_for_sync`` decisions are refused (CacheNotSyncedError) until a feeder's MarkSynced.
         self._synced = not wait_for_sync
         self._sync_listeners: builtins.list[Callable[[], Awaitable[None]]] = []
+        # Set at SIGTERM: readiness turns false (the extender's /readyz 503) while calls are still served.
+        self.shutting_down = False
         self.engine = Engine(self.cache, profiles)
         self.telemetry = telemetry or Telemetry.disabled()
         self._memo_ttl = memo_ttl_seconds

@@ -1,0 +1,240 @@
+"""Graceful shutdown: NOT_SERVING during the delay, every call that reached the server answered, open
+streams ended UNAVAILABLE, and the process gone as soon as the work is done (not after the grace)."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import aiohttp
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from podfit.client import AsyncClient, PodfitError, schedule_request
+from podfit.client.conformance import _free_port
+from podfit.server.app import create_server
+from podfit.server.lifecycle import SHUTTING_DOWN_MESSAGE
+from podfit.server.settings import Settings
+from podfit.v1 import cluster_cache_pb2 as cc
+
+from tests.builders import make_node, make_pod
+
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def _pod(i: int) -> dict[str, Any]:
+    return make_pod(f"p{i}").req(cpu="10m").json()
+
+
+class ServerProcess:
+    """``podfit-server`` as a subprocess on a free loopback port, with its own flags."""
+
+    def __init__(self, *flags: str) -> None:
+        self.target = f"127.0.0.1:{_free_port()}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, "--extender-addr", "off", *flags],
+            env={**os.environ, "PODFIT_LOG_FORMAT": "text"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+    async def ready(self, client: AsyncClient) -> None:
+        for _ in range(300):
+            assert self.process.poll() is None, self.log()
+            try:
+                await client.stats(timeout=1)
+                return
+            except PodfitError:
+                await asyncio.sleep(0.05)
+        raise AssertionError("podfit-server did not start")
+
+    def signal(self, signum: int = signal.SIGTERM) -> float:
+        self.process.send_signal(signum)
+        return time.monotonic()
+
+    async def exited(self, within: float) -> float:
+        """Waits for the process to exit; the monotonic time it was seen gone."""
+        deadline = time.monotonic() + within
+        while self.process.poll() is None:
+            assert time.monotonic() < deadline, f"podfit-server still running {within} s later"
+            await asyncio.sleep(0.01)
+        return time.monotonic()
+
+    def log(self) -> str:
+        return self.process.stderr.read().decode() if self.process.stderr and self.process.poll() is not None else ""
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def server_process() -> Iterator[Callable[..., ServerProcess]]:
+    started: list[ServerProcess] = []
+
+    def start(*flags: str) -> ServerProcess:
+        started.append(ServerProcess(*flags))
+        return started[-1]
+
+    yield start
+    for process in started:
+        process.kill()
+
+
+async def test_sigterm_under_load_answers_every_call_that_reached_the_server(
+    server_process: Callable[..., ServerProcess],
+) -> None:
+    # A long grace: the process must leave as soon as the work is done, not when the grace runs out.
+    server = server_process("--shutdown-grace-seconds", "60")
+    async with AsyncClient(server.target) as client:
+        await server.ready(client)
+        await client.apply([make_node(f"n{i}").capacity(cpu="64", memory="64Gi", pods="110").json() for i in range(20)])
+        answered: list[float] = []
+
+        async def schedule(i: int) -> str:
+            try:
+                await client.schedule(_pod(i), view="basic")
+            except PodfitError as exc:
+                return exc.code.name
+            answered.append(time.monotonic())
+            return "OK"
+
+        calls = [asyncio.create_task(schedule(i)) for i in range(1500)]
+        while len(answered) < 20:
+            await asyncio.sleep(0.005)
+        signalled = server.signal()
+        outcomes = collections.Counter(await asyncio.gather(*calls))
+        outstanding_at_signal = 1500 - sum(1 for t in answered if t < signalled)
+        gone = await server.exited(within=20)
+        # Every call got a real answer, or (had it not reached the server before the port closed) a
+        # retryable UNAVAILABLE; none was cancelled.
+        assert set(outcomes) <= {"OK", "UNAVAILABLE"}, outcomes
+        assert outstanding_at_signal > 500 and outcomes["OK"] > 1000, (outstanding_at_signal, outcomes)
+        assert gone - max(answered) < 5, "the process outlived its last answer by seconds"
+        with pytest.raises(PodfitError) as closed:
+            await client.stats(timeout=5)
+        assert closed.value.code is grpc.StatusCode.UNAVAILABLE
+    assert server.process.returncode == 0
+
+
+async def test_health_and_readyz_say_not_serving_during_the_delay_while_calls_are_still_answered() -> None:
+    running = await create_server(Settings(), addr="127.0.0.1:0", extender_addr="127.0.0.1:0")
+    target = f"127.0.0.1:{running.port}"
+    readyz = f"http://127.0.0.1:{running.extender_port}/readyz"
+    async with (
+        AsyncClient(target) as client,
+        grpc.aio.insecure_channel(target) as channel,
+        aiohttp.ClientSession() as http,
+    ):
+        await client.apply([make_node("n0").json()])
+        async with http.get(readyz) as before:
+            assert before.status == 200
+        started = time.monotonic()
+        stopping = asyncio.create_task(running.stop(5, delay=1.0))
+        await asyncio.sleep(0.2)
+        health = health_pb2_grpc.HealthStub(channel)
+        for _ in range(3):
+            assert (await health.Check(health_pb2.HealthCheckRequest(), timeout=2)).status == NOT_SERVING
+            async with http.get(readyz) as during:
+                assert during.status == 503 and "shutting down" in await during.text()
+            # Load balancers have not noticed yet: what they still send is answered.
+            assert (await client.schedule(_pod(0), timeout=2)).selected_node == "n0"
+            await asyncio.sleep(0.2)
+        assert not stopping.done()
+        await stopping
+        assert 1.0 <= time.monotonic() - started < 3.0
+        with pytest.raises(PodfitError) as closed:
+            await client.stats(timeout=2)
+        assert closed.value.code is grpc.StatusCode.UNAVAILABLE
+
+
+async def _idle_cache_stream(client: AsyncClient) -> AsyncIterator[Any]:
+    async def batches() -> AsyncIterator[cc.StreamRequest]:
+        yield cc.StreamRequest(sequence=1)
+        await asyncio.Event().wait()  # a feeder with nothing more to say
+
+    async for ack in client.stream(batches()):
+        yield ack
+
+
+async def _idle_schedule_stream(client: AsyncClient) -> AsyncIterator[Any]:
+    async def requests() -> AsyncIterator[Any]:
+        yield schedule_request(_pod(0), view="basic")
+        await asyncio.Event().wait()
+
+    async for answer in client.schedule_stream(requests()):
+        yield answer
+
+
+async def _health_watch(client: AsyncClient) -> AsyncIterator[Any]:
+    call = health_pb2_grpc.HealthStub(client._channel).Watch(health_pb2.HealthCheckRequest())
+    try:
+        async for status in call:
+            yield status
+    except grpc.RpcError as exc:
+        raise PodfitError.from_rpc_error(exc) from None
+
+
+@pytest.mark.parametrize(
+    "open_stream",
+    [
+        pytest.param(_idle_cache_stream, id="an idle ClusterCache.Stream"),
+        pytest.param(_idle_schedule_stream, id="an idle ScheduleStream"),
+        pytest.param(_health_watch, id="a Health.Watch"),
+    ],
+)
+async def test_an_open_stream_ends_unavailable_and_does_not_hold_the_shutdown(
+    open_stream: Callable[[AsyncClient], AsyncIterator[Any]],
+) -> None:
+    running = await create_server(Settings(), addr="127.0.0.1:0", extender_addr="off")
+    async with AsyncClient(f"127.0.0.1:{running.port}") as client:
+        await client.apply([make_node("n0").json()])
+        stream = open_stream(client)
+        first = await anext(stream)
+        assert first is not None
+        started = time.monotonic()
+        stopping = asyncio.create_task(running.stop(30))
+        with pytest.raises(PodfitError) as ended:
+            async for _ in stream:
+                pass
+        assert ended.value.code is grpc.StatusCode.UNAVAILABLE
+        assert ended.value.message == SHUTTING_DOWN_MESSAGE
+        await asyncio.wait_for(stopping, 5)
+        assert time.monotonic() - started < 3.0
+
+
+async def test_an_idle_feeder_stream_does_not_keep_the_process_for_the_grace_period(
+    server_process: Callable[..., ServerProcess],
+) -> None:
+    server = server_process("--shutdown-grace-seconds", "60", "--shutdown-delay-seconds", "0.3")
+    async with AsyncClient(server.target) as client:
+        await server.ready(client)
+        stream = _idle_cache_stream(client)
+        assert (await anext(stream)).sequence == 1
+        signalled = server.signal()
+        with pytest.raises(PodfitError) as ended:
+            await anext(stream)
+        assert (ended.value.code, ended.value.message) == (grpc.StatusCode.UNAVAILABLE, SHUTTING_DOWN_MESSAGE)
+        assert await server.exited(within=10) - signalled < 5
+    assert server.process.returncode == 0
+    assert "stopped after" in server.log()
+
+
+async def test_a_second_signal_cuts_the_shutdown_delay_short(server_process: Callable[..., ServerProcess]) -> None:
+    server = server_process("--shutdown-delay-seconds", "60")
+    async with AsyncClient(server.target) as client:
+        await server.ready(client)
+        signalled = server.signal(signal.SIGTERM)
+        await asyncio.sleep(0.5)
+        assert server.process.poll() is None, "the first signal must wait out the delay"
+        server.signal(signal.SIGINT)
+        assert await server.exited(within=10) - signalled < 5
+    assert "second signal" in server.log()
