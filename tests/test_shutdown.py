@@ -11,17 +11,20 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import grpc
 import pytest
+import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from podfit.client import AsyncClient, PodfitError, schedule_request
 from podfit.client.conformance import _free_port
 from podfit.server.app import create_server
 from podfit.server.lifecycle import SHUTTING_DOWN_MESSAGE
-from podfit.server.settings import Settings
+from podfit.server.settings import Settings, load_file
 from podfit.v1 import cluster_cache_pb2 as cc
 
 from tests.builders import make_node, make_pod
@@ -238,3 +241,16 @@ async def test_a_second_signal_cuts_the_shutdown_delay_short(server_process: Cal
         server.signal(signal.SIGINT)
         assert await server.exited(within=10) - signalled < 5
     assert "second signal" in server.log()
+
+
+def test_the_deployment_outwaits_the_delay_and_the_grace() -> None:
+    """The kubelet kills the pod at terminationGracePeriodSeconds: it must outlast podfit's own shutdown
+    (the delay load balancers need, then the drain), or calls are cut off after all."""
+    manifests = Path(__file__).resolve().parents[1] / "deploy" / "kubernetes"
+    values, _ = load_file(str(manifests / "podfit-config.yaml"))
+    settings = replace(Settings(), **values)
+    docs = list(yaml.safe_load_all((manifests / "podfit.yaml").read_text()))
+    deployment = next(d for d in docs if d and d.get("kind") == "Deployment")
+    termination = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert settings.shutdown_delay_seconds > 0, "without a delay, load balancers still send to a closed port"
+    assert termination >= settings.shutdown_delay_seconds + settings.shutdown_grace_seconds + 5
