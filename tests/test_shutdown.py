@@ -254,3 +254,29 @@ def test_the_deployment_outwaits_the_delay_and_the_grace() -> None:
     termination = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert settings.shutdown_delay_seconds > 0, "without a delay, load balancers still send to a closed port"
     assert termination >= settings.shutdown_delay_seconds + settings.shutdown_grace_seconds + 5
+
+
+async def test_a_second_signal_during_the_drain_cancels_what_is_left_at_once() -> None:
+    running = await create_server(Settings(), addr="127.0.0.1:0", extender_addr="off")
+    never = asyncio.Event()
+    schedule = running.service.schedule
+
+    async def stuck(*args: Any, **kwargs: Any) -> Any:
+        await never.wait()
+        return await schedule(*args, **kwargs)
+
+    running.service.schedule = stuck  # type: ignore[method-assign]
+    async with AsyncClient(f"127.0.0.1:{running.port}") as client:
+        call = asyncio.create_task(client.schedule(_pod(0)))
+        while running.drain.in_flight == 0:
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        stopping = asyncio.create_task(running.stop(30))
+        await asyncio.sleep(0.3)
+        assert not stopping.done(), "the drain waits for the call in flight"
+        running.hurry.set()
+        await asyncio.wait_for(stopping, 5)
+        assert time.monotonic() - started < 3
+        with pytest.raises(PodfitError) as cancelled:
+            await call
+        assert cancelled.value.code is grpc.StatusCode.UNAVAILABLE

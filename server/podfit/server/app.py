@@ -171,8 +171,14 @@ class RunningServer:
             drain.refuse()
             if not (answered and await wait_until_quiet(drain, deadline, self.hurry)):
                 log.warning("shutdown grace period over with calls still arriving: the rest are cancelled")
-        remaining = 0.0 if self.hurry.is_set() else max(0.0, deadline - time.monotonic())
-        await server.stop(remaining if graceful else 0)
+        remaining = 0.0 if self.hurry.is_set() or not graceful else max(0.0, deadline - time.monotonic())
+        stopping = asyncio.ensure_future(server.stop(remaining))
+        hurried = asyncio.ensure_future(self.hurry.wait())
+        await asyncio.wait((stopping, hurried), return_when=asyncio.FIRST_COMPLETED)
+        hurried.cancel()
+        if not stopping.done():
+            await server.stop(0)  # a second signal: cancel what is left now
+        await stopping
 
 
 def _read(path: str, what: str) -> bytes:
