@@ -27,7 +27,7 @@ import grpc
 log = logging.getLogger("podfit.server")
 SHUTTING_DOWN_MESSAGE = "server shutting down"
 # No new call for this long (and none in flight) means the transport holds no queued call.
-QUIET_SECONDS = 0.2
+QUIET_SECONDS = 0.5
 
 
 class Drain(grpc.aio.ServerInterceptor):  # type: ignore[misc]
