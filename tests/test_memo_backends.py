@@ -9,6 +9,7 @@ sdk/install.sh) and fail, rather than skip, when it is missing.
 from __future__ import annotations
 
 import asyncio
+import collections
 import shutil
 import socket
 import subprocess
@@ -28,6 +29,7 @@ from podfit.server.service import GivenPod, SchedulingService
 from podfit.server.settings import Settings
 
 from tests.builders import make_node, make_pod
+from tests.server_process import ServerProcess
 
 
 def _free_port() -> int:
@@ -138,6 +140,32 @@ async def test_assume_through_grpc_with_a_redis_memo_fills_the_node_exactly(redi
         assert _bound(svc) == {"n0": 5}
     finally:
         await running.stop(0)
+
+
+async def test_podfit_server_with_a_redis_memo_never_overbooks(redis_port: int) -> None:
+    """The deployed path: ``memo.backend: redis`` at ``memo.address``, many clients at once."""
+    server = ServerProcess(env={"PODFIT_MEMO_BACKEND": "redis", "PODFIT_MEMO_ADDRESS": f"127.0.0.1:{redis_port}"})
+    try:
+        async with AsyncClient(server.target) as client:
+            await server.ready(client)
+            nodes = [make_node(f"n{i}").capacity(cpu="3", memory="64Gi", pods="110").json() for i in range(4)]
+            await client.apply(nodes)
+            answers = await asyncio.gather(
+                *(
+                    client.schedule(make_pod(f"web-{i}").req(cpu="1").json(), assume=i % 3 == 0, view="basic")
+                    if i % 3 != 2
+                    else client.filter(make_pod(f"probe-{i}").req(cpu="1").json())
+                    for i in range(150)
+                )
+            )
+            placed = [a for a in answers[0::3] if a.assumed_generation]
+            bound = [o.pod.spec.node_name for o in (await client.list("Pod")).objects if o.pod.spec.node_name]
+        assert len(placed) == len(bound) == 12
+        assert sorted(collections.Counter(bound).values()) == [3, 3, 3, 3]
+    finally:
+        server.process.terminate()
+        server.process.wait(timeout=20)
+    assert "decision memo unavailable" not in server.log()
 
 
 async def test_a_memo_that_cannot_be_reached_costs_a_recomputation_not_a_decision(caplog: Any) -> None:

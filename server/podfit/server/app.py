@@ -237,6 +237,7 @@ async def create_server(
             telemetry=telemetry,
             memo_ttl_seconds=settings.memo_ttl_seconds,
             memo_backend=settings.memo_backend,
+            memo_options=settings.memo_options,
             wait_for_sync=settings.wait_for_sync,
         )
     drain = Drain()

@@ -41,6 +41,8 @@ class Settings:
     telemetry_exporter: str = "none"
     memo_ttl_seconds: float = 30.0
     memo_backend: str = "memory"
+    # HOST:PORT of the redis or memcached server holding the memo; "": the backend's default (localhost).
+    memo_address: str = ""
     log_level: str = "INFO"
     log_format: str = "json"
     # SIGTERM: report NOT_SERVING but keep serving for shutdownDelaySeconds (load balancers notice), then
@@ -52,6 +54,14 @@ class Settings:
     wait_for_sync: bool = False
     # The KubeSchedulerConfiguration document, if any (validated by podfit.server.config).
     scheduler_configuration: Mapping[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def memo_options(self) -> dict[str, Any]:
+        """The remote memo's connection options (aiocache's endpoint and port)."""
+        if not self.memo_address:
+            return {}
+        host, _, port = self.memo_address.rpartition(":")
+        return {"endpoint": host.strip("[]"), "port": int(port)}
 
     @property
     def extender_enabled(self) -> bool:
@@ -72,6 +82,7 @@ _SOURCES = {
     "telemetry_exporter": ("telemetry.exporter", "PODFIT_TELEMETRY_EXPORTER"),
     "memo_ttl_seconds": ("memo.ttlSeconds", "PODFIT_MEMO_TTL_SECONDS"),
     "memo_backend": ("memo.backend", "PODFIT_MEMO_BACKEND"),
+    "memo_address": ("memo.address", "PODFIT_MEMO_ADDRESS"),
     "log_level": ("log.level", "PODFIT_LOG_LEVEL"),
     "log_format": ("log.format", "PODFIT_LOG_FORMAT"),
     "shutdown_grace_seconds": ("shutdownGraceSeconds", "PODFIT_SHUTDOWN_GRACE_SECONDS"),
@@ -211,6 +222,12 @@ def validate(settings: Settings) -> None:
         raise SettingsError("tls: certFile and keyFile must be set together")
     if settings.tls_client_ca_file and not settings.tls_cert_file:
         raise SettingsError("tls.clientCAFile: needs tls.certFile and tls.keyFile")
+    if settings.memo_address:
+        host, sep, port = settings.memo_address.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise SettingsError(f"memo.address: {settings.memo_address!r} must be HOST:PORT")
+        if settings.memo_backend not in ("redis", "memcached"):
+            raise SettingsError("memo.address: only for memo.backend redis or memcached")
     for key, seconds in (
         ("shutdownDelaySeconds", settings.shutdown_delay_seconds),
         ("shutdownGraceSeconds", settings.shutdown_grace_seconds),
