@@ -26,7 +26,7 @@ from podfit.server.cache.cluster_cache import Upsert
 from podfit.server.config import default_profile
 from podfit.server.model import Kind, Pod
 from podfit.server.service import GivenPod, SchedulingService
-from podfit.server.settings import Settings
+from podfit.server.settings import Settings, SettingsError, resolve
 
 from tests.builders import make_node, make_pod
 from tests.server_process import ServerProcess
@@ -189,3 +189,22 @@ def test_sdk_install_provides_redis_server() -> None:
     assert "install-redis.sh" in (sdk / "install.sh").read_text()
     script = (sdk / "install-redis.sh").read_text()
     assert "command -v redis-server" in script and "apt-get install" in script
+
+
+@pytest.mark.parametrize(
+    ("environ", "error"),
+    [
+        pytest.param(
+            {"PODFIT_MEMO_BACKEND": "redis", "PODFIT_MEMO_ADDRESS": "redis"}, "must be HOST:PORT", id="no port"
+        ),
+        pytest.param({"PODFIT_MEMO_ADDRESS": "127.0.0.1:6379"}, "only for memo.backend", id="an in-process memo"),
+    ],
+)
+def test_a_bad_memo_address_is_refused_at_start(environ: dict[str, str], error: str) -> None:
+    with pytest.raises(SettingsError, match=f"^memo.address: .*{error}"):
+        resolve([], environ)
+
+
+def test_the_memo_address_becomes_the_backends_endpoint() -> None:
+    settings = resolve([], {"PODFIT_MEMO_BACKEND": "redis", "PODFIT_MEMO_ADDRESS": "[::1]:7000"})
+    assert settings.memo_options == {"endpoint": "::1", "port": 7000}

@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from podfit.client import AsyncClient, PodfitError, schedule_request
 from podfit.server.app import create_server
 from podfit.server.lifecycle import SHUTTING_DOWN_MESSAGE
-from podfit.server.settings import Settings, load_file
+from podfit.server.settings import Settings, SettingsError, load_file, resolve
 from podfit.v1 import cluster_cache_pb2 as cc
 
 from tests.builders import make_node, make_pod
@@ -234,3 +234,34 @@ async def test_a_second_signal_during_the_drain_cancels_what_is_left_at_once() -
         with pytest.raises(PodfitError) as cancelled:
             await call
         assert cancelled.value.code is grpc.StatusCode.UNAVAILABLE
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "expected"),
+    [
+        pytest.param([], {}, (0.0, 10.0), id="defaults: no delay, 10 s grace"),
+        pytest.param(["--shutdown-delay-seconds", "5"], {}, (5.0, 10.0), id="the delay as a flag"),
+        pytest.param([], {"PODFIT_SHUTDOWN_DELAY_SECONDS": "2.5"}, (2.5, 10.0), id="the delay from the environment"),
+        pytest.param(
+            ["--shutdown-grace-seconds", "30"], {"PODFIT_SHUTDOWN_GRACE_SECONDS": "20"}, (0.0, 30.0), id="flag wins"
+        ),
+    ],
+)
+def test_the_delay_and_the_grace_are_configurable(
+    argv: list[str], environ: dict[str, str], expected: tuple[float, float]
+) -> None:
+    settings = resolve(argv, environ)
+    assert (settings.shutdown_delay_seconds, settings.shutdown_grace_seconds) == expected
+
+
+@pytest.mark.parametrize(
+    ("environ", "field"),
+    [
+        pytest.param({"PODFIT_SHUTDOWN_DELAY_SECONDS": "-1"}, "shutdownDelaySeconds", id="a negative delay"),
+        pytest.param({"PODFIT_SHUTDOWN_GRACE_SECONDS": "nan"}, "shutdownGraceSeconds", id="a grace that is no number"),
+        pytest.param({"PODFIT_SHUTDOWN_DELAY_SECONDS": "7200"}, "shutdownDelaySeconds", id="a delay over an hour"),
+    ],
+)
+def test_a_bad_delay_or_grace_is_refused_at_start(environ: dict[str, str], field: str) -> None:
+    with pytest.raises(SettingsError, match=f"^{field}: "):
+        resolve([], environ)
