@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import signal
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -265,3 +266,24 @@ def test_the_delay_and_the_grace_are_configurable(
 def test_a_bad_delay_or_grace_is_refused_at_start(environ: dict[str, str], field: str) -> None:
     with pytest.raises(SettingsError, match=f"^{field}: "):
         resolve([], environ)
+
+
+async def test_frequent_health_checks_do_not_hold_the_drain_open() -> None:
+    running = await create_server(Settings(), addr="127.0.0.1:0", extender_addr="off")
+    target = f"127.0.0.1:{running.port}"
+    statuses: list[int] = []
+
+    async def probe(health: health_pb2_grpc.HealthStub) -> None:
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            while True:
+                statuses.append((await health.Check(health_pb2.HealthCheckRequest(), timeout=1)).status)
+                await asyncio.sleep(0.05)
+
+    async with grpc.aio.insecure_channel(target) as channel:
+        prober = asyncio.create_task(probe(health_pb2_grpc.HealthStub(channel)))
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        await asyncio.wait_for(running.stop(30), 10)
+        assert time.monotonic() - started < 3
+        await asyncio.wait_for(prober, 5)
+    assert statuses[0] == health_pb2.HealthCheckResponse.SERVING and statuses[-1] == NOT_SERVING

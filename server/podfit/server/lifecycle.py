@@ -28,6 +28,7 @@ log = logging.getLogger("podfit.server")
 SHUTTING_DOWN_MESSAGE = "server shutting down"
 # No new call for this long (and none in flight) means the transport holds no queued call.
 QUIET_SECONDS = 0.5
+_HEALTH = "/grpc.health.v1.Health/"
 
 
 class Drain(grpc.aio.ServerInterceptor):  # type: ignore[misc]
@@ -65,14 +66,18 @@ class Drain(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(details)
-        self.started += 1
-        self._last_start = time.monotonic()
         if handler is None:
             return handler
-        if self.refusing:
-            return _refusal(handler)
+        # Health checks keep being answered (NOT_SERVING) and are not work to wait for: a load balancer
+        # probing every 100 ms must not hold the drain open until the grace runs out.
+        health = details.method.startswith(_HEALTH)
+        if not health:
+            self.started += 1
+            self._last_start = time.monotonic()
+            if self.refusing:
+                return _refusal(handler)
         if handler.unary_unary is not None:
-            return handler._replace(unary_unary=self._counted(handler.unary_unary))
+            return handler if health else handler._replace(unary_unary=self._counted(handler.unary_unary))
         if handler.response_streaming:
             behavior = handler.stream_stream or handler.unary_stream
             if inspect.isasyncgenfunction(behavior):
