@@ -440,12 +440,33 @@ def cmd_conformance(args: argparse.Namespace, config: ChannelConfig) -> int:
     return 0 if report.failed == 0 else 1
 
 
+def _bench_soak(args: argparse.Namespace, config: ChannelConfig) -> int:
+    """``podfit bench soak``: concurrent feeders and deciders, checked (podfit.client.soak)."""
+    import asyncio
+
+    from podfit.client import soak
+    from podfit.client.conformance import LocalServer
+
+    if args.target_given:
+        report = asyncio.run(soak.run(args.target, args.duration, config=config))
+    else:
+        with LocalServer() as server:
+            report = asyncio.run(soak.run(server.target, args.duration))
+    print(report.summary())
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"soak": report.as_dict()}, out, indent=2)
+    return 0 if report.ok else 1
+
+
 def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
     import asyncio
 
     from podfit.client import bench
     from podfit.client.conformance import LocalServer
 
+    if args.workloads == ["soak"]:
+        return _bench_soak(args, config)
     names = bench.expand(args.workloads)
     if args.target_given:
         results = asyncio.run(
@@ -562,7 +583,13 @@ def build_parser() -> argparse.ArgumentParser:
         "workloads",
         nargs="*",
         help="e.g. SchedulingBasic/5000Nodes_10000Pods, EstimateScaleUp/5000Nodes_50000Pods; 'simulation' for the "
-        "four Simulation-service workloads (default: the scheduling ones)",
+        "four Simulation-service workloads (default: the scheduling ones); 'soak' alone for the soak test",
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        default=60.0,
+        help="soak: seconds of concurrent feeders and deciders (default 60)",
     )
     p.add_argument(
         "--decisions",

@@ -10,7 +10,7 @@ import ssl
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from grpcplugin import expander_pb2_grpc
 from podfit.server import reflection
 from podfit.server.auth import RoleAuthInterceptor, load_tokens
 from podfit.server.config import ConfigError, profiles_from_configuration
+from podfit.server.lifecycle import Drain, sleep_unless, wait_until_quiet
 from podfit.server.metrics import METRICS_PATH, start_metrics
 from podfit.server.service import CacheNotSyncedError, SchedulingService
 from podfit.server.settings import Settings, SettingsError, check_exposure, resolve
@@ -45,6 +46,13 @@ SERVICE_NAMES = (
     scheduler_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name,
     simulation_pb2.DESCRIPTOR.services_by_name["Simulation"].full_name,
 )
+# grpc core queues calls that arrived before the (single-threaded) server took them, and past 1,000 of
+# them starts cancelling new ones at random: a burst of a few thousand Schedule calls (a few seconds of
+# work) lost calls with CANCELLED, which a client cannot tell from a shutdown. Queue them instead.
+PENDING_CALL_LIMITS = [
+    ("grpc.server.max_pending_requests", 20_000),
+    ("grpc.server.max_pending_requests_hard_limit", 40_000),
+]
 
 
 class _JsonFormatter(logging.Formatter):
@@ -110,26 +118,48 @@ class RunningServer:
     probes: web.AppRunner | None = None
     probe_port: int = 0
 
-    async def stop(self, grace: float | None = None) -> None:
-        """Graceful shutdown: report NOT_SERVING, keep serving until no unary RPC has been in flight
-        for a moment (requests already queued in the transport get served too) or ``grace`` runs out,
-        then stop, cancelling whatever is left (long-lived Streams) at the end of the grace period."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + (grace or 0.0)
+    drain: Drain = field(default_factory=Drain)
+    # Set by a second SIGTERM/SIGINT: cut the shutdown delay and the drain short.
+    hurry: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def stop(self, grace: float | None = None, delay: float = 0.0) -> None:
+        """Graceful shutdown (see podfit.server.lifecycle): NOT_SERVING at once (gRPC health and the
+        extender's /readyz), everything still served for ``delay`` seconds while load balancers notice;
+        then open streams end UNAVAILABLE, the calls that reached the server are answered, the ports
+        close, and the server stops as soon as that is done; ``grace`` bounds the part after the delay.
+        """
+        self.service.shutting_down = True
         await self.health.enter_graceful_shutdown()
-        if self.extender is not None:
-            await self.extender.cleanup()
+        await sleep_unless(delay, self.hurry)
+        deadline = time.monotonic() + (grace or 0.0)
+        self.drain.end_streams()
+        closing = [self._stop_grpc(self.server, self.drain, deadline, bool(grace))]
         if self.ca_expander is not None:
-            await self.ca_expander.stop(grace)
-        quiet_checks = 0
-        while grace and quiet_checks < 3 and loop.time() < deadline:
-            await asyncio.sleep(0.01)
-            quiet_checks = quiet_checks + 1 if self.telemetry.active_unary_rpcs == 0 else 0
-        await self.server.stop(max(0.0, deadline - loop.time()) if grace else grace)
+            closing.append(self.ca_expander.stop(grace))
+        if self.extender is not None:
+            closing.append(self.extender.cleanup())
+        await asyncio.gather(*closing)
         await self.service.close()
         if self.probes is not None:  # last: readiness says NOT_SERVING for the whole drain
             await self.probes.cleanup()
         self.telemetry.shutdown()
+
+    async def _stop_grpc(self, server: grpc.aio.Server, drain: Drain, deadline: float, graceful: bool) -> None:
+        if graceful:
+            # Answer what has arrived; then refuse stragglers (UNAVAILABLE) until none come, since the
+            # calls grpc holds unanswered when the port closes are cancelled.
+            answered = await wait_until_quiet(drain, deadline, self.hurry)
+            drain.refuse()
+            if not (answered and await wait_until_quiet(drain, deadline, self.hurry)):
+                log.warning("shutdown grace period over with calls still arriving: the rest are cancelled")
+        remaining = 0.0 if self.hurry.is_set() or not graceful else max(0.0, deadline - time.monotonic())
+        stopping = asyncio.ensure_future(server.stop(remaining))
+        hurried = asyncio.ensure_future(self.hurry.wait())
+        await asyncio.wait((stopping, hurried), return_when=asyncio.FIRST_COMPLETED)
+        hurried.cancel()
+        if not stopping.done():
+            await server.stop(0)  # a second signal: cancel what is left now
+        await stopping
 
 
 def _read(path: str, what: str) -> bytes:
@@ -196,8 +226,10 @@ async def create_server(
             telemetry=telemetry,
             memo_ttl_seconds=settings.memo_ttl_seconds,
             memo_backend=settings.memo_backend,
+            memo_options=settings.memo_options,
             wait_for_sync=settings.wait_for_sync,
         )
+    drain = Drain()
     interceptors: list[grpc.aio.ServerInterceptor] = [TelemetryInterceptor(telemetry)]
     tokens = load_tokens(settings)
     if tokens:
@@ -206,8 +238,10 @@ async def create_server(
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.so_reuseport", 0),
+        *PENDING_CALL_LIMITS,
     ]
-    server = grpc.aio.server(interceptors=interceptors, options=options)
+    # Innermost, so the streams it ends at shutdown are seen by the others as any UNAVAILABLE answer.
+    server = grpc.aio.server(interceptors=[*interceptors, drain], options=options)
     cluster_cache_pb2_grpc.add_ClusterCacheServicer_to_server(ClusterCacheServicer(service), server)
     scheduler_pb2_grpc.add_SchedulerServicer_to_server(SchedulerServicer(service), server)
     simulation_pb2_grpc.add_SimulationServicer_to_server(SimulationServicer(service), server)
@@ -241,7 +275,7 @@ async def create_server(
     if port == 0:
         raise listen_error("grpcAddr", target, "--grpc-addr")
     await server.start()
-    running = RunningServer(server, port, service, health_servicer, telemetry)
+    running = RunningServer(server, port, service, health_servicer, telemetry, drain=drain)
     if settings.ca_expander_addr not in ("", "off"):
         try:
             running.ca_expander, running.ca_expander_port = await _start_ca_expander(
@@ -336,16 +370,34 @@ async def serve(settings: Settings) -> None:
             "server_epoch": running.service.epoch,
         },
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    log.info("shutting down: draining in-flight RPCs")
-    await running.stop(settings.shutdown_grace_seconds)
-    if metrics_runner is not None:
+    await _serve_until_signalled(running, settings)
+    if metrics_runner is not None:  # scraped through the shutdown, closed last
         await metrics_runner.cleanup()
-    log.info("stopped")
+
+
+async def _serve_until_signalled(running: RunningServer, settings: Settings) -> None:
+    """Serves until SIGTERM/SIGINT, then shuts down gracefully; a second signal hurries the shutdown
+    (no more delay or drain: what is still running is cancelled)."""
+    signalled = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def on_signal() -> None:
+        if signalled.is_set():
+            log.warning("second signal: stopping now, cancelling what is still running")
+            running.hurry.set()
+        signalled.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, on_signal)
+    await signalled.wait()
+    started = time.monotonic()
+    log.info(
+        "shutting down: NOT_SERVING for %.1f s, then draining for at most %.1f s",
+        settings.shutdown_delay_seconds,
+        settings.shutdown_grace_seconds,
+    )
+    await running.stop(settings.shutdown_grace_seconds, delay=settings.shutdown_delay_seconds)
+    log.info("stopped after %.2f s (%d calls served in all)", time.monotonic() - started, running.drain.started)
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:

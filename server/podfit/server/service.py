@@ -206,6 +206,8 @@ class SchedulingService:
         # With ``wait_for_sync`` decisions are refused (CacheNotSyncedError) until a feeder's MarkSynced.
         self._synced = not wait_for_sync
         self._sync_listeners: builtins.list[Callable[[], Awaitable[None]]] = []
+        # Set at SIGTERM: readiness turns false (the extender's /readyz 503) while calls are still served.
+        self.shutting_down = False
         self.engine = Engine(self.cache, profiles)
         self.telemetry = telemetry or Telemetry.disabled()
         self._memo_ttl = memo_ttl_seconds
@@ -216,6 +218,7 @@ class SchedulingService:
         self._memo_generation = -1
         self._memo_entries = 0
         self._memo_max_entries = memo_max_entries
+        self._memo_failure_logged = -float("inf")
         self.telemetry.observe_cache(self.cache)
 
     # -- updates ---------------------------------------------------------------------------------
@@ -343,7 +346,7 @@ class SchedulingService:
         generation = self.cache.generation
         if generation != self._memo_generation:
             if self._memo_entries:
-                await self._memo.clear()
+                await self._memo_io(self._memo.clear())
             self._memo_generation, self._memo_entries = generation, 0
         identity = pod.uid + pod.key if self.cache.has_nominated_pods else ""
         key = f"{generation}:{scheduler_name}:{score}:{signature}{identity}:{','.join(node_names)}"
@@ -351,7 +354,7 @@ class SchedulingService:
             # Nothing of this generation is remembered (always so for a run of assumes): skip the lookup.
             self.telemetry.memo_miss()
             return key, None
-        cached: Decision | None = await self._memo.get(key)
+        cached: Decision | None = await self._memo_io(self._memo.get(key))
         if cached is None or cached.generation != self.cache.generation:
             self.telemetry.memo_miss()
             return key, None
@@ -364,8 +367,21 @@ class SchedulingService:
             and self.cache.generation == decision.generation == self._memo_generation
             and self._memo_entries < self._memo_max_entries
         ):
-            await self._memo.set(key, decision, ttl=self._memo_ttl)
             self._memo_entries += 1
+            await self._memo_io(self._memo.set(key, decision, ttl=self._memo_ttl))
+
+    async def _memo_io(self, operation: Awaitable[Any]) -> Any:
+        """The memo's answer, or None when a remote memo fails (down, slow, out of connections): the
+        memo only saves work, so a failure costs a recomputation, never a decision. Logged at most
+        every 10 s."""
+        try:
+            return await operation
+        except Exception as exc:  # any memo failure is a miss
+            now = time.monotonic()
+            if now - self._memo_failure_logged >= 10.0:
+                self._memo_failure_logged = now
+                log.warning("decision memo unavailable, deciding without it: %s: %s", type(exc).__name__, exc)
+            return None
 
     def _decide_now(
         self, pod: Pod, node_names: Sequence[str], scheduler_name: str, score: bool = True, signature: str | None = None
@@ -438,7 +454,16 @@ class SchedulingService:
         if assume:
             self._check_current(resolved)
         signature = pod_signature(resolved)
+        seen = self.cache.generation
         key, decision = await self._recall(resolved, signature, node_names, scheduler_name, True)
+        if self.cache.generation != seen:
+            # A remote memo (redis, memcached) awaits: other calls may have changed the cache meanwhile,
+            # reserving the room this one saw, or updating the pod. Read it all again and decide anew;
+            # from here to the reservation nothing awaits, so the decision is made on the rows reserved.
+            resolved, source = self.resolve(pod)
+            if assume:
+                self._check_current(resolved)
+            signature, decision = pod_signature(resolved), None
         # A memoised "nothing fits" serves only when it was answered with PostFilter exactly as asked now
         # (otherwise it lacks the CycleState PostFilter needs: decide afresh).
         if decision is not None and (
@@ -689,5 +714,10 @@ def _make_memo(backend: str, options: dict[str, Any]) -> Any:
             raise ValueError(f"memo.backend: {backend!r} needs aiocache's {backend} extra installed")
         from aiocache.serializers import PickleSerializer
 
+        if backend == "redis":
+            from redis.asyncio import BlockingConnectionPool
+
+            # redis' default pool refuses the 101st concurrent call (MaxConnectionsError): wait instead.
+            options = {"connection_pool_class": BlockingConnectionPool, "pool_max_size": 64, **options}
         return Cache(backend_class, serializer=PickleSerializer(), **options)
     raise ValueError(f"memo.backend: {backend!r} must be memory, redis or memcached")

@@ -57,14 +57,27 @@ class Settings:
     telemetry_exporter: str = "none"
     memo_ttl_seconds: float = 30.0
     memo_backend: str = "memory"
+    # HOST:PORT of the redis or memcached server holding the memo; "": the backend's default (localhost).
+    memo_address: str = ""
     log_level: str = "INFO"
     log_format: str = "json"
+    # SIGTERM: report NOT_SERVING but keep serving for shutdownDelaySeconds (load balancers notice), then
+    # answer what has arrived within shutdownGraceSeconds and exit (see podfit.server.lifecycle).
     shutdown_grace_seconds: float = 10.0
+    shutdown_delay_seconds: float = 0.0
     # Refuse decisions (FAILED_PRECONDITION, the extender's 503) and report NOT_SERVING until a feeder's
     # MarkSynced says its initial list of every kind is in the cache; off: synced from the start.
     wait_for_sync: bool = False
     # The KubeSchedulerConfiguration document, if any (validated by podfit.server.config).
     scheduler_configuration: Mapping[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def memo_options(self) -> dict[str, Any]:
+        """The remote memo's connection options (aiocache's endpoint and port)."""
+        if not self.memo_address:
+            return {}
+        host, _, port = self.memo_address.rpartition(":")
+        return {"endpoint": host.strip("[]"), "port": int(port)}
 
     @property
     def extender_enabled(self) -> bool:
@@ -90,9 +103,11 @@ _SOURCES = {
     "telemetry_exporter": ("telemetry.exporter", "PODFIT_TELEMETRY_EXPORTER"),
     "memo_ttl_seconds": ("memo.ttlSeconds", "PODFIT_MEMO_TTL_SECONDS"),
     "memo_backend": ("memo.backend", "PODFIT_MEMO_BACKEND"),
+    "memo_address": ("memo.address", "PODFIT_MEMO_ADDRESS"),
     "log_level": ("log.level", "PODFIT_LOG_LEVEL"),
     "log_format": ("log.format", "PODFIT_LOG_FORMAT"),
     "shutdown_grace_seconds": ("shutdownGraceSeconds", "PODFIT_SHUTDOWN_GRACE_SECONDS"),
+    "shutdown_delay_seconds": ("shutdownDelaySeconds", "PODFIT_SHUTDOWN_DELAY_SECONDS"),
     "wait_for_sync": ("waitForSync", "PODFIT_WAIT_FOR_SYNC"),
 }
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
@@ -211,6 +226,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--telemetry-exporter", choices=["none", "console", "otlp"], help="OpenTelemetry exporter")
     parser.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
     parser.add_argument(
+        "--shutdown-delay-seconds",
+        type=float,
+        help="on SIGTERM, report NOT_SERVING but keep serving this long before closing the port (default 0)",
+    )
+    parser.add_argument(
+        "--shutdown-grace-seconds",
+        type=float,
+        help="after the delay, answer the calls already received for at most this long (default 10)",
+    )
+    parser.add_argument(
         "--wait-for-sync",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -246,6 +271,18 @@ def validate(settings: Settings) -> None:
         raise SettingsError("tls: certFile and keyFile must be set together")
     if settings.tls_client_ca_file and not settings.tls_cert_file:
         raise SettingsError("tls.clientCAFile: needs tls.certFile and tls.keyFile")
+    if settings.memo_address:
+        host, sep, port = settings.memo_address.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise SettingsError(f"memo.address: {settings.memo_address!r} must be HOST:PORT")
+        if settings.memo_backend not in ("redis", "memcached"):
+            raise SettingsError("memo.address: only for memo.backend redis or memcached")
+    for key, seconds in (
+        ("shutdownDelaySeconds", settings.shutdown_delay_seconds),
+        ("shutdownGraceSeconds", settings.shutdown_grace_seconds),
+    ):
+        if not 0 <= seconds <= 3600:
+            raise SettingsError(f"{key}: {seconds!r} must be between 0 and 3600 seconds")
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise SettingsError(f"log.level: {settings.log_level!r} must be DEBUG, INFO, WARNING or ERROR")
     if settings.log_format not in ("json", "text"):

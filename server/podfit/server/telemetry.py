@@ -90,7 +90,7 @@ class Telemetry:
             "podfit.extender.requests", description="kube-scheduler extender requests, by verb and HTTP status code"
         )
         self._in_flight = meter.create_up_down_counter("podfit.rpc.in_flight", description="Unary RPCs being served")
-        # Unary RPCs being served now; graceful shutdown waits for it to stay at zero.
+        # Unary RPCs being served now (the in-flight gauge; shutdown has its own count, podfit.server.lifecycle).
         self.active_unary_rpcs = 0
         self._cache: ClusterCache | None = None
 

@@ -304,7 +304,10 @@ def build_app(
     app.router.add_get("/healthz", _healthz)
 
     async def readyz(request: web.Request) -> web.Response:
-        """Readiness: 200 once the cache is synced (at once without --wait-for-sync), 503 before."""
+        """Readiness: 200 once the cache is synced (at once without --wait-for-sync), 503 before and
+        from SIGTERM on (load balancers stop sending while the calls they sent are still answered)."""
+        if service.shutting_down:
+            return web.Response(text="not ready: server shutting down", status=503)
         if service.synced:
             return web.Response(text="ok")
         return web.Response(text=f"not ready: {CacheNotSyncedError()}", status=503)
