@@ -10,7 +10,7 @@ import grpc
 from podfit.k8s.convert import KIND_TO_ENUM
 from podfit.k8s.selector import parse_label_selector
 from podfit.server.cache.cluster_cache import BatchResult, Change, Delete, Outcome, UpdateRejected, Upsert
-from podfit.server.model import ValidationError
+from podfit.server.model import Kind, ValidationError
 from podfit.server.service import PodInput, PodRejected, SchedulingService
 from podfit.server.telemetry import annotate
 from podfit.server.transport import convert
@@ -139,11 +139,15 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         if entry is None:
             where = f"{request.key.namespace or 'default'}/" if kind.namespaced else ""
             raise NotFoundError(f"{kind.value} {where}{request.key.name} is not in the cache")
-        return cc.GetResponse(
+        response = cc.GetResponse(
             object=convert.object_from_source(entry.source),
             generation=self.service.generation,
             server_epoch=self.service.epoch,
         )
+        if kind is Kind.NODE:
+            for allocation in self.service.node_allocations([request.key.name]):
+                response.node_allocation.CopyFrom(convert.node_allocation(allocation))
+        return response
 
     @unary_errors
     async def List(self, request: cc.ListRequest, context: grpc.aio.ServicerContext) -> cc.ListResponse:
@@ -154,10 +158,15 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
             raise ValidationError("label_selector", str(exc)) from exc
         bound = None if not request.pod_filter else request.pod_filter == cc.POD_PHASE_FILTER_BOUND
         entries = self.service.list(kind, request.namespace, matches, bound)
+        allocations = []
+        if kind is Kind.NODE:
+            names = (getattr(e.obj, "name", "") for e in entries)
+            allocations = [convert.node_allocation(a) for a in self.service.node_allocations(names)]
         return cc.ListResponse(
             objects=[convert.object_from_source(e.source) for e in entries],
             generation=self.service.generation,
             server_epoch=self.service.epoch,
+            node_allocations=allocations,
         )
 
     @unary_errors
