@@ -64,7 +64,7 @@ def test_get_delete_and_stats(server: str, capsys: pytest.CaptureFixture[str]) -
     code, out, _ = run(capsys, server, "-o", "json", "get", "pods", "web-1", "-n", "shop")
     assert code == 0 and json.loads(out)["spec"]["nodeName"] == "node-a"
     code, out, _ = run(capsys, server, "delete", "pod", "web-1", "-n", "shop")
-    assert code == 0 and "applied" in out
+    assert code == 0 and out == 'pod "web-1" deleted\n'
     code, out, _ = run(capsys, server, "-o", "json", "stats")
     assert json.loads(out)["pods"] == 1
 
@@ -76,7 +76,7 @@ def test_apply_from_stdin_json_lines(
 
     lines = '{"kind": "Node", "metadata": {"name": "x1"}, "status": {"allocatable": {"cpu": "1"}}}\n' * 2
     monkeypatch.setattr("sys.stdin", io.StringIO(lines))
-    code, out, _ = run(capsys, server, "apply", "-f", "-")
+    code, out, _ = run(capsys, server, "apply", "-v", "-f", "-")
     assert code == 0 and "node/x1" in out
 
 
