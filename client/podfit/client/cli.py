@@ -796,7 +796,7 @@ def _completion(parser: argparse.ArgumentParser, shell: str) -> str:
     if shell != "fish":
         import shtab
 
-        return str(shtab.complete(parser, shell=shell))
+        return str(shtab.complete(parser, shell=shell)).rstrip("\n") + "\n"
     lines = ["complete -c podfit -f"]
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {c.dest: c.help or "" for c in commands._choices_actions}
