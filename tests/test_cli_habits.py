@@ -30,6 +30,7 @@ EXAMPLES = ROOT / "deploy" / "examples"
 CLUSTER = str(EXAMPLES / "cluster.yaml")
 POD = str(EXAMPLES / "pod.yaml")
 CASES = ROOT.parent / "shared" / "conformance" / "cases-public.jsonl"
+BENCH = ["bench", "SchedulingBasic/6Nodes_10Pods", "--decisions", "5"]
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +114,8 @@ OUTPUT_CASES: list[tuple[list[str], str, Any]] = [
     (["estimate", "-f", str(EXAMPLES / "node-groups.yaml")], "wide", REFUSED),
     (["drain", "node-a", "--dry-run"], "json", lambda out: json.loads(out)["nodes"][0]["nodeName"] == "node-a"),
     (["drain", "node-a", "--dry-run"], "name", REFUSED),
-    (["bench", "SchedulingBasic/5Nodes_5Pods"], "wide", REFUSED),
+    (BENCH, "json", lambda out: json.loads(out)["workloads"][BENCH[1]]["decisions"] == 5),
+    (BENCH, "wide", REFUSED),
     (["conformance", "cases.jsonl"], "name", REFUSED),
     (["feed", "--kubeconfig", "k.yaml"], "json", REFUSED),
     (["completion", "bash"], "yaml", REFUSED),
@@ -475,7 +477,11 @@ def _small_cases(tmp_path: Path) -> str:
 @pytest.mark.parametrize("terminal", [pytest.param(True, id="a terminal"), pytest.param(False, id="a pipe")])
 @pytest.mark.parametrize(
     ("command", "label"),
-    [pytest.param("apply", "apply:", id="apply"), pytest.param("conformance", "cases:", id="conformance")],
+    [
+        pytest.param("apply", "apply:", id="apply"),
+        pytest.param("conformance", "cases:", id="conformance"),
+        pytest.param("bench", "bench:", id="bench"),
+    ],
 )
 def test_progress_bar_only_on_a_terminal(target: str, tmp_path: Path, terminal: bool, command: str, label: str) -> None:
     reset(target)
@@ -483,9 +489,12 @@ def test_progress_bar_only_on_a_terminal(target: str, tmp_path: Path, terminal: 
         nodes = [make_node(f"x{i}").json() for i in range(3)]
         argv = [PODFIT, "--target", target, "apply", "-f", write(tmp_path / "n.yaml", nodes)]
         summary = "3 nodes applied, 0 unchanged"
-    else:
+    elif command == "conformance":
         argv = [PODFIT, "--target", target, "conformance", _small_cases(tmp_path)]
         summary = "3 passed, 0 failed"
+    else:
+        argv = [PODFIT, "--target", target, *BENCH]
+        summary = f"| {BENCH[1]} | grpc | 5 |"
     if terminal:
         code, out, err = _on_terminal(argv)
     else:
