@@ -323,6 +323,14 @@ def test_delete(target: str, argv: list[str], code: int, out: str, err: str) -> 
     assert (done.returncode, done.stdout, done.stderr) == (code, out, err)
 
 
+def test_delete_f_names_the_document_of_a_kind_podfit_does_not_hold(target: str, tmp_path: Path) -> None:
+    path = tmp_path / "mixed.yaml"
+    path.write_text("kind: Node\nmetadata: {name: a}\n---\nkind: Deployment\nmetadata: {name: web}\n")
+    done = podfit("--target", target, "delete", "-f", str(path))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(f"podfit: {path}: document 2: kind: 'Deployment' is not a kind podfit holds")
+
+
 def test_delete_f_deletes_the_objects_of_the_manifests(target: str) -> None:
     reset(target)
     done = podfit("--target", target, "delete", "-f", CLUSTER)
@@ -411,6 +419,11 @@ def test_yaml_is_read_with_libyaml_when_present() -> None:
         pytest.param(
             "kind: Node\n---\n- a list\n", "podfit: {f}: document 2: a manifest must be a mapping", id="a list"
         ),
+        pytest.param(
+            "kind: Node\nmetadata: {name: a}\n---\n---\n- a list\n",
+            "podfit: {f}: document 3: a manifest must be a mapping",
+            id="an empty document keeps its number",
+        ),
     ],
 )
 def test_manifest_errors_name_the_file_and_document(target: str, tmp_path: Path, text: str, error: str) -> None:
@@ -478,7 +491,8 @@ def _small_cases(tmp_path: Path) -> str:
 @pytest.mark.parametrize(
     ("command", "label"),
     [
-        pytest.param("apply", "apply:", id="apply"),
+        pytest.param("apply", "read:", id="apply reading"),
+        pytest.param("apply", "apply:", id="apply sending"),
         pytest.param("conformance", "cases:", id="conformance"),
         pytest.param("bench", "bench:", id="bench"),
     ],

@@ -113,24 +113,24 @@ def _located(paths: Sequence[str], namespace: str | None) -> list[Located]:
     """Every document of the files, with ``-n`` filled in where a namespaced object names none (and a
     conflicting one refused, as kubectl does)."""
     located: list[Located] = []
-    for path in paths:
-        for where, manifest in load_located(path):
-            kind = str(manifest.get("kind", ""))
-            if namespace and kind not in cli_views.CLUSTER_SCOPED:
-                meta = dict(manifest.get("metadata") or {})
-                if meta.get("namespace") and meta["namespace"] != namespace:
-                    raise ConversionError(
-                        where,
-                        f"its namespace {meta['namespace']!r} does not match --namespace {namespace!r}",
-                    )
-                manifest = {**manifest, "metadata": {**meta, "namespace": namespace}}
-            located.append((where, manifest))
+    with _progress(None, "read", unit="doc") as bar:
+        documents = [doc for path in paths for doc in load_located(path, lambda: bar.update(1))]
+    for where, manifest in documents:
+        kind = str(manifest.get("kind", ""))
+        if namespace and kind not in cli_views.CLUSTER_SCOPED:
+            meta = dict(manifest.get("metadata") or {})
+            if meta.get("namespace") and meta["namespace"] != namespace:
+                raise ConversionError(
+                    where, f"its namespace {meta['namespace']!r} does not match --namespace {namespace!r}"
+                )
+            manifest = {**manifest, "metadata": {**meta, "namespace": namespace}}
+        located.append((where, manifest))
     return located
 
 
-def _progress(total: int, what: str, unit: str = "obj") -> Any:
-    """A progress bar on stderr when it is a terminal (and the work is long enough to want one); a silent
-    stand-in otherwise, so pipes and logs get plain output."""
+def _progress(total: int | None, what: str, unit: str = "obj") -> Any:
+    """A progress bar on stderr when it is a terminal (``total`` None: a running count); a silent stand-in
+    otherwise, so pipes and logs get plain output."""
     from tqdm import tqdm
 
     return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
@@ -239,8 +239,11 @@ def cmd_delete(client: Client, args: argparse.Namespace) -> int:
     if args.filename:
         if args.kind:
             raise ValueError("delete: give either -f FILE or KIND NAME..., not both")
-        for _, manifest in _located(args.filename, args.namespace):
-            kind = canonical_kind(str(manifest.get("kind", "")))
+        for where, manifest in _located(args.filename, args.namespace):
+            try:
+                kind = canonical_kind(str(manifest.get("kind", "")))
+            except ConversionError as exc:
+                raise ConversionError(where, str(exc)) from None
             meta = manifest.get("metadata") or {}
             namespace = "" if kind in cli_views.CLUSTER_SCOPED else meta.get("namespace") or "default"
             keys.append((kind, namespace, str(meta.get("name", ""))))

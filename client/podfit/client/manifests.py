@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,28 +47,36 @@ def parse_text(text: str, source: str = "<text>") -> list[Manifest]:
     return [manifest for _, manifest in parse_located(text, source)]
 
 
-def parse_located(text: str, source: str = "<text>") -> list[Located]:
-    """``parse_text`` with each manifest's file and document, for error messages that point at it."""
+def parse_located(text: str, source: str = "<text>", progress: Callable[[], object] | None = None) -> list[Located]:
+    """``parse_text`` with each manifest's file and document, for error messages that point at it;
+    ``progress`` is called once per document read (a big file takes a while)."""
     stripped = text.lstrip()
     documents: list[Any]
     if stripped.startswith("{") and "\n{" in stripped.rstrip():
         try:
             documents = [json.loads(line) for line in text.splitlines() if line.strip()]
         except json.JSONDecodeError:
-            documents = _yaml_documents(text, source)
+            documents = _yaml_documents(text, source, progress)
     else:
-        documents = _yaml_documents(text, source)
+        documents = _yaml_documents(text, source, progress)
     result: list[Located] = []
     for i, doc in enumerate(documents):
-        result.extend(_flatten(doc, f"{source}: document {i + 1}"))
+        # Empty documents keep their number, so "document 3" is the third an editor shows.
+        if doc is not None:
+            result.extend(_flatten(doc, f"{source}: document {i + 1}"))
     return result
 
 
-def _yaml_documents(text: str, source: str) -> list[Any]:
+def _yaml_documents(text: str, source: str, progress: Callable[[], object] | None = None) -> list[Any]:
+    documents = []
     try:
-        return [d for d in yaml.load_all(text, Loader=_YAML_LOADER) if d is not None]
+        for document in yaml.load_all(text, Loader=_YAML_LOADER):
+            documents.append(document)
+            if progress is not None:
+                progress()
     except yaml.YAMLError as exc:
         raise ConversionError(source, f"not valid YAML or JSON: {' '.join(str(exc).split())}") from None
+    return documents
 
 
 def _flatten(doc: Any, at: str) -> Iterator[Located]:
@@ -81,18 +89,18 @@ def _flatten(doc: Any, at: str) -> Iterator[Located]:
         yield at, doc
 
 
-def load_located(source: str) -> list[Located]:
+def load_located(source: str, progress: Callable[[], object] | None = None) -> list[Located]:
     """The manifests of a path (file or directory) or "-" (stdin), each with its file and document."""
     if source == "-":
-        return parse_located(sys.stdin.read(), "<stdin>")
+        return parse_located(sys.stdin.read(), "<stdin>", progress)
     target = Path(source)
     if target.is_dir():
         result: list[Located] = []
         for file in sorted(p for p in target.rglob("*") if p.suffix in _SUFFIXES and p.is_file()):
-            result.extend(parse_located(file.read_text(), str(file)))
+            result.extend(parse_located(file.read_text(), str(file), progress))
         return result
     try:
-        return parse_located(target.read_text(), source)
+        return parse_located(target.read_text(), source, progress)
     except OSError as exc:
         raise ConversionError(source, f"cannot read: {exc.strerror}") from None
 
