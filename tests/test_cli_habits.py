@@ -434,21 +434,24 @@ def test_manifest_errors_name_the_file_and_document(target: str, tmp_path: Path,
     assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(error.replace("{f}", str(path))), done.stderr
 
 
+@pytest.mark.parametrize("command", [["apply"], ["schedule", "--assume"]], ids=["apply", "schedule --assume"])
 @pytest.mark.parametrize(
-    ("flags", "namespace", "error"),
+    ("flags", "namespace"),
     [
-        pytest.param(["-n", "team"], "team", "", id="-n fills in a missing namespace"),
-        pytest.param([], "default", "", id="without -n: default"),
+        pytest.param(["-n", "team"], "team", id="-n fills in a missing namespace"),
+        pytest.param([], "default", id="without -n: default"),
     ],
 )
-def test_apply_namespace_flag(target: str, tmp_path: Path, flags: list[str], namespace: str, error: str) -> None:
+def test_namespace_flag_fills_in_manifests(
+    target: str, tmp_path: Path, command: list[str], flags: list[str], namespace: str
+) -> None:
     reset(target)
     pod = make_pod("solo").json()
     del pod["metadata"]["namespace"]
-    done = podfit("--target", target, "apply", "-f", write(tmp_path / "p.yaml", [pod]), *flags)
+    done = podfit("--target", target, *command, "-f", write(tmp_path / "p.yaml", [pod]), *flags)
     assert done.returncode == 0, done.stderr
-    got = json.loads(podfit("--target", target, "get", "pod", "solo", "-n", namespace, "-o", "json").stdout)
-    assert got["metadata"]["name"] == "solo"
+    found = podfit("--target", target, "get", "pod", "solo", "-n", namespace, "-o", "json")
+    assert found.returncode == 0 and json.loads(found.stdout)["metadata"].get("namespace", "default") == namespace
 
 
 def test_apply_refuses_a_namespace_that_contradicts_n(target: str) -> None:

@@ -19,7 +19,7 @@ from podfit.client import _requests as rq
 from podfit.client import cli_views, whatif
 from podfit.client._requests import DEFAULT_TARGET, ChannelConfig
 from podfit.client.errors import PodfitError
-from podfit.client.manifests import Located, load_located, load_manifests, to_cluster_object
+from podfit.client.manifests import Located, load_located, to_cluster_object
 from podfit.client.sync import Client
 from podfit.k8s.convert import (
     ENUM_TO_KIND,
@@ -55,8 +55,8 @@ def _json(message: Message) -> str:
     return json_format.MessageToJson(message, always_print_fields_with_no_presence=True, indent=2)
 
 
-def _single_pod(path: str) -> Any:
-    manifests = [m for m in load_manifests(path) if m.get("kind", "Pod") == "Pod"]
+def _single_pod(path: str, namespace: str | None = None) -> Any:
+    manifests = [m for _, m in _located([path], namespace) if m.get("kind", "Pod") == "Pod"]
     if len(manifests) != 1:
         raise ConversionError(path, f"expected exactly one Pod, found {len(manifests)}")
     return manifests[0]
@@ -116,8 +116,9 @@ def _located(paths: Sequence[str], namespace: str | None) -> list[Located]:
     with _progress(None, "read", unit="doc") as bar:
         documents = [doc for path in paths for doc in load_located(path, lambda: bar.update(1))]
     for where, manifest in documents:
-        kind = str(manifest.get("kind", ""))
-        if namespace and kind not in cli_views.CLUSTER_SCOPED:
+        kind = str(manifest.get("kind") or "Pod")
+        # Only objects of namespaced kinds podfit holds (a bare pod manifest has no kind): not Scenario.
+        if namespace and kind in KINDS and kind not in cli_views.CLUSTER_SCOPED:
             meta = dict(manifest.get("metadata") or {})
             if meta.get("namespace") and meta["namespace"] != namespace:
                 raise ConversionError(
@@ -326,7 +327,7 @@ def cmd_describe(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_filter(client: Client, args: argparse.Namespace) -> int:
-    response = client.filter(_single_pod(args.filename), _nodes(args), args.scheduler_name)
+    response = client.filter(_single_pod(args.filename, args.namespace), _nodes(args), args.scheduler_name)
     if _emit(response, args.output):
         return 0
     if response.gated:
@@ -338,7 +339,7 @@ def cmd_filter(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_score(client: Client, args: argparse.Namespace) -> int:
-    response = client.score(_single_pod(args.filename), _nodes(args), args.scheduler_name)
+    response = client.score(_single_pod(args.filename, args.namespace), _nodes(args), args.scheduler_name)
     if _emit(response, args.output):
         pass
     elif response.gated:
@@ -350,15 +351,15 @@ def cmd_score(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
-def _pods(paths: Sequence[str]) -> list[Any]:
-    manifests = [m for path in paths for m in load_manifests(path) if m.get("kind", "Pod") == "Pod"]
+def _pods(paths: Sequence[str], namespace: str | None = None) -> list[Any]:
+    manifests = [m for _, m in _located(paths, namespace) if m.get("kind", "Pod") == "Pod"]
     if not manifests:
         raise ConversionError(", ".join(paths), "expected at least one Pod, found none")
     return manifests
 
 
 def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
-    pods = _pods(args.filename)
+    pods = _pods(args.filename, args.namespace)
     if len(pods) > 1:
         return _schedule_batch(client, args, pods)
     response = client.schedule(
@@ -420,7 +421,7 @@ def _schedule_batch(client: Client, args: argparse.Namespace, pods: list[Any]) -
 
 
 def cmd_preempt(client: Client, args: argparse.Namespace) -> int:
-    response = client.preempt(_single_pod(args.filename), _nodes(args), args.scheduler_name)
+    response = client.preempt(_single_pod(args.filename, args.namespace), _nodes(args), args.scheduler_name)
     if not _emit(response, args.output):
         print(_preemption_text(response))
     return 0
@@ -440,8 +441,8 @@ def _emit(message: Message, output: str) -> bool:
     return True
 
 
-def _documents(paths: Sequence[str]) -> list[Any]:
-    return [m for path in paths for m in load_manifests(path)]
+def _documents(paths: Sequence[str], namespace: str | None = None) -> list[Any]:
+    return [m for _, m in _located(paths, namespace)]
 
 
 def _percent(fraction: float) -> str:
@@ -449,7 +450,7 @@ def _percent(fraction: float) -> str:
 
 
 def cmd_simulate(client: Client, args: argparse.Namespace) -> int:
-    request = whatif.simulate_request(_documents(args.filename), args.scheduler_name)
+    request = whatif.simulate_request(_documents(args.filename, args.namespace), args.scheduler_name)
     response = client.simulate(list(request.pods), request.scenario, request.scheduler_name)
     if _emit(response, args.output):
         return 0
@@ -476,7 +477,7 @@ def cmd_simulate(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(client: Client, args: argparse.Namespace) -> int:
-    request = whatif.estimate_request(_documents(args.filename), args.scheduler_name)
+    request = whatif.estimate_request(_documents(args.filename, args.namespace), args.scheduler_name)
     groups = [list(group.pods) for group in request.groups]
     node_groups = [(g.id, g.template, g.current_size, g.max_size) for g in request.node_groups]
     response = client.estimate_scale_up(groups, node_groups, request.scheduler_name)
