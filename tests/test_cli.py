@@ -85,7 +85,7 @@ def test_apply_from_stdin_json_lines(
     [
         pytest.param(["apply", "-f", "/nonexistent.yaml"], "cannot read", id="a missing file"),
         pytest.param(["get", "deployments"], "is not a kind podfit holds", id="an unknown kind"),
-        pytest.param(["get", "pod", "ghost"], "NOT_FOUND", id="a missing object"),
+        pytest.param(["get", "pod", "ghost"], 'Error from server (NotFound): pods "ghost"', id="a missing object"),
     ],
 )
 def test_errors_are_one_line(server: str, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:

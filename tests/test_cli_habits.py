@@ -271,6 +271,21 @@ def test_describe(target: str, argv: list[str], expected: list[str]) -> None:
         assert line in lines, f"{line!r} not in\n{done.stdout}"
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["get", "node", "ghost"], id="get"),
+        pytest.param(["describe", "node", "ghost"], id="describe node"),
+        pytest.param(["describe", "pod", "ghost", "-n", "shop"], id="describe pod"),
+    ],
+)
+def test_a_missing_object_is_kubectls_not_found(target: str, argv: list[str]) -> None:
+    done = podfit("--target", target, *argv)
+    resource = "nodes" if argv[1] == "node" else "pods"
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f'Error from server (NotFound): {resource} "ghost" not found\n'
+
+
 def test_describe_pod_lists_tolerations(target: str, tmp_path: Path) -> None:
     pod = make_pod("t").toleration("gpu", value="yes", effect="NoSchedule").toleration(operator="Exists").json()
     reset(target, CLUSTER, write(tmp_path / "t.yaml", [pod]))

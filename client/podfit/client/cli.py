@@ -268,13 +268,29 @@ def cmd_delete(client: Client, args: argparse.Namespace) -> int:
     return 1 if missing else 0
 
 
+class _NotFound(Exception):
+    """A named object the cache does not hold: kubectl's one line and exit 1, not a gRPC status."""
+
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f'Error from server (NotFound): {cli_views.resource_name(kind)} "{name}" not found')
+
+
+def _get(client: Client, kind: str, name: str, namespace: str = "") -> cc.GetResponse:
+    try:
+        return client.get(kind, name, namespace)
+    except PodfitError as exc:
+        if exc.code.name == "NOT_FOUND":
+            raise _NotFound(kind, name) from None
+        raise
+
+
 def cmd_get(client: Client, args: argparse.Namespace) -> int:
     kind = canonical_kind(args.kind)
     scoped = kind not in cli_views.CLUSTER_SCOPED
     namespace = (args.namespace or "default") if scoped and not args.all_namespaces else ""
     allocations: dict[str, cc.NodeAllocation] = {}
     if args.name:
-        got = client.get(kind, args.name, namespace)
+        got = _get(client, kind, args.name, namespace)
         objects = [got.object]
         if got.HasField("node_allocation"):
             allocations[got.node_allocation.node_name] = got.node_allocation
@@ -315,13 +331,13 @@ def cmd_describe(client: Client, args: argparse.Namespace) -> int:
     if kind not in ("Node", "Pod"):
         raise ValueError(f"describe: only nodes and pods can be described, not {cli_views.resource_name(kind)}")
     if kind == "Node":
-        got = client.get(kind, args.name)
+        got = _get(client, kind, args.name)
         allocation = got.node_allocation if got.HasField("node_allocation") else None
         bound = client.list("Pod", pod_filter="bound").objects
         on_node = [m for m in map(object_to_manifest, bound) if (m.get("spec") or {}).get("nodeName") == args.name]
         print(cli_views.describe_node(object_to_manifest(got.object), allocation, on_node))
     else:
-        got = client.get(kind, args.name, args.namespace or "default")
+        got = _get(client, kind, args.name, args.namespace or "default")
         print(cli_views.describe_pod(object_to_manifest(got.object)))
     return 0
 
@@ -873,6 +889,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_feed(args, config)
         with Client(config=config) as client:
             return COMMANDS[args.command](client, args)
+    except _NotFound as exc:
+        print(exc, file=sys.stderr)
+        return 1
     except PodfitError as exc:
         fields = "".join(f" [{f}: {d}]" for f, d in exc.field_violations if f and f not in exc.message)
         print(f"podfit: {exc}{fields}", file=sys.stderr)
