@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -139,7 +140,6 @@ def _progress(total: int | None, what: str, unit: str = "obj") -> Any:
 
 def _locate_error(exc: PodfitError, located: Sequence[Located], offset: int) -> PodfitError:
     """A server-side field path "updates[N]..." made to name the file and document of update N."""
-    import re
 
     def where(path: str) -> str:
         match = re.match(r"updates\[(\d+)\]\.(?:upsert\.\w+\.)?(.*)", path)
