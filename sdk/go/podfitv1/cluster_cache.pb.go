@@ -1482,7 +1482,7 @@ type ListResponse struct {
 	// MarkSynced).
 	ServerEpoch string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	// Nodes only: one per listed node, in the order of objects.
-	NodeAllocations []*NodeAllocation `protobuf:"bytes,4,rep,name=node_allocations,json=nodeAllocations,proto3" json:"node_allocations,omitempty"`
+	NodeAllocations []*NodeAllocation `protobuf:"bytes,6,rep,name=node_allocations,json=nodeAllocations,proto3" json:"node_allocations,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -1984,7 +1984,7 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"generation\x18\x02 \x01(\x03R\n" +
 	"generation\x12!\n" +
 	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\x12D\n" +
-	"\x10node_allocations\x18\x04 \x03(\v2\x19.podfit.v1.NodeAllocationR\x0fnodeAllocations\"\x0e\n" +
+	"\x10node_allocations\x18\x06 \x03(\v2\x19.podfit.v1.NodeAllocationR\x0fnodeAllocations\"\x0e\n" +
 	"\fStatsRequest\"\xd1\x04\n" +
 	"\rStatsResponse\x12\x1e\n" +
 	"\n" +
