@@ -403,6 +403,16 @@ def test_apply_prints_one_summary_line_across_chunks(target: str, tmp_path: Path
     assert len(lines) == 3501 and lines[0] == "node/n0 unchanged" and lines[2500] == "pod/default/p0 unchanged"
 
 
+    # A reader that stops early (| head) ends the table quietly, as with kubectl.
+    reader = subprocess.Popen(
+        [PODFIT, "--target", target, "get", "nodes"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    assert reader.stdout.readline().split()[0] == "NAME"
+    reader.stdout.close()
+    assert reader.wait(timeout=60) == 141 and reader.stderr.read() == ""
+
+
 def test_yaml_is_read_with_libyaml_when_present() -> None:
     from podfit.client import manifests
 

@@ -896,6 +896,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         fields = "".join(f" [{f}: {d}]" for f, d in exc.field_violations if f and f not in exc.message)
         print(f"podfit: {exc}{fields}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # `podfit get pods -A | head`: the reader has all it wants. Quietly, as kubectl; stdout goes to
+        # /dev/null so that the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (ConversionError, OSError, ValueError, RuntimeError) as exc:
         print(f"podfit: {exc}", file=sys.stderr)
         return 1
