@@ -49,7 +49,7 @@ async def start_live_server(settings: Settings | None = None, **client_options: 
 
 @pytest.fixture
 async def live() -> AsyncIterator[LiveServer]:
-    server = await start_live_server()
+    server = await start_live_server(Settings(extender_bind=True))
     yield server
     await server.client.close()
     await server.running.stop(0)

@@ -104,6 +104,8 @@ OUTPUT_CASES: list[tuple[list[str], str, Any]] = [
     (["score", "-f", POD], "wide", REFUSED),
     (["schedule", "-f", POD], "yaml", lambda out: yaml.safe_load(out)["selectedNode"] == "node-b"),
     (["schedule", "-f", POD], "name", REFUSED),
+    (["explain", "-f", POD], "yaml", lambda out: isinstance(yaml.safe_load(out), dict)),
+    (["explain", "-f", POD], "wide", REFUSED),
     (["preempt", "-f", str(EXAMPLES / "urgent-pod.yaml")], "yaml", lambda out: "victims" in yaml.safe_load(out)),
     (["preempt", "-f", str(EXAMPLES / "urgent-pod.yaml")], "wide", REFUSED),
     (["stats"], "yaml", lambda out: yaml.safe_load(out)["nodes"] == 3),
@@ -401,7 +403,6 @@ def test_apply_prints_one_summary_line_across_chunks(target: str, tmp_path: Path
     lines = again.stdout.splitlines()
     assert lines[-1] == f"0 objects applied, 3500 unchanged, 0 stale (generation {stats['generation']})"
     assert len(lines) == 3501 and lines[0] == "node/n0 unchanged" and lines[2500] == "pod/default/p0 unchanged"
-
 
     # A reader that stops early (| head) ends the table quietly, as with kubectl.
     reader = subprocess.Popen(

@@ -173,4 +173,5 @@ def test_the_shipped_kubernetes_podfit_config_loads() -> None:
     settings = resolve(["--config", str(path)], {})
     # In the cluster the extender listens on the pod's address, behind the podfit Service.
     assert (settings.extender_addr, settings.extender_url_prefix) == ("0.0.0.0:8888", "/scheduler")
-    assert settings.auth_token_file == "/var/run/secrets/podfit/token"
+    assert settings.auth_tokens_file == "/var/run/secrets/podfit/auth/tokens.csv"
+    assert settings.tls_client_ca_file == "/var/run/secrets/podfit/tls/ca.crt"

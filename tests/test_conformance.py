@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from podfit.client.conformance import load_cases, run_cases
-from podfit.client.conformance_compare import Report, compare_case
+from podfit.client.conformance_compare import Report, compare_answers, compare_case
 
 from tests.conftest import LiveServer
 
@@ -32,7 +32,7 @@ async def test_no_baseline_case_regresses(live: LiveServer) -> None:
 
 
 def _case(expect: dict[str, object]) -> dict[str, object]:
-    return {"gated": False, "filter": {}, "scores": {}, "best": [], "preemption": None, **expect}
+    return {"gated": False, "status": "", "filter": {}, "scores": {}, "best": [], "preemption": None, **expect}
 
 
 @pytest.mark.parametrize(
@@ -60,9 +60,27 @@ def _case(expect: dict[str, object]) -> dict[str, object]:
         ),
         pytest.param(
             _case({"preemption": {"node": "a", "victims": ["d/x"], "node_ties": ["a", "b"]}}),
-            _case({"preemption": {"node": "b", "victims": ["d/y"], "node_ties": ["b"]}}),
-            True,
-            id="any tied preemption node passes",
+            _case({"preemption": {"node": "b", "victims": ["d/y"], "node_ties": ["a", "b"]}}),
+            False,
+            id="another tied preemption node fails: upstream's node is the first tie",
+        ),
+        pytest.param(
+            _case({"preemption": {"node": "a", "victims": ["d/x"], "node_ties": ["a", "b"]}}),
+            _case({"preemption": {"node": "a", "victims": ["d/x"], "node_ties": ["a"]}}),
+            False,
+            id="a missing tied node fails",
+        ),
+        pytest.param(
+            _case({"postfilter": "Unschedulable: preemption: x."}),
+            _case({"postfilter": "Unschedulable: preemption: y."}),
+            False,
+            id="another PostFilter message fails",
+        ),
+        pytest.param(
+            _case({"gated": True, "status": "SchedulingGates: waiting for scheduling gates: [a]"}),
+            _case({"gated": True, "status": "SchedulingGates: waiting for scheduling gates: [b]"}),
+            False,
+            id="another gated status message fails",
         ),
         pytest.param(
             _case({"preemption": {"node": "a", "victims": ["d/x"], "node_ties": ["a"]}}),
@@ -76,3 +94,37 @@ def test_comparison_rules(expect: dict[str, object], actual: dict[str, object], 
     report = Report()
     assert compare_case(report, "case", expect, actual) is passes
     assert (report.passed, report.failed) == (int(passes), int(not passes))
+
+
+@pytest.mark.parametrize(
+    ("answers", "passes", "tallies"),
+    [
+        pytest.param(
+            {"Filter": {"best": ["a"]}, "Schedule": {"best": ["a"]}},
+            True,
+            {"best": (2, 2)},
+            id="a field answered by two RPCs is judged twice",
+        ),
+        pytest.param(
+            {"Score": {"best": ["a"]}, "Schedule": {"best": ["b"]}},
+            False,
+            {"best": (1, 2)},
+            id="one RPC disagreeing fails the case",
+        ),
+        pytest.param(
+            {"Preempt": {"postfilter": ""}},
+            True,
+            {"postfilter": (1, 1), "best": (0, 0)},
+            id="fields an RPC does not answer are not judged",
+        ),
+    ],
+)
+def test_answers_of_several_rpcs(
+    answers: dict[str, dict[str, object]], passes: bool, tallies: dict[str, tuple[int, int]]
+) -> None:
+    report = Report()
+    assert compare_answers(report, "case", _case({"best": ["a"]}), answers) is passes
+    for check, (match, total) in tallies.items():
+        assert (report.checks[check].match, report.checks[check].total) == (match, total)
+    if not passes:
+        assert report.failures[0]["diff"].startswith("Schedule: best")

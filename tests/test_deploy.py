@@ -498,8 +498,22 @@ def _resolved_server_settings(tmp_path: Path) -> server_settings.Settings:
             local.write_text(mounted_files[value])
             arg = f"--config={local}"
         argv.append(arg)
-    environ = {e["name"]: e["value"] for e in container.get("env", [])}
-    return server_settings.resolve(argv, environ)
+    return server_settings.resolve(argv, _environment(container))
+
+
+# What the downward API gives a pod, for the env vars that reference it.
+POD_FIELDS = {"status.podIP": "10.1.2.3", "metadata.name": "podfit-abc12"}
+
+
+def _environment(container: Mapping[str, Any]) -> dict[str, str]:
+    """The container's env as the kubelet sets it: fieldRefs resolved, $(VAR) expanded from earlier vars."""
+    environ: dict[str, str] = {}
+    for entry in container.get("env", []):
+        if "valueFrom" in entry:
+            environ[entry["name"]] = POD_FIELDS[entry["valueFrom"]["fieldRef"]["fieldPath"]]
+        else:
+            environ[entry["name"]] = re.sub(r"\$\((\w+)\)", lambda m: environ[m.group(1)], entry["value"])
+    return environ
 
 
 def test_podfit_server_waits_for_the_feeders_sync(tmp_path: Path) -> None:
@@ -512,7 +526,49 @@ def test_container_ports_are_the_ones_podfit_server_listens_on(tmp_path: Path) -
     container = _container(SERVER_CONTAINER)
     assert _container_port(container, "grpc") == _port_of(settings.grpc_addr)
     assert _container_port(container, "extender") == _port_of(settings.extender_addr)
+    assert _container_port(container, "probes") == _port_of(settings.probe_addr)
+    assert _container_port(container, "metrics") == _port_of(settings.metrics_addr)
+    assert settings.metrics_addr.startswith("0.0.0.0:")
     assert settings.grpc_addr.startswith("0.0.0.0:") and settings.extender_addr.startswith("0.0.0.0:")
+    # kubelet probes the pod IP; the probe listener is no business of the Service.
+    assert settings.probe_addr == f"{POD_FIELDS['status.podIP']}:8081"
+
+
+def test_the_cluster_set_up_is_locked_down(tmp_path: Path) -> None:
+    """mTLS on gRPC and the extender, role tokens on gRPC, no bind: what the README calls the secure set-up."""
+    settings = _resolved_server_settings(tmp_path)
+    assert settings.tls_cert_file and settings.tls_key_file and settings.tls_client_ca_file
+    assert settings.auth_tokens_file and not settings.auth_token_file
+    assert not settings.extender_bind and not settings.insecure_listen_any
+    server_settings.check_exposure(settings)
+    mounted = _secret_files(SERVER_CONTAINER)
+    for path in (settings.tls_cert_file, settings.tls_key_file, settings.tls_client_ca_file, settings.auth_tokens_file):
+        assert path in mounted, path
+
+
+def _secret_files(container_name: str) -> dict[str, str]:
+    """Files a container sees from Secrets: path -> secret name (a volume without items: any file in it)."""
+    volumes = {v["name"]: v["secret"] for v in _pod_spec()["volumes"] if "secret" in v}
+    files = {}
+    for mount in _container(container_name)["volumeMounts"]:
+        secret = volumes.get(mount["name"])
+        if secret is None:
+            continue
+        keys = [item["path"] for item in secret.get("items", [])] or ["tls.crt", "tls.key", "ca.crt"]
+        files |= {f"{mount['mountPath']}/{key}": secret["secretName"] for key in keys}
+    return files
+
+
+def test_prometheus_annotations_point_at_the_metrics_listener(tmp_path: Path) -> None:
+    """Prometheus' pod-annotation discovery scrapes prometheus.io/port and /path: they must be where
+    podfit-server serves /metrics, or the dashboard stays empty."""
+    from podfit.server.metrics import METRICS_PATH
+
+    annotations = _deployment()["spec"]["template"]["metadata"]["annotations"]
+    settings = _resolved_server_settings(tmp_path)
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert int(annotations["prometheus.io/port"]) == _port_of(settings.metrics_addr)
+    assert annotations["prometheus.io/path"] == METRICS_PATH
 
 
 PROBES = [
@@ -523,26 +579,24 @@ PROBES = [
 
 
 @pytest.mark.parametrize(("probe", "path"), PROBES, ids=[p for p, _ in PROBES])
-def test_probe_hits_the_extender_port(probe: str, path: str, tmp_path: Path) -> None:
+def test_probe_hits_the_plain_probe_listener(probe: str, path: str, tmp_path: Path) -> None:
+    """Not the extender port: with client certificates required there, kubelet's probes would fail."""
     container = _container(SERVER_CONTAINER)
     http_get = container[probe]["httpGet"]
     assert http_get["path"] == path
     assert http_get.get("scheme", "HTTP") == "HTTP"
-    assert _container_port(container, http_get["port"]) == _port_of(_resolved_server_settings(tmp_path).extender_addr)
+    assert _container_port(container, http_get["port"]) == _port_of(_resolved_server_settings(tmp_path).probe_addr)
 
 
-def test_auth_token_file_is_mounted_for_server_and_feeder(tmp_path: Path) -> None:
-    token_file = _resolved_server_settings(tmp_path).auth_token_file
-    assert token_file
-    secret_volumes = {v["name"]: v["secret"] for v in _pod_spec()["volumes"] if "secret" in v}
-    for name in (SERVER_CONTAINER, FEEDER_CONTAINER):
-        files = {
-            f"{m['mountPath']}/{item['path']}"
-            for m in _container(name)["volumeMounts"]
-            if m["name"] in secret_volumes
-            for item in secret_volumes[m["name"]].get("items", [])
-        }
-        assert token_file in files, name
+def test_tokens_are_mounted_for_server_and_feeder_only_what_each_needs(tmp_path: Path) -> None:
+    """podfit-server reads every token with its role; the feeder sees its own token, not the table."""
+    from podfit.client import cli
+
+    tokens_file = _resolved_server_settings(tmp_path).auth_tokens_file
+    server_files, feeder_files = _secret_files(SERVER_CONTAINER), _secret_files(FEEDER_CONTAINER)
+    feeder_token = cli.build_parser().parse_args(_container(FEEDER_CONTAINER)["args"]).token_file
+    assert server_files[tokens_file] == feeder_files[feeder_token] == "podfit-auth"
+    assert tokens_file not in feeder_files and feeder_token not in server_files
 
 
 def test_feeder_talks_to_its_own_pods_podfit_server(tmp_path: Path) -> None:
@@ -554,7 +608,11 @@ def test_feeder_talks_to_its_own_pods_podfit_server(tmp_path: Path) -> None:
     parsed = cli.build_parser().parse_args(container["args"])  # podfit's own parser: global flags, then feed's
     assert parsed.command == "feed"
     assert parsed.target == f"127.0.0.1:{_port_of(settings.grpc_addr)}"
-    assert parsed.token_file == settings.auth_token_file
+    # mTLS: the feeder presents a client certificate, since podfit-server requires one (tls.clientCAFile).
+    assert settings.tls_client_ca_file
+    feeder_files = _secret_files(FEEDER_CONTAINER)
+    for path in (parsed.ca_file, parsed.cert_file, parsed.key_file, parsed.token_file):
+        assert path in feeder_files, path
     env = {e["name"] for e in container.get("env", [])}
     assert parsed.kubeconfig is None and "KUBECONFIG" not in env, "in-cluster: the service account, no kubeconfig"
     for reference in re.findall(r"\$\((\w+)\)", " ".join(container["args"])):
@@ -742,14 +800,17 @@ def test_containerfile_healthcheck_hits_healthz(tmp_path: Path) -> None:
     code = command[2]
     compile(code, "<HEALTHCHECK>", "exec")
     urls = re.findall(r"https?://[^'\"]+", code)
-    extender_port = _port_of(_resolved_server_settings(tmp_path).extender_addr)
-    assert urls == [f"http://127.0.0.1:{extender_port}/healthz"]
+    # The image's own probe listener: plain HTTP whatever TLS the other ports serve.
+    env = dict(w.partition("=")[::2] for args in _final_stage().all("ENV") for w in shlex.split(args))
+    probe_addr = server_settings.resolve([], env).probe_addr
+    assert probe_addr.startswith("127.0.0.1:")
+    assert urls == [f"http://{probe_addr}/healthz"]
 
 
 def test_containerfile_exposes_grpc_and_extender(tmp_path: Path) -> None:
     settings = _resolved_server_settings(tmp_path)
     exposed = {int(p.partition("/")[0]) for args in _final_stage().all("EXPOSE") for p in args.split()}
-    assert exposed == {_port_of(settings.grpc_addr), _port_of(settings.extender_addr)}
+    assert exposed == {_port_of(settings.grpc_addr), _port_of(settings.extender_addr), _port_of(settings.metrics_addr)}
 
 
 def test_containerfile_entrypoint_is_podfit_server() -> None:

@@ -56,6 +56,7 @@ async def start(pki: dict[str, Path], *, wait_for_sync: bool) -> Server:
         tls_key_file=str(pki["server_key"]),
         ca_expander_addr="localhost:0",
         wait_for_sync=wait_for_sync,
+        extender_bind=True,
     )
     running = await create_server(settings, addr="localhost:0", extender_addr="localhost:0")
     ca = pki["ca"].read_bytes()

@@ -38,7 +38,7 @@ async def sealed() -> AsyncIterator[tuple[AsyncClient, str]]:
     cache_reads.clear()
     service = SealedService(SchedulingService({"default-scheduler": default_profile()}))
     running = await create_server(
-        Settings(),
+        Settings(extender_bind=True),
         addr="127.0.0.1:0",
         extender_addr="127.0.0.1:0",
         service=service,  # type: ignore[arg-type]
@@ -81,7 +81,7 @@ async def test_every_extender_verb_works_without_reaching_the_cache(sealed: tupl
     client, url = sealed
     await client.apply(
         [
-            make_node("n1").capacity(cpu="2", memory="4Gi", pods="10").json(),
+            make_node("n1").capacity(cpu="3", memory="4Gi", pods="10").json(),  # room for p: bind checks
             make_pod("low").node("n1").req(cpu="2").priority(1).json(),
             make_pod("p").req(cpu="1").json(),
         ]

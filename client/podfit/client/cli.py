@@ -20,6 +20,7 @@ from podfit.client import _requests as rq
 from podfit.client import cli_views, whatif
 from podfit.client._requests import DEFAULT_TARGET, ChannelConfig
 from podfit.client.errors import PodfitError
+from podfit.client.hints import connection_hint
 from podfit.client.manifests import Located, load_located, to_cluster_object
 from podfit.client.sync import Client
 from podfit.k8s.convert import (
@@ -61,6 +62,18 @@ def _single_pod(path: str, namespace: str | None = None) -> Any:
     if len(manifests) != 1:
         raise ConversionError(path, f"expected exactly one Pod, found {len(manifests)}")
     return manifests[0]
+
+
+def _pod_arg(args: argparse.Namespace) -> Any:
+    """The pod a decision command is about: a cached pod named positionally (``podfit schedule web-1 -n
+    prod``), or the one manifest of ``-f``; exactly one of the two."""
+    files = args.filename if isinstance(args.filename, list) else [args.filename] if args.filename else []
+    if bool(args.pod) == bool(files):
+        raise ValueError(f"podfit {args.command}: name a cached pod (POD [-n NAMESPACE]) or give -f FILE, not both")
+    if args.pod:
+        return args.pod if "/" in args.pod else f"{args.namespace or 'default'}/{args.pod}"
+    # schedule takes several pods (a batch); the other commands exactly one.
+    return _pods(files, args.namespace) if args.command == "schedule" else _single_pod(files[0], args.namespace)
 
 
 def _nodes(args: argparse.Namespace) -> list[str]:
@@ -343,19 +356,21 @@ def cmd_describe(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_filter(client: Client, args: argparse.Namespace) -> int:
-    response = client.filter(_single_pod(args.filename, args.namespace), _nodes(args), args.scheduler_name)
+    response = client.filter(_pod_arg(args), _nodes(args), args.scheduler_name)
     if _emit(response, args.output):
         return 0
     if response.gated:
         print(f"gated: {response.message}")
         return 0
+    if response.unschedulable_message:
+        print(response.unschedulable_message)
     print(_table(["NODE", "FITS", "PLUGIN", "CODE", "REASONS"], _verdict_rows(response.nodes)))
     print(f"{response.feasible_count}/{len(response.nodes)} nodes fit (generation {response.generation})")
     return 0
 
 
 def cmd_score(client: Client, args: argparse.Namespace) -> int:
-    response = client.score(_single_pod(args.filename, args.namespace), _nodes(args), args.scheduler_name)
+    response = client.score(_pod_arg(args), _nodes(args), args.scheduler_name)
     if _emit(response, args.output):
         pass
     elif response.gated:
@@ -375,11 +390,13 @@ def _pods(paths: Sequence[str], namespace: str | None = None) -> list[Any]:
 
 
 def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
-    pods = _pods(args.filename, args.namespace)
-    if len(pods) > 1:
-        return _schedule_batch(client, args, pods)
+    pod = _pod_arg(args)
+    if isinstance(pod, list):
+        if len(pod) > 1:
+            return _schedule_batch(client, args, pod)
+        pod = pod[0]
     response = client.schedule(
-        pods[0],
+        pod,
         _nodes(args),
         args.scheduler_name,
         assume=args.assume,
@@ -397,7 +414,7 @@ def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
             print(f"assumed at generation {response.assumed_generation}")
         print(_score_table(response.scores))
     else:
-        print("no node fits")
+        print(response.unschedulable_message or "no node fits")
         print(_table(["NODE", "FITS", "PLUGIN", "CODE", "REASONS"], _verdict_rows(response.nodes)))
         if response.HasField("preemption"):
             print(_preemption_text(response.preemption))
@@ -437,9 +454,24 @@ def _schedule_batch(client: Client, args: argparse.Namespace, pods: list[Any]) -
 
 
 def cmd_preempt(client: Client, args: argparse.Namespace) -> int:
-    response = client.preempt(_single_pod(args.filename, args.namespace), _nodes(args), args.scheduler_name)
+    response = client.preempt(_pod_arg(args), _nodes(args), args.scheduler_name)
     if not _emit(response, args.output):
         print(_preemption_text(response))
+    return 0
+
+
+def cmd_explain(client: Client, args: argparse.Namespace) -> int:
+    from podfit.client import explain
+
+    body = explain.explain(client, _pod_arg(args), _nodes(args), args.scheduler_name)
+    if args.output == "json":
+        print(json.dumps(body, indent=2))
+    elif args.output == "yaml":
+        import yaml
+
+        print(yaml.safe_dump(body, sort_keys=False), end="")
+    else:
+        print(explain.render(body))
     return 0
 
 
@@ -667,18 +699,19 @@ def build_parser() -> argparse.ArgumentParser:
         ("score", "scores of feasible nodes"),
         ("schedule", "filter, score and select a node"),
         ("preempt", "which pods to evict"),
+        ("explain", "why a pod is pending (or where it would go), in plain language"),
     ):
         p = sub.add_parser(name, help=text)
+        p.add_argument("pod", nargs="?", metavar="POD", help="a pod in the cache, by name (instead of -f)")
         if name == "schedule":
             p.add_argument(
                 "-f",
                 "--filename",
                 action="append",
-                required=True,
                 help="pod manifests (file or -, repeatable); several pods are scheduled in order as one batch",
             )
         else:
-            p.add_argument("-f", "--filename", required=True, help="the pod manifest (file or -)")
+            p.add_argument("-f", "--filename", help="the pod manifest (file or -)")
         p.add_argument("--nodes", help="comma-separated candidate nodes (default: all)")
         p.add_argument("--scheduler-name", default="", help="profile (default: the pod's schedulerName)")
         if name == "schedule":
@@ -794,6 +827,7 @@ SUPPORTED_OUTPUTS: dict[str, frozenset[str]] = {
     "delete": _DATA | {"name"},
     "get": frozenset(OUTPUTS),
     "describe": frozenset({"table"}),
+    "explain": _DATA,
     **{name: _DATA for name in ("filter", "score", "schedule", "preempt", "stats", "simulate", "estimate", "drain")},
     "bench": _DATA,
     "conformance": _DATA,
@@ -844,6 +878,7 @@ COMMANDS = {
     "score": cmd_score,
     "schedule": cmd_schedule,
     "preempt": cmd_preempt,
+    "explain": cmd_explain,
     "stats": cmd_stats,
     "simulate": cmd_simulate,
     "estimate": cmd_estimate,
@@ -868,6 +903,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args.target_given = args.target is not None
     args.target = args.target or DEFAULT_TARGET
+    config: ChannelConfig | None = None
     try:
         token = args.token or os.environ.get("PODFIT_TOKEN")
         if args.token_file:
@@ -893,6 +929,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 1
     except PodfitError as exc:
+        hint = connection_hint(exc, config) if config is not None else ""
+        if hint and config is not None:
+            # gRPC's own words ("failed to connect to all addresses; ... Socket closed") only hide the fix.
+            print(f"podfit: {exc.code.name}: cannot talk to {config.target}: {hint}", file=sys.stderr)
+            return 1
         fields = "".join(f" [{f}: {d}]" for f, d in exc.field_violations if f and f not in exc.message)
         print(f"podfit: {exc}{fields}", file=sys.stderr)
         return 1

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from podfit.client.aio import AsyncClient
-from podfit.client.conformance_compare import DRAIN_CHECKS, ESTIMATE_CHECKS, Report, compare_case, compare_fields
+from podfit.client.conformance_compare import (
+    DRAIN_CHECKS,
+    ESTIMATE_CHECKS,
+    Report,
+    compare_answers,
+    compare_fields,
+)
 from podfit.v1 import scheduler_pb2 as sc
 
 # Case field -> the kind it holds. Every kind is replaced per case, so the cache is exactly the case.
@@ -48,39 +54,70 @@ def load_cases(path: str | Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in lines if line.strip()]
 
 
-def response_to_expect(response: sc.ScheduleResponse) -> dict[str, Any]:
-    """A Schedule response in the shape of a case's ``expect``."""
-    preemption = None
-    if response.HasField("preemption"):
-        p = response.preemption
-        preemption = {
-            "node": p.nominated_node,
-            "victims": sorted(f"{v.namespace}/{v.name}" for v in p.victims),
-            "node_ties": list(p.node_ties),
-        }
+def _verdicts(nodes: Iterable[sc.NodeVerdict]) -> dict[str, Any]:
     return {
-        "gated": response.gated,
-        "filter": {
-            v.node_name: {
-                "fits": v.fits,
-                "plugin": v.plugin,
-                "reasons": list(v.reasons),
-                "code": _CODES.get(v.code, ""),
-            }
-            for v in response.nodes
-        },
-        "scores": {
-            s.node_name: {"total": s.total, "plugins": {p.plugin: p.score for p in s.plugins}} for s in response.scores
-        },
-        "best": list(response.best_nodes),
-        "preemption": preemption,
+        v.node_name: {"fits": v.fits, "plugin": v.plugin, "reasons": list(v.reasons), "code": _CODES.get(v.code, "")}
+        for v in nodes
     }
 
 
-async def answer_case(client: AsyncClient, case: Mapping[str, Any]) -> dict[str, Any]:
+def _scores(scores: Iterable[sc.NodeScore]) -> dict[str, Any]:
+    return {s.node_name: {"total": s.total, "plugins": {p.plugin: p.score for p in s.plugins}} for s in scores}
+
+
+def _preemption(p: sc.PreemptResponse) -> dict[str, Any]:
+    return {
+        "node": p.nominated_node,
+        "victims": sorted(f"{v.namespace}/{v.name}" for v in p.victims),
+        "node_ties": list(p.node_ties),
+    }
+
+
+def _postfilter(p: sc.PreemptResponse) -> str:
+    """``"<code>: <message>"`` as the corpus records PostFilter's status; "" when it did not run."""
+    code = _CODES.get(p.code, "")
+    return f"{code}: {p.message}" if code else ""
+
+
+def response_to_expect(response: sc.ScheduleResponse) -> dict[str, Any]:
+    """A Schedule response in the shape of a case's ``expect``."""
+    ran = response.HasField("preemption") and response.preemption.code != sc.STATUS_CODE_UNSPECIFIED
+    return {
+        "gated": response.gated,
+        "status": response.message,
+        "filter": _verdicts(response.nodes),
+        "scores": _scores(response.scores),
+        "best": list(response.best_nodes),
+        "preemption": _preemption(response.preemption) if ran else None,
+        "postfilter": _postfilter(response.preemption) if ran else "",
+    }
+
+
+def _best_of(scores: Mapping[str, Any]) -> list[str]:
+    top = max((s["total"] for s in scores.values()), default=None)
+    return sorted(name for name, s in scores.items() if s["total"] == top)
+
+
+async def answer_case(client: AsyncClient, case: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The case's answers from every decision RPC (Filter, Score, Schedule, Preempt), each in the
+    ``expect`` shape with the fields that RPC answers."""
     for field, kind in CASE_KINDS:
         await client.replace(kind, list(case.get(field) or ()))
-    return response_to_expect(await client.schedule(case["pod"]))
+    pod = case["pod"]
+    filtered = await client.filter(pod)
+    scored = await client.score(pod)
+    preempted = await client.preempt(pod)
+    ran = preempted.code != sc.STATUS_CODE_UNSPECIFIED
+    scores = _scores(scored.scores)
+    return {
+        "Filter": {"gated": filtered.gated, "status": filtered.message, "filter": _verdicts(filtered.nodes)},
+        "Score": {"gated": scored.gated, "status": scored.message, "scores": scores, "best": _best_of(scores)},
+        "Schedule": response_to_expect(await client.schedule(pod)),
+        "Preempt": {
+            "preemption": _preemption(preempted) if ran else None,
+            "postfilter": _postfilter(preempted) if ran else "",
+        },
+    }
 
 
 # The drain cases' workload kinds; every one is replaced per case, so a controller absent from the
@@ -185,7 +222,7 @@ async def run_cases(
             elif corpus_of(case) != corpus:
                 raise ValueError(f"case {case.get('id', '?')}: a {corpus_of(case)} case among {corpus} cases")
             if corpus == "scheduler":
-                compare_case(report, case["id"], case["expect"], await answer_case(client, case))
+                compare_answers(report, case["id"], case["expect"], await answer_case(client, case))
             else:
                 answer = answer_drain_case if corpus == "drain" else answer_estimate_case
                 compare_fields(report, case["id"], *await answer(client, case))
@@ -209,6 +246,10 @@ def stop_process(process: subprocess.Popen[Any]) -> None:
         process.kill()
 
 
+# A LocalServer listens on its gRPC port only: the extender's and /metrics' default ports may be taken.
+_NO_OTHER_LISTENERS = ("--extender-addr", "off", "--metrics-addr", "off")
+
+
 class LocalServer:
     """A podfit-server subprocess on a loopback port (the client never imports the server)."""
 
@@ -217,7 +258,7 @@ class LocalServer:
         self.target = f"127.0.0.1:{self.port}"
         env = {**os.environ, "PODFIT_LOG_LEVEL": "WARNING"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, "--extender-addr", "off"],
+            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, *_NO_OTHER_LISTENERS],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -11,7 +11,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-CHECKS = ("gated", "filter", "filter_fits", "score_total", "best", "preemption")
+# Every field of a kube-scheduler case's ``expect`` (FORMAT.md), each judged on every RPC that answers it.
+CHECKS = (
+    "gated",
+    "status",
+    "filter",
+    "filter_fits",
+    "score_total",
+    "score_plugins",
+    "best",
+    "preemption",
+    "node_ties",
+    "postfilter",
+)
 # cluster-autoscaler's corpora (shared/conformance/drain and estimate): one check per compared field.
 DRAIN_CHECKS = ("blocking", "blocking_error", "pods_to_move", "daemonset_pods", "pdb_can_remove")
 ESTIMATE_CHECKS = ("node_count", "scheduled", "unscheduled", "group_order", "scheduled_per_group")
@@ -72,15 +84,41 @@ def _verdict(entry: Mapping[str, Any] | None) -> tuple[Any, ...]:
 
 
 def compare_case(report: Report, case_id: str, expect: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
-    """Adds one case to the report; returns whether it passed. ``actual`` has the ``expect`` shape."""
+    """Adds one case to the report; returns whether it passed. ``actual`` has the ``expect`` shape
+    (fields it lacks are not judged)."""
+    return compare_answers(report, case_id, expect, {"": actual})
+
+
+def compare_answers(
+    report: Report, case_id: str, expect: Mapping[str, Any], answers: Mapping[str, Mapping[str, Any]]
+) -> bool:
+    """Adds one case answered by several RPCs: ``answers`` maps an RPC name to what it answered, in the
+    ``expect`` shape but with only the fields that RPC gives. Every field present is judged exactly
+    against ``expect`` and tallied under its check; a case passes when every one matches."""
     diffs: list[str] = []
     report.total += 1
+    for source, actual in answers.items():
+        where = f"{source}: " if source else ""
+        for check, judge in _JUDGES.items():
+            if check in actual:
+                diffs.extend(f"{where}{d}" for d in judge(report, expect, actual))
+    return _finish(report, case_id, diffs)
 
+
+def _judge_gated(report: Report, expect: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
     ok = bool(expect.get("gated")) == bool(actual.get("gated"))
     report.checks["gated"].add(ok)
-    if not ok:
-        diffs.append(f"gated: expected {expect.get('gated')}, got {actual.get('gated')}")
+    return [] if ok else [f"gated: expected {expect.get('gated')}, got {actual.get('gated')}"]
 
+
+def _judge_status(report: Report, expect: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
+    ok = (expect.get("status") or "") == (actual.get("status") or "")
+    report.checks["status"].add(ok)
+    return [] if ok else [f"status: expected {expect.get('status')!r}, got {actual.get('status')!r}"]
+
+
+def _judge_filter(report: Report, expect: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
+    diffs = []
     exp_filter: Mapping[str, Any] = expect.get("filter") or {}
     act_filter: Mapping[str, Any] = actual.get("filter") or {}
     for node in sorted(set(exp_filter) | set(act_filter)):
@@ -94,16 +132,26 @@ def compare_case(report: Report, case_id: str, expect: Mapping[str, Any], actual
             report.plugin(name, "filter").add(same)
         if not same:
             diffs.append(f"filter[{node}]: expected {json.dumps(e)}, got {json.dumps(a)}")
+    return diffs
 
+
+def _judge_scores(report: Report, expect: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
+    diffs = []
     exp_scores: Mapping[str, Any] = expect.get("scores") or {}
     act_scores: Mapping[str, Any] = actual.get("scores") or {}
-    for node in sorted(set(exp_scores) & set(act_scores)):
+    for node in sorted(set(exp_scores) | set(act_scores)):
+        if node not in exp_scores or node not in act_scores:
+            report.checks["score_total"].add(False)
+            report.checks["score_plugins"].add(False)
+            diffs.append(f"scores[{node}]: {'missing' if node in exp_scores else 'unexpected'}")
+            continue
         e, a = exp_scores[node], act_scores[node]
         same_total = e.get("total") == a.get("total")
         report.checks["score_total"].add(same_total)
         if not same_total:
             diffs.append(f"scores[{node}].total: expected {e.get('total')}, got {a.get('total')}")
         e_plugins, a_plugins = e.get("plugins") or {}, a.get("plugins") or {}
+        report.checks["score_plugins"].add(dict(e_plugins) == dict(a_plugins))
         for name in sorted(set(e_plugins) | set(a_plugins)):
             same = e_plugins.get(name) == a_plugins.get(name)
             report.plugin(name, "score").add(same)
@@ -111,22 +159,50 @@ def compare_case(report: Report, case_id: str, expect: Mapping[str, Any], actual
                 diffs.append(
                     f"scores[{node}].plugins[{name}]: expected {e_plugins.get(name)}, got {a_plugins.get(name)}"
                 )
-    for node in sorted(set(exp_scores) ^ set(act_scores)):
-        diffs.append(f"scores[{node}]: {'missing' if node in exp_scores else 'unexpected'}")
+    return diffs
 
+
+def _judge_best(report: Report, expect: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
     ok = list(expect.get("best") or []) == list(actual.get("best") or [])
     report.checks["best"].add(ok)
+    return [] if ok else [f"best: expected {expect.get('best')}, got {actual.get('best')}"]
+
+
+def _judge_preemption(report: Report, expect: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
+    """The nominated node and its victims exactly (upstream's node is the first of the tied nodes), and
+    the tie set on its own check."""
+    e, a = expect.get("preemption"), actual.get("preemption")
+    diffs = []
+    ok = _preemption_key(e) == _preemption_key(a)
+    report.checks["preemption"].add(ok)
     if not ok:
-        diffs.append(f"best: expected {expect.get('best')}, got {actual.get('best')}")
+        diffs.append(f"preemption: expected {json.dumps(e)}, got {json.dumps(a)}")
+    ties_ok = (e or {}).get("node_ties") == (a or {}).get("node_ties") and (e is None) == (a is None)
+    report.checks["node_ties"].add(ties_ok)
+    if not ties_ok and ok:
+        diffs.append(f"preemption.node_ties: expected {json.dumps(e)}, got {json.dumps(a)}")
+    return diffs
 
-    e_pre, a_pre = expect.get("preemption"), actual.get("preemption")
-    if e_pre is not None or a_pre is not None:
-        ok = _preemption_matches(e_pre, a_pre)
-        report.checks["preemption"].add(ok)
-        if not ok:
-            diffs.append(f"preemption: expected {json.dumps(e_pre)}, got {json.dumps(a_pre)}")
 
-    return _finish(report, case_id, diffs)
+def _judge_postfilter(report: Report, expect: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
+    ok = (expect.get("postfilter") or "") == (actual.get("postfilter") or "")
+    report.checks["postfilter"].add(ok)
+    return [] if ok else [f"postfilter: expected {expect.get('postfilter')!r}, got {actual.get('postfilter')!r}"]
+
+
+def _preemption_key(p: Mapping[str, Any] | None) -> tuple[str, list[str]] | None:
+    return None if p is None else (p.get("node", ""), sorted(p.get("victims") or []))
+
+
+_JUDGES = {
+    "gated": _judge_gated,
+    "status": _judge_status,
+    "filter": _judge_filter,
+    "scores": _judge_scores,
+    "best": _judge_best,
+    "preemption": _judge_preemption,
+    "postfilter": _judge_postfilter,
+}
 
 
 def compare_fields(report: Report, case_id: str, expect: Mapping[str, Any], actual: Mapping[str, Any]) -> bool:
@@ -149,20 +225,6 @@ def _finish(report: Report, case_id: str, diffs: list[str]) -> bool:
         report.failures.append({"id": case_id, "diff": "\n".join(diffs)})
         return False
     report.passed += 1
-    return True
-
-
-def _preemption_matches(expect: Mapping[str, Any] | None, actual: Mapping[str, Any] | None) -> bool:
-    if expect is None or actual is None:
-        return False
-    node = actual.get("node", "")
-    ties = list(expect.get("node_ties") or [])
-    if not node and not ties and not expect.get("node"):
-        return True
-    if node not in ties:
-        return False
-    if node == expect.get("node"):
-        return sorted(actual.get("victims") or []) == sorted(expect.get("victims") or [])
     return True
 
 

@@ -26,7 +26,7 @@ from podfit.v1 import cluster_cache_pb2 as podfit_dot_v1_dot_cluster__cache__pb2
 from podfit.v1 import objects_pb2 as podfit_dot_v1_dot_objects__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19podfit/v1/scheduler.proto\x12\tpodfit.v1\x1a\x1dpodfit/v1/cluster_cache.proto\x1a\x17podfit/v1/objects.proto\"\x99\x01\n\x0cPodReference\x12\x1d\n\x03pod\x18\x01 \x01(\x0b\x32\x0e.podfit.v1.PodH\x00\x12\x19\n\x0fkubernetes_json\x18\x02 \x01(\x0cH\x00\x12&\n\x06\x63\x61\x63hed\x18\x03 \x01(\x0b\x32\x14.podfit.v1.ObjectKeyH\x00\x12\x1d\n\x13kubernetes_protobuf\x18\x04 \x01(\x0cH\x00\x42\x08\n\x06source\"t\n\x0bNodeVerdict\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x0c\n\x04\x66its\x18\x02 \x01(\x08\x12\x0e\n\x06plugin\x18\x03 \x01(\t\x12\x0f\n\x07reasons\x18\x04 \x03(\t\x12#\n\x04\x63ode\x18\x05 \x01(\x0e\x32\x15.podfit.v1.StatusCode\",\n\x0bPluginScore\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x03\"V\n\tNodeScore\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\r\n\x05total\x18\x02 \x01(\x03\x12\'\n\x07plugins\x18\x03 \x03(\x0b\x32\x16.podfit.v1.PluginScore\"\x80\x01\n\rFilterRequest\x12$\n\x03pod\x18\x01 \x01(\x0b\x32\x17.podfit.v1.PodReference\x12\x12\n\nnode_names\x18\x02 \x03(\t\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x1d\n\x04view\x18\x04 \x01(\x0e\x32\x0f.podfit.v1.View\"\x99\x01\n\x0e\x46ilterResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\r\n\x05gated\x18\x02 \x01(\x08\x12\x0f\n\x07message\x18\x03 \x01(\t\x12%\n\x05nodes\x18\x04 \x03(\x0b\x32\x16.podfit.v1.NodeVerdict\x12\x16\n\x0e\x66\x65\x61sible_count\x18\x05 \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x06 \x01(\t\"\x7f\n\x0cScoreRequest\x12$\n\x03pod\x18\x01 \x01(\x0b\x32\x17.podfit.v1.PodReference\x12\x12\n\nnode_names\x18\x02 \x03(\t\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x1d\n\x04view\x18\x04 \x01(\x0e\x32\x0f.podfit.v1.View\"\x7f\n\rScoreResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\r\n\x05gated\x18\x02 \x01(\x08\x12\x0f\n\x07message\x18\x03 \x01(\t\x12$\n\x06scores\x18\x04 \x03(\x0b\x32\x14.podfit.v1.NodeScore\x12\x14\n\x0cserver_epoch\x18\x05 \x01(\t\"\xae\x01\n\x0fScheduleRequest\x12$\n\x03pod\x18\x01 \x01(\x0b\x32\x17.podfit.v1.PodReference\x12\x12\n\nnode_names\x18\x02 \x03(\t\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x0e\n\x06\x61ssume\x18\x04 \x01(\x08\x12\x1a\n\x12\x64isable_preemption\x18\x05 \x01(\x08\x12\x1d\n\x04view\x18\x06 \x01(\x0e\x32\x0f.podfit.v1.View\"\xcc\x02\n\x10ScheduleResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\r\n\x05gated\x18\x02 \x01(\x08\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x15\n\rselected_node\x18\x04 \x01(\t\x12\x12\n\nbest_nodes\x18\x05 \x03(\t\x12%\n\x05nodes\x18\x06 \x03(\x0b\x32\x16.podfit.v1.NodeVerdict\x12$\n\x06scores\x18\x07 \x03(\x0b\x32\x14.podfit.v1.NodeScore\x12.\n\npreemption\x18\x08 \x01(\x0b\x32\x1a.podfit.v1.PreemptResponse\x12\x1a\n\x12\x61ssumed_generation\x18\t \x01(\x03\x12\x16\n\x0e\x66\x65\x61sible_count\x18\n \x01(\x05\x12\x12\n\nbest_count\x18\x0b \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x0c \x01(\t\"\xbc\x01\n\x14ScheduleBatchRequest\x12%\n\x04pods\x18\x01 \x03(\x0b\x32\x17.podfit.v1.PodReference\x12\x12\n\nnode_names\x18\x02 \x03(\t\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x16\n\x0e\x61ll_or_nothing\x18\x04 \x01(\x08\x12\x1a\n\x12\x64isable_preemption\x18\x05 \x01(\x08\x12\x1d\n\x04view\x18\x06 \x01(\x0e\x32\x0f.podfit.v1.View\"\xb5\x01\n\x15ScheduleBatchResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.podfit.v1.ScheduleResponse\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x1a\n\x12\x61ssumed_generation\x18\x03 \x01(\x03\x12\x14\n\x0cplaced_count\x18\x04 \x01(\x05\x12\x12\n\nall_placed\x18\x05 \x01(\x08\x12\x14\n\x0cserver_epoch\x18\x06 \x01(\t\"b\n\x0ePreemptRequest\x12$\n\x03pod\x18\x01 \x01(\x0b\x32\x17.podfit.v1.PodReference\x12\x12\n\nnode_names\x18\x02 \x03(\t\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\"H\n\x06Victim\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03uid\x18\x03 \x01(\t\x12\x10\n\x08priority\x18\x04 \x01(\x05\"\xb7\x01\n\x0fPreemptResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\x16\n\x0enominated_node\x18\x02 \x01(\t\x12\"\n\x07victims\x18\x03 \x03(\x0b\x32\x11.podfit.v1.Victim\x12\x1a\n\x12num_pdb_violations\x18\x04 \x01(\x05\x12\x11\n\tnode_ties\x18\x05 \x03(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x14\n\x0cserver_epoch\x18\x07 \x01(\t*\xa8\x01\n\nStatusCode\x12\x1b\n\x17STATUS_CODE_UNSPECIFIED\x10\x00\x12\x17\n\x13STATUS_CODE_SUCCESS\x10\x01\x12\x1d\n\x19STATUS_CODE_UNSCHEDULABLE\x10\x02\x12.\n*STATUS_CODE_UNSCHEDULABLE_AND_UNRESOLVABLE\x10\x03\x12\x15\n\x11STATUS_CODE_ERROR\x10\x04*;\n\x04View\x12\x14\n\x10VIEW_UNSPECIFIED\x10\x00\x12\r\n\tVIEW_FULL\x10\x01\x12\x0e\n\nVIEW_BASIC\x10\x02\x32\xb0\x03\n\tScheduler\x12=\n\x06\x46ilter\x12\x18.podfit.v1.FilterRequest\x1a\x19.podfit.v1.FilterResponse\x12:\n\x05Score\x12\x17.podfit.v1.ScoreRequest\x1a\x18.podfit.v1.ScoreResponse\x12\x43\n\x08Schedule\x12\x1a.podfit.v1.ScheduleRequest\x1a\x1b.podfit.v1.ScheduleResponse\x12M\n\x0eScheduleStream\x12\x1a.podfit.v1.ScheduleRequest\x1a\x1b.podfit.v1.ScheduleResponse(\x01\x30\x01\x12R\n\rScheduleBatch\x12\x1f.podfit.v1.ScheduleBatchRequest\x1a .podfit.v1.ScheduleBatchResponse\x12@\n\x07Preempt\x12\x19.podfit.v1.PreemptRequest\x1a\x1a.podfit.v1.PreemptResponseB3Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19podfit/v1/scheduler.proto\x12\tpodfit.v1\x1a\x1dpodfit/v1/cluster_cache.proto\x1a\x17podfit/v1/objects.proto\"\x99\x01\n\x0cPodReference\x12\x1d\n\x03pod\x18\x01 \x01(\x0b\x32\x0e.podfit.v1.PodH\x00\x12\x19\n\x0fkubernetes_json\x18\x02 \x01(\x0cH\x00\x12&\n\x06\x63\x61\x63hed\x18\x03 \x01(\x0b\x32\x14.podfit.v1.ObjectKeyH\x00\x12\x1d\n\x13kubernetes_protobuf\x18\x04 \x01(\x0cH\x00\x42\x08\n\x06source\"t\n\x0bNodeVerdict\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x0c\n\x04\x66its\x18\x02 \x01(\x08\x12\x0e\n\x06plugin\x18\x03 \x01(\t\x12\x0f\n\x07reasons\x18\x04 \x03(\t\x12#\n\x04\x63ode\x18\x05 \x01(\x0e\x32\x15.podfit.v1.StatusCode\",\n\x0bPluginScore\x12\x0e\n\x06plugin\x18\x01 \x01(\t\x12\r\n\x05score\x18\x02 \x01(\x03\"V\n\tNodeScore\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\r\n\x05total\x18\x02 \x01(\x03\x12\'\n\x07plugins\x18\x03 \x03(\x0b\x32\x16.podfit.v1.PluginScore\"\x80\x01\n\rFilterRequest\x12$\n\x03pod\x18\x01 \x01(\x0b\x32\x17.podfit.v1.PodReference\x12\x12\n\nnode_names\x18\x02 \x03(\t\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x1d\n\x04view\x18\x04 \x01(\x0e\x32\x0f.podfit.v1.View\"\xb8\x01\n\x0e\x46ilterResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\r\n\x05gated\x18\x02 \x01(\x08\x12\x0f\n\x07message\x18\x03 \x01(\t\x12%\n\x05nodes\x18\x04 \x03(\x0b\x32\x16.podfit.v1.NodeVerdict\x12\x16\n\x0e\x66\x65\x61sible_count\x18\x05 \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x06 \x01(\t\x12\x1d\n\x15unschedulable_message\x18\x07 \x01(\t\"\x7f\n\x0cScoreRequest\x12$\n\x03pod\x18\x01 \x01(\x0b\x32\x17.podfit.v1.PodReference\x12\x12\n\nnode_names\x18\x02 \x03(\t\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x1d\n\x04view\x18\x04 \x01(\x0e\x32\x0f.podfit.v1.View\"\x7f\n\rScoreResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\r\n\x05gated\x18\x02 \x01(\x08\x12\x0f\n\x07message\x18\x03 \x01(\t\x12$\n\x06scores\x18\x04 \x03(\x0b\x32\x14.podfit.v1.NodeScore\x12\x14\n\x0cserver_epoch\x18\x05 \x01(\t\"\xae\x01\n\x0fScheduleRequest\x12$\n\x03pod\x18\x01 \x01(\x0b\x32\x17.podfit.v1.PodReference\x12\x12\n\nnode_names\x18\x02 \x03(\t\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x0e\n\x06\x61ssume\x18\x04 \x01(\x08\x12\x1a\n\x12\x64isable_preemption\x18\x05 \x01(\x08\x12\x1d\n\x04view\x18\x06 \x01(\x0e\x32\x0f.podfit.v1.View\"\xeb\x02\n\x10ScheduleResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\r\n\x05gated\x18\x02 \x01(\x08\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x15\n\rselected_node\x18\x04 \x01(\t\x12\x12\n\nbest_nodes\x18\x05 \x03(\t\x12%\n\x05nodes\x18\x06 \x03(\x0b\x32\x16.podfit.v1.NodeVerdict\x12$\n\x06scores\x18\x07 \x03(\x0b\x32\x14.podfit.v1.NodeScore\x12.\n\npreemption\x18\x08 \x01(\x0b\x32\x1a.podfit.v1.PreemptResponse\x12\x1a\n\x12\x61ssumed_generation\x18\t \x01(\x03\x12\x16\n\x0e\x66\x65\x61sible_count\x18\n \x01(\x05\x12\x12\n\nbest_count\x18\x0b \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x0c \x01(\t\x12\x1d\n\x15unschedulable_message\x18\r \x01(\t\"\xbc\x01\n\x14ScheduleBatchRequest\x12%\n\x04pods\x18\x01 \x03(\x0b\x32\x17.podfit.v1.PodReference\x12\x12\n\nnode_names\x18\x02 \x03(\t\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x16\n\x0e\x61ll_or_nothing\x18\x04 \x01(\x08\x12\x1a\n\x12\x64isable_preemption\x18\x05 \x01(\x08\x12\x1d\n\x04view\x18\x06 \x01(\x0e\x32\x0f.podfit.v1.View\"\xb5\x01\n\x15ScheduleBatchResponse\x12,\n\x07results\x18\x01 \x03(\x0b\x32\x1b.podfit.v1.ScheduleResponse\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x1a\n\x12\x61ssumed_generation\x18\x03 \x01(\x03\x12\x14\n\x0cplaced_count\x18\x04 \x01(\x05\x12\x12\n\nall_placed\x18\x05 \x01(\x08\x12\x14\n\x0cserver_epoch\x18\x06 \x01(\t\"b\n\x0ePreemptRequest\x12$\n\x03pod\x18\x01 \x01(\x0b\x32\x17.podfit.v1.PodReference\x12\x12\n\nnode_names\x18\x02 \x03(\t\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\"H\n\x06Victim\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0b\n\x03uid\x18\x03 \x01(\t\x12\x10\n\x08priority\x18\x04 \x01(\x05\"\xdc\x01\n\x0fPreemptResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\x16\n\x0enominated_node\x18\x02 \x01(\t\x12\"\n\x07victims\x18\x03 \x03(\x0b\x32\x11.podfit.v1.Victim\x12\x1a\n\x12num_pdb_violations\x18\x04 \x01(\x05\x12\x11\n\tnode_ties\x18\x05 \x03(\t\x12\x0f\n\x07message\x18\x06 \x01(\t\x12\x14\n\x0cserver_epoch\x18\x07 \x01(\t\x12#\n\x04\x63ode\x18\x08 \x01(\x0e\x32\x15.podfit.v1.StatusCode*\xa8\x01\n\nStatusCode\x12\x1b\n\x17STATUS_CODE_UNSPECIFIED\x10\x00\x12\x17\n\x13STATUS_CODE_SUCCESS\x10\x01\x12\x1d\n\x19STATUS_CODE_UNSCHEDULABLE\x10\x02\x12.\n*STATUS_CODE_UNSCHEDULABLE_AND_UNRESOLVABLE\x10\x03\x12\x15\n\x11STATUS_CODE_ERROR\x10\x04*;\n\x04View\x12\x14\n\x10VIEW_UNSPECIFIED\x10\x00\x12\r\n\tVIEW_FULL\x10\x01\x12\x0e\n\nVIEW_BASIC\x10\x02\x32\xb0\x03\n\tScheduler\x12=\n\x06\x46ilter\x12\x18.podfit.v1.FilterRequest\x1a\x19.podfit.v1.FilterResponse\x12:\n\x05Score\x12\x17.podfit.v1.ScoreRequest\x1a\x18.podfit.v1.ScoreResponse\x12\x43\n\x08Schedule\x12\x1a.podfit.v1.ScheduleRequest\x1a\x1b.podfit.v1.ScheduleResponse\x12M\n\x0eScheduleStream\x12\x1a.podfit.v1.ScheduleRequest\x1a\x1b.podfit.v1.ScheduleResponse(\x01\x30\x01\x12R\n\rScheduleBatch\x12\x1f.podfit.v1.ScheduleBatchRequest\x1a .podfit.v1.ScheduleBatchResponse\x12@\n\x07Preempt\x12\x19.podfit.v1.PreemptRequest\x1a\x1a.podfit.v1.PreemptResponseB3Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,10 +34,10 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'podfit.v1.scheduler_pb2', _
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1'
-  _globals['_STATUSCODE']._serialized_start=2297
-  _globals['_STATUSCODE']._serialized_end=2465
-  _globals['_VIEW']._serialized_start=2467
-  _globals['_VIEW']._serialized_end=2526
+  _globals['_STATUSCODE']._serialized_start=2396
+  _globals['_STATUSCODE']._serialized_end=2564
+  _globals['_VIEW']._serialized_start=2566
+  _globals['_VIEW']._serialized_end=2625
   _globals['_PODREFERENCE']._serialized_start=97
   _globals['_PODREFERENCE']._serialized_end=250
   _globals['_NODEVERDICT']._serialized_start=252
@@ -49,25 +49,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FILTERREQUEST']._serialized_start=505
   _globals['_FILTERREQUEST']._serialized_end=633
   _globals['_FILTERRESPONSE']._serialized_start=636
-  _globals['_FILTERRESPONSE']._serialized_end=789
-  _globals['_SCOREREQUEST']._serialized_start=791
-  _globals['_SCOREREQUEST']._serialized_end=918
-  _globals['_SCORERESPONSE']._serialized_start=920
-  _globals['_SCORERESPONSE']._serialized_end=1047
-  _globals['_SCHEDULEREQUEST']._serialized_start=1050
-  _globals['_SCHEDULEREQUEST']._serialized_end=1224
-  _globals['_SCHEDULERESPONSE']._serialized_start=1227
-  _globals['_SCHEDULERESPONSE']._serialized_end=1559
-  _globals['_SCHEDULEBATCHREQUEST']._serialized_start=1562
-  _globals['_SCHEDULEBATCHREQUEST']._serialized_end=1750
-  _globals['_SCHEDULEBATCHRESPONSE']._serialized_start=1753
-  _globals['_SCHEDULEBATCHRESPONSE']._serialized_end=1934
-  _globals['_PREEMPTREQUEST']._serialized_start=1936
-  _globals['_PREEMPTREQUEST']._serialized_end=2034
-  _globals['_VICTIM']._serialized_start=2036
-  _globals['_VICTIM']._serialized_end=2108
-  _globals['_PREEMPTRESPONSE']._serialized_start=2111
-  _globals['_PREEMPTRESPONSE']._serialized_end=2294
-  _globals['_SCHEDULER']._serialized_start=2529
-  _globals['_SCHEDULER']._serialized_end=2961
+  _globals['_FILTERRESPONSE']._serialized_end=820
+  _globals['_SCOREREQUEST']._serialized_start=822
+  _globals['_SCOREREQUEST']._serialized_end=949
+  _globals['_SCORERESPONSE']._serialized_start=951
+  _globals['_SCORERESPONSE']._serialized_end=1078
+  _globals['_SCHEDULEREQUEST']._serialized_start=1081
+  _globals['_SCHEDULEREQUEST']._serialized_end=1255
+  _globals['_SCHEDULERESPONSE']._serialized_start=1258
+  _globals['_SCHEDULERESPONSE']._serialized_end=1621
+  _globals['_SCHEDULEBATCHREQUEST']._serialized_start=1624
+  _globals['_SCHEDULEBATCHREQUEST']._serialized_end=1812
+  _globals['_SCHEDULEBATCHRESPONSE']._serialized_start=1815
+  _globals['_SCHEDULEBATCHRESPONSE']._serialized_end=1996
+  _globals['_PREEMPTREQUEST']._serialized_start=1998
+  _globals['_PREEMPTREQUEST']._serialized_end=2096
+  _globals['_VICTIM']._serialized_start=2098
+  _globals['_VICTIM']._serialized_end=2170
+  _globals['_PREEMPTRESPONSE']._serialized_start=2173
+  _globals['_PREEMPTRESPONSE']._serialized_end=2393
+  _globals['_SCHEDULER']._serialized_start=2628
+  _globals['_SCHEDULER']._serialized_end=3060
 # @@protoc_insertion_point(module_scope)

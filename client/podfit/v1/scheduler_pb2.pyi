@@ -285,6 +285,7 @@ class FilterResponse(_message.Message):
     NODES_FIELD_NUMBER: _builtins.int
     FEASIBLE_COUNT_FIELD_NUMBER: _builtins.int
     SERVER_EPOCH_FIELD_NUMBER: _builtins.int
+    UNSCHEDULABLE_MESSAGE_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation the decision saw."""
     gated: _builtins.bool
@@ -297,6 +298,13 @@ class FilterResponse(_message.Message):
     """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
     that sees a different server_epoch than before must resync in full (Replace every kind, then
     MarkSynced).
+    """
+    unschedulable_message: _builtins.str
+    """When no candidate node fits and the pod is not gated: the message kube-scheduler v1.35 writes into
+    the pod's FailedScheduling event, byte for byte, e.g. "0/3 nodes are available: 2 Insufficient cpu,
+    1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/3 nodes are
+    available: ...". PostFilter (preemption) runs for it, so it ends with PostFilter's message. "no
+    nodes available to schedule pods" when the cache has no nodes; empty when some node fits.
     """
     @_builtins.property
     def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeVerdict]:
@@ -311,10 +319,11 @@ class FilterResponse(_message.Message):
         nodes: _abc.Iterable[Global___NodeVerdict] | None = ...,
         feasible_count: _builtins.int = ...,
         server_epoch: _builtins.str = ...,
+        unschedulable_message: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["feasible_count", b"feasible_count", "gated", b"gated", "generation", b"generation", "message", b"message", "nodes", b"nodes", "server_epoch", b"server_epoch"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["feasible_count", b"feasible_count", "gated", b"gated", "generation", b"generation", "message", b"message", "nodes", b"nodes", "server_epoch", b"server_epoch", "unschedulable_message", b"unschedulable_message"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -469,6 +478,7 @@ class ScheduleResponse(_message.Message):
     FEASIBLE_COUNT_FIELD_NUMBER: _builtins.int
     BEST_COUNT_FIELD_NUMBER: _builtins.int
     SERVER_EPOCH_FIELD_NUMBER: _builtins.int
+    UNSCHEDULABLE_MESSAGE_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation the decision saw (before the reservation, when the pod was assumed)."""
     gated: _builtins.bool
@@ -489,6 +499,11 @@ class ScheduleResponse(_message.Message):
     """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
     that sees a different server_epoch than before must resync in full (Replace every kind, then
     MarkSynced).
+    """
+    unschedulable_message: _builtins.str
+    """When nothing fits and the pod is not gated: kube-scheduler's FailedScheduling event message, as in
+    FilterResponse (without the PostFilter part when disable_preemption is set, as when no PostFilter
+    plugin runs). Empty when a node was selected.
     """
     @_builtins.property
     def best_nodes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -523,10 +538,11 @@ class ScheduleResponse(_message.Message):
         feasible_count: _builtins.int = ...,
         best_count: _builtins.int = ...,
         server_epoch: _builtins.str = ...,
+        unschedulable_message: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["preemption", b"preemption"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["assumed_generation", b"assumed_generation", "best_count", b"best_count", "best_nodes", b"best_nodes", "feasible_count", b"feasible_count", "gated", b"gated", "generation", b"generation", "message", b"message", "nodes", b"nodes", "preemption", b"preemption", "scores", b"scores", "selected_node", b"selected_node", "server_epoch", b"server_epoch"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["assumed_generation", b"assumed_generation", "best_count", b"best_count", "best_nodes", b"best_nodes", "feasible_count", b"feasible_count", "gated", b"gated", "generation", b"generation", "message", b"message", "nodes", b"nodes", "preemption", b"preemption", "scores", b"scores", "selected_node", b"selected_node", "server_epoch", b"server_epoch", "unschedulable_message", b"unschedulable_message"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -719,6 +735,7 @@ class PreemptResponse(_message.Message):
     NODE_TIES_FIELD_NUMBER: _builtins.int
     MESSAGE_FIELD_NUMBER: _builtins.int
     SERVER_EPOCH_FIELD_NUMBER: _builtins.int
+    CODE_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation the answer saw."""
     nominated_node: _builtins.str
@@ -739,6 +756,10 @@ class PreemptResponse(_message.Message):
     that sees a different server_epoch than before must resync in full (Replace every kind, then
     MarkSynced).
     """
+    code: Global___StatusCode.ValueType
+    """The PostFilter status code: SUCCESS when a node was nominated, UNSCHEDULABLE when preemption cannot
+    help, ERROR when a PostFilter plugin failed; UNSPECIFIED when PostFilter did not run.
+    """
     @_builtins.property
     def victims(self) -> _containers.RepeatedCompositeFieldContainer[Global___Victim]:
         """The pods to evict on that node, sorted by namespace/name. podfit never evicts anything itself."""
@@ -757,10 +778,11 @@ class PreemptResponse(_message.Message):
         node_ties: _abc.Iterable[_builtins.str] | None = ...,
         message: _builtins.str = ...,
         server_epoch: _builtins.str = ...,
+        code: Global___StatusCode.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "message", b"message", "node_ties", b"node_ties", "nominated_node", b"nominated_node", "num_pdb_violations", b"num_pdb_violations", "server_epoch", b"server_epoch", "victims", b"victims"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "generation", b"generation", "message", b"message", "node_ties", b"node_ties", "nominated_node", b"nominated_node", "num_pdb_violations", b"num_pdb_violations", "server_epoch", b"server_epoch", "victims", b"victims"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -558,9 +558,15 @@ type FilterResponse struct {
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
 	// MarkSynced).
-	ServerEpoch   string `protobuf:"bytes,6,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ServerEpoch string `protobuf:"bytes,6,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	// When no candidate node fits and the pod is not gated: the message kube-scheduler v1.35 writes into
+	// the pod's FailedScheduling event, byte for byte, e.g. "0/3 nodes are available: 2 Insufficient cpu,
+	// 1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/3 nodes are
+	// available: ...". PostFilter (preemption) runs for it, so it ends with PostFilter's message. "no
+	// nodes available to schedule pods" when the cache has no nodes; empty when some node fits.
+	UnschedulableMessage string `protobuf:"bytes,7,opt,name=unschedulable_message,json=unschedulableMessage,proto3" json:"unschedulable_message,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *FilterResponse) Reset() {
@@ -631,6 +637,13 @@ func (x *FilterResponse) GetFeasibleCount() int32 {
 func (x *FilterResponse) GetServerEpoch() string {
 	if x != nil {
 		return x.ServerEpoch
+	}
+	return ""
+}
+
+func (x *FilterResponse) GetUnschedulableMessage() string {
+	if x != nil {
+		return x.UnschedulableMessage
 	}
 	return ""
 }
@@ -916,9 +929,13 @@ type ScheduleResponse struct {
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
 	// MarkSynced).
-	ServerEpoch   string `protobuf:"bytes,12,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ServerEpoch string `protobuf:"bytes,12,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	// When nothing fits and the pod is not gated: kube-scheduler's FailedScheduling event message, as in
+	// FilterResponse (without the PostFilter part when disable_preemption is set, as when no PostFilter
+	// plugin runs). Empty when a node was selected.
+	UnschedulableMessage string `protobuf:"bytes,13,opt,name=unschedulable_message,json=unschedulableMessage,proto3" json:"unschedulable_message,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ScheduleResponse) Reset() {
@@ -1031,6 +1048,13 @@ func (x *ScheduleResponse) GetBestCount() int32 {
 func (x *ScheduleResponse) GetServerEpoch() string {
 	if x != nil {
 		return x.ServerEpoch
+	}
+	return ""
+}
+
+func (x *ScheduleResponse) GetUnschedulableMessage() string {
+	if x != nil {
+		return x.UnschedulableMessage
 	}
 	return ""
 }
@@ -1386,7 +1410,10 @@ type PreemptResponse struct {
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
 	// MarkSynced).
-	ServerEpoch   string `protobuf:"bytes,7,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	ServerEpoch string `protobuf:"bytes,7,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	// The PostFilter status code: SUCCESS when a node was nominated, UNSCHEDULABLE when preemption cannot
+	// help, ERROR when a PostFilter plugin failed; UNSPECIFIED when PostFilter did not run.
+	Code          StatusCode `protobuf:"varint,8,opt,name=code,proto3,enum=podfit.v1.StatusCode" json:"code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1470,6 +1497,13 @@ func (x *PreemptResponse) GetServerEpoch() string {
 	return ""
 }
 
+func (x *PreemptResponse) GetCode() StatusCode {
+	if x != nil {
+		return x.Code
+	}
+	return StatusCode_STATUS_CODE_UNSPECIFIED
+}
+
 var File_podfit_v1_scheduler_proto protoreflect.FileDescriptor
 
 const file_podfit_v1_scheduler_proto_rawDesc = "" +
@@ -1499,7 +1533,7 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"node_names\x18\x02 \x03(\tR\tnodeNames\x12%\n" +
 	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x12#\n" +
-	"\x04view\x18\x04 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\xd8\x01\n" +
+	"\x04view\x18\x04 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\x8d\x02\n" +
 	"\x0eFilterResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1508,7 +1542,8 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12,\n" +
 	"\x05nodes\x18\x04 \x03(\v2\x16.podfit.v1.NodeVerdictR\x05nodes\x12%\n" +
 	"\x0efeasible_count\x18\x05 \x01(\x05R\rfeasibleCount\x12!\n" +
-	"\fserver_epoch\x18\x06 \x01(\tR\vserverEpoch\"\xa4\x01\n" +
+	"\fserver_epoch\x18\x06 \x01(\tR\vserverEpoch\x123\n" +
+	"\x15unschedulable_message\x18\a \x01(\tR\x14unschedulableMessage\"\xa4\x01\n" +
 	"\fScoreRequest\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.podfit.v1.PodReferenceR\x03pod\x12\x1d\n" +
 	"\n" +
@@ -1530,7 +1565,7 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x12\x16\n" +
 	"\x06assume\x18\x04 \x01(\bR\x06assume\x12-\n" +
 	"\x12disable_preemption\x18\x05 \x01(\bR\x11disablePreemption\x12#\n" +
-	"\x04view\x18\x06 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\xd6\x03\n" +
+	"\x04view\x18\x06 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\x8b\x04\n" +
 	"\x10ScheduleResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1550,7 +1585,8 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	" \x01(\x05R\rfeasibleCount\x12\x1d\n" +
 	"\n" +
 	"best_count\x18\v \x01(\x05R\tbestCount\x12!\n" +
-	"\fserver_epoch\x18\f \x01(\tR\vserverEpoch\"\x83\x02\n" +
+	"\fserver_epoch\x18\f \x01(\tR\vserverEpoch\x123\n" +
+	"\x15unschedulable_message\x18\r \x01(\tR\x14unschedulableMessage\"\x83\x02\n" +
 	"\x14ScheduleBatchRequest\x12+\n" +
 	"\x04pods\x18\x01 \x03(\v2\x17.podfit.v1.PodReferenceR\x04pods\x12\x1d\n" +
 	"\n" +
@@ -1578,7 +1614,7 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x03 \x01(\tR\x03uid\x12\x1a\n" +
-	"\bpriority\x18\x04 \x01(\x05R\bpriority\"\x8d\x02\n" +
+	"\bpriority\x18\x04 \x01(\x05R\bpriority\"\xb8\x02\n" +
 	"\x0fPreemptResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1588,7 +1624,8 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\x12num_pdb_violations\x18\x04 \x01(\x05R\x10numPdbViolations\x12\x1b\n" +
 	"\tnode_ties\x18\x05 \x03(\tR\bnodeTies\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12!\n" +
-	"\fserver_epoch\x18\a \x01(\tR\vserverEpoch*\xa8\x01\n" +
+	"\fserver_epoch\x18\a \x01(\tR\vserverEpoch\x12)\n" +
+	"\x04code\x18\b \x01(\x0e2\x15.podfit.v1.StatusCodeR\x04code*\xa8\x01\n" +
 	"\n" +
 	"StatusCode\x12\x1b\n" +
 	"\x17STATUS_CODE_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -1665,23 +1702,24 @@ var file_podfit_v1_scheduler_proto_depIdxs = []int32{
 	11, // 17: podfit.v1.ScheduleBatchResponse.results:type_name -> podfit.v1.ScheduleResponse
 	2,  // 18: podfit.v1.PreemptRequest.pod:type_name -> podfit.v1.PodReference
 	15, // 19: podfit.v1.PreemptResponse.victims:type_name -> podfit.v1.Victim
-	6,  // 20: podfit.v1.Scheduler.Filter:input_type -> podfit.v1.FilterRequest
-	8,  // 21: podfit.v1.Scheduler.Score:input_type -> podfit.v1.ScoreRequest
-	10, // 22: podfit.v1.Scheduler.Schedule:input_type -> podfit.v1.ScheduleRequest
-	10, // 23: podfit.v1.Scheduler.ScheduleStream:input_type -> podfit.v1.ScheduleRequest
-	12, // 24: podfit.v1.Scheduler.ScheduleBatch:input_type -> podfit.v1.ScheduleBatchRequest
-	14, // 25: podfit.v1.Scheduler.Preempt:input_type -> podfit.v1.PreemptRequest
-	7,  // 26: podfit.v1.Scheduler.Filter:output_type -> podfit.v1.FilterResponse
-	9,  // 27: podfit.v1.Scheduler.Score:output_type -> podfit.v1.ScoreResponse
-	11, // 28: podfit.v1.Scheduler.Schedule:output_type -> podfit.v1.ScheduleResponse
-	11, // 29: podfit.v1.Scheduler.ScheduleStream:output_type -> podfit.v1.ScheduleResponse
-	13, // 30: podfit.v1.Scheduler.ScheduleBatch:output_type -> podfit.v1.ScheduleBatchResponse
-	16, // 31: podfit.v1.Scheduler.Preempt:output_type -> podfit.v1.PreemptResponse
-	26, // [26:32] is the sub-list for method output_type
-	20, // [20:26] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	0,  // 20: podfit.v1.PreemptResponse.code:type_name -> podfit.v1.StatusCode
+	6,  // 21: podfit.v1.Scheduler.Filter:input_type -> podfit.v1.FilterRequest
+	8,  // 22: podfit.v1.Scheduler.Score:input_type -> podfit.v1.ScoreRequest
+	10, // 23: podfit.v1.Scheduler.Schedule:input_type -> podfit.v1.ScheduleRequest
+	10, // 24: podfit.v1.Scheduler.ScheduleStream:input_type -> podfit.v1.ScheduleRequest
+	12, // 25: podfit.v1.Scheduler.ScheduleBatch:input_type -> podfit.v1.ScheduleBatchRequest
+	14, // 26: podfit.v1.Scheduler.Preempt:input_type -> podfit.v1.PreemptRequest
+	7,  // 27: podfit.v1.Scheduler.Filter:output_type -> podfit.v1.FilterResponse
+	9,  // 28: podfit.v1.Scheduler.Score:output_type -> podfit.v1.ScoreResponse
+	11, // 29: podfit.v1.Scheduler.Schedule:output_type -> podfit.v1.ScheduleResponse
+	11, // 30: podfit.v1.Scheduler.ScheduleStream:output_type -> podfit.v1.ScheduleResponse
+	13, // 31: podfit.v1.Scheduler.ScheduleBatch:output_type -> podfit.v1.ScheduleBatchResponse
+	16, // 32: podfit.v1.Scheduler.Preempt:output_type -> podfit.v1.PreemptResponse
+	27, // [27:33] is the sub-list for method output_type
+	21, // [21:27] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_podfit_v1_scheduler_proto_init() }

@@ -3,30 +3,33 @@
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import signal
 import ssl
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import grpc
 from aiohttp import web
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from grpcplugin import expander_pb2_grpc
+from podfit.server import reflection
+from podfit.server.auth import RoleAuthInterceptor, load_tokens
 from podfit.server.config import ConfigError, profiles_from_configuration
-from podfit.server.service import SchedulingService
-from podfit.server.settings import Settings, SettingsError, resolve
+from podfit.server.metrics import METRICS_PATH, start_metrics
+from podfit.server.service import CacheNotSyncedError, SchedulingService
+from podfit.server.settings import Settings, SettingsError, check_exposure, resolve
+from podfit.server.startup import listen_error, preflight
 from podfit.server.telemetry import Telemetry, TelemetryInterceptor
 from podfit.server.transport.ca_expander import ExpanderServicer
 from podfit.server.transport.extender import start_extender
 from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer, SimulationServicer
+from podfit.server.transport.probes import start_probes
 from podfit.v1 import (
     cluster_cache_pb2,
     cluster_cache_pb2_grpc,
@@ -42,7 +45,6 @@ SERVICE_NAMES = (
     scheduler_pb2.DESCRIPTOR.services_by_name["Scheduler"].full_name,
     simulation_pb2.DESCRIPTOR.services_by_name["Simulation"].full_name,
 )
-_OPEN_METHODS = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 
 
 class _JsonFormatter(logging.Formatter):
@@ -66,6 +68,14 @@ class _JsonFormatter(logging.Formatter):
             "wait_for_sync",
             "feeder",
             "server_epoch",
+            "metrics",
+            "method",
+            "token_name",
+            "probes",
+            "pod",
+            "code",
+            "duration_ms",
+            "details",
         ):
             if hasattr(record, key):
                 entry[key] = getattr(record, key)
@@ -86,39 +96,6 @@ def configure_logging(settings: Settings) -> None:
     root.propagate = False
 
 
-class TokenAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Requires 'authorization: Bearer <token>' on every call but health checks and reflection."""
-
-    def __init__(self, token: str) -> None:
-        self._expected = f"Bearer {token}".encode()
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        if details.method.startswith(_OPEN_METHODS):
-            return await continuation(details)
-        metadata = dict(details.invocation_metadata or ())
-        supplied = str(metadata.get("authorization", "")).encode()
-        if hmac.compare_digest(supplied, self._expected):
-            return await continuation(details)
-        handler = await continuation(details)
-        if handler is None:
-            return None
-
-        async def deny(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
-
-        async def deny_stream(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or invalid bearer token")
-            yield  # pragma: no cover
-
-        if handler.stream_stream:
-            return grpc.stream_stream_rpc_method_handler(deny_stream)
-        return grpc.unary_unary_rpc_method_handler(deny)
-
-
 @dataclass
 class RunningServer:
     server: grpc.aio.Server
@@ -130,6 +107,8 @@ class RunningServer:
     extender_port: int = 0
     ca_expander: grpc.aio.Server | None = None
     ca_expander_port: int = 0
+    probes: web.AppRunner | None = None
+    probe_port: int = 0
 
     async def stop(self, grace: float | None = None) -> None:
         """Graceful shutdown: report NOT_SERVING, keep serving until no unary RPC has been in flight
@@ -148,6 +127,8 @@ class RunningServer:
             quiet_checks = quiet_checks + 1 if self.telemetry.active_unary_rpcs == 0 else 0
         await self.server.stop(max(0.0, deadline - loop.time()) if grace else grace)
         await self.service.close()
+        if self.probes is not None:  # last: readiness says NOT_SERVING for the whole drain
+            await self.probes.cleanup()
         self.telemetry.shutdown()
 
 
@@ -179,9 +160,12 @@ async def _start_ca_expander(
     credentials = grpc.ssl_server_credentials(
         [(_read(settings.tls_key_file, "tls.keyFile"), _read(settings.tls_cert_file, "tls.certFile"))]
     )
-    port = server.add_secure_port(settings.ca_expander_addr, credentials)
+    try:
+        port = server.add_secure_port(settings.ca_expander_addr, credentials)
+    except RuntimeError:  # grpc's "Failed to bind", whatever the cause
+        port = 0
     if port == 0:
-        raise SettingsError(f"caExpander.addr: cannot listen on {settings.ca_expander_addr}")
+        raise listen_error("caExpander.addr", settings.ca_expander_addr, "--ca-expander-addr")
     await server.start()
     return server, port
 
@@ -199,7 +183,12 @@ async def create_server(
     The extender endpoint starts only when ``extender_addr`` (or the settings) names an address.
     """
     settings = settings or Settings()
-    telemetry = telemetry or Telemetry.from_exporter_name(settings.telemetry_exporter)
+    # The addresses actually bound, overrides included: no listener opens to other hosts unauthenticated.
+    extender_addr = settings.extender_addr if extender_addr is None else extender_addr
+    check_exposure(replace(settings, grpc_addr=addr or settings.grpc_addr, extender_addr=extender_addr))
+    telemetry = telemetry or Telemetry.from_exporter_name(
+        settings.telemetry_exporter, prometheus=settings.metrics_addr not in ("", "off")
+    )
     if service is None:
         profiles = profiles_from_configuration(settings.scheduler_configuration)
         service = SchedulingService(
@@ -210,11 +199,9 @@ async def create_server(
             wait_for_sync=settings.wait_for_sync,
         )
     interceptors: list[grpc.aio.ServerInterceptor] = [TelemetryInterceptor(telemetry)]
-    if settings.auth_token_file:
-        token = _read(settings.auth_token_file, "auth.tokenFile").decode().strip()
-        if not token:
-            raise SettingsError("auth.tokenFile: the file is empty")
-        interceptors.insert(0, TokenAuthInterceptor(token))
+    tokens = load_tokens(settings)
+    if tokens:
+        interceptors.insert(0, RoleAuthInterceptor(tokens))
     options = [
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
@@ -236,7 +223,7 @@ async def create_server(
         # Before the server starts, so no MarkSynced can come in between: SERVING once started and synced.
         await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
     service.on_synced(report_serving)
-    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
+    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME), server)
     target = addr or settings.grpc_addr
     if settings.tls_cert_file:
         credentials = grpc.ssl_server_credentials(
@@ -246,11 +233,13 @@ async def create_server(
             else None,
             require_client_auth=bool(settings.tls_client_ca_file),
         )
-        port = server.add_secure_port(target, credentials)
-    else:
-        port = server.add_insecure_port(target)
+    secure = bool(settings.tls_cert_file)
+    try:
+        port = server.add_secure_port(target, credentials) if secure else server.add_insecure_port(target)
+    except RuntimeError:  # grpc's "Failed to bind", whatever the cause (startup.preflight names the usual ones)
+        port = 0
     if port == 0:
-        raise SettingsError(f"grpcAddr: cannot listen on {target}")
+        raise listen_error("grpcAddr", target, "--grpc-addr")
     await server.start()
     running = RunningServer(server, port, service, health_servicer, telemetry)
     if settings.ca_expander_addr not in ("", "off"):
@@ -272,27 +261,77 @@ async def create_server(
                 prefix=settings.extender_url_prefix,
                 max_body_bytes=settings.max_message_bytes,
                 ssl_context=_extender_ssl(settings),
+                bind=settings.extender_bind,
             )
         except OSError as exc:
             await server.stop(0)
-            raise SettingsError(f"extender.addr: cannot listen on {extender_target}: {exc.strerror}") from None
+            raise listen_error("extender.addr", extender_target, "--extender-addr", exc.strerror or "") from None
+    if settings.probe_addr not in ("", "off"):
+        try:
+            running.probes, running.probe_port = await _start_probes(settings.probe_addr, health_servicer, service)
+        except OSError as exc:
+            await running.stop(0)
+            raise listen_error("probeAddr", settings.probe_addr, "--probe-addr", exc.strerror or "") from None
     if service.synced:
         await report_serving()
     return running
 
 
+async def _start_probes(
+    addr: str, health_servicer: health.aio.HealthServicer, service: SchedulingService
+) -> tuple[web.AppRunner, int]:
+    """The plain-HTTP probe listener; readiness is the gRPC health of the whole server ("" service), so
+    it follows the cache's sync and turns NOT_SERVING as soon as shutdown begins."""
+
+    async def ready() -> str:
+        reply = await health_servicer.Check(health_pb2.HealthCheckRequest(service=""), None)
+        if reply.status == health_pb2.HealthCheckResponse.SERVING:
+            return ""
+        return str(CacheNotSyncedError()) if not service.synced else "the server is shutting down"
+
+    host, _, port = addr.rpartition(":")
+    return await start_probes(ready, host.strip("[]") or "0.0.0.0", int(port))
+
+
+def _bound(addr: str, port: int) -> str:
+    """HOST:PORT as listened on: the port the OS chose when ``addr`` asked for port 0."""
+    return f"{addr.rpartition(':')[0]}:{port}"
+
+
+async def _start_metrics_listener(settings: Settings, running: RunningServer) -> tuple[web.AppRunner | None, str]:
+    """The /metrics listener (or None when off) and its URL for the startup line."""
+    registry = running.telemetry.prometheus_registry
+    if settings.metrics_addr in ("", "off") or registry is None:
+        return None, "off"
+    try:
+        runner, port = await start_metrics(registry, settings.metrics_addr)
+    except OSError as exc:
+        await running.stop(0)
+        raise listen_error("metrics.addr", settings.metrics_addr, "--metrics-addr", exc.strerror or "") from None
+    return runner, f"http://{_bound(settings.metrics_addr, port)}{METRICS_PATH}"
+
+
 async def serve(settings: Settings) -> None:
     running = await create_server(settings)
+    metrics_runner, metrics_url = await _start_metrics_listener(settings, running)
+    grpc_addr = _bound(settings.grpc_addr, running.port)
+    extender = _bound(settings.extender_addr, running.extender_port) if running.extender else "off"
+    ca_expander = _bound(settings.ca_expander_addr, running.ca_expander_port) if running.ca_expander else "off"
+    probes = _bound(settings.probe_addr, running.probe_port) if running.probes else "off"
+    # The addresses are in the message itself, so the text format shows them as well as the JSON fields.
     log.info(
-        "podfit-server listening",
+        f"podfit-server listening: grpc={grpc_addr} extender={extender} metrics={metrics_url} "
+        f"ca_expander={ca_expander} probes={probes}",
         extra={
-            "addr": settings.grpc_addr,
+            "addr": grpc_addr,
             "port": running.port,
-            "extender": settings.extender_addr if running.extender else "off",
-            "ca_expander": settings.ca_expander_addr if running.ca_expander else "off",
+            "extender": extender,
+            "metrics": metrics_url,
+            "ca_expander": ca_expander,
             "profiles": sorted(running.service.engine.frameworks),
             "tls": bool(settings.tls_cert_file),
-            "auth": bool(settings.auth_token_file),
+            "auth": bool(settings.auth_token_file or settings.auth_tokens_file),
+            "probes": probes,
             "wait_for_sync": settings.wait_for_sync,
             "server_epoch": running.service.epoch,
         },
@@ -304,6 +343,8 @@ async def serve(settings: Settings) -> None:
     await stop.wait()
     log.info("shutting down: draining in-flight RPCs")
     await running.stop(settings.shutdown_grace_seconds)
+    if metrics_runner is not None:
+        await metrics_runner.cleanup()
     log.info("stopped")
 
 
@@ -312,6 +353,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         settings = resolve(argv, environ)
         configure_logging(settings)
         profiles_from_configuration(settings.scheduler_configuration)
+        preflight(settings)
         asyncio.run(serve(settings))
     except (SettingsError, ConfigError) as exc:
         print(f"podfit-server: {exc}", file=sys.stderr)

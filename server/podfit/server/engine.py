@@ -19,6 +19,7 @@ import numpy as np
 from podfit.server.cache.cluster_cache import ClusterCache
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.fit_error import outcome_fit_error
 from podfit.server.framework.interfaces import IntpArray
 from podfit.server.framework.profile import DEFAULT_PREEMPTION, Profile
 from podfit.server.framework.runtime import FilterOutcome, Framework, NodeScores, ScoreTable
@@ -64,6 +65,22 @@ class Decision:
     message: str = ""
     outcome: FilterOutcome | None = None
     score_table: ScoreTable | None = None
+    # PostFilter's answer, once ``Engine.explain`` ran it for a decision where nothing fits.
+    post_filter: PreemptionResult | None = None
+
+    @property
+    def unschedulable_message(self) -> str:
+        """When no candidate fits and the pod is not gated: kube-scheduler's FailedScheduling event text,
+        ending with PostFilter's message once PostFilter ran. Built on demand, so the many decisions a
+        simulation makes never pay for it."""
+        if self.gated or self.outcome is None:
+            return ""
+        return outcome_fit_error(self.outcome, self.post_filter.message if self.post_filter is not None else "")
+
+    @property
+    def explained(self) -> bool:
+        """Whether the answer is complete for a Filter: something fits, the pod is gated, or PostFilter ran."""
+        return self.gated or self.outcome is None or bool(self.feasible_count) or self.post_filter is not None
 
     @cached_property
     def verdicts(self) -> list[Verdict]:
@@ -214,6 +231,26 @@ class Engine:
         return plugin.post_filter(
             state, pod, snapshot, framework, outcome.statuses, pre_filter_status=outcome.pre_filter_status
         )
+
+    def explain(
+        self,
+        decision: Decision,
+        pod: Pod,
+        state: CycleState,
+        snapshot: Snapshot,
+        scheduler_name: str = "",
+        *,
+        post_filter: bool = True,
+    ) -> PreemptionResult | None:
+        """For a decision where nothing fits: runs PostFilter (unless ``post_filter`` is off, as a Schedule
+        with preemption disabled) on the decision's own state and snapshot, and completes its
+        ``unschedulable_message`` with the PostFilter message, as kube-scheduler's scheduling cycle does.
+        Returns the PostFilter answer (None when it did not run)."""
+        outcome = decision.outcome
+        if outcome is None or decision.gated or len(outcome.feasible_index) or not post_filter:
+            return None
+        decision.post_filter = self.post_filter(pod, state, outcome, snapshot, scheduler_name)
+        return decision.post_filter
 
     def victims_on_nodes(
         self, pod: Pod, node_names: Sequence[str], scheduler_name: str = "", *, snapshot: Snapshot | None = None

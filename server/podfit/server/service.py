@@ -114,6 +114,8 @@ class ScheduleResult:
     assumed_generation: int = 0
     # DefaultPreemption's answer when nothing fits, the pod is not gated and preemption was wanted.
     preemption: PreemptionResult | None = None
+    # kube-scheduler's FailedScheduling event text when nothing fits (see Decision).
+    unschedulable_message: str = ""
 
     @classmethod
     def of(cls, pod: Pod, decision: Decision) -> ScheduleResult:
@@ -127,6 +129,8 @@ class ScheduleResult:
             best_count=len(decision.best),
             feasible_count=decision.feasible_count,
             candidate_count=decision.candidate_count,
+            preemption=decision.post_filter,
+            unschedulable_message=decision.unschedulable_message,
         )
 
 
@@ -365,9 +369,11 @@ class SchedulingService:
         key = f"{generation}:{scheduler_name}:{score}:{signature}{identity}:{','.join(node_names)}"
         if not self._memo_entries:
             # Nothing of this generation is remembered (always so for a run of assumes): skip the lookup.
+            self.telemetry.memo_miss()
             return key, None
         cached: Decision | None = await self._memo.get(key)
         if cached is None or cached.generation != self.cache.generation:
+            self.telemetry.memo_miss()
             return key, None
         self.telemetry.memo_hit()
         return key, dataclasses.replace(cached)
@@ -389,26 +395,51 @@ class SchedulingService:
         decision, state, outcome = self.engine.decide(
             pod, node_names, scheduler_name, score=score, snapshot=snapshot, signature=signature
         )
-        self.telemetry.decision_latency(time.perf_counter() - started, "decide")
+        self.telemetry.decision_latency(time.perf_counter() - started, "score" if score else "filter")
         return decision, state, outcome, snapshot
 
     async def decide(
-        self, pod: PodInput, node_names: Sequence[str] = (), scheduler_name: str = "", *, score: bool = True
+        self,
+        pod: PodInput,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        *,
+        score: bool = True,
+        explain: bool = False,
     ) -> Decision:
         """Filter (and score) at the current generation, memoised per (pod signature, generation).
 
         kube-scheduler calls an extender's filter and then prioritize for the same pod, and replicas
         of one workload ask the same question; both reuse the first answer while nothing changed.
+        With ``explain`` a decision where nothing fits also runs PostFilter, so that its
+        ``unschedulable_message`` is the whole FailedScheduling text (a Filter answer).
         """
         self.require_synced()
         resolved, _ = self.resolve(pod)
         signature = pod_signature(resolved)
         key, decision = await self._recall(resolved, signature, node_names, scheduler_name, score)
-        if decision is not None:
+        if decision is not None and (decision.explained or not explain):
             return decision
-        decision, _, _, _ = self._decide_now(resolved, node_names, scheduler_name, score, signature)
+        decision, state, _, snapshot = self._decide_now(resolved, node_names, scheduler_name, score, signature)
+        if explain:
+            self._explain(decision, resolved, state, snapshot, scheduler_name, True)
         await self._remember(key, decision)
         return decision
+
+    def _explain(
+        self,
+        decision: Decision,
+        pod: Pod,
+        state: CycleState,
+        snapshot: Snapshot,
+        scheduler_name: str,
+        post_filter: bool,
+    ) -> PreemptionResult | None:
+        started = time.perf_counter()
+        result = self.engine.explain(decision, pod, state, snapshot, scheduler_name, post_filter=post_filter)
+        if result is not None:
+            self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
+        return result
 
     async def schedule(
         self,
@@ -428,12 +459,15 @@ class SchedulingService:
             self._check_current(resolved)
         signature = pod_signature(resolved)
         key, decision = await self._recall(resolved, signature, node_names, scheduler_name, True)
-        if decision is not None and (decision.selected or decision.gated or not preempt):
+        # A memoised "nothing fits" serves only when it was answered with PostFilter exactly as asked now
+        # (otherwise it lacks the CycleState PostFilter needs: decide afresh).
+        if decision is not None and (
+            decision.selected or decision.gated or (decision.post_filter is not None) == preempt
+        ):
             result = ScheduleResult.of(resolved, decision)
             if assume:
                 result.assumed_generation = self._assume(resolved, source, decision.selected, self.cache.apply)
             return result
-        # A memoised "nothing fits" lacks the CycleState PostFilter needs: decide afresh.
         result = self._schedule_now(
             resolved, source, node_names, scheduler_name, assume, preempt, self.cache.apply, signature
         )
@@ -457,10 +491,9 @@ class SchedulingService:
         if decision.selected:
             if assume:
                 result.assumed_generation = self._assume(pod, source, decision.selected, apply)
-        elif preempt and outcome is not None:
-            started = time.perf_counter()
-            result.preemption = self.engine.post_filter(pod, state, outcome, snapshot, scheduler_name)
-            self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
+        elif outcome is not None:
+            result.preemption = self._explain(decision, pod, state, snapshot, scheduler_name, preempt)
+            result.unschedulable_message = decision.unschedulable_message
         return result
 
     def _check_current(self, pod: Pod) -> None:
@@ -628,7 +661,7 @@ class SchedulingService:
             return await self.decide(pod, [n.name for n in nodes], scheduler_name)
         started = time.perf_counter()
         decision, _, _ = self.engine.decide(pod, [n.name for n in nodes], scheduler_name, snapshot=snapshot)
-        self.telemetry.decision_latency(time.perf_counter() - started, "decide")
+        self.telemetry.decision_latency(time.perf_counter() - started, "score")
         return decision
 
     def victims_on_nodes(

@@ -7,6 +7,7 @@ settings and one ``kind: KubeSchedulerConfiguration`` with scheduling profiles; 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -24,20 +25,35 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
-    grpc_addr: str = "0.0.0.0:50051"
+    # Loopback by default: a wider address needs caller authentication or insecure_listen_any.
+    grpc_addr: str = "127.0.0.1:50051"
     # The kube-scheduler extender HTTP endpoint; "" or "off" disables it.
-    extender_addr: str = "0.0.0.0:8888"
+    extender_addr: str = "127.0.0.1:8888"
     extender_url_prefix: str = "/scheduler"
+    # The extender's bind verb changes the cache, so it answers only when enabled (and then only for a
+    # pod that still fits the node, as an assume would).
+    extender_bind: bool = False
+    # Liveness/readiness over plain HTTP (/healthz, /readyz only), for kubelet probes when the gRPC and
+    # extender listeners demand client certificates; "" or "off" disables it.
+    probe_addr: str = "off"
     # cluster-autoscaler's gRPC expander (grpcplugin.Expander); "" or "off" disables it. Always TLS, with
     # the certificate above: cluster-autoscaler refuses plaintext and presents no client certificate.
     ca_expander_addr: str = "off"
+    # Prometheus /metrics over plain HTTP; "" or "off" disables it. Loopback by default: a deployment that
+    # wants it scraped says 0.0.0.0:9464 (deploy/kubernetes does). 9464 is OpenTelemetry's Prometheus port.
+    metrics_addr: str = "127.0.0.1:9464"
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     # TLS: serve TLS when cert and key are set; require client certificates (mTLS) when a CA is set too.
     tls_cert_file: str = ""
     tls_key_file: str = ""
     tls_client_ca_file: str = ""
-    # Bearer-token auth: clients send "authorization: Bearer <token>"; the token is read from this file.
+    # Bearer-token auth: clients send "authorization: Bearer <token>"; the token is read from this file
+    # and has the admin role (one token, full access).
     auth_token_file: str = ""
+    # kube-apiserver-style static token file: "token,role[,name]" lines, role read, write or admin.
+    auth_tokens_file: str = ""
+    # Listen on non-loopback addresses even though nothing authenticates callers (no token, no client CA).
+    insecure_listen_any: bool = False
     telemetry_exporter: str = "none"
     memo_ttl_seconds: float = 30.0
     memo_backend: str = "memory"
@@ -60,12 +76,17 @@ _SOURCES = {
     "grpc_addr": ("grpcAddr", "PODFIT_GRPC_ADDR"),
     "extender_addr": ("extender.addr", "PODFIT_EXTENDER_ADDR"),
     "extender_url_prefix": ("extender.urlPrefix", "PODFIT_EXTENDER_URL_PREFIX"),
+    "extender_bind": ("extender.bind", "PODFIT_EXTENDER_BIND"),
+    "probe_addr": ("probeAddr", "PODFIT_PROBE_ADDR"),
     "ca_expander_addr": ("caExpander.addr", "PODFIT_CA_EXPANDER_ADDR"),
+    "metrics_addr": ("metrics.addr", "PODFIT_METRICS_ADDR"),
     "max_message_bytes": ("maxMessageBytes", "PODFIT_MAX_MESSAGE_BYTES"),
     "tls_cert_file": ("tls.certFile", "PODFIT_TLS_CERT_FILE"),
     "tls_key_file": ("tls.keyFile", "PODFIT_TLS_KEY_FILE"),
     "tls_client_ca_file": ("tls.clientCAFile", "PODFIT_TLS_CLIENT_CA_FILE"),
     "auth_token_file": ("auth.tokenFile", "PODFIT_AUTH_TOKEN_FILE"),
+    "auth_tokens_file": ("auth.tokensFile", "PODFIT_AUTH_TOKENS_FILE"),
+    "insecure_listen_any": ("insecureListenAny", "PODFIT_INSECURE_LISTEN_ANY"),
     "telemetry_exporter": ("telemetry.exporter", "PODFIT_TELEMETRY_EXPORTER"),
     "memo_ttl_seconds": ("memo.ttlSeconds", "PODFIT_MEMO_TTL_SECONDS"),
     "memo_backend": ("memo.backend", "PODFIT_MEMO_BACKEND"),
@@ -117,7 +138,10 @@ def load_file(path: str) -> tuple[dict[str, Any], Mapping[str, Any] | None]:
     except OSError as exc:
         raise SettingsError(f"--config: cannot read {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise SettingsError(f"--config: {path} is not valid YAML: {exc}") from None
+        where = getattr(exc, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
+        problem = getattr(exc, "problem", None) or "a syntax error"
+        raise SettingsError(f"--config: {path} is not valid YAML{at}: {problem}") from None
     values: dict[str, Any] = {}
     scheduler: Mapping[str, Any] | None = None
     for i, doc in enumerate(documents):
@@ -148,17 +172,42 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve kube-scheduler-exact Filter/Score/Schedule/Preempt decisions over gRPC.",
     )
     parser.add_argument("--config", help="YAML file: PodfitConfiguration and/or KubeSchedulerConfiguration documents")
-    parser.add_argument("--grpc-addr", help="HOST:PORT to serve gRPC on (default 0.0.0.0:50051)")
-    parser.add_argument("--extender-addr", help="HOST:PORT for the kube-scheduler extender endpoint, or 'off'")
+    parser.add_argument("--grpc-addr", help="HOST:PORT to serve gRPC on (default 127.0.0.1:50051)")
+    parser.add_argument(
+        "--extender-addr", help="HOST:PORT for the kube-scheduler extender endpoint, or 'off' (default 127.0.0.1:8888)"
+    )
     parser.add_argument("--extender-url-prefix", help="URL prefix of the extender verbs (default /scheduler)")
     parser.add_argument(
+        "--extender-bind",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve the extender's bind verb (default: off); a bind is refused unless the pod still fits",
+    )
+    parser.add_argument(
+        "--probe-addr", help="HOST:PORT for plain-HTTP /healthz and /readyz (kubelet probes), or 'off' (default)"
+    )
+    parser.add_argument(
         "--ca-expander-addr", help="HOST:PORT for cluster-autoscaler's gRPC expander (TLS only), or 'off' (default)"
+    )
+    parser.add_argument(
+        "--metrics-addr", help="HOST:PORT to serve Prometheus /metrics on, or 'off' (default 127.0.0.1:9464)"
     )
     parser.add_argument("--max-message-bytes", type=int, help="largest request/response accepted (default 64 MiB)")
     parser.add_argument("--tls-cert-file", help="serve TLS with this PEM certificate chain")
     parser.add_argument("--tls-key-file", help="PEM private key of --tls-cert-file")
     parser.add_argument("--tls-client-ca-file", help="require client certificates signed by this CA (mTLS)")
-    parser.add_argument("--auth-token-file", help="require 'authorization: Bearer <token>' with the token in this file")
+    parser.add_argument(
+        "--auth-token-file", help="require 'authorization: Bearer <token>' with the token in this file (admin role)"
+    )
+    parser.add_argument(
+        "--auth-tokens-file", help="static token file: 'token,role[,name]' lines, role read, write or admin"
+    )
+    parser.add_argument(
+        "--insecure-listen-any",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="allow non-loopback addresses with no caller authentication (no token, no client CA)",
+    )
     parser.add_argument("--telemetry-exporter", choices=["none", "console", "otlp"], help="OpenTelemetry exporter")
     parser.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
     parser.add_argument(
@@ -204,17 +253,57 @@ def validate(settings: Settings) -> None:
     host, sep, port = settings.grpc_addr.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise SettingsError(f"grpcAddr: {settings.grpc_addr!r} must be HOST:PORT")
-    if settings.extender_enabled:
-        host, sep, port = settings.extender_addr.rpartition(":")
-        if not sep or not port.isdigit():
-            raise SettingsError(f"extender.addr: {settings.extender_addr!r} must be HOST:PORT or off")
-    if settings.ca_expander_addr not in ("", "off"):
-        host, sep, port = settings.ca_expander_addr.rpartition(":")
-        if not sep or not port.isdigit():
-            raise SettingsError(f"caExpander.addr: {settings.ca_expander_addr!r} must be HOST:PORT or off")
-        if not settings.tls_cert_file:
-            raise SettingsError(
-                "caExpander.addr: needs tls.certFile and tls.keyFile (cluster-autoscaler only connects over TLS)"
-            )
+    for key, addr in (
+        ("extender.addr", settings.extender_addr),
+        ("caExpander.addr", settings.ca_expander_addr),
+        ("probeAddr", settings.probe_addr),
+        ("metrics.addr", settings.metrics_addr),
+    ):
+        _check_optional_addr(key, addr)
+    if settings.ca_expander_addr not in ("", "off") and not settings.tls_cert_file:
+        raise SettingsError(
+            "caExpander.addr: needs tls.certFile and tls.keyFile (cluster-autoscaler only connects over TLS)"
+        )
     if not settings.extender_url_prefix.startswith("/"):
         raise SettingsError(f"extender.urlPrefix: {settings.extender_url_prefix!r} must start with /")
+    check_exposure(settings)
+
+
+def _check_optional_addr(key: str, addr: str) -> None:
+    """A listener that may be switched off: HOST:PORT (an empty host is every interface) or off."""
+    if addr in ("", "off"):
+        return
+    _, sep, port = addr.rpartition(":")
+    if not sep or not port.isdigit():
+        raise SettingsError(f"{key}: {addr!r} must be HOST:PORT or off")
+
+
+def is_loopback(addr: str) -> bool:
+    """Whether HOST:PORT accepts connections from this host only (127.0.0.0/8, ::1, localhost)."""
+    host = addr.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name (or the empty wildcard) may resolve to any interface
+
+
+def check_exposure(settings: Settings) -> None:
+    """Refuses a listener reachable from other hosts when nothing authenticates its callers: gRPC needs a
+    bearer token or client certificates, the extender client certificates (kube-scheduler sends no
+    token). TLS alone authenticates the server, not the caller. insecure_listen_any overrides."""
+    if settings.insecure_listen_any:
+        return
+    client_certs = bool(settings.tls_client_ca_file)
+    tokens = bool(settings.auth_token_file or settings.auth_tokens_file)
+    listeners = [("grpcAddr", settings.grpc_addr, client_certs or tokens)]
+    if settings.extender_enabled:
+        listeners.append(("extender.addr", settings.extender_addr, client_certs))
+    for key, addr, authenticated in listeners:
+        if not authenticated and not is_loopback(addr):
+            needs = "tls.clientCAFile or an auth token file" if key == "grpcAddr" else "tls.clientCAFile"
+            raise SettingsError(
+                f"{key}: {addr} is reachable from other hosts but nothing authenticates callers; "
+                f"set {needs}, listen on 127.0.0.1, or pass --insecure-listen-any"
+            )

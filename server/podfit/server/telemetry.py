@@ -1,15 +1,22 @@
-"""OpenTelemetry, wired once: a server interceptor traces and times every RPC, the service records
-decision latency, and observable gauges read the cache. Exporters: none (default), console, otlp
-(when the exporter package is installed), or in-memory readers/exporters handed in by tests."""
+"""OpenTelemetry, wired once: a server interceptor traces, times and logs every RPC, the service records
+decision latency and memo use, and observable gauges read the cache. Exporters: none (default), console,
+otlp (when the exporter package is installed), or in-memory readers/exporters handed in by tests.
+
+Every Telemetry also feeds a Prometheus reader on a registry of its own (podfit.server.metrics serves it
+as /metrics): the reader is pull-only, so it costs nothing until something scrapes it, and a private
+registry lets several servers (tests) coexist in one process."""
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import grpc
 from opentelemetry import metrics, trace
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -17,11 +24,18 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Status as SpanStatus
 from opentelemetry.trace import StatusCode as SpanStatusCode
+from prometheus_client import CollectorRegistry
 
 if TYPE_CHECKING:
     from podfit.server.cache.cluster_cache import ClusterCache
 
 _UNTRACED = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+rpc_log = logging.getLogger("podfit.server.rpc")
+# Seconds, from a memoised answer (~50 us) to a drain simulation of a large cluster (~10 s); the SDK's
+# default boundaries are made for milliseconds and would put every podfit RPC in the first bucket.
+LATENCY_BUCKETS = (
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+)  # fmt: skip
 
 
 class Telemetry:
@@ -33,13 +47,20 @@ class Telemetry:
         span_exporters: Sequence[SpanExporter] = (),
         metric_readers: Sequence[MetricReader] = (),
         batch_spans: bool = True,
+        prometheus: bool = True,
     ) -> None:
         resource = Resource.create({"service.name": "podfit"})
+        # Off when nothing will scrape it (--metrics-addr off): each reader aggregates every sample,
+        # ~20 us per decision.
+        self.prometheus_registry = CollectorRegistry() if prometheus else None
+        readers = list(metric_readers)
+        if self.prometheus_registry is not None:
+            readers.append(PrometheusMetricReader(registry=self.prometheus_registry, scope_info_enabled=False))
         self.tracer_provider = TracerProvider(resource=resource)
         for exporter in span_exporters:
             processor = BatchSpanProcessor(exporter) if batch_spans else SimpleSpanProcessor(exporter)
             self.tracer_provider.add_span_processor(processor)
-        self.meter_provider = MeterProvider(resource=resource, metric_readers=list(metric_readers))
+        self.meter_provider = MeterProvider(resource=resource, metric_readers=readers)
         # Without an exporter nobody reads spans: a no-op tracer makes the per-RPC span nearly free
         # (recording spans for nothing cost ~15% of Schedule throughput).
         self.tracer: trace.Tracer = (
@@ -48,13 +69,25 @@ class Telemetry:
         meter = self.meter_provider.get_meter("podfit.server")
         self._meter = meter
         self._rpc_duration = meter.create_histogram(
-            "podfit.rpc.duration", unit="s", description="Server-side duration of each RPC"
+            "podfit.rpc.duration",
+            unit="s",
+            description="Server-side duration of each RPC, by method and gRPC status code",
+            explicit_bucket_boundaries_advisory=LATENCY_BUCKETS,
         )
         self._decision_duration = meter.create_histogram(
-            "podfit.decision.duration", unit="s", description="Time to compute one scheduling decision"
+            "podfit.decision.duration",
+            unit="s",
+            description="Time to compute one scheduling decision, by kind",
+            explicit_bucket_boundaries_advisory=LATENCY_BUCKETS,
         )
         self._memo_hits = meter.create_counter(
             "podfit.decision.memo_hits", description="Decisions answered from the memo"
+        )
+        self._memo_misses = meter.create_counter(
+            "podfit.decision.memo_misses", description="Memoisable decisions the memo did not hold (computed)"
+        )
+        self._extender_requests = meter.create_counter(
+            "podfit.extender.requests", description="kube-scheduler extender requests, by verb and HTTP status code"
         )
         self._in_flight = meter.create_up_down_counter("podfit.rpc.in_flight", description="Unary RPCs being served")
         # Unary RPCs being served now; graceful shutdown waits for it to stay at zero.
@@ -63,18 +96,18 @@ class Telemetry:
 
     @classmethod
     def disabled(cls) -> Telemetry:
-        return cls()
+        return cls(prometheus=False)
 
     @classmethod
-    def from_exporter_name(cls, name: str, interval_seconds: float = 60.0) -> Telemetry:
+    def from_exporter_name(cls, name: str, interval_seconds: float = 60.0, *, prometheus: bool = True) -> Telemetry:
         """``none``, ``console`` or ``otlp`` (OTEL_EXPORTER_OTLP_* variables configure the endpoint)."""
         if name in ("", "none"):
-            return cls()
+            return cls(prometheus=prometheus)
         if name == "console":
             reader = PeriodicExportingMetricReader(
                 ConsoleMetricExporter(), export_interval_millis=interval_seconds * 1000
             )
-            return cls(span_exporters=[ConsoleSpanExporter()], metric_readers=[reader])
+            return cls(span_exporters=[ConsoleSpanExporter()], metric_readers=[reader], prometheus=prometheus)
         if name == "otlp":
             try:
                 from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
@@ -84,7 +117,7 @@ class Telemetry:
                     "telemetry.exporter: 'otlp' needs the 'otlp' extra (pip install 'podfit[otlp]')"
                 ) from exc
             reader = PeriodicExportingMetricReader(OTLPMetricExporter(), export_interval_millis=interval_seconds * 1000)
-            return cls(span_exporters=[OTLPSpanExporter()], metric_readers=[reader])
+            return cls(span_exporters=[OTLPSpanExporter()], metric_readers=[reader], prometheus=prometheus)
         raise ValueError(f"telemetry.exporter: {name!r} must be none, console or otlp")
 
     def observe_cache(self, cache: ClusterCache) -> None:
@@ -101,11 +134,16 @@ class Telemetry:
             return [metrics.Observation(cache.generation)]
 
         def pending(options: metrics.CallbackOptions) -> list[metrics.Observation]:
+            # podfit has no scheduling queue: it knows the unbound pods it was fed. Each is counted once:
+            # "gated" (schedulingGates, kube-scheduler's gated queue), else "nominated" (a preemptor with
+            # status.nominatedNodeName, waiting for its victims to go), else "unbound".
             pods = cache.pending_pods
             gated = sum(1 for p in pods if p.scheduling_gates)
+            nominated = sum(1 for p in pods if p.nominated_node_name and not p.scheduling_gates)
             return [
                 metrics.Observation(gated, {"queue": "gated"}),
-                metrics.Observation(len(pods) - gated, {"queue": "active"}),
+                metrics.Observation(nominated, {"queue": "nominated"}),
+                metrics.Observation(len(pods) - gated - nominated, {"queue": "unbound"}),
             ]
 
         self._meter.create_observable_gauge("podfit.cache.objects", [objects], description="Cached objects by kind")
@@ -113,14 +151,20 @@ class Telemetry:
         self._meter.create_observable_gauge(
             "podfit.scheduler.pending_pods",
             [pending],
-            description="Pending pods by queue, like kube-scheduler's scheduler_pending_pods",
+            description="Unbound pods in the cache by queue (gated, nominated, unbound)",
         )
 
-    def decision_latency(self, seconds: float, operation: str) -> None:
-        self._decision_duration.record(seconds, {"operation": operation})
+    def decision_latency(self, seconds: float, kind: str) -> None:
+        self._decision_duration.record(seconds, {"kind": kind})
 
     def memo_hit(self) -> None:
         self._memo_hits.add(1)
+
+    def memo_miss(self) -> None:
+        self._memo_misses.add(1)
+
+    def extender_request(self, verb: str, status: int) -> None:
+        self._extender_requests.add(1, {"verb": verb, "code": str(status)})
 
     def unary_started(self, delta: int) -> None:
         self.active_unary_rpcs += delta
@@ -140,6 +184,45 @@ def annotate(**attributes: Any) -> None:
     if span.is_recording():
         for key, value in attributes.items():
             span.set_attribute(f"podfit.{key}", value)
+
+
+def pod_of(request: Any) -> str:
+    """namespace/name of the pod a request is about (its ``pod`` PodReference), "" when it names none."""
+    reference: Any = getattr(request, "pod", None)
+    try:
+        source = reference.WhichOneof("source") if reference is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return ""
+    namespace = name = ""
+    if source == "pod":
+        namespace, name = reference.pod.metadata.namespace, reference.pod.metadata.name
+    elif source == "cached":
+        namespace, name = reference.cached.namespace, reference.cached.name
+    elif source == "kubernetes_json":
+        try:
+            metadata = json.loads(reference.kubernetes_json).get("metadata") or {}
+            namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+        except (ValueError, AttributeError):
+            return ""
+    return f"{namespace or 'default'}/{name}" if name else ""
+
+
+def log_rpc(method: str, request: Any, code: str, seconds: float, context: Any) -> None:
+    """One line per RPC: DEBUG when it succeeded, INFO when it failed (with the status message sent)."""
+    level = logging.DEBUG if code == "OK" else logging.INFO
+    if not rpc_log.isEnabledFor(level):
+        return
+    pod = pod_of(request) if request is not None else ""
+    details = ""
+    if code != "OK" and hasattr(context, "details"):
+        details = context.details() or ""
+    duration_ms = round(seconds * 1000, 3)
+    text = f"rpc {method}" + (f" pod={pod}" if pod else "") + f" code={code} duration_ms={duration_ms}"
+    extra = {"method": method, "pod": pod, "code": code, "duration_ms": duration_ms}
+    if details:
+        text += f": {details}"
+        extra["details"] = details
+    rpc_log.log(level, text, extra=extra)
 
 
 class TelemetryInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
@@ -168,14 +251,18 @@ class TelemetryInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             )
             return span, time.perf_counter()
 
-        def finish(span: Any, started: float, context: grpc.aio.ServicerContext, error: BaseException | None) -> None:
+        def finish(
+            span: Any, started: float, context: grpc.aio.ServicerContext, error: BaseException | None, request: Any
+        ) -> None:
+            seconds = time.perf_counter() - started
             code = context.code() if hasattr(context, "code") else None
             code_name = code.name if isinstance(code, grpc.StatusCode) else ("UNKNOWN" if error else "OK")
             span.set_attribute("rpc.grpc.status_code", code_name)
             if code_name != "OK":
                 span.set_status(SpanStatus(SpanStatusCode.ERROR, code_name))
             span.end()
-            telemetry.rpc_finished(name, code_name, time.perf_counter() - started)
+            telemetry.rpc_finished(name, code_name, seconds)
+            log_rpc(method, request, code_name, seconds, context)
 
         if handler.unary_unary:
             inner = handler.unary_unary
@@ -192,7 +279,7 @@ class TelemetryInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     raise
                 finally:
                     telemetry.unary_started(-1)
-                    finish(span, started, context, error)
+                    finish(span, started, context, error, request)
 
             return grpc.unary_unary_rpc_method_handler(
                 unary,
@@ -213,7 +300,7 @@ class TelemetryInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     error = exc
                     raise
                 finally:
-                    finish(span, started, context, error)
+                    finish(span, started, context, error, None)
 
             return grpc.stream_stream_rpc_method_handler(
                 stream,

@@ -19,6 +19,7 @@ import numpy as np
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.fit_error import fit_error
 from podfit.server.framework.interfaces import PreFilterExtensions
 from podfit.server.framework.profile import DEFAULT_PREEMPTION, DYNAMIC_RESOURCES
 from podfit.server.framework.runtime import Framework, outranking_nominated
@@ -522,19 +523,15 @@ def _valid(selector: LabelSelector) -> bool:
 
 
 def _fit_error(num_nodes: int, failures: Mapping[str, Status]) -> str:
-    """FitError.Error() for the dry run: a sorted reason histogram; nodes never dry-run (or never
-    candidates) count as "Preemption is not helpful for scheduling"."""
+    """FitError.Error() for the dry run: nodes never dry-run (or never candidates) count as
+    "Preemption is not helpful for scheduling"."""
     reasons: Counter[str] = Counter()
     for status in failures.values():
         for reason in status.reasons:
             reasons[reason] += 1
     if len(failures) < num_nodes:
         reasons[REASON_NOT_HELPFUL] += num_nodes - len(failures)
-    message = f"0/{num_nodes} nodes are available:"
-    parts = sorted(f"{count} {reason}" for reason, count in reasons.items())
-    if parts:
-        message += f" {', '.join(parts)}."
-    return message
+    return fit_error(num_nodes, reasons)
 
 
 def _best(candidates: Sequence[_Candidate], now: float) -> list[_Candidate]:

@@ -296,6 +296,7 @@ def preempt_response(result: PreemptionResult, generation: int, epoch: str = "")
         num_pdb_violations=result.num_pdb_violations,
         node_ties=list(result.node_ties),
         message=result.message,
+        code=STATUS_CODES[Code(result.code)] if result.code else sc.STATUS_CODE_UNSPECIFIED,
     )
 
 
@@ -311,6 +312,7 @@ def schedule_response(result: ScheduleResult, *, full: bool, epoch: str = "") ->
         best_count=result.best_count,
         feasible_count=result.feasible_count,
         assumed_generation=result.assumed_generation,
+        unschedulable_message=result.unschedulable_message,
     )
     if decision is not None:
         response.best_nodes.extend(decision.best)

@@ -32,6 +32,7 @@ MAX_EXTENDER_PRIORITY = 10
 DEFAULT_PREFIX = "/scheduler"
 REASON_NOT_CACHED = "node(s) not found in podfit's cache"
 CACHE_NOT_SYNCED = "CACHE_NOT_SYNCED"
+BIND_DISABLED = "the bind verb is disabled on this server (podfit-server --extender-bind enables it)"
 
 
 class BadRequest(ValueError):
@@ -186,7 +187,9 @@ class Extender:
         }
 
     async def bind(self, args: Args) -> dict[str, Any]:
-        """ExtenderBindingArgs -> ExtenderBindingResult: records the binding in the cache."""
+        """ExtenderBindingArgs -> ExtenderBindingResult: reserves the pod on the node in the cache, through
+        the same Schedule-with-assume path as gRPC, restricted to that node; a pod that no longer fits
+        there is refused (``Error`` says why) and nothing is recorded."""
         name, namespace, uid, node = (_field(args, k) for k in ("PodName", "PodNamespace", "PodUID", "Node"))
         if not isinstance(name, str) or not name:
             raise BadRequest("PodName: is required")
@@ -201,8 +204,15 @@ class Extender:
             raise BadRequest(f"PodUID: {uid} does not match the cached pod's uid {pod.uid}")
         if not self.service.has_node(node):
             raise BadRequest(f"Node: {node} is not in podfit's cache")
-        self.service.assume(CachedPod(namespace, name), node)
-        return {"Error": ""}
+        result = await self.service.schedule(CachedPod(namespace, name), [node], assume=True, preempt=False)
+        if result.assumed_generation:
+            return {"Error": ""}
+        if result.gated:
+            why = result.message
+        else:
+            status = result.decision.rejections().get(node) if result.decision is not None else None
+            why = status.message if status is not None else "rejected by the filters"
+        return {"Error": f"bind: pod {namespace}/{name} does not fit node {node}: {why}"}
 
     # -- shared ----------------------------------------------------------------------------------
 
@@ -241,6 +251,18 @@ Handler = Callable[[Args], Awaitable[Any]]
 
 def _route(handler: Handler, verb: str, service: SchedulingService) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handle(request: web.Request) -> web.Response:
+        status = 500
+        try:
+            response = await answer(request)
+            status = response.status
+            return response
+        except web.HTTPException as exc:
+            status = exc.status
+            raise
+        finally:
+            service.telemetry.extender_request(verb, status)
+
+    async def answer(request: web.Request) -> web.Response:
         try:
             # Before the body is read: an unsynced cache answers nothing, whatever was asked.
             service.require_synced()
@@ -259,8 +281,14 @@ def _route(handler: Handler, verb: str, service: SchedulingService) -> Callable[
 
 
 def build_app(
-    service: SchedulingService, prefix: str = DEFAULT_PREFIX, max_body_bytes: int = 64 * 1024 * 1024
+    service: SchedulingService,
+    prefix: str = DEFAULT_PREFIX,
+    max_body_bytes: int = 64 * 1024 * 1024,
+    *,
+    bind: bool = False,
 ) -> web.Application:
+    """The extender's routes; ``bind`` off answers the bind verb 403, since it is the one verb that
+    changes the cache."""
     extender = Extender(service)
     app = web.Application(client_max_size=max_body_bytes)
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
@@ -270,6 +298,8 @@ def build_app(
         ("preempt", extender.preempt),
         ("bind", extender.bind),
     ):
+        if verb == "bind" and not bind:
+            handler = _bind_off
         app.router.add_post(f"{prefix}/{verb}", _route(handler, verb, service))
     app.router.add_get("/healthz", _healthz)
 
@@ -281,6 +311,12 @@ def build_app(
 
     app.router.add_get("/readyz", readyz)
     return app
+
+
+async def _bind_off(args: Args) -> Any:
+    raise web.HTTPForbidden(
+        text=msgspec.json.encode({"Error": f"bind: {BIND_DISABLED}"}).decode(), content_type="application/json"
+    )
 
 
 async def _healthz(request: web.Request) -> web.Response:
@@ -296,8 +332,9 @@ async def start_extender(
     prefix: str = DEFAULT_PREFIX,
     max_body_bytes: int = 64 * 1024 * 1024,
     ssl_context: ssl.SSLContext | None = None,
+    bind: bool = False,
 ) -> tuple[web.AppRunner, int]:
-    runner = web.AppRunner(build_app(service, prefix, max_body_bytes), access_log=None, handle_signals=False)
+    runner = web.AppRunner(build_app(service, prefix, max_body_bytes, bind=bind), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context, reuse_address=True)
     await site.start()

@@ -201,7 +201,9 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
     @unary_errors
     async def Filter(self, request: sc.FilterRequest, context: grpc.aio.ServicerContext) -> sc.FilterResponse:
         pod = self._pod(request.pod)
-        decision = await self.service.decide(pod, list(request.node_names), request.scheduler_name, score=False)
+        decision = await self.service.decide(
+            pod, list(request.node_names), request.scheduler_name, score=False, explain=True
+        )
         annotate(nodes=decision.candidate_count, feasible=decision.feasible_count, gated=decision.gated)
         response = sc.FilterResponse(
             generation=decision.generation,
@@ -209,6 +211,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
             gated=decision.gated,
             message=decision.message,
             feasible_count=decision.feasible_count,
+            unschedulable_message=decision.unschedulable_message,
         )
         if request.view != sc.VIEW_BASIC:
             convert.add_verdicts(response.nodes, decision)
