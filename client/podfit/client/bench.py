@@ -707,10 +707,12 @@ async def run(
     server_pid: int | None = None,
     batch: int = 0,
     view: str = "basic",
+    progress: Callable[[], object] | None = None,
     **options: Any,
 ) -> list[Result]:
     """Each workload unary, then (for placements, not preemption or churn) streamed and batched if asked.
-    A simulation workload runs ``decisions`` calls (None: its own default), never streamed or batched."""
+    A simulation workload runs ``decisions`` calls (None: its own default), never streamed or batched.
+    ``progress`` is called once per workload done."""
     results = []
     async with AsyncClient(target, **options) as client:
         for name in names:
@@ -720,6 +722,8 @@ async def run(
                 results.append(await run_simulation(client, name, calls, server_pid))
                 if server_pid is not None:
                     results[-1].server_rss_mib = process_rss_mib(server_pid)
+                if progress is not None:
+                    progress()
                 continue
             count = DEFAULT_DECISIONS if decisions is None else decisions
             extra = not name.startswith(("PreemptionBasic", "MixedChurn"))
@@ -732,6 +736,8 @@ async def run(
                 results.append(await run_workload(client, name, count, streamed, server_pid, size, view))
                 if server_pid is not None:
                     results[-1].server_rss_mib = process_rss_mib(server_pid)
+            if progress is not None:
+                progress()
     return results
 
 

@@ -1,24 +1,36 @@
-"""``podfit``: the command-line client. Readable tables by default, ``-o json`` for the protobuf JSON
-mapping of the response. Errors are one line on stderr and a non-zero exit, never a traceback."""
+"""``podfit``: the command-line client, with kubectl's habits. Readable tables by default, ``-o json|yaml``
+for the protobuf JSON mapping of the response (``-o wide|name`` where kubectl has them; a command refuses an
+output it cannot honour rather than ignoring it). Errors are one line on stderr and a non-zero exit, never a
+traceback."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
-from podfit.client import whatif
+from podfit.client import _requests as rq
+from podfit.client import cli_views, whatif
 from podfit.client._requests import DEFAULT_TARGET, ChannelConfig
 from podfit.client.errors import PodfitError
 from podfit.client.hints import connection_hint
-from podfit.client.manifests import load_manifests
+from podfit.client.manifests import Located, load_located, to_cluster_object
 from podfit.client.sync import Client
-from podfit.k8s.convert import KINDS, ConversionError, canonical_kind, object_to_manifest
+from podfit.k8s.convert import (
+    ENUM_TO_KIND,
+    FIELD_TO_KIND,
+    KINDS,
+    ConversionError,
+    canonical_kind,
+    object_to_manifest,
+)
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import scheduler_pb2 as sc
 
@@ -45,8 +57,8 @@ def _json(message: Message) -> str:
     return json_format.MessageToJson(message, always_print_fields_with_no_presence=True, indent=2)
 
 
-def _single_pod(path: str) -> Any:
-    manifests = [m for m in load_manifests(path) if m.get("kind", "Pod") == "Pod"]
+def _single_pod(path: str, namespace: str | None = None) -> Any:
+    manifests = [m for _, m in _located([path], namespace) if m.get("kind", "Pod") == "Pod"]
     if len(manifests) != 1:
         raise ConversionError(path, f"expected exactly one Pod, found {len(manifests)}")
     return manifests[0]
@@ -59,9 +71,9 @@ def _pod_arg(args: argparse.Namespace) -> Any:
     if bool(args.pod) == bool(files):
         raise ValueError(f"podfit {args.command}: name a cached pod (POD [-n NAMESPACE]) or give -f FILE, not both")
     if args.pod:
-        return args.pod if "/" in args.pod else f"{args.namespace}/{args.pod}"
+        return args.pod if "/" in args.pod else f"{args.namespace or 'default'}/{args.pod}"
     # schedule takes several pods (a batch); the other commands exactly one.
-    return _pods(files) if args.command == "schedule" else _single_pod(files[0])
+    return _pods(files, args.namespace) if args.command == "schedule" else _single_pod(files[0], args.namespace)
 
 
 def _nodes(args: argparse.Namespace) -> list[str]:
@@ -107,74 +119,245 @@ def _preemption_text(p: sc.PreemptResponse) -> str:
 # -- commands ---------------------------------------------------------------------------------------
 
 
+# Objects per Apply call: far below gRPC's message limit even for large pods, and a progress step.
+_APPLY_CHUNK = 2000
+
+
+def _located(paths: Sequence[str], namespace: str | None) -> list[Located]:
+    """Every document of the files, with ``-n`` filled in where a namespaced object names none (and a
+    conflicting one refused, as kubectl does)."""
+    located: list[Located] = []
+    with _progress(None, "read", unit="doc") as bar:
+        documents = [doc for path in paths for doc in load_located(path, lambda: bar.update(1))]
+    for where, manifest in documents:
+        kind = str(manifest.get("kind") or "Pod")
+        # Only objects of namespaced kinds podfit holds (a bare pod manifest has no kind): not Scenario.
+        if namespace and kind in KINDS and kind not in cli_views.CLUSTER_SCOPED:
+            meta = dict(manifest.get("metadata") or {})
+            if meta.get("namespace") and meta["namespace"] != namespace:
+                raise ConversionError(
+                    where, f"its namespace {meta['namespace']!r} does not match --namespace {namespace!r}"
+                )
+            manifest = {**manifest, "metadata": {**meta, "namespace": namespace}}
+        located.append((where, manifest))
+    return located
+
+
+def _progress(total: int | None, what: str, unit: str = "obj") -> Any:
+    """A progress bar on stderr when it is a terminal (``total`` None: a running count); a silent stand-in
+    otherwise, so pipes and logs get plain output."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
+
+
+def _locate_error(exc: PodfitError, located: Sequence[Located], offset: int) -> PodfitError:
+    """A server-side field path "updates[N]..." made to name the file and document of update N."""
+
+    def where(path: str) -> str:
+        match = re.match(r"updates\[(\d+)\]\.(?:upsert\.\w+\.)?(.*)", path)
+        if not match or offset + int(match.group(1)) >= len(located):
+            return path
+        return f"{located[offset + int(match.group(1))][0]}: {match.group(2)}"
+
+    message = exc.message
+    violations = [(where(f), d) for f, d in exc.field_violations]
+    for (old, _), (new, _) in zip(exc.field_violations, violations, strict=True):
+        message = message.replace(old, new)
+    return PodfitError(exc.code, message, violations, exc.reason)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word if count == 1 else word + 's'}"
+
+
 def cmd_apply(client: Client, args: argparse.Namespace) -> int:
-    manifests = []
-    for source in args.filename:
-        manifests.extend(load_manifests(source))
+    located = _located(args.filename, args.namespace)
+    objects = []
+    for where, manifest in located:
+        try:
+            objects.append(to_cluster_object(manifest))
+        except ConversionError as exc:
+            raise ConversionError(where, str(exc)) from None
     if args.replace:
         by_kind: dict[str, list[Any]] = {kind: [] for kind in KINDS}
-        for m in manifests:
-            by_kind[canonical_kind(str(m.get("kind", "")))].append(m)
+        for obj in objects:
+            by_kind[FIELD_TO_KIND[str(obj.WhichOneof("object"))]].append(obj)
         responses = {kind: client.replace(kind, objs) for kind, objs in by_kind.items()}
-        if args.output == "json":
-            print(json.dumps({k: json.loads(_json(r)) for k, r in responses.items()}, indent=2))
+        if args.output in ("json", "yaml"):
+            body = {
+                k: json_format.MessageToDict(r, always_print_fields_with_no_presence=True) for k, r in responses.items()
+            }
+            _print_data(body, args.output)
+        elif args.output == "name":
+            for obj in objects:
+                print(_object_name(obj))
         else:
             rows = [[k, r.upserted_count, r.deleted_count, r.unchanged_count] for k, r in responses.items()]
             print(_table(["KIND", "UPSERTED", "DELETED", "UNCHANGED"], rows))
             print(f"generation {max(r.generation for r in responses.values())}")
         return 0
-    response = client.apply(manifests)
-    if args.output == "json":
-        print(_json(response))
-    else:
+    response = cc.ApplyResponse()
+    with _progress(len(objects), "apply") as bar:
+        for start in range(0, len(objects), _APPLY_CHUNK):
+            chunk = objects[start : start + _APPLY_CHUNK]
+            try:
+                part = client.apply(chunk)
+            except PodfitError as exc:
+                raise _locate_error(exc, located, start) from None
+            response.results.extend(part.results)
+            response.generation = part.generation or response.generation
+            response.server_epoch = part.server_epoch
+            response.applied_count += part.applied_count
+            response.stale_count += part.stale_count
+            response.unchanged_count += part.unchanged_count
+            bar.update(len(chunk))
+    if _emit(response, args.output):
+        return 0
+    if args.output == "name":
         for result in response.results:
-            kind = next(k for k, v in ((k, v[2]) for k, v in KINDS.items()) if v == result.key.kind)
+            print(f"{ENUM_TO_KIND[result.key.kind].lower()}/{result.key.name}")
+        return 0
+    applied: dict[str, int] = {}
+    for result in response.results:
+        kind = ENUM_TO_KIND[result.key.kind]
+        if result.outcome == cc.UPDATE_OUTCOME_APPLIED:
+            applied[kind] = applied.get(kind, 0) + 1
+        if args.verbose:
             where = f"{result.key.namespace}/" if result.key.namespace else ""
             print(f"{kind.lower()}/{where}{result.key.name} {_OUTCOMES.get(result.outcome, '?')}")
-        print(f"generation {response.generation}")
-    return 0
-
-
-def cmd_delete(client: Client, args: argparse.Namespace) -> int:
-    response = client.delete(args.kind, args.name, args.namespace)
+    kinds = ", ".join(_plural(n, kind.lower()) for kind, n in applied.items()) or "0 objects"
     print(
-        _json(response)
-        if args.output == "json"
-        else f"{args.kind}/{args.name} {_OUTCOMES.get(response.results[0].outcome, '?')}"
+        f"{kinds} applied, {response.unchanged_count} unchanged, {response.stale_count} stale "
+        f"(generation {response.generation})"
     )
     return 0
 
 
-def cmd_get(client: Client, args: argparse.Namespace) -> int:
-    kind = canonical_kind(args.kind)
-    if args.name:
-        objects = [client.get(kind, args.name, args.namespace).object]
+def _object_name(obj: cc.ClusterObject) -> str:
+    field = str(obj.WhichOneof("object"))
+    return f"{FIELD_TO_KIND[field].lower()}/{getattr(obj, field).metadata.name}"
+
+
+def _print_data(body: Any, output: str) -> None:
+    if output == "json":
+        print(json.dumps(body, indent=2))
     else:
-        objects = list(client.list(kind, args.namespace, args.selector or "").objects)
-    manifests = [object_to_manifest(o) for o in objects]
-    if args.output == "json":
-        print(json.dumps(manifests[0] if args.name else {"kind": "List", "items": manifests}, indent=2))
-    elif args.output == "yaml":
         import yaml
 
-        print(yaml.safe_dump_all(manifests, sort_keys=False), end="")
+        print(yaml.safe_dump(body, sort_keys=False), end="")
+
+
+def cmd_delete(client: Client, args: argparse.Namespace) -> int:
+    keys: list[tuple[str, str, str]] = []
+    if args.filename:
+        if args.kind:
+            raise ValueError("delete: give either -f FILE or KIND NAME..., not both")
+        for where, manifest in _located(args.filename, args.namespace):
+            try:
+                kind = canonical_kind(str(manifest.get("kind", "")))
+            except ConversionError as exc:
+                raise ConversionError(where, str(exc)) from None
+            meta = manifest.get("metadata") or {}
+            namespace = "" if kind in cli_views.CLUSTER_SCOPED else meta.get("namespace") or "default"
+            keys.append((kind, namespace, str(meta.get("name", ""))))
     else:
-        rows = []
+        if not args.kind or not args.names:
+            raise ValueError("delete: give -f FILE, or KIND and at least one NAME")
+        kind = canonical_kind(args.kind)
+        namespace = "" if kind in cli_views.CLUSTER_SCOPED else args.namespace or "default"
+        keys = [(kind, namespace, name) for name in args.names]
+    response = client.apply(deletes=[rq.object_key(kind, name, namespace) for kind, namespace, name in keys])
+    if _emit(response, args.output):
+        return 0
+    missing = 0
+    for (kind, _, name), result in zip(keys, response.results, strict=True):
+        if result.outcome == cc.UPDATE_OUTCOME_APPLIED:
+            print(f"{kind.lower()}/{name}" if args.output == "name" else f'{kind.lower()} "{name}" deleted')
+        elif not args.ignore_not_found:
+            # The cache answers UNCHANGED for a delete of an object it does not hold.
+            missing += 1
+            print(f'Error from server (NotFound): {cli_views.resource_name(kind)} "{name}" not found', file=sys.stderr)
+    return 1 if missing else 0
+
+
+class _NotFound(Exception):
+    """A named object the cache does not hold: kubectl's one line and exit 1, not a gRPC status."""
+
+    def __init__(self, kind: str, name: str) -> None:
+        super().__init__(f'Error from server (NotFound): {cli_views.resource_name(kind)} "{name}" not found')
+
+
+def _get(client: Client, kind: str, name: str, namespace: str = "") -> cc.GetResponse:
+    try:
+        return client.get(kind, name, namespace)
+    except PodfitError as exc:
+        if exc.code.name == "NOT_FOUND":
+            raise _NotFound(kind, name) from None
+        raise
+
+
+def cmd_get(client: Client, args: argparse.Namespace) -> int:
+    kind = canonical_kind(args.kind)
+    scoped = kind not in cli_views.CLUSTER_SCOPED
+    namespace = (args.namespace or "default") if scoped and not args.all_namespaces else ""
+    allocations: dict[str, cc.NodeAllocation] = {}
+    if args.name:
+        got = _get(client, kind, args.name, namespace)
+        objects = [got.object]
+        if got.HasField("node_allocation"):
+            allocations[got.node_allocation.node_name] = got.node_allocation
+    else:
+        listed = client.list(kind, namespace, args.selector or "")
+        objects = list(listed.objects)
+        allocations = {a.node_name: a for a in listed.node_allocations}
+    manifests = [object_to_manifest(o) for o in objects]
+    manifests.sort(
+        key=lambda m: ((m.get("metadata") or {}).get("namespace", ""), (m.get("metadata") or {}).get("name", ""))
+    )
+    if args.output in ("json", "yaml"):
+        _print_data(
+            manifests[0] if args.name else {"apiVersion": "v1", "kind": "List", "items": manifests}, args.output
+        )
+        return 0
+    if args.output == "name":
         for m in manifests:
-            meta = m.get("metadata", {})
-            extra = m.get("spec", {}).get("nodeName", "") if kind == "Pod" else ""
-            rows.append(
-                [meta.get("namespace", "") if kind not in ("Node", "Namespace") else "", meta.get("name", ""), extra]
-            )
-        headers = ["NAMESPACE", "NAME", "NODE"] if kind == "Pod" else ["NAMESPACE", "NAME", ""]
-        print(_table(headers, rows))
+            print(f"{kind.lower()}/{(m.get('metadata') or {}).get('name', '')}")
+        return 0
+    if not manifests:
+        where = f" in {namespace} namespace" if namespace else ""
+        print(f"No resources found{where}.", file=sys.stderr)
+        return 0
+    wide = args.output == "wide"
+    if kind == "Node":
+        headers, rows = cli_views.node_rows(manifests, allocations, wide)
+    elif kind == "Pod":
+        headers, rows = cli_views.pod_rows(manifests, args.all_namespaces, wide)
+    else:
+        headers, rows = cli_views.other_rows(kind, manifests, args.all_namespaces)
+    print(cli_views.table(headers, rows))
+    return 0
+
+
+def cmd_describe(client: Client, args: argparse.Namespace) -> int:
+    kind = canonical_kind(args.kind)
+    if kind not in ("Node", "Pod"):
+        raise ValueError(f"describe: only nodes and pods can be described, not {cli_views.resource_name(kind)}")
+    if kind == "Node":
+        got = _get(client, kind, args.name)
+        allocation = got.node_allocation if got.HasField("node_allocation") else None
+        bound = client.list("Pod", pod_filter="bound").objects
+        on_node = [m for m in map(object_to_manifest, bound) if (m.get("spec") or {}).get("nodeName") == args.name]
+        print(cli_views.describe_node(object_to_manifest(got.object), allocation, on_node))
+    else:
+        got = _get(client, kind, args.name, args.namespace or "default")
+        print(cli_views.describe_pod(object_to_manifest(got.object)))
     return 0
 
 
 def cmd_filter(client: Client, args: argparse.Namespace) -> int:
     response = client.filter(_pod_arg(args), _nodes(args), args.scheduler_name)
-    if args.output == "json":
-        print(_json(response))
+    if _emit(response, args.output):
         return 0
     if response.gated:
         print(f"gated: {response.message}")
@@ -188,8 +371,8 @@ def cmd_filter(client: Client, args: argparse.Namespace) -> int:
 
 def cmd_score(client: Client, args: argparse.Namespace) -> int:
     response = client.score(_pod_arg(args), _nodes(args), args.scheduler_name)
-    if args.output == "json":
-        print(_json(response))
+    if _emit(response, args.output):
+        pass
     elif response.gated:
         print(f"gated: {response.message}")
     elif not response.scores:
@@ -199,8 +382,8 @@ def cmd_score(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
-def _pods(paths: Sequence[str]) -> list[Any]:
-    manifests = [m for path in paths for m in load_manifests(path) if m.get("kind", "Pod") == "Pod"]
+def _pods(paths: Sequence[str], namespace: str | None = None) -> list[Any]:
+    manifests = [m for _, m in _located(paths, namespace) if m.get("kind", "Pod") == "Pod"]
     if not manifests:
         raise ConversionError(", ".join(paths), "expected at least one Pod, found none")
     return manifests
@@ -219,8 +402,7 @@ def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
         assume=args.assume,
         disable_preemption=args.no_preempt,
     )
-    if args.output == "json":
-        print(_json(response))
+    if _emit(response, args.output):
         return 0
     if response.gated:
         print(f"gated: {response.message}")
@@ -249,8 +431,7 @@ def _schedule_batch(client: Client, args: argparse.Namespace, pods: list[Any]) -
         disable_preemption=args.no_preempt,
         view="basic",
     )
-    if args.output == "json":
-        print(_json(response))
+    if _emit(response, args.output):
         return 0
     rows = []
     for manifest, answer in zip(pods, response.results, strict=True):
@@ -274,7 +455,8 @@ def _schedule_batch(client: Client, args: argparse.Namespace, pods: list[Any]) -
 
 def cmd_preempt(client: Client, args: argparse.Namespace) -> int:
     response = client.preempt(_pod_arg(args), _nodes(args), args.scheduler_name)
-    print(_json(response) if args.output == "json" else _preemption_text(response))
+    if not _emit(response, args.output):
+        print(_preemption_text(response))
     return 0
 
 
@@ -307,8 +489,8 @@ def _emit(message: Message, output: str) -> bool:
     return True
 
 
-def _documents(paths: Sequence[str]) -> list[Any]:
-    return [m for path in paths for m in load_manifests(path)]
+def _documents(paths: Sequence[str], namespace: str | None = None) -> list[Any]:
+    return [m for _, m in _located(paths, namespace)]
 
 
 def _percent(fraction: float) -> str:
@@ -316,7 +498,7 @@ def _percent(fraction: float) -> str:
 
 
 def cmd_simulate(client: Client, args: argparse.Namespace) -> int:
-    request = whatif.simulate_request(_documents(args.filename), args.scheduler_name)
+    request = whatif.simulate_request(_documents(args.filename, args.namespace), args.scheduler_name)
     response = client.simulate(list(request.pods), request.scenario, request.scheduler_name)
     if _emit(response, args.output):
         return 0
@@ -343,7 +525,7 @@ def cmd_simulate(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(client: Client, args: argparse.Namespace) -> int:
-    request = whatif.estimate_request(_documents(args.filename), args.scheduler_name)
+    request = whatif.estimate_request(_documents(args.filename, args.namespace), args.scheduler_name)
     groups = [list(group.pods) for group in request.groups]
     node_groups = [(g.id, g.template, g.current_size, g.max_size) for g in request.node_groups]
     response = client.estimate_scale_up(groups, node_groups, request.scheduler_name)
@@ -416,9 +598,7 @@ def _flag(value: str) -> bool:
 
 def cmd_stats(client: Client, args: argparse.Namespace) -> int:
     response = client.stats()
-    if args.output == "json":
-        print(_json(response))
-    else:
+    if not _emit(response, args.output):
         fields = json_format.MessageToDict(response, always_print_fields_with_no_presence=True)
         print(_table(["FIELD", "VALUE"], sorted(fields.items())))
     return 0
@@ -429,13 +609,22 @@ def cmd_conformance(args: argparse.Namespace, config: ChannelConfig) -> int:
     from podfit.client.conformance_compare import format_table
 
     options = {"config": config} if args.target_given else {}
-    report = run(args.cases, args.target if args.target_given else None, **options)
-    print(format_table(report))
-    for failure in report.failures[: args.show]:
-        print(f"\n--- {failure['id']}\n{failure['diff']}")
+    with contextlib.ExitStack() as stack:
+
+        def progress(total: int) -> Callable[[], object]:
+            bar = stack.enter_context(_progress(total, "cases", unit="case"))
+            return lambda: bar.update(1)
+
+        report = run(args.cases, args.target if args.target_given else None, progress, **options)
     if args.report_json:
         with open(args.report_json, "w") as out:
             json.dump(report.as_dict(), out, indent=2)
+    if args.output in ("json", "yaml"):
+        _print_data(report.as_dict(), args.output)
+        return 0 if report.failed == 0 else 1
+    print(format_table(report))
+    for failure in report.failures[: args.show]:
+        print(f"\n--- {failure['id']}\n{failure['diff']}")
     print(f"\n{report.passed} passed, {report.failed} failed")
     return 0 if report.failed == 0 else 1
 
@@ -468,34 +657,31 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
     if args.workloads == ["soak"]:
         return _bench_soak(args, config)
     names = bench.expand(args.workloads)
-    if args.target_given:
-        results = asyncio.run(
-            bench.run(names, args.target, args.decisions, args.stream, batch=args.batch, view=args.view, config=config)
-        )
-    else:
-        with LocalServer() as server:
-            results = asyncio.run(
-                bench.run(
-                    names,
-                    server.target,
-                    args.decisions,
-                    args.stream,
-                    server_pid=server.process.pid,
-                    batch=args.batch,
-                    view=args.view,
+    with _progress(len(names), "bench", unit="workload") as bar:
+        options: dict[str, Any] = {"batch": args.batch, "view": args.view, "progress": lambda: bar.update(1)}
+        if args.target_given:
+            results = asyncio.run(bench.run(names, args.target, args.decisions, args.stream, config=config, **options))
+        else:
+            with LocalServer() as server:
+                results = asyncio.run(
+                    bench.run(
+                        names, server.target, args.decisions, args.stream, server_pid=server.process.pid, **options
+                    )
                 )
-            )
+    body: dict[str, Any] = {"workloads": {}}
+    for result in results:
+        key = result.name if result.mode == "grpc" else f"{result.name} [{result.mode}]"
+        body["workloads"][key] = result.as_dict()
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(body, out, indent=2)
+    if args.output in ("json", "yaml"):
+        _print_data(body, args.output)
+        return 0
     print(bench.table(results))
     for result in results:
         if result.checked:
             print(f"{result.name}: every answer checked: {result.checked}")
-    if args.json:
-        body = {"workloads": {}}  # type: dict[str, Any]
-        for result in results:
-            key = result.name if result.mode == "grpc" else f"{result.name} [{result.mode}]"
-            body["workloads"][key] = result.as_dict()
-        with open(args.json, "w") as out:
-            json.dump(body, out, indent=2)
     return 0
 
 
@@ -508,21 +694,27 @@ def cmd_feed(args: argparse.Namespace, config: ChannelConfig) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="podfit", description="Client for the podfit scheduling-decision service.")
+    parser.add_argument("--version", action="version", version=f"podfit {_version()}")
     _global_flags(parser, defaults=True)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("apply", help="upsert objects from files, directories or stdin")
     p.add_argument("-f", "--filename", action="append", required=True, help="file, directory or - (repeatable)")
     p.add_argument("--replace", action="store_true", help="make these objects the whole cluster state")
-    p = sub.add_parser("delete", help="delete one object")
-    p.add_argument("kind")
-    p.add_argument("name")
-    p.add_argument("-n", "--namespace", default="")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="also print one line per object")
+    p = sub.add_parser("delete", help="delete objects by kind and name, or those of manifests (-f)")
+    p.add_argument("kind", nargs="?")
+    p.add_argument("names", nargs="*", metavar="name")
+    p.add_argument("-f", "--filename", action="append", help="delete the objects of these manifests (repeatable)")
+    p.add_argument("--ignore-not-found", action="store_true", help="an object already gone is not an error")
     p = sub.add_parser("get", help="show cached objects")
     p.add_argument("kind")
     p.add_argument("name", nargs="?")
-    p.add_argument("-n", "--namespace", default="")
+    p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace (default: -n or default)")
     p.add_argument("-l", "--selector", help="label selector, e.g. app=web,tier!=db")
+    p = sub.add_parser("describe", help="a node or a pod in detail: labels, taints, allocation, pods")
+    p.add_argument("kind", help="node or pod")
+    p.add_argument("name")
     for name, text in (
         ("filter", "every node's filter verdict"),
         ("score", "scores of feasible nodes"),
@@ -532,7 +724,6 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("pod", nargs="?", metavar="POD", help="a pod in the cache, by name (instead of -f)")
-        p.add_argument("-n", "--namespace", default="default", help="the named pod's namespace (default: default)")
         if name == "schedule":
             p.add_argument(
                 "-f",
@@ -610,7 +801,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("feed", help="keep podfit current from a Kubernetes API server (list and watch)")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG if set, else the in-cluster config)")
     p.add_argument("--context", help="kubeconfig context (default: its current-context)")
-    p.add_argument("-n", "--namespace", default=None, help="only this namespace's objects (nodes are always all)")
     p.add_argument("-l", "--selector", help="label selector for the namespaced kinds, e.g. team=a")
     p.add_argument("--kinds", help="comma-separated kinds to feed, e.g. nodes,pods (default: all ten)")
     p.add_argument("--feeder-name", default="", help="the name MarkSynced logs (default: podfit feed@HOST)")
@@ -626,6 +816,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("cases", help="cases JSONL file")
     p.add_argument("--report-json", help="write the report here")
     p.add_argument("--show", type=int, default=5, help="how many mismatches to print")
+    p = sub.add_parser("completion", help="print a shell completion script (bash, zsh, tcsh or fish)")
+    p.add_argument("shell", choices=("bash", "zsh", "tcsh", "fish"))
     for command in sub.choices.values():
         _global_flags(command, defaults=False)
     return parser
@@ -646,13 +838,69 @@ def _global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
     parser.add_argument("--ca-file", help="trust this CA (implies --tls)", **kw(None))
     parser.add_argument("--cert-file", help="client certificate for mTLS", **kw(None))
     parser.add_argument("--key-file", help="client key for mTLS", **kw(None))
-    parser.add_argument("-o", "--output", choices=["table", "json", "yaml"], **kw("table"))
+    parser.add_argument(
+        "-o", "--output", choices=OUTPUTS, help="table (default), json, yaml, wide or name", **kw("table")
+    )
+    parser.add_argument(
+        "-n", "--namespace", help="namespace (default: default; podfit feed: all namespaces)", **kw(None)
+    )
+
+
+OUTPUTS = ("table", "json", "yaml", "wide", "name")
+_DATA = frozenset({"table", "json", "yaml"})
+# The -o values each command honours; any other is refused (exit 2), never silently ignored.
+SUPPORTED_OUTPUTS: dict[str, frozenset[str]] = {
+    "apply": _DATA | {"name"},
+    "delete": _DATA | {"name"},
+    "get": frozenset(OUTPUTS),
+    "describe": frozenset({"table"}),
+    "explain": _DATA,
+    **{name: _DATA for name in ("filter", "score", "schedule", "preempt", "stats", "simulate", "estimate", "drain")},
+    "bench": _DATA,
+    "conformance": _DATA,
+    "feed": frozenset({"table"}),
+    "completion": frozenset({"table"}),
+}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("podfit")
+    except PackageNotFoundError:  # pragma: no cover - only when run from a source tree never installed
+        return "unknown"
+
+
+def _completion(parser: argparse.ArgumentParser, shell: str) -> str:
+    """shtab writes bash, zsh and tcsh scripts; fish's ``complete`` lines are simple enough to list here."""
+    if shell != "fish":
+        import shtab
+
+        return str(shtab.complete(parser, shell=shell)).rstrip("\n") + "\n"
+    lines = ["complete -c podfit -f"]
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {c.dest: c.help or "" for c in commands._choices_actions}
+    for name, command in commands.choices.items():
+        text = helps.get(name, "").replace("'", "")
+        lines.append(f"complete -c podfit -n __fish_use_subcommand -a {name} -d '{text}'")
+        for action in command._actions:
+            longs = [o[2:] for o in action.option_strings if o.startswith("--")]
+            shorts = [o[1:] for o in action.option_strings if len(o) == 2]
+            if not longs:
+                continue
+            flags = f"-l {longs[0]}" + (f" -s {shorts[0]}" if shorts else "")
+            takes = " -r" if action.nargs != 0 else ""
+            text = (action.help or "").replace("'", "")
+            lines.append(f"complete -c podfit -n '__fish_seen_subcommand_from {name}' {flags}{takes} -d '{text}'")
+    return "\n".join(lines) + "\n"
 
 
 COMMANDS = {
     "apply": cmd_apply,
     "delete": cmd_delete,
     "get": cmd_get,
+    "describe": cmd_describe,
     "filter": cmd_filter,
     "score": cmd_score,
     "schedule": cmd_schedule,
@@ -668,7 +916,18 @@ COMMANDS = {
 def main(argv: Sequence[str] | None = None) -> int:
     import os
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # A command missing from the table gets table/json/yaml (tests/test_cli_habits.py insists on an entry).
+    supported = SUPPORTED_OUTPUTS.get(args.command, _DATA)
+    if args.output not in supported:
+        # Like argparse's own usage errors: one line, exit 2.
+        allowed = ", ".join(o for o in OUTPUTS if o in supported)
+        print(f"podfit {args.command}: error: -o {args.output} is not supported here (use {allowed})", file=sys.stderr)
+        return 2
+    if args.command == "completion":
+        print(_completion(parser, args.shell), end="")
+        return 0
     args.target_given = args.target is not None
     args.target = args.target or DEFAULT_TARGET
     config: ChannelConfig | None = None
@@ -693,6 +952,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_feed(args, config)
         with Client(config=config) as client:
             return COMMANDS[args.command](client, args)
+    except _NotFound as exc:
+        print(exc, file=sys.stderr)
+        return 1
     except PodfitError as exc:
         hint = connection_hint(exc, config) if config is not None else ""
         if hint and config is not None:
@@ -702,6 +964,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         fields = "".join(f" [{f}: {d}]" for f, d in exc.field_violations if f and f not in exc.message)
         print(f"podfit: {exc}{fields}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # `podfit get pods -A | head`: the reader has all it wants. Quietly, as kubectl; stdout goes to
+        # /dev/null so that the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (ConversionError, OSError, ValueError, RuntimeError) as exc:
         print(f"podfit: {exc}", file=sys.stderr)
         return 1

@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -203,8 +203,14 @@ async def answer_estimate_case(client: AsyncClient, case: Mapping[str, Any]) -> 
     return want, answer
 
 
-async def run_cases(cases: Iterable[Mapping[str, Any]], target: str, **client_options: Any) -> Report:
-    """Replays the cases of one corpus (the first case's) and reports them."""
+async def run_cases(
+    cases: Iterable[Mapping[str, Any]],
+    target: str,
+    progress: Callable[[], object] | None = None,
+    **client_options: Any,
+) -> Report:
+    """Replays the cases of one corpus (the first case's) and reports them; ``progress`` is called once
+    per case done."""
     report: Report | None = None
     corpus = ""
     async with AsyncClient(target, **client_options) as client:
@@ -217,9 +223,11 @@ async def run_cases(cases: Iterable[Mapping[str, Any]], target: str, **client_op
                 raise ValueError(f"case {case.get('id', '?')}: a {corpus_of(case)} case among {corpus} cases")
             if corpus == "scheduler":
                 compare_answers(report, case["id"], case["expect"], await answer_case(client, case))
-                continue
-            answer = answer_drain_case if corpus == "drain" else answer_estimate_case
-            compare_fields(report, case["id"], *await answer(client, case))
+            else:
+                answer = answer_drain_case if corpus == "drain" else answer_estimate_case
+                compare_fields(report, case["id"], *await answer(client, case))
+            if progress is not None:
+                progress()
     return report or Report()
 
 
@@ -283,9 +291,16 @@ class LocalServer:
         self.stop()
 
 
-def run(cases_path: str, target: str | None, **client_options: Any) -> Report:
+def run(
+    cases_path: str,
+    target: str | None,
+    progress: Callable[[int], Callable[[], object]] | None = None,
+    **client_options: Any,
+) -> Report:
+    """``progress``, given the number of cases, returns the per-case callback (the CLI's progress bar)."""
     cases = load_cases(cases_path)
+    step = progress(len(cases)) if progress is not None else None
     if target:
-        return asyncio.run(run_cases(cases, target, **client_options))
+        return asyncio.run(run_cases(cases, target, step, **client_options))
     with LocalServer() as server:
-        return asyncio.run(run_cases(cases, server.target))
+        return asyncio.run(run_cases(cases, server.target, step))

@@ -622,6 +622,7 @@ class GetResponse(_message.Message):
     OBJECT_FIELD_NUMBER: _builtins.int
     GENERATION_FIELD_NUMBER: _builtins.int
     SERVER_EPOCH_FIELD_NUMBER: _builtins.int
+    NODE_ALLOCATION_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation at the time of the read."""
     server_epoch: _builtins.str
@@ -636,20 +637,82 @@ class GetResponse(_message.Message):
         by Schedule carries its node in spec.nodeName and no status.nominatedNodeName.
         """
 
+    @_builtins.property
+    def node_allocation(self) -> Global___NodeAllocation:
+        """Nodes only: what the scheduler counts as allocated on the node."""
+
     def __init__(
         self,
         *,
         object: Global___ClusterObject | None = ...,
         generation: _builtins.int = ...,
         server_epoch: _builtins.str = ...,
+        node_allocation: Global___NodeAllocation | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["object", b"object"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["node_allocation", b"node_allocation", "object", b"object"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "object", b"object", "server_epoch", b"server_epoch"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "node_allocation", b"node_allocation", "object", b"object", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetResponse: _TypeAlias = GetResponse  # noqa: Y015
+
+@_typing.final
+class NodeAllocation(_message.Message):
+    """What kube-scheduler's NodeInfo counts as taken on one node: the sums over the pods bound to it that are
+    not terminal (Succeeded or Failed), so a client can show allocatable against allocated as the
+    NodeResourcesFit filter sees them without re-deriving effective requests.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class RequestedEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NODE_NAME_FIELD_NUMBER: _builtins.int
+    REQUESTED_FIELD_NUMBER: _builtins.int
+    POD_COUNT_FIELD_NUMBER: _builtins.int
+    node_name: _builtins.str
+    """The node's name."""
+    pod_count: _builtins.int
+    """How many of the node's pods count (what the "pods" allocatable is compared with)."""
+    @_builtins.property
+    def requested(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Summed effective requests (containers, sidecars, init containers, pod-level resources, overhead) as
+        quantity strings by resource name; a resource no pod requests is absent.
+        """
+
+    def __init__(
+        self,
+        *,
+        node_name: _builtins.str = ...,
+        requested: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        pod_count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["node_name", b"node_name", "pod_count", b"pod_count", "requested", b"requested"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NodeAllocation: _TypeAlias = NodeAllocation  # noqa: Y015
 
 @_typing.final
 class ListRequest(_message.Message):
@@ -699,6 +762,7 @@ class ListResponse(_message.Message):
     OBJECTS_FIELD_NUMBER: _builtins.int
     GENERATION_FIELD_NUMBER: _builtins.int
     SERVER_EPOCH_FIELD_NUMBER: _builtins.int
+    NODE_ALLOCATIONS_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation at the time of the read."""
     server_epoch: _builtins.str
@@ -710,16 +774,21 @@ class ListResponse(_message.Message):
     def objects(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClusterObject]:
         """The matching objects as typed messages (as GetResponse.object), in cache order (not sorted)."""
 
+    @_builtins.property
+    def node_allocations(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeAllocation]:
+        """Nodes only: one per listed node, in the order of objects."""
+
     def __init__(
         self,
         *,
         objects: _abc.Iterable[Global___ClusterObject] | None = ...,
         generation: _builtins.int = ...,
         server_epoch: _builtins.str = ...,
+        node_allocations: _abc.Iterable[Global___NodeAllocation] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "objects", b"objects", "server_epoch", b"server_epoch"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "node_allocations", b"node_allocations", "objects", b"objects", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

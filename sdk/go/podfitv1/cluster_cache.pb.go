@@ -1262,9 +1262,11 @@ type GetResponse struct {
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
 	// MarkSynced).
-	ServerEpoch   string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ServerEpoch string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	// Nodes only: what the scheduler counts as allocated on the node.
+	NodeAllocation *NodeAllocation `protobuf:"bytes,4,opt,name=node_allocation,json=nodeAllocation,proto3" json:"node_allocation,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *GetResponse) Reset() {
@@ -1318,6 +1320,80 @@ func (x *GetResponse) GetServerEpoch() string {
 	return ""
 }
 
+func (x *GetResponse) GetNodeAllocation() *NodeAllocation {
+	if x != nil {
+		return x.NodeAllocation
+	}
+	return nil
+}
+
+// What kube-scheduler's NodeInfo counts as taken on one node: the sums over the pods bound to it that are
+// not terminal (Succeeded or Failed), so a client can show allocatable against allocated as the
+// NodeResourcesFit filter sees them without re-deriving effective requests.
+type NodeAllocation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The node's name.
+	NodeName string `protobuf:"bytes,1,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
+	// Summed effective requests (containers, sidecars, init containers, pod-level resources, overhead) as
+	// quantity strings by resource name; a resource no pod requests is absent.
+	Requested map[string]string `protobuf:"bytes,2,rep,name=requested,proto3" json:"requested,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// How many of the node's pods count (what the "pods" allocatable is compared with).
+	PodCount      int32 `protobuf:"varint,3,opt,name=pod_count,json=podCount,proto3" json:"pod_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeAllocation) Reset() {
+	*x = NodeAllocation{}
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeAllocation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeAllocation) ProtoMessage() {}
+
+func (x *NodeAllocation) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeAllocation.ProtoReflect.Descriptor instead.
+func (*NodeAllocation) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *NodeAllocation) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
+	}
+	return ""
+}
+
+func (x *NodeAllocation) GetRequested() map[string]string {
+	if x != nil {
+		return x.Requested
+	}
+	return nil
+}
+
+func (x *NodeAllocation) GetPodCount() int32 {
+	if x != nil {
+		return x.PodCount
+	}
+	return 0
+}
+
 // Which objects ClusterCache.List returns.
 type ListRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1338,7 +1414,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[13]
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1350,7 +1426,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[13]
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1363,7 +1439,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{13}
+	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListRequest) GetKind() ObjectKind {
@@ -1404,14 +1480,16 @@ type ListResponse struct {
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
 	// MarkSynced).
-	ServerEpoch   string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ServerEpoch string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	// Nodes only: one per listed node, in the order of objects.
+	NodeAllocations []*NodeAllocation `protobuf:"bytes,6,rep,name=node_allocations,json=nodeAllocations,proto3" json:"node_allocations,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[14]
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1423,7 +1501,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[14]
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1436,7 +1514,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{14}
+	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListResponse) GetObjects() []*ClusterObject {
@@ -1460,6 +1538,13 @@ func (x *ListResponse) GetServerEpoch() string {
 	return ""
 }
 
+func (x *ListResponse) GetNodeAllocations() []*NodeAllocation {
+	if x != nil {
+		return x.NodeAllocations
+	}
+	return nil
+}
+
 // ClusterCache.Stats takes no parameters.
 type StatsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1469,7 +1554,7 @@ type StatsRequest struct {
 
 func (x *StatsRequest) Reset() {
 	*x = StatsRequest{}
-	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[15]
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1481,7 +1566,7 @@ func (x *StatsRequest) String() string {
 func (*StatsRequest) ProtoMessage() {}
 
 func (x *StatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[15]
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1494,7 +1579,7 @@ func (x *StatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsRequest.ProtoReflect.Descriptor instead.
 func (*StatsRequest) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{15}
+	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{16}
 }
 
 // What the cache holds.
@@ -1545,7 +1630,7 @@ type StatsResponse struct {
 
 func (x *StatsResponse) Reset() {
 	*x = StatsResponse{}
-	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[16]
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1642,7 @@ func (x *StatsResponse) String() string {
 func (*StatsResponse) ProtoMessage() {}
 
 func (x *StatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[16]
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +1655,7 @@ func (x *StatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsResponse.ProtoReflect.Descriptor instead.
 func (*StatsResponse) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{16}
+	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StatsResponse) GetGeneration() int64 {
@@ -1703,7 +1788,7 @@ type MarkSyncedRequest struct {
 
 func (x *MarkSyncedRequest) Reset() {
 	*x = MarkSyncedRequest{}
-	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[17]
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1715,7 +1800,7 @@ func (x *MarkSyncedRequest) String() string {
 func (*MarkSyncedRequest) ProtoMessage() {}
 
 func (x *MarkSyncedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[17]
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1728,7 +1813,7 @@ func (x *MarkSyncedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkSyncedRequest.ProtoReflect.Descriptor instead.
 func (*MarkSyncedRequest) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{17}
+	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *MarkSyncedRequest) GetFeeder() string {
@@ -1752,7 +1837,7 @@ type MarkSyncedResponse struct {
 
 func (x *MarkSyncedResponse) Reset() {
 	*x = MarkSyncedResponse{}
-	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[18]
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1764,7 +1849,7 @@ func (x *MarkSyncedResponse) String() string {
 func (*MarkSyncedResponse) ProtoMessage() {}
 
 func (x *MarkSyncedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[18]
+	mi := &file_podfit_v1_cluster_cache_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1777,7 +1862,7 @@ func (x *MarkSyncedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkSyncedResponse.ProtoReflect.Descriptor instead.
 func (*MarkSyncedResponse) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{18}
+	return file_podfit_v1_cluster_cache_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *MarkSyncedResponse) GetGeneration() int64 {
@@ -1872,25 +1957,34 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\fserver_epoch\x18\b \x01(\tR\vserverEpoch\"4\n" +
 	"\n" +
 	"GetRequest\x12&\n" +
-	"\x03key\x18\x01 \x01(\v2\x14.podfit.v1.ObjectKeyR\x03key\"\x82\x01\n" +
+	"\x03key\x18\x01 \x01(\v2\x14.podfit.v1.ObjectKeyR\x03key\"\xc6\x01\n" +
 	"\vGetResponse\x120\n" +
 	"\x06object\x18\x01 \x01(\v2\x18.podfit.v1.ClusterObjectR\x06object\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x03R\n" +
 	"generation\x12!\n" +
-	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\"\xb7\x01\n" +
+	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\x12B\n" +
+	"\x0fnode_allocation\x18\x04 \x01(\v2\x19.podfit.v1.NodeAllocationR\x0enodeAllocation\"\xd0\x01\n" +
+	"\x0eNodeAllocation\x12\x1b\n" +
+	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12F\n" +
+	"\trequested\x18\x02 \x03(\v2(.podfit.v1.NodeAllocation.RequestedEntryR\trequested\x12\x1b\n" +
+	"\tpod_count\x18\x03 \x01(\x05R\bpodCount\x1a<\n" +
+	"\x0eRequestedEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb7\x01\n" +
 	"\vListRequest\x12)\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x15.podfit.v1.ObjectKindR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
 	"\x0elabel_selector\x18\x03 \x01(\tR\rlabelSelector\x128\n" +
 	"\n" +
-	"pod_filter\x18\x04 \x01(\x0e2\x19.podfit.v1.PodPhaseFilterR\tpodFilter\"\x85\x01\n" +
+	"pod_filter\x18\x04 \x01(\x0e2\x19.podfit.v1.PodPhaseFilterR\tpodFilter\"\xcb\x01\n" +
 	"\fListResponse\x122\n" +
 	"\aobjects\x18\x01 \x03(\v2\x18.podfit.v1.ClusterObjectR\aobjects\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x03R\n" +
 	"generation\x12!\n" +
-	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\"\x0e\n" +
+	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\x12D\n" +
+	"\x10node_allocations\x18\x06 \x03(\v2\x19.podfit.v1.NodeAllocationR\x0fnodeAllocations\"\x0e\n" +
 	"\fStatsRequest\"\xd1\x04\n" +
 	"\rStatsResponse\x12\x1e\n" +
 	"\n" +
@@ -1971,7 +2065,7 @@ func file_podfit_v1_cluster_cache_proto_rawDescGZIP() []byte {
 }
 
 var file_podfit_v1_cluster_cache_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_podfit_v1_cluster_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_podfit_v1_cluster_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_podfit_v1_cluster_cache_proto_goTypes = []any{
 	(ObjectKind)(0),               // 0: podfit.v1.ObjectKind
 	(UpdateOutcome)(0),            // 1: podfit.v1.UpdateOutcome
@@ -1989,34 +2083,36 @@ var file_podfit_v1_cluster_cache_proto_goTypes = []any{
 	(*StreamResponse)(nil),        // 13: podfit.v1.StreamResponse
 	(*GetRequest)(nil),            // 14: podfit.v1.GetRequest
 	(*GetResponse)(nil),           // 15: podfit.v1.GetResponse
-	(*ListRequest)(nil),           // 16: podfit.v1.ListRequest
-	(*ListResponse)(nil),          // 17: podfit.v1.ListResponse
-	(*StatsRequest)(nil),          // 18: podfit.v1.StatsRequest
-	(*StatsResponse)(nil),         // 19: podfit.v1.StatsResponse
-	(*MarkSyncedRequest)(nil),     // 20: podfit.v1.MarkSyncedRequest
-	(*MarkSyncedResponse)(nil),    // 21: podfit.v1.MarkSyncedResponse
-	(*Node)(nil),                  // 22: podfit.v1.Node
-	(*Pod)(nil),                   // 23: podfit.v1.Pod
-	(*Namespace)(nil),             // 24: podfit.v1.Namespace
-	(*PodDisruptionBudget)(nil),   // 25: podfit.v1.PodDisruptionBudget
-	(*Service)(nil),               // 26: podfit.v1.Service
-	(*ReplicaSet)(nil),            // 27: podfit.v1.ReplicaSet
-	(*StatefulSet)(nil),           // 28: podfit.v1.StatefulSet
-	(*ReplicationController)(nil), // 29: podfit.v1.ReplicationController
-	(*Job)(nil),                   // 30: podfit.v1.Job
-	(*DaemonSet)(nil),             // 31: podfit.v1.DaemonSet
+	(*NodeAllocation)(nil),        // 16: podfit.v1.NodeAllocation
+	(*ListRequest)(nil),           // 17: podfit.v1.ListRequest
+	(*ListResponse)(nil),          // 18: podfit.v1.ListResponse
+	(*StatsRequest)(nil),          // 19: podfit.v1.StatsRequest
+	(*StatsResponse)(nil),         // 20: podfit.v1.StatsResponse
+	(*MarkSyncedRequest)(nil),     // 21: podfit.v1.MarkSyncedRequest
+	(*MarkSyncedResponse)(nil),    // 22: podfit.v1.MarkSyncedResponse
+	nil,                           // 23: podfit.v1.NodeAllocation.RequestedEntry
+	(*Node)(nil),                  // 24: podfit.v1.Node
+	(*Pod)(nil),                   // 25: podfit.v1.Pod
+	(*Namespace)(nil),             // 26: podfit.v1.Namespace
+	(*PodDisruptionBudget)(nil),   // 27: podfit.v1.PodDisruptionBudget
+	(*Service)(nil),               // 28: podfit.v1.Service
+	(*ReplicaSet)(nil),            // 29: podfit.v1.ReplicaSet
+	(*StatefulSet)(nil),           // 30: podfit.v1.StatefulSet
+	(*ReplicationController)(nil), // 31: podfit.v1.ReplicationController
+	(*Job)(nil),                   // 32: podfit.v1.Job
+	(*DaemonSet)(nil),             // 33: podfit.v1.DaemonSet
 }
 var file_podfit_v1_cluster_cache_proto_depIdxs = []int32{
-	22, // 0: podfit.v1.ClusterObject.node:type_name -> podfit.v1.Node
-	23, // 1: podfit.v1.ClusterObject.pod:type_name -> podfit.v1.Pod
-	24, // 2: podfit.v1.ClusterObject.namespace:type_name -> podfit.v1.Namespace
-	25, // 3: podfit.v1.ClusterObject.pod_disruption_budget:type_name -> podfit.v1.PodDisruptionBudget
-	26, // 4: podfit.v1.ClusterObject.service:type_name -> podfit.v1.Service
-	27, // 5: podfit.v1.ClusterObject.replica_set:type_name -> podfit.v1.ReplicaSet
-	28, // 6: podfit.v1.ClusterObject.stateful_set:type_name -> podfit.v1.StatefulSet
-	29, // 7: podfit.v1.ClusterObject.replication_controller:type_name -> podfit.v1.ReplicationController
-	30, // 8: podfit.v1.ClusterObject.job:type_name -> podfit.v1.Job
-	31, // 9: podfit.v1.ClusterObject.daemon_set:type_name -> podfit.v1.DaemonSet
+	24, // 0: podfit.v1.ClusterObject.node:type_name -> podfit.v1.Node
+	25, // 1: podfit.v1.ClusterObject.pod:type_name -> podfit.v1.Pod
+	26, // 2: podfit.v1.ClusterObject.namespace:type_name -> podfit.v1.Namespace
+	27, // 3: podfit.v1.ClusterObject.pod_disruption_budget:type_name -> podfit.v1.PodDisruptionBudget
+	28, // 4: podfit.v1.ClusterObject.service:type_name -> podfit.v1.Service
+	29, // 5: podfit.v1.ClusterObject.replica_set:type_name -> podfit.v1.ReplicaSet
+	30, // 6: podfit.v1.ClusterObject.stateful_set:type_name -> podfit.v1.StatefulSet
+	31, // 7: podfit.v1.ClusterObject.replication_controller:type_name -> podfit.v1.ReplicationController
+	32, // 8: podfit.v1.ClusterObject.job:type_name -> podfit.v1.Job
+	33, // 9: podfit.v1.ClusterObject.daemon_set:type_name -> podfit.v1.DaemonSet
 	4,  // 10: podfit.v1.ClusterObject.kubernetes_protobuf:type_name -> podfit.v1.KubernetesProtobuf
 	0,  // 11: podfit.v1.ObjectKey.kind:type_name -> podfit.v1.ObjectKind
 	3,  // 12: podfit.v1.Update.upsert:type_name -> podfit.v1.ClusterObject
@@ -2030,28 +2126,31 @@ var file_podfit_v1_cluster_cache_proto_depIdxs = []int32{
 	6,  // 20: podfit.v1.StreamRequest.updates:type_name -> podfit.v1.Update
 	5,  // 21: podfit.v1.GetRequest.key:type_name -> podfit.v1.ObjectKey
 	3,  // 22: podfit.v1.GetResponse.object:type_name -> podfit.v1.ClusterObject
-	0,  // 23: podfit.v1.ListRequest.kind:type_name -> podfit.v1.ObjectKind
-	2,  // 24: podfit.v1.ListRequest.pod_filter:type_name -> podfit.v1.PodPhaseFilter
-	3,  // 25: podfit.v1.ListResponse.objects:type_name -> podfit.v1.ClusterObject
-	8,  // 26: podfit.v1.ClusterCache.Apply:input_type -> podfit.v1.ApplyRequest
-	10, // 27: podfit.v1.ClusterCache.Replace:input_type -> podfit.v1.ReplaceRequest
-	12, // 28: podfit.v1.ClusterCache.Stream:input_type -> podfit.v1.StreamRequest
-	14, // 29: podfit.v1.ClusterCache.Get:input_type -> podfit.v1.GetRequest
-	16, // 30: podfit.v1.ClusterCache.List:input_type -> podfit.v1.ListRequest
-	18, // 31: podfit.v1.ClusterCache.Stats:input_type -> podfit.v1.StatsRequest
-	20, // 32: podfit.v1.ClusterCache.MarkSynced:input_type -> podfit.v1.MarkSyncedRequest
-	9,  // 33: podfit.v1.ClusterCache.Apply:output_type -> podfit.v1.ApplyResponse
-	11, // 34: podfit.v1.ClusterCache.Replace:output_type -> podfit.v1.ReplaceResponse
-	13, // 35: podfit.v1.ClusterCache.Stream:output_type -> podfit.v1.StreamResponse
-	15, // 36: podfit.v1.ClusterCache.Get:output_type -> podfit.v1.GetResponse
-	17, // 37: podfit.v1.ClusterCache.List:output_type -> podfit.v1.ListResponse
-	19, // 38: podfit.v1.ClusterCache.Stats:output_type -> podfit.v1.StatsResponse
-	21, // 39: podfit.v1.ClusterCache.MarkSynced:output_type -> podfit.v1.MarkSyncedResponse
-	33, // [33:40] is the sub-list for method output_type
-	26, // [26:33] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	16, // 23: podfit.v1.GetResponse.node_allocation:type_name -> podfit.v1.NodeAllocation
+	23, // 24: podfit.v1.NodeAllocation.requested:type_name -> podfit.v1.NodeAllocation.RequestedEntry
+	0,  // 25: podfit.v1.ListRequest.kind:type_name -> podfit.v1.ObjectKind
+	2,  // 26: podfit.v1.ListRequest.pod_filter:type_name -> podfit.v1.PodPhaseFilter
+	3,  // 27: podfit.v1.ListResponse.objects:type_name -> podfit.v1.ClusterObject
+	16, // 28: podfit.v1.ListResponse.node_allocations:type_name -> podfit.v1.NodeAllocation
+	8,  // 29: podfit.v1.ClusterCache.Apply:input_type -> podfit.v1.ApplyRequest
+	10, // 30: podfit.v1.ClusterCache.Replace:input_type -> podfit.v1.ReplaceRequest
+	12, // 31: podfit.v1.ClusterCache.Stream:input_type -> podfit.v1.StreamRequest
+	14, // 32: podfit.v1.ClusterCache.Get:input_type -> podfit.v1.GetRequest
+	17, // 33: podfit.v1.ClusterCache.List:input_type -> podfit.v1.ListRequest
+	19, // 34: podfit.v1.ClusterCache.Stats:input_type -> podfit.v1.StatsRequest
+	21, // 35: podfit.v1.ClusterCache.MarkSynced:input_type -> podfit.v1.MarkSyncedRequest
+	9,  // 36: podfit.v1.ClusterCache.Apply:output_type -> podfit.v1.ApplyResponse
+	11, // 37: podfit.v1.ClusterCache.Replace:output_type -> podfit.v1.ReplaceResponse
+	13, // 38: podfit.v1.ClusterCache.Stream:output_type -> podfit.v1.StreamResponse
+	15, // 39: podfit.v1.ClusterCache.Get:output_type -> podfit.v1.GetResponse
+	18, // 40: podfit.v1.ClusterCache.List:output_type -> podfit.v1.ListResponse
+	20, // 41: podfit.v1.ClusterCache.Stats:output_type -> podfit.v1.StatsResponse
+	22, // 42: podfit.v1.ClusterCache.MarkSynced:output_type -> podfit.v1.MarkSyncedResponse
+	36, // [36:43] is the sub-list for method output_type
+	29, // [29:36] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_podfit_v1_cluster_cache_proto_init() }
@@ -2084,7 +2183,7 @@ func file_podfit_v1_cluster_cache_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podfit_v1_cluster_cache_proto_rawDesc), len(file_podfit_v1_cluster_cache_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -150,6 +150,15 @@ class BatchPlacement:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class NodeAllocation:
+    """What the scheduler counts as taken on a node (its NodeInfo): cpu in millicores, others in units."""
+
+    node_name: str
+    requested: Mapping[str, int]
+    pod_count: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class CacheStats:
     generation: int
     nodes: int
@@ -291,6 +300,17 @@ class SchedulingService:
             if bound is not None and isinstance(obj, Pod) and bool(obj.node_name) != bound:
                 continue
             found.append(entry)
+        return found
+
+    def node_allocations(self, names: Iterable[str]) -> builtins.list[NodeAllocation]:
+        """The NodeInfo sums of these cached nodes, read from the scheduler's own aggregates so that
+        clients never re-derive effective requests."""
+        infos = self.cache.snapshot().node_info_map
+        found = []
+        for name in names:
+            info = infos.get(name)
+            if info is not None:
+                found.append(NodeAllocation(name, dict(info.requested), len(info.pods)))
         return found
 
     def stats(self) -> CacheStats:

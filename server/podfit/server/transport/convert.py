@@ -15,6 +15,7 @@ from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.status import Code
 from podfit.server.model import Kind, Node, Pod, Taint, ValidationError
 from podfit.server.model.objects import (
+    CPU,
     DEFAULT_NAMESPACE,
     OwnerReference,
     object_from_k8s,
@@ -25,6 +26,7 @@ from podfit.server.plugins.default_preemption import PreemptionResult
 from podfit.server.service import (
     CachedPod,
     GivenPod,
+    NodeAllocation,
     NotFoundError,
     PodInput,
     PodRejected,
@@ -183,6 +185,21 @@ def object_from_source(source: bytes) -> cc.ClusterObject:
     obj = cc.ClusterObject()
     obj.ParseFromString(source)
     return obj
+
+
+def _quantity(resource: str, amount: int) -> str:
+    """A canonical amount as a Kubernetes quantity string: millicores for cpu, plain units otherwise."""
+    if resource != CPU:
+        return str(amount)
+    return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
+
+
+def node_allocation(allocation: NodeAllocation) -> cc.NodeAllocation:
+    return cc.NodeAllocation(
+        node_name=allocation.node_name,
+        requested={name: _quantity(name, amount) for name, amount in allocation.requested.items()},
+        pod_count=allocation.pod_count,
+    )
 
 
 def pod_input(ref: sc.PodReference, path: str = "pod", *, with_source: bool = False) -> PodInput:

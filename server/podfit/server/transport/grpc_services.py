@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import grpc
 from podfit.k8s.convert import KIND_TO_ENUM
 from podfit.k8s.selector import parse_label_selector
-from podfit.server.cache.cluster_cache import BatchResult, Change, Delete, Outcome, UpdateRejected, Upsert
-from podfit.server.model import ValidationError
+from podfit.server.cache.cluster_cache import BatchResult, Change, Delete, Entry, Outcome, UpdateRejected, Upsert
+from podfit.server.model import Kind, ValidationError
 from podfit.server.service import PodInput, PodRejected, SchedulingService
 from podfit.server.telemetry import annotate
 from podfit.server.transport import convert
@@ -139,11 +139,15 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         if entry is None:
             where = f"{request.key.namespace or 'default'}/" if kind.namespaced else ""
             raise NotFoundError(f"{kind.value} {where}{request.key.name} is not in the cache")
-        return cc.GetResponse(
+        response = cc.GetResponse(
             object=convert.object_from_source(entry.source),
             generation=self.service.generation,
             server_epoch=self.service.epoch,
         )
+        if kind is Kind.NODE:
+            for allocation in self._node_allocations([entry]):
+                response.node_allocation.CopyFrom(allocation)
+        return response
 
     @unary_errors
     async def List(self, request: cc.ListRequest, context: grpc.aio.ServicerContext) -> cc.ListResponse:
@@ -154,11 +158,19 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
             raise ValidationError("label_selector", str(exc)) from exc
         bound = None if not request.pod_filter else request.pod_filter == cc.POD_PHASE_FILTER_BOUND
         entries = self.service.list(kind, request.namespace, matches, bound)
-        return cc.ListResponse(
+        response = cc.ListResponse(
             objects=[convert.object_from_source(e.source) for e in entries],
             generation=self.service.generation,
             server_epoch=self.service.epoch,
         )
+        if kind is Kind.NODE:
+            response.node_allocations.extend(self._node_allocations(entries))
+        return response
+
+    def _node_allocations(self, entries: Sequence[Entry]) -> list[cc.NodeAllocation]:
+        """The allocations of the listed nodes (of the page, when a listing is paged), in their order."""
+        names = (getattr(e.obj, "name", "") for e in entries)
+        return [convert.node_allocation(a) for a in self.service.node_allocations(names)]
 
     @unary_errors
     async def Stats(self, request: cc.StatsRequest, context: grpc.aio.ServicerContext) -> cc.StatsResponse:

@@ -1,0 +1,551 @@
+"""kubectl habits of the podfit CLI, run as a user runs it: the installed console script in a subprocess
+against a real podfit-server subprocess (flags anywhere, -o honoured or refused, get/describe columns,
+delete semantics, version and completion, big and broken inputs, progress bars only on a terminal)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+from collections.abc import Callable, Iterator
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from podfit.client.cli import COMMANDS, SUPPORTED_OUTPUTS
+from podfit.client.conformance import LocalServer
+
+from tests.builders import make_node, make_pod
+
+PODFIT = str(Path(sys.executable).parent / "podfit")
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "deploy" / "examples"
+CLUSTER = str(EXAMPLES / "cluster.yaml")
+POD = str(EXAMPLES / "pod.yaml")
+CASES = ROOT.parent / "shared" / "conformance" / "cases-public.jsonl"
+BENCH = ["bench", "SchedulingBasic/6Nodes_10Pods", "--decisions", "5"]
+
+
+@pytest.fixture(scope="module")
+def target() -> Iterator[str]:
+    with LocalServer() as local:
+        yield local.target
+
+
+def podfit(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PODFIT, *args], input=stdin, capture_output=True, text=True, timeout=120)
+
+
+def reset(target: str, *paths: str) -> None:
+    """Makes the given manifests the whole cluster state (the example cluster by default)."""
+    files = [arg for path in (paths or (CLUSTER,)) for arg in ("-f", path)]
+    done = podfit("--target", target, "apply", "--replace", *files)
+    assert done.returncode == 0, done.stderr
+
+
+def write(path: Path, documents: list[dict[str, Any]]) -> str:
+    path.write_text(yaml.safe_dump_all(documents))
+    return str(path)
+
+
+def rows(out: str) -> dict[str, list[str]]:
+    """A printed table by its first column (every cell is one word in these tables)."""
+    lines = out.splitlines()
+    return {line.split()[0]: line.split() for line in lines}
+
+
+# -- global flags -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["--target", "{t}", "-o", "json", "-n", "shop", "get", "pods"], id="before the subcommand"),
+        pytest.param(["get", "pods", "--target", "{t}", "-o", "json", "-n", "shop"], id="after the subcommand"),
+        pytest.param(["-n", "shop", "get", "--target", "{t}", "pods", "--output", "json"], id="mixed"),
+        pytest.param(["get", "pods", "--namespace=shop", "--target={t}", "-ojson"], id="kubectl's joined spellings"),
+    ],
+)
+def test_global_flags_anywhere(target: str, argv: list[str]) -> None:
+    reset(target)
+    done = podfit(*[a.replace("{t}", target) for a in argv])
+    assert done.returncode == 0, done.stderr
+    items = json.loads(done.stdout)["items"]
+    assert sorted(p["metadata"]["name"] for p in items) == ["batch-1", "web-1"]
+
+
+# -- -o: honoured or refused by every command -------------------------------------------------------
+
+REFUSED = "refused"
+# (argv after the target, -o value, what stdout must show): REFUSED means exit 2 with one line on stderr.
+OUTPUT_CASES: list[tuple[list[str], str, Any]] = [
+    (["apply", "-f", CLUSTER], "name", lambda out: "node/node-a" in out.splitlines()),
+    (["apply", "-f", CLUSTER], "json", lambda out: json.loads(out)["unchangedCount"] == 9),
+    (["apply", "-f", CLUSTER], "wide", REFUSED),
+    (["delete", "pod", "web-1", "-n", "shop"], "name", lambda out: out == "pod/web-1\n"),
+    (["delete", "pod", "web-1", "-n", "shop"], "yaml", lambda out: yaml.safe_load(out)["appliedCount"] == 1),
+    (["delete", "pod", "web-1", "-n", "shop"], "wide", REFUSED),
+    (["get", "nodes"], "name", lambda out: out.split() == ["node/node-a", "node/node-b", "node/node-gpu"]),
+    (["get", "nodes"], "yaml", lambda out: len(yaml.safe_load(out)["items"]) == 3),
+    (["get", "nodes"], "wide", lambda out: "ZONE" in out.splitlines()[0]),
+    (["get", "pod", "web-1", "-n", "shop"], "json", lambda out: json.loads(out)["spec"]["nodeName"] == "node-a"),
+    (["describe", "node", "node-a"], "json", REFUSED),
+    (["describe", "pod", "web-1", "-n", "shop"], "name", REFUSED),
+    (["filter", "-f", POD], "yaml", lambda out: len(yaml.safe_load(out)["nodes"]) == 3),
+    (["filter", "-f", POD], "name", REFUSED),
+    (["score", "-f", POD], "yaml", lambda out: "scores" in yaml.safe_load(out)),
+    (["score", "-f", POD], "wide", REFUSED),
+    (["schedule", "-f", POD], "yaml", lambda out: yaml.safe_load(out)["selectedNode"] == "node-b"),
+    (["schedule", "-f", POD], "name", REFUSED),
+    (["explain", "-f", POD], "yaml", lambda out: isinstance(yaml.safe_load(out), dict)),
+    (["explain", "-f", POD], "wide", REFUSED),
+    (["preempt", "-f", str(EXAMPLES / "urgent-pod.yaml")], "yaml", lambda out: "victims" in yaml.safe_load(out)),
+    (["preempt", "-f", str(EXAMPLES / "urgent-pod.yaml")], "wide", REFUSED),
+    (["stats"], "yaml", lambda out: yaml.safe_load(out)["nodes"] == 3),
+    (["stats"], "wide", REFUSED),
+    (["simulate", "-f", str(EXAMPLES / "scenario.yaml")], "json", lambda out: "placements" in json.loads(out)),
+    (["simulate", "-f", str(EXAMPLES / "scenario.yaml")], "name", REFUSED),
+    (["estimate", "-f", str(EXAMPLES / "node-groups.yaml")], "yaml", lambda out: "estimates" in yaml.safe_load(out)),
+    (["estimate", "-f", str(EXAMPLES / "node-groups.yaml")], "wide", REFUSED),
+    (["drain", "node-a", "--dry-run"], "json", lambda out: json.loads(out)["nodes"][0]["nodeName"] == "node-a"),
+    (["drain", "node-a", "--dry-run"], "name", REFUSED),
+    (BENCH, "json", lambda out: json.loads(out)["workloads"][BENCH[1]]["decisions"] == 5),
+    (BENCH, "wide", REFUSED),
+    (["conformance", "cases.jsonl"], "name", REFUSED),
+    (["feed", "--kubeconfig", "k.yaml"], "json", REFUSED),
+    (["completion", "bash"], "yaml", REFUSED),
+]
+
+
+def test_the_output_table_covers_every_command() -> None:
+    """A command added without deciding its -o support fails here."""
+    assert {argv[0] for argv, _, _ in OUTPUT_CASES} == set(COMMANDS) | {"bench", "conformance", "feed", "completion"}
+    assert set(SUPPORTED_OUTPUTS) == {argv[0] for argv, _, _ in OUTPUT_CASES}
+
+
+@pytest.mark.parametrize(
+    ("argv", "output", "check"),
+    [pytest.param(a, o, c, id=f"{a[0]} -o {o}") for a, o, c in OUTPUT_CASES],
+)
+def test_output_is_honoured_or_refused(
+    target: str, argv: list[str], output: str, check: Callable[[str], bool] | str
+) -> None:
+    reset(target)
+    done = podfit("--target", target, *argv, "-o", output)
+    if check == REFUSED:
+        assert done.returncode == 2 and done.stdout == ""
+        assert len(done.stderr.splitlines()) == 1
+        assert done.stderr.startswith(f"podfit {argv[0]}: error: -o {output} is not supported here (use table")
+    else:
+        assert done.returncode == 0, done.stderr
+        assert callable(check) and check(done.stdout), done.stdout
+
+
+# -- get and describe -------------------------------------------------------------------------------
+
+
+def test_get_nodes_shows_status_taints_and_the_schedulers_allocation(target: str, tmp_path: Path) -> None:
+    nodes = [
+        make_node("ready").capacity(cpu="4", memory="8Gi", pods="10").json(),
+        make_node("cordoned").unschedulable().json(),
+        make_node("down").taint("node.kubernetes.io/not-ready", effect="NoExecute").taint("x").json(),
+        make_node("both").unschedulable().taint("node.kubernetes.io/unreachable", effect="NoSchedule").json(),
+    ]
+    pods = [
+        # An init container larger than the app containers sets the effective request (1 cpu, 1Gi).
+        make_pod("a").node("ready").req(cpu="500m", memory="512Mi").init_container({"cpu": "1", "memory": "1Gi"}),
+        make_pod("b").node("ready").req(cpu="250m", memory="256Mi").overhead(cpu="250m"),
+        # A terminal pod no longer counts, as in the scheduler's NodeInfo.
+        make_pod("done").node("ready").req(cpu="2", memory="2Gi").phase("Succeeded"),
+        make_pod("pending").req(cpu="3"),
+    ]
+    reset(target, write(tmp_path / "c.yaml", [*nodes, *(p.json() for p in pods)]))
+    done = podfit("--target", target, "get", "nodes")
+    assert done.returncode == 0, done.stderr
+    table = rows(done.stdout)
+    assert table["NAME"] == [
+        "NAME",
+        "STATUS",
+        "TAINTS",
+        "CPU(REQ/ALLOC)",
+        "MEMORY(REQ/ALLOC)",
+        "PODS(REQ/ALLOC)",
+        "AGE",
+    ]
+    assert table["ready"][1:6] == ["Ready", "0", "1500m/4", "1.2Gi/8Gi", "2/10"]
+    assert table["cordoned"][1:3] == ["Ready,SchedulingDisabled", "0"]
+    assert table["down"][1:3] == ["NotReady", "2"]
+    assert table["both"][1:3] == ["NotReady,SchedulingDisabled", "1"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "headers", "names"),
+    [
+        pytest.param(["get", "pods"], ["NAME", "PHASE", "NODE", "PRIORITY", "AGE"], ["lone"], id="default namespace"),
+        pytest.param(
+            ["get", "pods", "-n", "shop"],
+            ["NAME", "PHASE", "NODE", "PRIORITY", "AGE"],
+            ["batch-1", "web-1"],
+            id="-n",
+        ),
+        pytest.param(
+            ["get", "pods", "-A"],
+            ["NAMESPACE", "NAME", "PHASE", "NODE", "PRIORITY", "AGE"],
+            ["default", "shop", "shop"],
+            id="-A adds NAMESPACE",
+        ),
+        pytest.param(
+            ["get", "pods", "--all-namespaces", "-o", "wide"],
+            ["NAMESPACE", "NAME", "PHASE", "NODE", "PRIORITY", "AGE", "NOMINATED-NODE", "SCHEDULER", "GATES"],
+            ["default", "shop", "shop"],
+            id="-o wide adds columns",
+        ),
+    ],
+)
+def test_get_pods_columns(target: str, tmp_path: Path, argv: list[str], headers: list[str], names: list[str]) -> None:
+    lone = make_pod("lone").priority(7).gates("wait").json()
+    lone["metadata"]["creationTimestamp"] = "2020-01-01T00:00:00Z"
+    reset(target, CLUSTER, write(tmp_path / "lone.yaml", [lone]))
+    done = podfit("--target", target, *argv)
+    assert done.returncode == 0, done.stderr
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert lines[0] == headers
+    assert sorted(line[0] for line in lines[1:]) == names
+    if names == ["lone"]:
+        assert lines[1] == ["lone", "Pending", "<none>", "7", lines[1][4]] and lines[1][4].endswith("d")
+    if "GATES" in headers:
+        assert next(line for line in lines if line[1] == "lone")[-1] == "wait"
+
+
+def test_get_of_an_empty_namespace_says_so(target: str) -> None:
+    reset(target)
+    done = podfit("--target", target, "get", "pods", "-n", "nowhere")
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "No resources found in nowhere namespace.\n")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        pytest.param(
+            ["describe", "node", "node-b"],
+            [
+                "Name:                 node-b",
+                "Labels:               disktype=ssd",
+                "Taints:               <none>",
+                "Allocated resources:",
+                "  cpu        3 (75%)     4",
+                "Non-terminated Pods:  (1 in total)",
+                "  shop        batch-1   Running   10",
+            ],
+            id="a node: labels, taints, allocated vs allocatable, its pods",
+        ),
+        pytest.param(
+            ["describe", "node", "node-gpu"],
+            ["Taints:               nvidia.com/gpu=present:NoSchedule", "Non-terminated Pods:  (0 in total)"],
+            id="a tainted node without pods",
+        ),
+        pytest.param(
+            ["describe", "pod", "web-1", "-n", "shop"],
+            [
+                "Namespace:            shop",
+                "Node:                 node-a",
+                "Phase:                Running",
+                "Containers:",
+                "    Requests:   cpu: 1500m",
+            ],
+            id="a pod: its node, phase and requests",
+        ),
+    ],
+)
+def test_describe(target: str, argv: list[str], expected: list[str]) -> None:
+    reset(target)
+    done = podfit("--target", target, *argv)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    for line in expected:
+        assert line in lines, f"{line!r} not in\n{done.stdout}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["get", "node", "ghost"], id="get"),
+        pytest.param(["describe", "node", "ghost"], id="describe node"),
+        pytest.param(["describe", "pod", "ghost", "-n", "shop"], id="describe pod"),
+    ],
+)
+def test_a_missing_object_is_kubectls_not_found(target: str, argv: list[str]) -> None:
+    done = podfit("--target", target, *argv)
+    resource = "nodes" if argv[1] == "node" else "pods"
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f'Error from server (NotFound): {resource} "ghost" not found\n'
+
+
+def test_describe_pod_lists_tolerations(target: str, tmp_path: Path) -> None:
+    pod = make_pod("t").toleration("gpu", value="yes", effect="NoSchedule").toleration(operator="Exists").json()
+    reset(target, CLUSTER, write(tmp_path / "t.yaml", [pod]))
+    done = podfit("--target", target, "describe", "pod", "t")
+    lines = done.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Tolerations:"))
+    assert lines[start : start + 2] == [
+        "Tolerations:          gpu=yes:NoSchedule",
+        "                      <all> op=Exists",
+    ]
+
+
+# -- delete -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "out", "err"),
+    [
+        pytest.param(["delete", "pod", "web-1", "-n", "shop"], 0, 'pod "web-1" deleted\n', "", id="an object"),
+        pytest.param(
+            ["delete", "pod", "ghost"],
+            1,
+            "",
+            'Error from server (NotFound): pods "ghost" not found\n',
+            id="a missing object is NotFound, exit 1",
+        ),
+        pytest.param(
+            ["delete", "pod", "ghost", "web-1", "-n", "shop"],
+            1,
+            'pod "web-1" deleted\n',
+            'Error from server (NotFound): pods "ghost" not found\n',
+            id="the others are still deleted",
+        ),
+        pytest.param(
+            ["delete", "node", "ghost", "--ignore-not-found"], 0, "", "", id="--ignore-not-found makes it exit 0"
+        ),
+        pytest.param(
+            ["delete", "-f", str(EXAMPLES / "urgent-pod.yaml"), "-f", str(EXAMPLES / "pod.yaml")],
+            1,
+            "",
+            'Error from server (NotFound): pods "urgent" not found\n'
+            'Error from server (NotFound): pods "web-2" not found\n',
+            id="-f names objects that are not there",
+        ),
+    ],
+)
+def test_delete(target: str, argv: list[str], code: int, out: str, err: str) -> None:
+    reset(target)
+    done = podfit("--target", target, *argv)
+    assert (done.returncode, done.stdout, done.stderr) == (code, out, err)
+
+
+def test_delete_f_names_the_document_of_a_kind_podfit_does_not_hold(target: str, tmp_path: Path) -> None:
+    path = tmp_path / "mixed.yaml"
+    path.write_text("kind: Node\nmetadata: {name: a}\n---\nkind: Deployment\nmetadata: {name: web}\n")
+    done = podfit("--target", target, "delete", "-f", str(path))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith(f"podfit: {path}: document 2: kind: 'Deployment' is not a kind podfit holds")
+
+
+def test_delete_f_deletes_the_objects_of_the_manifests(target: str) -> None:
+    reset(target)
+    done = podfit("--target", target, "delete", "-f", CLUSTER)
+    assert done.returncode == 0, done.stderr
+    assert 'node "node-a" deleted' in done.stdout.splitlines() and 'pod "web-1" deleted' in done.stdout.splitlines()
+    stats = json.loads(podfit("--target", target, "stats", "-o", "json").stdout)
+    assert (stats["nodes"], stats["pods"], stats["namespaces"]) == (0, 0, 0)
+
+
+# -- version and completion -------------------------------------------------------------------------
+
+
+def test_version() -> None:
+    done = podfit("--version")
+    assert (done.returncode, done.stdout) == (0, f"podfit {version('podfit')}\n")
+
+
+@pytest.mark.parametrize(
+    ("shell", "marker"),
+    [
+        pytest.param("bash", "-F _shtab_podfit podfit", id="bash"),
+        pytest.param("zsh", "#compdef podfit", id="zsh"),
+        pytest.param("fish", "complete -c podfit -n __fish_use_subcommand -a describe", id="fish"),
+    ],
+)
+def test_completion(shell: str, marker: str) -> None:
+    done = podfit("completion", shell)
+    assert done.returncode == 0, done.stderr
+    # Subcommands and their flags, e.g. delete's --ignore-not-found and get's --all-namespaces, are offered.
+    assert marker in done.stdout
+    assert all(word in done.stdout for word in ("describe", "completion", "ignore-not-found", "all-namespaces"))
+    if shell == "bash":
+        syntax = subprocess.run(["bash", "-n"], input=done.stdout, capture_output=True, text=True, timeout=30)
+        assert syntax.returncode == 0, syntax.stderr
+
+
+# -- big inputs -------------------------------------------------------------------------------------
+
+
+def test_apply_prints_one_summary_line_across_chunks(target: str, tmp_path: Path) -> None:
+    """2,500 nodes and 1,000 pods: more than one Apply call, one line of summary."""
+    reset(target, write(tmp_path / "empty.yaml", [make_node("seed").json()]))
+    documents = [make_node(f"n{i}").json() for i in range(2500)] + [
+        make_pod(f"p{i}").node(f"n{i}").req(cpu="1m").json() for i in range(1000)
+    ]
+    path = write(tmp_path / "big.yaml", documents)
+    done = podfit("--target", target, "apply", "-f", path)
+    stats = json.loads(podfit("--target", target, "stats", "-o", "json").stdout)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"2500 nodes, 1000 pods applied, 0 unchanged, 0 stale (generation {stats['generation']})\n"
+    assert (stats["nodes"], stats["pods"]) == (2501, 1000)
+    again = podfit("--target", target, "apply", "-f", path, "-v")
+    lines = again.stdout.splitlines()
+    assert lines[-1] == f"0 objects applied, 3500 unchanged, 0 stale (generation {stats['generation']})"
+    assert len(lines) == 3501 and lines[0] == "node/n0 unchanged" and lines[2500] == "pod/default/p0 unchanged"
+
+    # A reader that stops early (| head) ends the table quietly, as with kubectl.
+    reader = subprocess.Popen(
+        [PODFIT, "--target", target, "get", "nodes"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    assert reader.stdout.readline().split()[0] == "NAME"
+    reader.stdout.close()
+    assert reader.wait(timeout=60) == 141 and reader.stderr.read() == ""
+
+
+def test_yaml_is_read_with_libyaml_when_present() -> None:
+    from podfit.client import manifests
+
+    expected = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader
+    assert manifests._YAML_LOADER is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        pytest.param(
+            "kind: Node\nmetadata: {name: a}\n---\nkind: Node\nmetadata: {name: b}\n---\n"
+            "kind: Node\nmetadata: {name: c}\nspec: {taints: [{key: k, effect: Sometimes}]}\n",
+            "podfit: INVALID_ARGUMENT: {f}: document 3: spec.taints[0].effect: 'Sometimes' must be NoSchedule, "
+            "PreferNoSchedule or NoExecute",
+            id="the server's field path, in the file's third document",
+        ),
+        pytest.param(
+            "kind: Node\nmetadata: {name: a}\n---\nkind: Node\nmetadata: {name: b}\nspec: {taints: 5}\n",
+            "podfit: {f}: document 2: spec.taints: ",
+            id="a shape the client cannot convert",
+        ),
+        pytest.param(
+            "kind: NodeList\nitems:\n- {kind: Node, metadata: {name: a}}\n- {kind: Gadget, metadata: {name: b}}\n",
+            "podfit: {f}: document 1: items[1]: kind: 'Gadget' is not a kind podfit holds",
+            id="an item of a List",
+        ),
+        pytest.param("kind: Node\nmetadata: {name: [\n", "podfit: {f}: not valid YAML or JSON: ", id="broken YAML"),
+        pytest.param(
+            "kind: Node\n---\n- a list\n", "podfit: {f}: document 2: a manifest must be a mapping", id="a list"
+        ),
+        pytest.param(
+            "kind: Node\nmetadata: {name: a}\n---\n---\n- a list\n",
+            "podfit: {f}: document 3: a manifest must be a mapping",
+            id="an empty document keeps its number",
+        ),
+    ],
+)
+def test_manifest_errors_name_the_file_and_document(target: str, tmp_path: Path, text: str, error: str) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(text)
+    done = podfit("--target", target, "apply", "-f", str(path))
+    assert done.returncode == 1 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith(error.replace("{f}", str(path))), done.stderr
+
+
+@pytest.mark.parametrize("command", [["apply"], ["schedule", "--assume"]], ids=["apply", "schedule --assume"])
+@pytest.mark.parametrize(
+    ("flags", "namespace"),
+    [
+        pytest.param(["-n", "team"], "team", id="-n fills in a missing namespace"),
+        pytest.param([], "default", id="without -n: default"),
+    ],
+)
+def test_namespace_flag_fills_in_manifests(
+    target: str, tmp_path: Path, command: list[str], flags: list[str], namespace: str
+) -> None:
+    reset(target)
+    pod = make_pod("solo").json()
+    del pod["metadata"]["namespace"]
+    done = podfit("--target", target, *command, "-f", write(tmp_path / "p.yaml", [pod]), *flags)
+    assert done.returncode == 0, done.stderr
+    found = podfit("--target", target, "get", "pod", "solo", "-n", namespace, "-o", "json")
+    assert found.returncode == 0 and json.loads(found.stdout)["metadata"].get("namespace", "default") == namespace
+
+
+def test_apply_refuses_a_namespace_that_contradicts_n(target: str) -> None:
+    done = podfit("--target", target, "apply", "-f", CLUSTER, "-n", "other")
+    assert done.returncode == 1
+    assert done.stderr == f"podfit: {CLUSTER}: document 5: its namespace 'shop' does not match --namespace 'other'\n"
+
+
+def _on_terminal(argv: list[str]) -> tuple[int, str, str]:
+    """Runs with stderr on a pseudo-terminal (stdout stays a pipe); returns code, stdout, terminal text."""
+    master, slave = pty.openpty()
+    # A terminal of 100 columns: a fresh pseudo-terminal has none, and a bar 0 columns wide is drawn as nothing.
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 100, 0, 0))
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, text=True)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert process.stdout is not None
+    out = process.stdout.read()
+    return process.wait(timeout=120), out, b"".join(chunks).decode(errors="replace")
+
+
+def _small_cases(tmp_path: Path) -> str:
+    if not CASES.exists():
+        pytest.fail(f"{CASES} is missing: the shared conformance corpus is part of the workspace")
+    path = tmp_path / "cases.jsonl"
+    path.write_text("".join(CASES.read_text().splitlines(keepends=True)[:3]))
+    return str(path)
+
+
+@pytest.mark.parametrize("terminal", [pytest.param(True, id="a terminal"), pytest.param(False, id="a pipe")])
+@pytest.mark.parametrize(
+    ("command", "label"),
+    [
+        pytest.param("apply", "read:", id="apply reading"),
+        pytest.param("apply", "apply:", id="apply sending"),
+        pytest.param("conformance", "cases:", id="conformance"),
+        pytest.param("bench", "bench:", id="bench"),
+    ],
+)
+def test_progress_bar_only_on_a_terminal(target: str, tmp_path: Path, terminal: bool, command: str, label: str) -> None:
+    reset(target)
+    if command == "apply":
+        nodes = [make_node(f"x{i}").json() for i in range(3)]
+        argv = [PODFIT, "--target", target, "apply", "-f", write(tmp_path / "n.yaml", nodes)]
+        summary = "3 nodes applied, 0 unchanged"
+    elif command == "conformance":
+        argv = [PODFIT, "--target", target, "conformance", _small_cases(tmp_path)]
+        summary = "3 passed, 0 failed"
+    else:
+        argv = [PODFIT, "--target", target, *BENCH]
+        summary = f"| {BENCH[1]} | grpc | 5 |"
+    if terminal:
+        code, out, err = _on_terminal(argv)
+    else:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        code, out, err = done.returncode, done.stdout, done.stderr
+    assert code == 0, err
+    assert summary in out and "\r" not in out
+    if terminal:
+        assert label in err and "%|" in err
+    else:
+        assert err == ""
