@@ -26,7 +26,11 @@ _LOCATE_DEPTH = 32
 
 
 class _Malformed(Exception):
-    """The wire format breaks at the field being read."""
+    """The wire format breaks at the field being read (``number``; 0 when its tag is unreadable)."""
+
+    def __init__(self, number: int = 0) -> None:
+        super().__init__(number)
+        self.number = number
 
 
 @dataclass(frozen=True)
@@ -78,27 +82,29 @@ def _fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
         if number == 0:
             raise _Malformed
         value: int | bytes
-        if wire_type == 0:
-            value, pos = _varint(data, pos)
-        elif wire_type in (1, 5):
-            size = 8 if wire_type == 1 else 4
-            if pos + size > len(data):
-                raise _Malformed
-            value, pos = int.from_bytes(data[pos : pos + size], "little"), pos + size
-        elif wire_type == 2:
-            size, pos = _varint(data, pos)
-            if pos + size > len(data):
-                raise _Malformed
-            value, pos = data[pos : pos + size], pos + size
-        else:
-            raise _Malformed  # groups are not used by podfit's messages
+        try:
+            if wire_type == 0:
+                value, pos = _varint(data, pos)
+            elif wire_type in (1, 5):
+                size = 8 if wire_type == 1 else 4
+                if pos + size > len(data):
+                    raise _Malformed
+                value, pos = int.from_bytes(data[pos : pos + size], "little"), pos + size
+            elif wire_type == 2:
+                size, pos = _varint(data, pos)
+                if pos + size > len(data):
+                    raise _Malformed
+                value, pos = data[pos : pos + size], pos + size
+            else:
+                raise _Malformed  # groups are not used by podfit's messages
+        except _Malformed:
+            raise _Malformed(number) from None
         yield number, wire_type, value
 
 
 def _locate(descriptor: Any, data: bytes, path: str, depth: int) -> str:
     """The path of the first field of ``data`` that does not decode (``path`` itself when none is found)."""
     seen: dict[int, int] = {}
-    number = 0
     try:
         for number, wire_type, value in _fields(data):
             field = descriptor.fields_by_number.get(number)
@@ -122,10 +128,11 @@ def _locate(descriptor: Any, data: bytes, path: str, depth: int) -> str:
                     value.decode("utf-8")
                 except UnicodeDecodeError:
                     return where
-    except _Malformed:
-        field = descriptor.fields_by_number.get(number)
+    except _Malformed as exc:
+        field = descriptor.fields_by_number.get(exc.number)
         if field is not None:
-            return f"{path}.{field.name}" if path else field.name
+            where = f"{path}.{field.name}" if path else field.name
+            return f"{where}[{seen.get(exc.number, 0)}]" if field.is_repeated else where
     return path
 
 

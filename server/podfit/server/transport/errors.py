@@ -25,9 +25,11 @@ CACHE_NOT_SYNCED = "CACHE_NOT_SYNCED"
 
 __all__ = [
     "CACHE_NOT_SYNCED",
+    "REJECTED_LOG",
     "CacheNotSyncedError",
     "LocatedProfileError",
     "NotFoundError",
+    "RateLimitedLog",
     "log_fault",
     "log_rejected",
     "status_for",
@@ -123,8 +125,12 @@ class RateLimitedLog:
         self.logger.log(level, message, *args, exc_info=exc_info)
         return True
 
+    def reset(self) -> None:
+        """Starts a new window (tests)."""
+        self._window_start, self._lines, self.suppressed = 0.0, 0, 0
 
-_rejected_log = RateLimitedLog(log)
+
+REJECTED_LOG = RateLimitedLog(log)
 _unexpected_log = RateLimitedLog(log)
 
 # Request faults answered with their own status; anything else is logged as a bug and answered INTERNAL.
@@ -137,9 +143,9 @@ def log_rejected(method: str, exc: BaseException) -> None:
     """One line per refused input (rate-limited): the method, the field and a bounded message."""
     if isinstance(exc, ValidationError | ConversionError):
         field, message = bounded(exc.field, FIELD_CHARS), bounded(exc.message, 200)
-        _rejected_log(logging.INFO, "rejected %s: %s: %s", method, field, message)
+        REJECTED_LOG(logging.INFO, "rejected %s: %s: %s", method, field, message)
     else:
-        _rejected_log(logging.INFO, "rejected %s: %s", method, bounded(str(exc) or type(exc).__name__, 200))
+        REJECTED_LOG(logging.INFO, "rejected %s: %s", method, bounded(str(exc) or type(exc).__name__, 200))
 
 
 def log_fault(method: str, exc: BaseException) -> None:
