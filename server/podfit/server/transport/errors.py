@@ -27,6 +27,7 @@ __all__ = [
     "CACHE_NOT_SYNCED",
     "REJECTED_LOG",
     "CacheNotSyncedError",
+    "ExpiredError",
     "LocatedProfileError",
     "NotFoundError",
     "RateLimitedLog",
@@ -36,6 +37,14 @@ __all__ = [
     "stream_errors",
     "unary_errors",
 ]
+
+
+class ExpiredError(Exception):
+    """A token that outlived what it pointed into (FAILED_PRECONDITION, like Kubernetes' 410 Expired)."""
+
+    def __init__(self, subject: str, message: str) -> None:
+        super().__init__(message)
+        self.subject = subject
 
 
 class LocatedProfileError(UnknownProfileError):
@@ -72,6 +81,15 @@ def status_for(exc: BaseException) -> status_pb2.Status:
             ]
         )
         return _status(code_pb2.INVALID_ARGUMENT, str(exc), bad, "UNKNOWN_PROFILE")
+    if isinstance(exc, ExpiredError):
+        failure = error_details_pb2.PreconditionFailure(
+            violations=[
+                error_details_pb2.PreconditionFailure.Violation(
+                    type="EXPIRED", subject=exc.subject, description=bounded(str(exc))
+                )
+            ]
+        )
+        return _status(code_pb2.FAILED_PRECONDITION, str(exc), failure, "EXPIRED")
     if isinstance(exc, NotFoundError):
         return _status(code_pb2.NOT_FOUND, str(exc), None, "NOT_FOUND")
     if isinstance(exc, StalePodError):
@@ -134,7 +152,7 @@ REJECTED_LOG = RateLimitedLog(log)
 _unexpected_log = RateLimitedLog(log)
 
 # Request faults answered with their own status; anything else is logged as a bug and answered INTERNAL.
-_EXPECTED = (ValidationError, ConversionError, UnknownProfileError, NotFoundError, CacheNotSyncedError)
+_EXPECTED = (ValidationError, ConversionError, UnknownProfileError, NotFoundError, CacheNotSyncedError, ExpiredError)
 # Refused input worth a line in the log (a miss on a Get is not).
 _REJECTED = (ValidationError, ConversionError, UnknownProfileError, RecursionError, UnicodeError)
 

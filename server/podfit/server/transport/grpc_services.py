@@ -14,7 +14,7 @@ from podfit.server.cache.cluster_cache import BatchResult, Change, Delete, Outco
 from podfit.server.model import ValidationError
 from podfit.server.service import PodInput, PodRejected, SchedulingService
 from podfit.server.telemetry import annotate
-from podfit.server.transport import convert
+from podfit.server.transport import convert, paging
 from podfit.server.transport.decoding import Undecodable, accepts_undecodable
 from podfit.server.transport.errors import NotFoundError, log_fault, stream_errors, unary_errors
 from podfit.v1 import cluster_cache_pb2 as cc
@@ -169,13 +169,23 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
             matches = parse_label_selector(request.label_selector)
         except ValueError as exc:
             raise ValidationError("label_selector", str(exc)) from exc
+        if request.limit < 0:
+            raise ValidationError("limit", "must not be negative")
         bound = None if not request.pod_filter else request.pod_filter == cc.POD_PHASE_FILTER_BOUND
+        listing = paging.listing_of(request)
+        after = paging.position(request.continue_token, listing, self.service.epoch)
         entries = self.service.list(kind, request.namespace, matches, bound)
-        return cc.ListResponse(
-            objects=[convert.object_from_source(e.source) for e in entries],
+        page, remaining = paging.page(entries, after, request.limit)
+        response = cc.ListResponse(
             generation=self.service.generation,
             server_epoch=self.service.epoch,
+            remaining_item_count=remaining,
         )
+        for entry in page:
+            response.objects.add().MergeFromString(entry.source)
+        if remaining:
+            response.continue_token = paging.token(listing, self.service.epoch, paging.key_of(page[-1]))
+        return response
 
     @unary_errors
     async def Stats(self, request: cc.StatsRequest, context: grpc.aio.ServicerContext) -> cc.StatsResponse:
