@@ -312,3 +312,17 @@ def test_a_flood_of_rejections_is_rate_limited(caplog: pytest.LogCaptureFixture)
     assert let_through.count(True) == 3
     assert len(caplog.records) == 3
     assert limited.suppressed == 97
+
+
+async def test_undecodable_bytes_on_schedule_stream_end_it_with_invalid_argument(channel: grpc.aio.Channel) -> None:
+    """ScheduleStream answers in order and ends at an invalid request (as documented), never UNKNOWN."""
+
+    async def send() -> AsyncIterator[bytes]:
+        yield b"\x0a\xff\xff\x01"
+
+    stream = channel.stream_stream("/podfit.v1.Scheduler/ScheduleStream", request_serializer=None)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        async for _ in stream(send(), timeout=10):
+            pass
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert _field_violation(caught.value) == "pod"
