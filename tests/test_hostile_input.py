@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -14,7 +15,7 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
-from podfit.server.settings import Settings
+from podfit.server.settings import Settings, SettingsError, resolve
 from podfit.server.transport.errors import REJECTED_LOG, RateLimitedLog
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import scheduler_pb2 as sc
@@ -326,3 +327,34 @@ async def test_undecodable_bytes_on_schedule_stream_end_it_with_invalid_argument
             pass
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert _field_violation(caught.value) == "pod"
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "yaml_text"),
+    [
+        (["--extender-max-body-bytes", "4096", "--extender-idle-timeout-seconds", "2.5"], {}, ""),
+        ([], {"PODFIT_EXTENDER_MAX_BODY_BYTES": "4096", "PODFIT_EXTENDER_IDLE_TIMEOUT_SECONDS": "2.5"}, ""),
+        ([], {}, "kind: PodfitConfiguration\nextender: {maxBodyBytes: 4096, idleTimeoutSeconds: 2.5}\n"),
+    ],
+    ids=["flags", "environment", "config file"],
+)
+def test_extender_limits_are_settings(tmp_path: Path, argv: list[str], env: dict[str, str], yaml_text: str) -> None:
+    if yaml_text:
+        (tmp_path / "podfit.yaml").write_text(yaml_text)
+        argv = ["--config", str(tmp_path / "podfit.yaml")]
+    settings = resolve(argv, env)
+    assert (settings.extender_max_body_bytes, settings.extender_idle_timeout_seconds) == (4096, 2.5)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"PODFIT_EXTENDER_MAX_BODY_BYTES": "10"}, "extender.maxBodyBytes: must be at least 1024"),
+        ({"PODFIT_EXTENDER_IDLE_TIMEOUT_SECONDS": "0"}, "extender.idleTimeoutSeconds: must be greater than 0"),
+    ],
+    ids=["a body limit too small", "no idle timeout"],
+)
+def test_bad_extender_limits_are_refused(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        resolve([], env)
+    assert message in str(info.value)
