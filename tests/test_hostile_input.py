@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import resource
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -272,16 +273,28 @@ async def test_extender_body_over_the_limit_is_413() -> None:
         await server.running.stop(0)
 
 
+def _connections_affordable(wanted: int) -> int:
+    """``wanted`` connections (two descriptors each, both ends are in this process) if the descriptor
+    limit can be raised that far, else 200."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = 2 * wanted + 512
+    if soft < needed and (hard == resource.RLIM_INFINITY or hard >= needed):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+        soft = needed
+    return wanted if soft >= needed else 200
+
+
 async def test_idle_and_half_sent_extender_connections_are_closed() -> None:
+    """1,000 connections (on a descriptor limit that allows them), half idle, half stuck in their headers."""
     server = await start_live_server(Settings(extender_idle_timeout_seconds=0.5))
     connections: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
     try:
-        for i in range(200):
+        for i in range(_connections_affordable(1000)):
             reader, writer = await asyncio.open_connection("127.0.0.1", server.running.extender_port)
             if i % 2:  # half of them start a request and never finish its headers
                 writer.write(b"POST /scheduler/filter HTTP/1.1\r\nHost: x\r\n")
             connections.append((reader, writer))
-        ends = await asyncio.wait_for(asyncio.gather(*(reader.read() for reader, _ in connections)), timeout=10)
+        ends = await asyncio.wait_for(asyncio.gather(*(reader.read() for reader, _ in connections)), timeout=20)
         assert all(end == b"" for end in ends)
     finally:
         for _, writer in connections:
