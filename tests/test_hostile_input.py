@@ -16,6 +16,7 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
+from podfit.k8s import limits
 from podfit.server.settings import Settings, SettingsError, resolve
 from podfit.server.transport.errors import REJECTED_LOG, RateLimitedLog
 from podfit.v1 import cluster_cache_pb2 as cc
@@ -371,3 +372,68 @@ def test_bad_extender_limits_are_refused(env: dict[str, str], message: str) -> N
     with pytest.raises(SettingsError) as info:
         resolve([], env)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "depth"),
+    [
+        (b"", 0),
+        (b'"[[[{"', 0),
+        (b'{"a":"]]]\\"]]\\\\","b":[[[1]]]}', 4),
+        (b'{"a":"\\\\"}', 1),
+        (b"[" * 100 + b"]" * 100, 100),
+        (b"[]" * 500, 1),
+    ],
+    ids=[
+        "nothing",
+        "brackets inside a string",
+        "escaped quotes and backslashes",
+        "an escaped backslash ends a string",
+        "exactly the limit",
+        "many brackets, shallow",
+    ],
+)
+def test_json_depth_counts_nesting_outside_strings(raw: bytes, depth: int) -> None:
+    assert limits.json_depth(raw) == depth
+    limits.check_json(raw)  # at most the limit: accepted
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        (b"[" * 101 + b"]" * 101, "nests 101 levels deep"),
+        (b'{"a":"\\ud800"}', "surrogate"),
+        (b'{"a":"\\uDFFF"}', "surrogate"),
+        (b'{"a":"x\\udc00\\ud800"}', "surrogate"),
+    ],
+    ids=["one over the limit", "a high surrogate alone", "a low surrogate alone", "a pair in the wrong order"],
+)
+def test_check_json_refuses_what_cannot_be_decoded_safely(raw: bytes, says: str) -> None:
+    with pytest.raises(limits.UntrustedInputError) as caught:
+        limits.check_json(raw, "kubernetes_json")
+    assert caught.value.field == "kubernetes_json"
+    assert says in caught.value.message
+
+
+def test_a_surrogate_pair_is_accepted() -> None:
+    limits.check_json(b'{"emoji":"\\ud83d\\ude00"}')
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("short", "'short'"),
+        ("x" * 300, "'" + "x" * 199 + "… (300 bytes)"),
+        ("\ud800", "'\\ud800'"),
+        ("é" * 250, "'" + "é" * 199 + "… (500 bytes)"),
+    ],
+    ids=[
+        "short values are quoted whole",
+        "long values are cut with their size",
+        "surrogates are escaped",
+        "size in UTF-8 bytes",
+    ],
+)
+def test_echo_caps_and_cleans_values(value: str, expected: str) -> None:
+    assert limits.echo(value) == expected
+    limits.echo(value).encode("utf-8")

@@ -83,7 +83,8 @@ def _encodes(text: str) -> bool:
 
 def check_json(raw: bytes, field: str = "", *, max_depth: int = MAX_JSON_DEPTH) -> None:
     """Refuses JSON nested deeper than ``max_depth`` or holding a lone surrogate, before it is decoded."""
-    depth = json_depth(raw)
+    # Most objects hold fewer brackets than the limit, and then cannot nest deeper: no scan needed.
+    depth = 0 if raw.count(b"[") + raw.count(b"{") <= max_depth else json_depth(raw)
     if depth > max_depth:
         raise UntrustedInputError(field, f"nests {depth} levels deep; at most {max_depth} are accepted")
     if has_lone_surrogate(raw):
