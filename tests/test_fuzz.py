@@ -355,8 +355,13 @@ def test_cache_writes_and_reads(server: ThreadedServer, ledger: Ledger) -> None:
                 namespace=data.draw(st.one_of(NAMESPACES, st.just(""))),
                 label_selector=data.draw(st.sampled_from(["", "app=web", "a in (b", "!x", "\x00", "=" * 300])),
                 pod_filter=data.draw(st.sampled_from([0, 1, 2, 9])),
+                limit=data.draw(st.sampled_from([0, 1, 2, -1, 2**31 - 1])),
+                continue_token=data.draw(st.sampled_from(["", "garbage", "eyJ2IjoxfQ", "e30", "=" * 5])),
             )
-            call(server, ledger, "/podfit.v1.ClusterCache/List", request, cc.ListResponse)
+            page = call(server, ledger, "/podfit.v1.ClusterCache/List", request, cc.ListResponse)
+            if page is not None and page.continue_token:  # the next page, with the token the server gave
+                request.continue_token = page.continue_token
+                call(server, ledger, "/podfit.v1.ClusterCache/List", request, cc.ListResponse)
         elif op == "stats":
             call(server, ledger, "/podfit.v1.ClusterCache/Stats", cc.StatsRequest(), cc.StatsResponse)
         elif op == "sync":
@@ -477,11 +482,19 @@ def test_decisions_and_simulations(server: ThreadedServer, ledger: Ledger) -> No
             if response is not None and response.assumed_generation:
                 _record_pod_write(ledger, pod)
         elif op == "stream":
-            requests = [sc.ScheduleRequest(pod=data.draw(pod_refs()), view=view) for _ in range(3)]
+            requests = [
+                data.draw(
+                    st.one_of(
+                        st.builds(lambda ref: sc.ScheduleRequest(pod=ref, view=view).SerializeToString(), pod_refs()),
+                        RANDOM_BYTES,
+                    )
+                )
+                for _ in range(3)
+            ]
             ledger.inputs += len(requests)
             stream = server.channel.stream_stream(
                 "/podfit.v1.Scheduler/ScheduleStream",
-                request_serializer=sc.ScheduleRequest.SerializeToString,
+                request_serializer=None,
                 response_deserializer=sc.ScheduleResponse.FromString,
             )
             try:
