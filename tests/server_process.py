@@ -10,7 +10,7 @@ import sys
 import time
 
 from podfit.client import AsyncClient, PodfitError
-from podfit.client.conformance import _free_port
+from podfit.client.conformance import _NO_OTHER_LISTENERS, _free_port
 
 
 class ServerProcess:
@@ -19,7 +19,7 @@ class ServerProcess:
     def __init__(self, *flags: str, env: dict[str, str] | None = None) -> None:
         self.target = f"127.0.0.1:{_free_port()}"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, "--extender-addr", "off", *flags],
+            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, *_NO_OTHER_LISTENERS, *flags],
             env={**os.environ, "PODFIT_LOG_FORMAT": "text", **(env or {})},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

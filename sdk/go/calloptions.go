@@ -22,6 +22,8 @@ type callConfig struct {
 	namespace         string
 	labelSelector     string
 	podFilter         podfitv1.PodPhaseFilter
+	limit             int32
+	continueToken     string
 	skipSystemPods    *bool
 	skipLocalStorage  *bool
 	skipCustomPods    *bool
@@ -43,6 +45,8 @@ const (
 	optPodFilter
 	optDrain
 	optEvaluatedAt
+	optLimit
+	optContinue
 )
 
 // The request field each option sets, to name a refused one.
@@ -61,6 +65,8 @@ var optionFields = []struct {
 	{optPodFilter, "pod_filter"},
 	{optDrain, "options"},
 	{optEvaluatedAt, "now"},
+	{optLimit, "limit"},
+	{optContinue, "continue_token"},
 }
 
 const decisionOptions = optNodeNames | optSchedulerName | optView
@@ -128,6 +134,18 @@ func InNamespace(namespace string) CallOption {
 // LabelSelector lists only the objects a Kubernetes label selector ("app=web,tier!=db") matches (List).
 func LabelSelector(selector string) CallOption {
 	return func(c *callConfig) { c.labelSelector = selector; c.mark(optLabelSelector) }
+}
+
+// Limit makes List return one page of at most n objects (as Kubernetes' limit); the page's
+// ContinueToken, passed with ContinueFrom, asks for the next one.
+func Limit(n int32) CallOption {
+	return func(c *callConfig) { c.limit = n; c.mark(optLimit) }
+}
+
+// ContinueFrom makes List return the page after the one whose ContinueToken this is (as Kubernetes'
+// continue); the other List options must be the same as for that page.
+func ContinueFrom(token string) CallOption {
+	return func(c *callConfig) { c.continueToken = token; c.mark(optContinue) }
 }
 
 // PendingPods lists only the pods without a node (List of pods).

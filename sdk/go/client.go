@@ -130,9 +130,10 @@ func (c *Client) Get(ctx context.Context, kind, namespace, name string) (*podfit
 }
 
 // List returns the cached objects of kind; InNamespace, LabelSelector, PendingPods and BoundPods
-// narrow it.
+// narrow it. The server splits a big answer into pages; List follows them and returns every object,
+// unless Limit or ContinueFrom asks for one page (whose ContinueToken is empty on the last).
 func (c *Client) List(ctx context.Context, kind string, opts ...CallOption) (*podfitv1.ListResponse, error) {
-	config, err := newCallConfig("List", opts, optNamespace|optLabelSelector|optPodFilter)
+	config, err := newCallConfig("List", opts, optNamespace|optLabelSelector|optPodFilter|optLimit|optContinue)
 	if err != nil {
 		return nil, err
 	}
@@ -140,12 +141,31 @@ func (c *Client) List(ctx context.Context, kind string, opts ...CallOption) (*po
 	if err != nil {
 		return nil, err
 	}
-	return call(ctx, c.Cache.List, &podfitv1.ListRequest{
+	request := &podfitv1.ListRequest{
 		Kind:          objectKind,
 		Namespace:     config.namespace,
 		LabelSelector: config.labelSelector,
 		PodFilter:     config.podFilter,
-	})
+		Limit:         config.limit,
+		ContinueToken: config.continueToken,
+	}
+	if config.used&(optLimit|optContinue) != 0 {
+		return call(ctx, c.Cache.List, request)
+	}
+	merged := &podfitv1.ListResponse{}
+	for {
+		page, err := call(ctx, c.Cache.List, request)
+		if err != nil {
+			return nil, err
+		}
+		merged.Objects = append(merged.Objects, page.Objects...)
+		merged.NodeAllocations = append(merged.NodeAllocations, page.NodeAllocations...)
+		merged.Generation, merged.ServerEpoch = page.Generation, page.ServerEpoch
+		if page.ContinueToken == "" {
+			return merged, nil
+		}
+		request.ContinueToken = page.ContinueToken
+	}
 }
 
 // Stats counts the cached objects and says the cache generation, which every change moves.

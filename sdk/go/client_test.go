@@ -548,6 +548,33 @@ func TestApplyTakesObjectsAsTheCallerHoldsThem(t *testing.T) {
 	}
 }
 
+func TestListPagesWithLimitAndContinueFrom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	server := startServer(t, nil)
+	client := dial(t, server.target, podfit.WithInsecure())
+	if _, err := client.Apply(ctx, []map[string]any{node("a", "1"), node("b", "1"), node("c", "1")}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	first, err := client.List(ctx, "nodes", podfit.Limit(2))
+	if err != nil || len(first.GetObjects()) != 2 || first.GetContinueToken() == "" || first.GetRemainingItemCount() != 1 {
+		t.Fatalf("List(limit 2) = %v, %v", first, err)
+	}
+	second, err := client.List(ctx, "nodes", podfit.ContinueFrom(first.GetContinueToken()))
+	if err != nil || len(second.GetObjects()) != 1 || second.GetObjects()[0].GetNode().GetMetadata().GetName() != "c" ||
+		second.GetContinueToken() != "" {
+		t.Fatalf("List(continue) = %v, %v", second, err)
+	}
+	all, err := client.List(ctx, "nodes")
+	if err != nil || len(all.GetObjects()) != 3 {
+		t.Fatalf("List(all) = %v, %v", all, err)
+	}
+	_, err = client.List(ctx, "nodes", podfit.ContinueFrom("garbage"))
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("List(garbage token): %v, want InvalidArgument", err)
+	}
+}
+
 func TestAnExpiredContextIsDeadlineExceeded(t *testing.T) {
 	t.Parallel()
 	client := dial(t, "127.0.0.1:1", podfit.WithInsecure())

@@ -66,7 +66,7 @@ func startServer(t *testing.T, args []string, dialOpts ...podfit.Option) *testSe
 	target := "127.0.0.1:" + freePort(t)
 	output := &lockedBuffer{}
 	cmd := exec.Command(executable,
-		append([]string{"--grpc-addr", target, "--extender-addr", "off", "--log-level", "WARNING"}, args...)...)
+		append([]string{"--grpc-addr", target, "--extender-addr", "off", "--metrics-addr", "off", "--log-level", "WARNING"}, args...)...)
 	cmd.Stdout, cmd.Stderr = output, output
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", executable, err)

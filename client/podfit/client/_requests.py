@@ -93,15 +93,29 @@ def replace_request(kind: str, objects: Any) -> cc.ReplaceRequest:
     return cc.ReplaceRequest(kind=kind_enum(kind), objects=[to_cluster_object(o, canonical_kind(kind)) for o in items])
 
 
-def list_request(kind: str, namespace: str = "", label_selector: str = "", pod_filter: str = "") -> cc.ListRequest:
+def list_request(
+    kind: str, namespace: str = "", label_selector: str = "", pod_filter: str = "", limit: int = 0
+) -> cc.ListRequest:
     filters = {
         "": cc.POD_PHASE_FILTER_UNSPECIFIED,
         "pending": cc.POD_PHASE_FILTER_PENDING,
         "bound": cc.POD_PHASE_FILTER_BOUND,
     }
     return cc.ListRequest(
-        kind=kind_enum(kind), namespace=namespace, label_selector=label_selector, pod_filter=filters[pod_filter]
+        kind=kind_enum(kind),
+        namespace=namespace,
+        label_selector=label_selector,
+        pod_filter=filters[pod_filter],
+        limit=limit,
     )
+
+
+def merge_page(merged: cc.ListResponse, page: cc.ListResponse) -> None:
+    """Adds a List page to the answer gathered so far (generation and epoch: the latest page's)."""
+    merged.objects.extend(page.objects)
+    merged.node_allocations.extend(page.node_allocations)
+    merged.generation = page.generation
+    merged.server_epoch = page.server_epoch
 
 
 def mark_synced_request(feeder: str = "") -> cc.MarkSyncedRequest:

@@ -72,7 +72,31 @@ class AsyncClient:
         pod_filter: str = "",
         timeout: float | None = None,
     ) -> cc.ListResponse:
-        return await self._call(self.cache.List, rq.list_request(kind, namespace, label_selector, pod_filter), timeout)
+        """Every matching object in one answer, however many pages the server splits it into."""
+        merged = cc.ListResponse()
+        async for page in self.list_pages(kind, namespace, label_selector, pod_filter, timeout=timeout):
+            rq.merge_page(merged, page)
+        return merged
+
+    async def list_pages(
+        self,
+        kind: str,
+        namespace: str = "",
+        label_selector: str = "",
+        pod_filter: str = "",
+        *,
+        limit: int = 0,
+        timeout: float | None = None,
+    ) -> AsyncIterator[cc.ListResponse]:
+        """The List pages in turn (at most ``limit`` objects each; 0: as many as fit), following
+        continue_token; ``timeout`` applies to each page."""
+        request = rq.list_request(kind, namespace, label_selector, pod_filter, limit)
+        while True:
+            page = await self._call(self.cache.List, request, timeout)
+            yield page
+            if not page.continue_token:
+                return
+            request.continue_token = page.continue_token
 
     async def stats(self, timeout: float | None = None) -> cc.StatsResponse:
         return await self._call(self.cache.Stats, cc.StatsRequest(), timeout)

@@ -80,10 +80,31 @@ class Client:
         pod_filter: str = "",
         timeout: float | None = None,
     ) -> cc.ListResponse:
-        return cast(
-            cc.ListResponse,
-            self._call(self.cache.List, rq.list_request(kind, namespace, label_selector, pod_filter), timeout),
-        )
+        """Every matching object in one answer, however many pages the server splits it into."""
+        merged = cc.ListResponse()
+        for page in self.list_pages(kind, namespace, label_selector, pod_filter, timeout=timeout):
+            rq.merge_page(merged, page)
+        return merged
+
+    def list_pages(
+        self,
+        kind: str,
+        namespace: str = "",
+        label_selector: str = "",
+        pod_filter: str = "",
+        *,
+        limit: int = 0,
+        timeout: float | None = None,
+    ) -> Iterator[cc.ListResponse]:
+        """The List pages in turn (at most ``limit`` objects each; 0: as many as fit), following
+        continue_token; ``timeout`` applies to each page."""
+        request = rq.list_request(kind, namespace, label_selector, pod_filter, limit)
+        while True:
+            page = cast(cc.ListResponse, self._call(self.cache.List, request, timeout))
+            yield page
+            if not page.continue_token:
+                return
+            request.continue_token = page.continue_token
 
     def stats(self, timeout: float | None = None) -> cc.StatsResponse:
         return cast(cc.StatsResponse, self._call(self.cache.Stats, cc.StatsRequest(), timeout))

@@ -13,6 +13,7 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from podfit.k8s.limits import UntrustedInputError, bounded, check_json, echo
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import objects_pb2 as ob
 
@@ -74,7 +75,7 @@ class ConversionError(ValueError):
 def canonical_kind(name: str) -> str:
     kind = KIND_ALIASES.get(name.lower())
     if kind is None:
-        raise ConversionError("kind", f"{name!r} is not a kind podfit holds ({', '.join(KINDS)})")
+        raise ConversionError("kind", f"{echo(name)} is not a kind podfit holds ({', '.join(KINDS)})")
     return kind
 
 
@@ -100,7 +101,7 @@ def manifest_to_message(data: Mapping[str, Any], kind: str | None = None) -> Mes
     try:
         json_format.ParseDict(_normalise(kind, data), message, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
-        raise ConversionError(_field_of(str(exc)), str(exc)) from exc
+        raise ConversionError(_field_of(str(exc)), bounded(str(exc), 400)) from exc
     return message
 
 
@@ -141,9 +142,12 @@ def object_kind_and_message(obj: cc.ClusterObject) -> tuple[str, Message]:
         raise ConversionError("object", "is empty: set one of node, pod, ..., kubernetes_json")
     if which == "kubernetes_json":
         try:
+            check_json(obj.kubernetes_json)
             data = json.loads(obj.kubernetes_json)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise ConversionError("kubernetes_json", f"is not valid JSON: {exc}") from exc
+        except UntrustedInputError as exc:
+            raise ConversionError("kubernetes_json", exc.message) from None
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            raise ConversionError("kubernetes_json", f"is not valid JSON: {bounded(str(exc), 200)}") from None
         if not isinstance(data, dict):
             raise ConversionError("kubernetes_json", "must be a JSON object")
         kind = canonical_kind(str(data.get("kind") or "")) if data.get("kind") else ""

@@ -724,6 +724,8 @@ class ListRequest(_message.Message):
     NAMESPACE_FIELD_NUMBER: _builtins.int
     LABEL_SELECTOR_FIELD_NUMBER: _builtins.int
     POD_FILTER_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    CONTINUE_TOKEN_FIELD_NUMBER: _builtins.int
     kind: Global___ObjectKind.ValueType
     """The kind to list; required."""
     namespace: _builtins.str
@@ -737,6 +739,19 @@ class ListRequest(_message.Message):
     """
     pod_filter: Global___PodPhaseFilter.ValueType
     """Pods only: PENDING lists pods without a node, BOUND pods with one."""
+    limit: _builtins.int
+    """The most objects one response holds, as Kubernetes' ListOptions.limit; 0 sets no count. Either
+    way a page also ends before it would outgrow 3 MiB (gRPC's default receive limit is 4 MiB), so a
+    page may hold fewer objects than asked while more follow: the end is an empty continue_token.
+    """
+    continue_token: _builtins.str
+    """The continue_token of the previous page, as Kubernetes' ListOptions.continue, with the other fields
+    unchanged. Pages go in (namespace, name) order; each is read from the cache as it is when asked, so
+    an object changed between pages shows its newer state, and none is returned twice. A token of
+    another listing, or not from this server, is INVALID_ARGUMENT; one from before a restart (a new
+    server_epoch: the cache it paged through is gone) is FAILED_PRECONDITION, like Kubernetes' 410
+    Expired: list again from the start.
+    """
     def __init__(
         self,
         *,
@@ -744,10 +759,12 @@ class ListRequest(_message.Message):
         namespace: _builtins.str = ...,
         label_selector: _builtins.str = ...,
         pod_filter: Global___PodPhaseFilter.ValueType = ...,
+        limit: _builtins.int = ...,
+        continue_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "label_selector", b"label_selector", "namespace", b"namespace", "pod_filter", b"pod_filter"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["continue_token", b"continue_token", "kind", b"kind", "label_selector", b"label_selector", "limit", b"limit", "namespace", b"namespace", "pod_filter", b"pod_filter"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -762,6 +779,8 @@ class ListResponse(_message.Message):
     OBJECTS_FIELD_NUMBER: _builtins.int
     GENERATION_FIELD_NUMBER: _builtins.int
     SERVER_EPOCH_FIELD_NUMBER: _builtins.int
+    CONTINUE_TOKEN_FIELD_NUMBER: _builtins.int
+    REMAINING_ITEM_COUNT_FIELD_NUMBER: _builtins.int
     NODE_ALLOCATIONS_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The cache generation at the time of the read."""
@@ -770,9 +789,15 @@ class ListResponse(_message.Message):
     that sees a different server_epoch than before must resync in full (Replace every kind, then
     MarkSynced).
     """
+    continue_token: _builtins.str
+    """Set when more objects match than this page holds: send it as ListRequest.continue_token for the
+    next page. Empty on the last page.
+    """
+    remaining_item_count: _builtins.int
+    """How many matching objects come after this page, as Kubernetes' ListMeta.remainingItemCount."""
     @_builtins.property
     def objects(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClusterObject]:
-        """The matching objects as typed messages (as GetResponse.object), in cache order (not sorted)."""
+        """The matching objects as typed messages (as GetResponse.object), in (namespace, name) order."""
 
     @_builtins.property
     def node_allocations(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeAllocation]:
@@ -784,11 +809,13 @@ class ListResponse(_message.Message):
         objects: _abc.Iterable[Global___ClusterObject] | None = ...,
         generation: _builtins.int = ...,
         server_epoch: _builtins.str = ...,
+        continue_token: _builtins.str = ...,
+        remaining_item_count: _builtins.int = ...,
         node_allocations: _abc.Iterable[Global___NodeAllocation] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["generation", b"generation", "node_allocations", b"node_allocations", "objects", b"objects", "server_epoch", b"server_epoch"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["continue_token", b"continue_token", "generation", b"generation", "node_allocations", b"node_allocations", "objects", b"objects", "remaining_item_count", b"remaining_item_count", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

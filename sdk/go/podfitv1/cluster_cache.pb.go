@@ -1407,7 +1407,18 @@ type ListRequest struct {
 	// nodes and namespaces; the cache keeps no labels for the other kinds, which it matches as unlabelled.
 	LabelSelector string `protobuf:"bytes,3,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
 	// Pods only: PENDING lists pods without a node, BOUND pods with one.
-	PodFilter     PodPhaseFilter `protobuf:"varint,4,opt,name=pod_filter,json=podFilter,proto3,enum=podfit.v1.PodPhaseFilter" json:"pod_filter,omitempty"`
+	PodFilter PodPhaseFilter `protobuf:"varint,4,opt,name=pod_filter,json=podFilter,proto3,enum=podfit.v1.PodPhaseFilter" json:"pod_filter,omitempty"`
+	// The most objects one response holds, as Kubernetes' ListOptions.limit; 0 sets no count. Either
+	// way a page also ends before it would outgrow 3 MiB (gRPC's default receive limit is 4 MiB), so a
+	// page may hold fewer objects than asked while more follow: the end is an empty continue_token.
+	Limit int32 `protobuf:"varint,5,opt,name=limit,proto3" json:"limit,omitempty"`
+	// The continue_token of the previous page, as Kubernetes' ListOptions.continue, with the other fields
+	// unchanged. Pages go in (namespace, name) order; each is read from the cache as it is when asked, so
+	// an object changed between pages shows its newer state, and none is returned twice. A token of
+	// another listing, or not from this server, is INVALID_ARGUMENT; one from before a restart (a new
+	// server_epoch: the cache it paged through is gone) is FAILED_PRECONDITION, like Kubernetes' 410
+	// Expired: list again from the start.
+	ContinueToken string `protobuf:"bytes,6,opt,name=continue_token,json=continueToken,proto3" json:"continue_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1470,10 +1481,24 @@ func (x *ListRequest) GetPodFilter() PodPhaseFilter {
 	return PodPhaseFilter_POD_PHASE_FILTER_UNSPECIFIED
 }
 
+func (x *ListRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListRequest) GetContinueToken() string {
+	if x != nil {
+		return x.ContinueToken
+	}
+	return ""
+}
+
 // The objects ClusterCache.List found.
 type ListResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The matching objects as typed messages (as GetResponse.object), in cache order (not sorted).
+	// The matching objects as typed messages (as GetResponse.object), in (namespace, name) order.
 	Objects []*ClusterObject `protobuf:"bytes,1,rep,name=objects,proto3" json:"objects,omitempty"`
 	// The cache generation at the time of the read.
 	Generation int64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
@@ -1481,6 +1506,11 @@ type ListResponse struct {
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
 	// MarkSynced).
 	ServerEpoch string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	// Set when more objects match than this page holds: send it as ListRequest.continue_token for the
+	// next page. Empty on the last page.
+	ContinueToken string `protobuf:"bytes,4,opt,name=continue_token,json=continueToken,proto3" json:"continue_token,omitempty"`
+	// How many matching objects come after this page, as Kubernetes' ListMeta.remainingItemCount.
+	RemainingItemCount int64 `protobuf:"varint,5,opt,name=remaining_item_count,json=remainingItemCount,proto3" json:"remaining_item_count,omitempty"`
 	// Nodes only: one per listed node, in the order of objects.
 	NodeAllocations []*NodeAllocation `protobuf:"bytes,6,rep,name=node_allocations,json=nodeAllocations,proto3" json:"node_allocations,omitempty"`
 	unknownFields   protoimpl.UnknownFields
@@ -1536,6 +1566,20 @@ func (x *ListResponse) GetServerEpoch() string {
 		return x.ServerEpoch
 	}
 	return ""
+}
+
+func (x *ListResponse) GetContinueToken() string {
+	if x != nil {
+		return x.ContinueToken
+	}
+	return ""
+}
+
+func (x *ListResponse) GetRemainingItemCount() int64 {
+	if x != nil {
+		return x.RemainingItemCount
+	}
+	return 0
 }
 
 func (x *ListResponse) GetNodeAllocations() []*NodeAllocation {
@@ -1971,19 +2015,23 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\tpod_count\x18\x03 \x01(\x05R\bpodCount\x1a<\n" +
 	"\x0eRequestedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb7\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf4\x01\n" +
 	"\vListRequest\x12)\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x15.podfit.v1.ObjectKindR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
 	"\x0elabel_selector\x18\x03 \x01(\tR\rlabelSelector\x128\n" +
 	"\n" +
-	"pod_filter\x18\x04 \x01(\x0e2\x19.podfit.v1.PodPhaseFilterR\tpodFilter\"\xcb\x01\n" +
+	"pod_filter\x18\x04 \x01(\x0e2\x19.podfit.v1.PodPhaseFilterR\tpodFilter\x12\x14\n" +
+	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12%\n" +
+	"\x0econtinue_token\x18\x06 \x01(\tR\rcontinueToken\"\xa4\x02\n" +
 	"\fListResponse\x122\n" +
 	"\aobjects\x18\x01 \x03(\v2\x18.podfit.v1.ClusterObjectR\aobjects\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x03R\n" +
 	"generation\x12!\n" +
-	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\x12D\n" +
+	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\x12%\n" +
+	"\x0econtinue_token\x18\x04 \x01(\tR\rcontinueToken\x120\n" +
+	"\x14remaining_item_count\x18\x05 \x01(\x03R\x12remainingItemCount\x12D\n" +
 	"\x10node_allocations\x18\x06 \x03(\v2\x19.podfit.v1.NodeAllocationR\x0fnodeAllocations\"\x0e\n" +
 	"\fStatsRequest\"\xd1\x04\n" +
 	"\rStatsResponse\x12\x1e\n" +

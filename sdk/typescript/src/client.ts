@@ -109,6 +109,8 @@ export interface ListOptions extends CallOptions {
   labelSelector?: string;
   /** Pods only: "pending" (no node) or "bound". */
   podFilter?: "" | "pending" | "bound";
+  /** listPages: at most this many objects per page (Kubernetes' limit); 0 or unset: as many as fit. */
+  limit?: number;
 }
 
 /** One batch of a Stream: applied atomically, acknowledged in order. */
@@ -294,7 +296,26 @@ export class PodfitClient {
     return this.call((o) => this.cache.get({ key }, o), options);
   }
 
+  /** Every matching object in one answer, however many pages the server splits it into. */
   async list(kind: string, options: ListOptions = {}): Promise<ListResponse> {
+    let merged: ListResponse | undefined;
+    for await (const page of this.listPages(kind, options)) {
+      if (merged === undefined) {
+        merged = page;
+      } else {
+        merged.objects.push(...page.objects);
+        merged.nodeAllocations.push(...page.nodeAllocations);
+        merged.generation = page.generation;
+        merged.serverEpoch = page.serverEpoch;
+      }
+    }
+    merged!.continueToken = "";
+    merged!.remainingItemCount = 0n;
+    return merged!;
+  }
+
+  /** The List pages in turn (`limit` objects at most each), following continueToken. */
+  async *listPages(kind: string, options: ListOptions = {}): AsyncGenerator<ListResponse> {
     const podFilter = POD_FILTERS[options.podFilter ?? ""];
     if (podFilter === undefined) {
       throw PodfitError.invalidArgument("pod_filter", `must be "pending", "bound" or empty, not ${JSON.stringify(options.podFilter)}`);
@@ -304,8 +325,17 @@ export class PodfitClient {
       namespace: options.namespace ?? "",
       labelSelector: options.labelSelector ?? "",
       podFilter,
+      limit: options.limit ?? 0,
+      continueToken: "",
     };
-    return this.call((o) => this.cache.list(request, o), options);
+    for (;;) {
+      const page = await this.call((o) => this.cache.list(request, o), options);
+      yield page;
+      if (!page.continueToken) {
+        return;
+      }
+      request.continueToken = page.continueToken;
+    }
   }
 
   async stats(options: CallOptions = {}): Promise<StatsResponse> {

@@ -117,6 +117,13 @@ describe("the example cluster", () => {
     assert.deepEqual(nodes.objects.map((o) => unwrap(o)?.metadata?.name), ["node-a", "node-b"]);
     const bound = await client.list("Pod", { namespace: "shop", podFilter: "bound" });
     assert.equal(bound.objects.length, 2);
+    const pages: v1.ListResponse[] = [];
+    for await (const page of client.listPages("nodes", { labelSelector: "disktype=ssd", limit: 1 })) {
+      pages.push(page);
+    }
+    assert.deepEqual(pages.map((p) => p.objects.map((o) => unwrap(o)?.metadata?.name)), [["node-a"], ["node-b"]]);
+    assert.equal(pages[0]?.remainingItemCount, 1n);
+    assert.equal(pages[1]?.continueToken, "");
 
     const deleted = await client.delete("Node", "node-gpu");
     assert.equal(deleted.appliedCount, 1);

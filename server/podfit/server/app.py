@@ -28,6 +28,7 @@ from podfit.server.settings import Settings, SettingsError, check_exposure, reso
 from podfit.server.startup import listen_error, preflight
 from podfit.server.telemetry import Telemetry, TelemetryInterceptor
 from podfit.server.transport.ca_expander import ExpanderServicer
+from podfit.server.transport.decoding import add_servicer
 from podfit.server.transport.extender import start_extender
 from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer, SimulationServicer
 from podfit.server.transport.probes import start_probes
@@ -186,7 +187,7 @@ async def _start_ca_expander(
     """cluster-autoscaler's gRPC expander on a listener of its own: TLS with the server's certificate and
     no client certificate (cluster-autoscaler presents none), and nothing but BestOptions on it."""
     server = grpc.aio.server(interceptors=[TelemetryInterceptor(telemetry)], options=options)
-    expander_pb2_grpc.add_ExpanderServicer_to_server(ExpanderServicer(service), server)
+    add_servicer(expander_pb2_grpc.add_ExpanderServicer_to_server, ExpanderServicer(service), server)
     credentials = grpc.ssl_server_credentials(
         [(_read(settings.tls_key_file, "tls.keyFile"), _read(settings.tls_cert_file, "tls.certFile"))]
     )
@@ -242,9 +243,10 @@ async def create_server(
     ]
     # Innermost, so the streams it ends at shutdown are seen by the others as any UNAVAILABLE answer.
     server = grpc.aio.server(interceptors=[*interceptors, drain], options=options)
-    cluster_cache_pb2_grpc.add_ClusterCacheServicer_to_server(ClusterCacheServicer(service), server)
-    scheduler_pb2_grpc.add_SchedulerServicer_to_server(SchedulerServicer(service), server)
-    simulation_pb2_grpc.add_SimulationServicer_to_server(SimulationServicer(service), server)
+    # Registered through add_servicer: request bytes that do not decode are refused as INVALID_ARGUMENT.
+    add_servicer(cluster_cache_pb2_grpc.add_ClusterCacheServicer_to_server, ClusterCacheServicer(service), server)
+    add_servicer(scheduler_pb2_grpc.add_SchedulerServicer_to_server, SchedulerServicer(service), server)
+    add_servicer(simulation_pb2_grpc.add_SimulationServicer_to_server, SimulationServicer(service), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
 
@@ -293,7 +295,8 @@ async def create_server(
                 host.strip("[]") or "0.0.0.0",
                 int(extender_port),
                 prefix=settings.extender_url_prefix,
-                max_body_bytes=settings.max_message_bytes,
+                max_body_bytes=settings.extender_max_body_bytes,
+                idle_timeout=settings.extender_idle_timeout_seconds,
                 ssl_context=_extender_ssl(settings),
                 bind=settings.extender_bind,
             )

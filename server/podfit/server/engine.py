@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import cast
 
 import numpy as np
+from podfit.k8s.limits import echo
 from podfit.server.cache.cluster_cache import ClusterCache
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
@@ -152,7 +153,7 @@ class Engine:
         framework = self.frameworks.get(name)
         if framework is None:
             known = ", ".join(sorted(self.frameworks))
-            raise UnknownProfileError(f"no profile for scheduler name {name!r} (profiles: {known})")
+            raise UnknownProfileError(f"no profile for scheduler name {echo(name)} (profiles: {known})")
         return framework
 
     def candidate_positions(self, snapshot: Snapshot, node_names: Sequence[str]) -> IntpArray | None:
@@ -164,7 +165,7 @@ class Engine:
         positions = np.fromiter((known.get(n, -1) for n in node_names), dtype=np.intp, count=len(node_names))
         if len(positions) and positions.min() < 0:
             i = int(np.flatnonzero(positions < 0)[0])
-            raise ValidationError(f"node_names[{i}]", f"node {node_names[i]!r} is not in the cache")
+            raise ValidationError(f"node_names[{i}]", f"node {echo(node_names[i])} is not in the cache")
         positions.sort()
         if len(positions) == len(known) and (len(positions) < 2 or bool((positions[1:] != positions[:-1]).all())):
             return None

@@ -36,6 +36,11 @@ class Settings:
     # Liveness/readiness over plain HTTP (/healthz, /readyz only), for kubelet probes when the gRPC and
     # extender listeners demand client certificates; "" or "off" disables it.
     probe_addr: str = "off"
+    # Largest extender request body (413 above it); kube-scheduler without a node cache sends ~150 B/node.
+    extender_max_body_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    # An extender connection with no request in progress (before its first, or between requests) is
+    # closed after this long, so idle or half-sent connections cannot pile up.
+    extender_idle_timeout_seconds: float = 60.0
     # cluster-autoscaler's gRPC expander (grpcplugin.Expander); "" or "off" disables it. Always TLS, with
     # the certificate above: cluster-autoscaler refuses plaintext and presents no client certificate.
     ca_expander_addr: str = "off"
@@ -91,6 +96,8 @@ _SOURCES = {
     "extender_url_prefix": ("extender.urlPrefix", "PODFIT_EXTENDER_URL_PREFIX"),
     "extender_bind": ("extender.bind", "PODFIT_EXTENDER_BIND"),
     "probe_addr": ("probeAddr", "PODFIT_PROBE_ADDR"),
+    "extender_max_body_bytes": ("extender.maxBodyBytes", "PODFIT_EXTENDER_MAX_BODY_BYTES"),
+    "extender_idle_timeout_seconds": ("extender.idleTimeoutSeconds", "PODFIT_EXTENDER_IDLE_TIMEOUT_SECONDS"),
     "ca_expander_addr": ("caExpander.addr", "PODFIT_CA_EXPANDER_ADDR"),
     "metrics_addr": ("metrics.addr", "PODFIT_METRICS_ADDR"),
     "max_message_bytes": ("maxMessageBytes", "PODFIT_MAX_MESSAGE_BYTES"),
@@ -202,6 +209,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--probe-addr", help="HOST:PORT for plain-HTTP /healthz and /readyz (kubelet probes), or 'off' (default)"
     )
     parser.add_argument(
+        "--extender-max-body-bytes", type=int, help="largest extender request body, 413 above it (default 64 MiB)"
+    )
+    parser.add_argument(
+        "--extender-idle-timeout-seconds",
+        type=float,
+        help="close extender connections idle (or sending headers) this long (default 60)",
+    )
+    parser.add_argument(
         "--ca-expander-addr", help="HOST:PORT for cluster-autoscaler's gRPC expander (TLS only), or 'off' (default)"
     )
     parser.add_argument(
@@ -267,6 +282,10 @@ def resolve(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None
 def validate(settings: Settings) -> None:
     if settings.max_message_bytes < 1024:
         raise SettingsError("maxMessageBytes: must be at least 1024")
+    if settings.extender_max_body_bytes < 1024:
+        raise SettingsError("extender.maxBodyBytes: must be at least 1024")
+    if not settings.extender_idle_timeout_seconds > 0:
+        raise SettingsError("extender.idleTimeoutSeconds: must be greater than 0")
     if bool(settings.tls_cert_file) != bool(settings.tls_key_file):
         raise SettingsError("tls: certFile and keyFile must be set together")
     if settings.tls_client_ca_file and not settings.tls_cert_file:

@@ -87,7 +87,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const target = `127.0.0.1:${port}`;
   const child: ChildProcess = spawn(
     executable,
-    ["--grpc-addr", target, "--extender-addr", "off", "--log-level", "WARNING", ...(options.args ?? [])],
+    ["--grpc-addr", target, "--extender-addr", "off", "--metrics-addr", "off", "--log-level", "WARNING", ...(options.args ?? [])],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   let output = "";

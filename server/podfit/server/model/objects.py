@@ -16,6 +16,7 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
+from podfit.k8s.limits import echo
 from podfit.k8s.quantity import QuantityError, milli_value, parse_quantity, whole_value
 from podfit.server.model.errors import ValidationError
 
@@ -387,7 +388,7 @@ def _integer(value: Any, path: str, default: int = 0) -> int:
             pass
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    raise ValidationError(path, f"must be an integer, not {value!r}")
+    raise ValidationError(path, f"must be an integer, not {echo(value)}")
 
 
 def _boolean(value: Any, path: str) -> bool:
@@ -420,7 +421,7 @@ def _time(value: Any, path: str) -> float | None:
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError as exc:
-        raise ValidationError(path, f"must be an RFC 3339 time: {text!r}") from exc
+        raise ValidationError(path, f"must be an RFC 3339 time: {echo(text)}") from exc
 
 
 def _quantities(value: Any, path: str) -> dict[str, Fraction]:
@@ -431,10 +432,10 @@ def _quantities(value: Any, path: str) -> dict[str, Fraction]:
         except QuantityError as exc:
             raise ValidationError(f"{path}.{name}", str(exc)) from exc
         if amount < 0:
-            raise ValidationError(f"{path}.{name}", f"must be greater than or equal to 0, not {text!r}")
+            raise ValidationError(f"{path}.{name}", f"must be greater than or equal to 0, not {echo(text)}")
         if canonical_amount(str(name), amount) >= 2**63:
             # Kubernetes' int64 scale: larger amounts cannot be compared the way kube-scheduler does.
-            raise ValidationError(f"{path}.{name}", f"{text!r} is too large (at most 2^63-1 in scheduler units)")
+            raise ValidationError(f"{path}.{name}", f"{echo(text)} is too large (at most 2^63-1 in scheduler units)")
         result[str(name)] = amount
     return result
 
@@ -464,7 +465,7 @@ def parse_label_selector(value: Any, path: str) -> LabelSelector | None:
         req = _mapping(item, where)
         operator = _string(req.get("operator"), f"{where}.operator")
         if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise ValidationError(f"{where}.operator", f"{operator!r} is not a valid label selector operator")
+            raise ValidationError(f"{where}.operator", f"{echo(operator)} is not a valid label selector operator")
         expressions.append(
             LabelSelectorRequirement(
                 key=_string(req.get("key"), f"{where}.key"),
@@ -481,7 +482,7 @@ def _node_selector_requirements(value: Any, path: str) -> tuple[NodeSelectorRequ
         req = _mapping(item, f"{path}[{i}]")
         operator = _string(req.get("operator"), f"{path}[{i}].operator")
         if operator not in ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"):
-            raise ValidationError(f"{path}[{i}].operator", f"{operator!r} is not a valid node selector operator")
+            raise ValidationError(f"{path}[{i}].operator", f"{echo(operator)} is not a valid node selector operator")
         result.append(
             NodeSelectorRequirement(
                 key=_string(req.get("key"), f"{path}[{i}].key"),
@@ -758,7 +759,7 @@ def pod_spec_fields(spec: Mapping[str, Any], sp: str) -> dict[str, Any]:
             raise ValidationError(f"{where}.maxSkew", "must be greater than zero")
         when = _string(tsc.get("whenUnsatisfiable"), f"{where}.whenUnsatisfiable")
         if when not in ("DoNotSchedule", "ScheduleAnyway"):
-            raise ValidationError(f"{where}.whenUnsatisfiable", f"{when!r} must be DoNotSchedule or ScheduleAnyway")
+            raise ValidationError(f"{where}.whenUnsatisfiable", f"{echo(when)} must be DoNotSchedule or ScheduleAnyway")
         min_domains = tsc.get("minDomains")
         constraints.append(
             TopologySpreadConstraint(
@@ -876,7 +877,9 @@ def node_from_k8s(data: Mapping[str, Any], path: str = "node") -> Node:
         taint = _mapping(item, where)
         effect = _string(taint.get("effect"), f"{where}.effect")
         if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
-            raise ValidationError(f"{where}.effect", f"{effect!r} must be NoSchedule, PreferNoSchedule or NoExecute")
+            raise ValidationError(
+                f"{where}.effect", f"{echo(effect)} must be NoSchedule, PreferNoSchedule or NoExecute"
+            )
         taints.append(
             Taint(_string(taint.get("key"), f"{where}.key"), _string(taint.get("value"), f"{where}.value"), effect)
         )
@@ -927,7 +930,7 @@ def _int_or_string(value: Any, path: str) -> str | None:
     text = _string(value, path)
     digits = text[:-1] if text.endswith("%") else text
     if not digits.isdigit():
-        raise ValidationError(path, f"must be an integer or a percentage, not {text!r}")
+        raise ValidationError(path, f"must be an integer or a percentage, not {echo(text)}")
     return text
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -12,6 +13,7 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from podfit.k8s.convert import ConversionError
+from podfit.k8s.limits import bounded
 from podfit.server.engine import UnknownProfileError
 from podfit.server.model import ValidationError
 from podfit.server.service import CacheNotSyncedError, NotFoundError, StalePodError
@@ -23,13 +25,26 @@ CACHE_NOT_SYNCED = "CACHE_NOT_SYNCED"
 
 __all__ = [
     "CACHE_NOT_SYNCED",
+    "REJECTED_LOG",
     "CacheNotSyncedError",
+    "ExpiredError",
     "LocatedProfileError",
     "NotFoundError",
+    "RateLimitedLog",
+    "log_fault",
+    "log_rejected",
     "status_for",
     "stream_errors",
     "unary_errors",
 ]
+
+
+class ExpiredError(Exception):
+    """A token that outlived what it pointed into (FAILED_PRECONDITION, like Kubernetes' 410 Expired)."""
+
+    def __init__(self, subject: str, message: str) -> None:
+        super().__init__(message)
+        self.subject = subject
 
 
 class LocatedProfileError(UnknownProfileError):
@@ -40,22 +55,41 @@ class LocatedProfileError(UnknownProfileError):
         self.field = field
 
 
+# Bounds on what a status echoes: gRPC sends message and details in trailing metadata (16 KiB at most, and
+# details are base64), so a 70 KB value quoted back would turn the answer into RESOURCE_EXHAUSTED.
+FIELD_CHARS = 256
+
+
+def _violation(field: str, description: str) -> error_details_pb2.BadRequest.FieldViolation:
+    return error_details_pb2.BadRequest.FieldViolation(field=bounded(field, FIELD_CHARS), description=description)
+
+
 def status_for(exc: BaseException) -> status_pb2.Status:
     """The google.rpc.Status for a request fault (INVALID_ARGUMENT carries a BadRequest field path)."""
     if isinstance(exc, ValidationError | ConversionError):
-        bad = error_details_pb2.BadRequest(
-            field_violations=[error_details_pb2.BadRequest.FieldViolation(field=exc.field, description=exc.message)]
-        )
+        bad = error_details_pb2.BadRequest(field_violations=[_violation(exc.field, bounded(exc.message))])
         return _status(code_pb2.INVALID_ARGUMENT, str(exc), bad, "INVALID_OBJECT")
+    if isinstance(exc, RecursionError | UnicodeError):
+        # A last line of defence: the edge bounds nesting and text, so reaching here means a check missed.
+        what = "nests too deeply" if isinstance(exc, RecursionError) else "holds text that is not valid UTF-8"
+        bad = error_details_pb2.BadRequest(field_violations=[_violation("", f"the request {what}")])
+        return _status(code_pb2.INVALID_ARGUMENT, f"the request {what}", bad, "INVALID_OBJECT")
     if isinstance(exc, UnknownProfileError):
         bad = error_details_pb2.BadRequest(
             field_violations=[
-                error_details_pb2.BadRequest.FieldViolation(
-                    field=exc.field if isinstance(exc, LocatedProfileError) else "scheduler_name", description=str(exc)
-                )
+                _violation(exc.field if isinstance(exc, LocatedProfileError) else "scheduler_name", bounded(str(exc)))
             ]
         )
         return _status(code_pb2.INVALID_ARGUMENT, str(exc), bad, "UNKNOWN_PROFILE")
+    if isinstance(exc, ExpiredError):
+        failure = error_details_pb2.PreconditionFailure(
+            violations=[
+                error_details_pb2.PreconditionFailure.Violation(
+                    type="EXPIRED", subject=exc.subject, description=bounded(str(exc))
+                )
+            ]
+        )
+        return _status(code_pb2.FAILED_PRECONDITION, str(exc), failure, "EXPIRED")
     if isinstance(exc, NotFoundError):
         return _status(code_pb2.NOT_FOUND, str(exc), None, "NOT_FOUND")
     if isinstance(exc, StalePodError):
@@ -81,16 +115,63 @@ def _status(code: int, message: str, detail: Any, reason: str) -> status_pb2.Sta
     info = any_pb2.Any()
     info.Pack(error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN))
     details.append(info)
-    return status_pb2.Status(code=code, message=message, details=details)
+    return status_pb2.Status(code=code, message=bounded(message), details=details)
 
+
+class RateLimitedLog:
+    """At most ``burst`` lines per ``interval`` seconds; lines over that are counted and the count is
+    reported with the next line let through, so a flood of bad requests cannot flood the log."""
+
+    def __init__(self, logger: logging.Logger, burst: int = 10, interval: float = 10.0) -> None:
+        self.logger, self.burst, self.interval = logger, burst, interval
+        self._window_start = 0.0
+        self._lines = 0
+        self.suppressed = 0
+
+    def __call__(self, level: int, message: str, *args: object, exc_info: BaseException | None = None) -> bool:
+        now = time.monotonic()
+        if now - self._window_start >= self.interval:
+            self._window_start, self._lines = now, 0
+        if self._lines >= self.burst:
+            self.suppressed += 1
+            return False
+        self._lines += 1
+        if self.suppressed:
+            message += " (%d similar lines suppressed)"
+            args = (*args, self.suppressed)
+            self.suppressed = 0
+        self.logger.log(level, message, *args, exc_info=exc_info)
+        return True
+
+    def reset(self) -> None:
+        """Starts a new window (tests)."""
+        self._window_start, self._lines, self.suppressed = 0.0, 0, 0
+
+
+REJECTED_LOG = RateLimitedLog(log)
+_unexpected_log = RateLimitedLog(log)
 
 # Request faults answered with their own status; anything else is logged as a bug and answered INTERNAL.
-_EXPECTED = (ValidationError, ConversionError, UnknownProfileError, NotFoundError, CacheNotSyncedError)
+_EXPECTED = (ValidationError, ConversionError, UnknownProfileError, NotFoundError, CacheNotSyncedError, ExpiredError)
+# Refused input worth a line in the log (a miss on a Get is not).
+_REJECTED = (ValidationError, ConversionError, UnknownProfileError, RecursionError, UnicodeError)
 
 
-def _log_unexpected(method: str, exc: BaseException) -> None:
-    if not isinstance(exc, _EXPECTED):
-        log.exception("unexpected error in %s", method, exc_info=exc)
+def log_rejected(method: str, exc: BaseException) -> None:
+    """One line per refused input (rate-limited): the method, the field and a bounded message."""
+    if isinstance(exc, ValidationError | ConversionError):
+        field, message = bounded(exc.field, FIELD_CHARS), bounded(exc.message, 200)
+        REJECTED_LOG(logging.INFO, "rejected %s: %s: %s", method, field, message)
+    else:
+        REJECTED_LOG(logging.INFO, "rejected %s: %s", method, bounded(str(exc) or type(exc).__name__, 200))
+
+
+def log_fault(method: str, exc: BaseException) -> None:
+    """Refused input as one line, a bug with its traceback; both rate-limited."""
+    if isinstance(exc, _REJECTED):
+        log_rejected(method, exc)
+    elif not isinstance(exc, _EXPECTED):
+        _unexpected_log(logging.ERROR, "unexpected error in %s", method, exc_info=exc)
 
 
 Req = TypeVar("Req")
@@ -109,7 +190,7 @@ def unary_errors(
         except grpc.aio.AbortError:
             raise
         except Exception as exc:
-            _log_unexpected(method.__qualname__, exc)
+            log_fault(method.__qualname__, exc)
             await context.abort_with_status(rpc_status.to_status(status_for(exc)))
             raise AssertionError("unreachable") from exc
 
@@ -127,7 +208,7 @@ def stream_errors(
         except grpc.aio.AbortError:
             raise
         except Exception as exc:
-            _log_unexpected(method.__qualname__, exc)
+            log_fault(method.__qualname__, exc)
             await context.abort_with_status(rpc_status.to_status(status_for(exc)))
 
     return wrapper

@@ -20,19 +20,26 @@ from typing import Any
 
 import msgspec
 from aiohttp import web
+from podfit.k8s.limits import UntrustedInputError, bounded, check_json
 from podfit.server.cache.cluster_cache import UpdateRejected
 from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.status import Code
 from podfit.server.model import Node, Pod, ValidationError
 from podfit.server.model.objects import pod_from_k8s
 from podfit.server.service import CachedPod, CacheNotSyncedError, NotFoundError, SchedulingService
+from podfit.server.transport.errors import RateLimitedLog
 
 log = logging.getLogger("podfit.server.extender")
+_log_unexpected = RateLimitedLog(log)
+_log_rejected = RateLimitedLog(log)
 MAX_EXTENDER_PRIORITY = 10
 DEFAULT_PREFIX = "/scheduler"
 REASON_NOT_CACHED = "node(s) not found in podfit's cache"
 CACHE_NOT_SYNCED = "CACHE_NOT_SYNCED"
 BIND_DISABLED = "the bind verb is disabled on this server (podfit-server --extender-bind enables it)"
+MAX_BODY_BYTES = web.AppKey("max_body_bytes", int)
+# kube-scheduler's extender client keeps connections alive between calls; this closes forgotten ones.
+DEFAULT_IDLE_TIMEOUT_SECONDS = 60.0
 
 
 class BadRequest(ValueError):
@@ -78,16 +85,22 @@ async def _body(request: web.Request) -> Args:
     except msgspec.ValidationError:
         raise BadRequest("request body must be a JSON object") from None
     except msgspec.DecodeError as exc:
-        raise BadRequest(f"request body is not valid JSON: {exc}") from None
+        raise BadRequest(f"request body is not valid JSON: {bounded(str(exc), 200)}") from None
     except RecursionError:
         raise BadRequest("request body nests too deeply") from None
 
 
 def _field(args: Args, key: str) -> Any:
-    """A top-level field decoded (None when absent or null)."""
+    """A top-level field decoded (None when absent or null); what becomes Python objects is bounded first
+    (Nodes are not: they stay raw, decoded by msgspec into fixed structs)."""
     raw = args.get(key)
+    if raw is None:
+        return None
     try:
-        return None if raw is None else msgspec.json.decode(raw)
+        check_json(bytes(raw), key)
+        return msgspec.json.decode(raw)
+    except UntrustedInputError as exc:
+        raise BadRequest(str(exc)) from None
     except RecursionError:
         raise BadRequest(f"{key}: nests too deeply") from None
 
@@ -269,12 +282,19 @@ def _route(handler: Handler, verb: str, service: SchedulingService) -> Callable[
             return _json_response(await handler(await _body(request)))
         except CacheNotSyncedError as exc:
             return _json_response({"Error": f"{verb}: {exc}", "reason": CACHE_NOT_SYNCED}, status=503)
-        except (BadRequest, ValidationError, UnknownProfileError, UpdateRejected) as exc:
-            return _json_response({"Error": f"{verb}: {exc}"}, status=400)
+        except (BadRequest, ValidationError, UnknownProfileError, UpdateRejected, RecursionError, UnicodeError) as exc:
+            message = bounded(f"{verb}: {exc}" if str(exc) else f"{verb}: the request cannot be processed")
+            _log_rejected(logging.INFO, "rejected extender %s: %s", verb, bounded(str(exc), 200))
+            return _json_response({"Error": message}, status=400)
+        except web.HTTPRequestEntityTooLarge as exc:
+            limit = request.app[MAX_BODY_BYTES]
+            message = f"{verb}: the request body exceeds extender.maxBodyBytes ({limit} bytes)"
+            _log_rejected(logging.INFO, "rejected extender %s: body over %d bytes", verb, limit)
+            return _json_response({"Error": message}, status=exc.status)
         except web.HTTPException:
             raise
-        except Exception:
-            log.exception("unexpected error in extender %s", verb)
+        except Exception as exc:
+            _log_unexpected(logging.ERROR, "unexpected error in extender %s", verb, exc_info=exc)
             return _json_response({"Error": f"{verb}: internal error; the server log has the details"}, status=500)
 
     return handle
@@ -291,6 +311,7 @@ def build_app(
     changes the cache."""
     extender = Extender(service)
     app = web.Application(client_max_size=max_body_bytes)
+    app[MAX_BODY_BYTES] = max_body_bytes
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     for verb, handler in (
         ("filter", extender.filter),
@@ -334,10 +355,18 @@ async def start_extender(
     *,
     prefix: str = DEFAULT_PREFIX,
     max_body_bytes: int = 64 * 1024 * 1024,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
     ssl_context: ssl.SSLContext | None = None,
     bind: bool = False,
 ) -> tuple[web.AppRunner, int]:
-    runner = web.AppRunner(build_app(service, prefix, max_body_bytes, bind=bind), access_log=None, handle_signals=False)
+    """Serves the extender; a connection without a request in progress (idle, or still sending its
+    headers) is closed after ``idle_timeout`` seconds."""
+    runner = web.AppRunner(
+        build_app(service, prefix, max_body_bytes, bind=bind),
+        access_log=None,
+        handle_signals=False,
+        keepalive_timeout=idle_timeout,
+    )
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context, reuse_address=True)
     await site.start()

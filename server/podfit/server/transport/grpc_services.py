@@ -8,13 +8,15 @@ from collections.abc import AsyncIterator, Sequence
 
 import grpc
 from podfit.k8s.convert import KIND_TO_ENUM
+from podfit.k8s.limits import bounded
 from podfit.k8s.selector import parse_label_selector
 from podfit.server.cache.cluster_cache import BatchResult, Change, Delete, Entry, Outcome, UpdateRejected, Upsert
 from podfit.server.model import Kind, ValidationError
 from podfit.server.service import PodInput, PodRejected, SchedulingService
 from podfit.server.telemetry import annotate
-from podfit.server.transport import convert
-from podfit.server.transport.errors import NotFoundError, stream_errors, unary_errors
+from podfit.server.transport import convert, paging
+from podfit.server.transport.decoding import Undecodable, accepts_undecodable
+from podfit.server.transport.errors import NotFoundError, log_fault, stream_errors, unary_errors
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import cluster_cache_pb2_grpc as cc_grpc
 from podfit.v1 import scheduler_pb2 as sc
@@ -93,12 +95,27 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
             server_epoch=self.service.epoch,
         )
 
+    def _refusal(self, request: cc.StreamRequest | Undecodable, exc: Exception) -> cc.StreamResponse:
+        """A batch refused in band; whatever went wrong, the stream goes on with the next batch."""
+        sequence = request.varint("sequence") if isinstance(request, Undecodable) else request.sequence
+        log_fault("podfit.v1.ClusterCache.Stream", exc)
+        if isinstance(exc, ValidationError):
+            error, field = str(exc), exc.field
+        elif isinstance(exc, RecursionError | UnicodeError):
+            error, field = "the batch cannot be processed: it nests too deeply or holds invalid text", ""
+        else:
+            error, field = "the batch cannot be applied: internal error; the server log has the details", ""
+        return cc.StreamResponse(
+            sequence=sequence, error=bounded(error), error_field=bounded(field, 256), server_epoch=self.service.epoch
+        )
+
+    @accepts_undecodable
     @stream_errors
     async def Stream(
-        self, requests: AsyncIterator[cc.StreamRequest], context: grpc.aio.ServicerContext
+        self, requests: AsyncIterator[cc.StreamRequest | Undecodable], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[cc.StreamResponse]:
         """Applies each batch in order and acknowledges it; a bad batch is refused alone, in band."""
-        queue: asyncio.Queue[cc.StreamRequest | None] = asyncio.Queue(maxsize=STREAM_WINDOW)
+        queue: asyncio.Queue[cc.StreamRequest | Undecodable | None] = asyncio.Queue(maxsize=STREAM_WINDOW)
 
         async def read() -> None:
             try:
@@ -112,11 +129,11 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         try:
             while (request := await queue.get()) is not None:
                 try:
+                    if isinstance(request, Undecodable):
+                        raise request.error()
                     result = self._apply(convert.changes_from_updates(request.updates))
-                except ValidationError as exc:
-                    yield cc.StreamResponse(
-                        sequence=request.sequence, error=str(exc), error_field=exc.field, server_epoch=epoch
-                    )
+                except Exception as exc:  # any bad batch is refused in band; it never ends the stream
+                    yield self._refusal(request, exc)
                     continue
                 yield cc.StreamResponse(
                     sequence=request.sequence,
@@ -156,15 +173,24 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
             matches = parse_label_selector(request.label_selector)
         except ValueError as exc:
             raise ValidationError("label_selector", str(exc)) from exc
+        if request.limit < 0:
+            raise ValidationError("limit", "must not be negative")
         bound = None if not request.pod_filter else request.pod_filter == cc.POD_PHASE_FILTER_BOUND
+        listing = paging.listing_of(request)
+        after = paging.position(request.continue_token, listing, self.service.epoch)
         entries = self.service.list(kind, request.namespace, matches, bound)
+        page, remaining = paging.page(entries, after, request.limit)
         response = cc.ListResponse(
-            objects=[convert.object_from_source(e.source) for e in entries],
             generation=self.service.generation,
             server_epoch=self.service.epoch,
+            remaining_item_count=remaining,
         )
+        for entry in page:
+            response.objects.add().MergeFromString(entry.source)
+        if remaining:
+            response.continue_token = paging.token(listing, self.service.epoch, paging.key_of(page[-1]))
         if kind is Kind.NODE:
-            response.node_allocations.extend(self._node_allocations(entries))
+            response.node_allocations.extend(self._node_allocations(page))
         return response
 
     def _node_allocations(self, entries: Sequence[Entry]) -> list[cc.NodeAllocation]:
