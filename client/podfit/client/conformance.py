@@ -246,8 +246,10 @@ def stop_process(process: subprocess.Popen[Any]) -> None:
         process.kill()
 
 
-# A LocalServer listens on its gRPC port only: the extender's and /metrics' default ports may be taken.
-_NO_OTHER_LISTENERS = ("--extender-addr", "off", "--metrics-addr", "off")
+# A LocalServer takes no default port but its own gRPC one (the extender's and /metrics' may be taken).
+# /metrics stays on, on a port of its own: benchmarks measure the server as it runs by default, with
+# the Prometheus reader attached.
+_NO_OTHER_LISTENERS = ("--extender-addr", "off", "--metrics-addr", "127.0.0.1:0")
 
 
 class LocalServer:
