@@ -123,6 +123,13 @@ def mark_synced_request(feeder: str = "") -> cc.MarkSyncedRequest:
 
 
 VIEWS = {"full": sc.VIEW_FULL, "basic": sc.VIEW_BASIC}
+# kube-scheduler's names of the framework status codes, as its conformance answers and messages spell them.
+STATUS_CODE_NAMES = {
+    sc.STATUS_CODE_SUCCESS: "Success",
+    sc.STATUS_CODE_UNSCHEDULABLE: "Unschedulable",
+    sc.STATUS_CODE_UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    sc.STATUS_CODE_ERROR: "Error",
+}
 
 
 def view_enum(view: str) -> sc.View.ValueType:

@@ -34,12 +34,6 @@ from podfit.k8s.convert import (
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import scheduler_pb2 as sc
 
-_CODE_NAMES = {
-    sc.STATUS_CODE_SUCCESS: "Success",
-    sc.STATUS_CODE_UNSCHEDULABLE: "Unschedulable",
-    sc.STATUS_CODE_UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    sc.STATUS_CODE_ERROR: "Error",
-}
 _OUTCOMES = {
     cc.UPDATE_OUTCOME_APPLIED: "applied",
     cc.UPDATE_OUTCOME_STALE: "stale",
@@ -86,7 +80,7 @@ def _verdict_rows(nodes: Sequence[sc.NodeVerdict]) -> list[list[Any]]:
             v.node_name,
             "yes" if v.fits else "no",
             v.plugin or "-",
-            _CODE_NAMES.get(v.code, "?"),
+            rq.STATUS_CODE_NAMES.get(v.code, "?"),
             "; ".join(v.reasons) or "-",
         ]
         for v in nodes

@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from podfit.client import _requests as rq
 from podfit.client.aio import AsyncClient
 from podfit.client.conformance_compare import (
     DRAIN_CHECKS,
@@ -41,12 +42,6 @@ CASE_KINDS = (
     ("statefulsets", "StatefulSet"),
     ("replicationcontrollers", "ReplicationController"),
 )
-_CODES = {
-    sc.STATUS_CODE_SUCCESS: "Success",
-    sc.STATUS_CODE_UNSCHEDULABLE: "Unschedulable",
-    sc.STATUS_CODE_UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    sc.STATUS_CODE_ERROR: "Error",
-}
 
 
 def load_cases(path: str | Path) -> list[dict[str, Any]]:
@@ -56,7 +51,12 @@ def load_cases(path: str | Path) -> list[dict[str, Any]]:
 
 def _verdicts(nodes: Iterable[sc.NodeVerdict]) -> dict[str, Any]:
     return {
-        v.node_name: {"fits": v.fits, "plugin": v.plugin, "reasons": list(v.reasons), "code": _CODES.get(v.code, "")}
+        v.node_name: {
+            "fits": v.fits,
+            "plugin": v.plugin,
+            "reasons": list(v.reasons),
+            "code": rq.STATUS_CODE_NAMES.get(v.code, ""),
+        }
         for v in nodes
     }
 
@@ -75,7 +75,7 @@ def _preemption(p: sc.PreemptResponse) -> dict[str, Any]:
 
 def _postfilter(p: sc.PreemptResponse) -> str:
     """``"<code>: <message>"`` as the corpus records PostFilter's status; "" when it did not run."""
-    code = _CODES.get(p.code, "")
+    code = rq.STATUS_CODE_NAMES.get(p.code, "")
     return f"{code}: {p.message}" if code else ""
 
 

@@ -17,18 +17,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from podfit.client import _requests as rq
 from podfit.v1 import scheduler_pb2 as sc
 
 # How many node names to list per reason group, and how many closest candidates to show.
 NAMES_PER_GROUP = 3
 CLOSEST = 5
 
-_CODES = {
-    sc.STATUS_CODE_SUCCESS: "Success",
-    sc.STATUS_CODE_UNSCHEDULABLE: "Unschedulable",
-    sc.STATUS_CODE_UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    sc.STATUS_CODE_ERROR: "Error",
-}
 # What each Filter plugin's rejection means for the operator, and what would lift it.
 _HINTS = {
     "NodeUnschedulable": "the node is cordoned (spec.unschedulable); uncordon it or tolerate the taint",
@@ -109,7 +104,9 @@ def _groups(nodes: Sequence[sc.NodeVerdict]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
     for v in nodes:
         if not v.fits:
-            groups.setdefault((v.plugin, _CODES.get(v.code, ""), tuple(v.reasons)), []).append(v.node_name)
+            groups.setdefault((v.plugin, rq.STATUS_CODE_NAMES.get(v.code, ""), tuple(v.reasons)), []).append(
+                v.node_name
+            )
     ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
     return [
         {
@@ -138,9 +135,9 @@ def _closest(nodes: Sequence[sc.NodeVerdict], preemption_targets: set[str]) -> l
         {
             "node": v.node_name,
             "plugin": v.plugin,
-            "code": _CODES.get(v.code, ""),
+            "code": rq.STATUS_CODE_NAMES.get(v.code, ""),
             "reasons": list(v.reasons),
-            "hint": hint(v.plugin, _CODES.get(v.code, "")),
+            "hint": hint(v.plugin, rq.STATUS_CODE_NAMES.get(v.code, "")),
             "preemption_target": v.node_name in preemption_targets,
         }
         for v in rejected[:CLOSEST]
