@@ -387,6 +387,22 @@ def test_completion(shell: str, marker: str) -> None:
 # -- big inputs -------------------------------------------------------------------------------------
 
 
+def test_apply_replace_prints_one_summary_line_and_the_kinds_at_v(target: str, tmp_path: Path) -> None:
+    """--replace sums up like apply: one line, the per-kind table only at -v."""
+    seed = write(tmp_path / "seed.yaml", [make_node("gone").json()])
+    reset(target, seed)
+    path = write(tmp_path / "two.yaml", [make_node("a").json(), make_node("b").json(), make_pod("p").node("a").json()])
+    done = podfit("--target", target, "apply", "--replace", "-f", path)
+    generation = json.loads(podfit("--target", target, "stats", "-o", "json").stdout)["generation"]
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"2 nodes, 1 pod replaced, 1 deleted, 0 unchanged (generation {generation})\n"
+    again = podfit("--target", target, "apply", "--replace", "-f", path, "-v")
+    lines = again.stdout.splitlines()
+    assert lines[0].split() == ["KIND", "UPSERTED", "DELETED", "UNCHANGED"]
+    assert lines[1].split() == ["Node", "0", "0", "2"]
+    assert lines[-1].startswith("0 objects replaced, 0 deleted, 3 unchanged")
+
+
 def test_apply_prints_one_summary_line_across_chunks(target: str, tmp_path: Path) -> None:
     """2,500 nodes and 1,000 pods: more than one Apply call, one line of summary."""
     reset(target, write(tmp_path / "empty.yaml", [make_node("seed").json()]))

@@ -187,9 +187,16 @@ def cmd_apply(client: Client, args: argparse.Namespace) -> int:
             for obj in objects:
                 print(_object_name(obj))
         else:
-            rows = [[k, r.upserted_count, r.deleted_count, r.unchanged_count] for k, r in responses.items()]
-            print(_table(["KIND", "UPSERTED", "DELETED", "UNCHANGED"], rows))
-            print(f"generation {max(r.generation for r in responses.values())}")
+            if args.verbose:
+                rows = [[k, r.upserted_count, r.deleted_count, r.unchanged_count] for k, r in responses.items()]
+                print(_table(["KIND", "UPSERTED", "DELETED", "UNCHANGED"], rows))
+            upserted = [_plural(r.upserted_count, k.lower()) for k, r in responses.items() if r.upserted_count]
+            deleted = sum(r.deleted_count for r in responses.values())
+            unchanged = sum(r.unchanged_count for r in responses.values())
+            print(
+                f"{', '.join(upserted) or '0 objects'} replaced, {deleted} deleted, {unchanged} unchanged "
+                f"(generation {max(r.generation for r in responses.values())})"
+            )
         return 0
     response = cc.ApplyResponse()
     with _progress(len(objects), "apply") as bar:
