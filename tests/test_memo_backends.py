@@ -128,6 +128,24 @@ async def test_concurrent_assumes_with_a_redis_memo_never_reserve_more_than_the_
     await svc.close()
 
 
+async def test_a_new_generation_leaves_other_users_keys_in_a_shared_redis(redis_port: int) -> None:
+    """A remote memo is shared: moving on to a new generation must not flush the database."""
+    import redis.asyncio as aioredis
+
+    other = aioredis.Redis(host="127.0.0.1", port=redis_port)
+    await other.set("another-tenant:key", b"precious")
+    svc = _service(redis_port, 2, "4")
+    try:
+        for i in range(3):
+            await svc.decide(make_pod(f"web-{i}").req(cpu="1").obj())
+            svc.apply([Upsert(Kind.NODE, make_node(f"extra-{i}").obj())])  # a new generation
+        await svc.decide(make_pod("last").req(cpu="1").obj())
+        assert await other.get("another-tenant:key") == b"precious"
+    finally:
+        await svc.close()
+        await other.aclose()
+
+
 async def test_assume_through_grpc_with_a_redis_memo_fills_the_node_exactly(redis_port: int) -> None:
     svc = _service(redis_port, 1, "5")
     running = await create_server(Settings(), addr="127.0.0.1:0", extender_addr="off", service=svc)

@@ -222,6 +222,10 @@ class SchedulingService:
         self._memo_ttl = memo_ttl_seconds
         options = {"namespace": f"podfit-{uuid.uuid4().hex}:", **(memo_options or {})}
         self._memo: Any = _make_memo(memo_backend, options) if memo_ttl_seconds > 0 else None
+        # A remote memo (redis, memcached) may be shared with other replicas and other users: aiocache's
+        # clear() would flush the whole database there, so its old entries are left to expire instead
+        # (the generation is part of every key, so they are never hit again).
+        self._memo_private = memo_backend == "memory"
         # Entries of older generations can never be hit again: the memo is emptied when the
         # generation moves, and holds at most this many decisions of the current one.
         self._memo_generation = -1
@@ -365,7 +369,7 @@ class SchedulingService:
             return None, None
         generation = self.cache.generation
         if generation != self._memo_generation:
-            if self._memo_entries:
+            if self._memo_entries and self._memo_private:
                 await self._memo_io(self._memo.clear())
             self._memo_generation, self._memo_entries = generation, 0
         identity = pod.uid + pod.key if self.cache.has_nominated_pods else ""
