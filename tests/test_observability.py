@@ -28,6 +28,7 @@ from podfit.client import PodfitError, cli, hints
 from podfit.server.metrics import start_metrics
 from podfit.server.reflection import V1_SERVICE_NAME, V1ALPHA_SERVICE_NAME, v1_file_descriptor
 from podfit.server.settings import resolve
+from podfit.v1 import scheduler_pb2 as sc
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.builders import make_node, make_pod
@@ -214,6 +215,9 @@ def _pod_json(name: str, namespace: str) -> dict[str, Any]:
     return make_pod(name, namespace).req(cpu="100m").json()
 
 
+_DEEP = sc.PodReference(kubernetes_json=b'{"metadata": {"name": "deep"}, "spec": ' + b"[" * 200_000)
+
+
 @pytest.mark.parametrize(
     ("call", "level", "method", "pod", "code"),
     [
@@ -232,6 +236,14 @@ def _pod_json(name: str, namespace: str) -> dict[str, Any]:
             "default/ghost",
             "NOT_FOUND",
             id="a failed call is logged at INFO with the cached pod it named",
+        ),
+        pytest.param(
+            lambda c: c.filter(_DEEP),
+            logging.INFO,
+            "/podfit.v1.Scheduler/Filter",
+            "",
+            "INVALID_ARGUMENT",
+            id="hostile JSON is logged like any refusal, without decoding it again",
         ),
         pytest.param(
             lambda c: c.stats(),
@@ -255,8 +267,10 @@ async def test_one_log_line_per_rpc(
     assert (record.levelno, record.pod, record.code) == (level, pod, code)  # type: ignore[attr-defined]
     assert record.duration_ms > 0  # type: ignore[attr-defined]
     assert method in record.getMessage() and f"code={code}" in record.getMessage()
-    if code != "OK":
+    if code == "NOT_FOUND":
         assert "not in the cache" in record.details  # type: ignore[attr-defined]
+    elif code != "OK":
+        assert "nests" in record.details  # type: ignore[attr-defined]
 
 
 async def test_health_checks_are_not_logged(live: LiveServer, rpc_log: Records) -> None:

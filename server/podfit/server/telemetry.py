@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import Status as SpanStatus
 from opentelemetry.trace import StatusCode as SpanStatusCode
+from podfit.k8s.limits import check_json
 from prometheus_client import CollectorRegistry
 
 if TYPE_CHECKING:
@@ -186,6 +187,10 @@ def annotate(**attributes: Any) -> None:
             span.set_attribute(f"podfit.{key}", value)
 
 
+# Pods sent as JSON are named in the request log only up to this size.
+_LOGGED_JSON_BYTES = 256 * 1024
+
+
 def pod_of(request: Any) -> str:
     """namespace/name of the pod a request is about (its ``pod`` PodReference), "" when it names none."""
     reference: Any = getattr(request, "pod", None)
@@ -199,10 +204,14 @@ def pod_of(request: Any) -> str:
     elif source == "cached":
         namespace, name = reference.cached.namespace, reference.cached.name
     elif source == "kubernetes_json":
+        raw = reference.kubernetes_json
+        if len(raw) > _LOGGED_JSON_BYTES:
+            return ""  # not worth decoding again just to name the pod in a log line
         try:
-            metadata = json.loads(reference.kubernetes_json).get("metadata") or {}
+            check_json(raw)  # hostile input reaches this log line too (it is logged when refused)
+            metadata = json.loads(raw).get("metadata") or {}
             namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             return ""
     return f"{namespace or 'default'}/{name}" if name else ""
 
