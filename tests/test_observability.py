@@ -25,9 +25,10 @@ import pytest
 from google.protobuf import descriptor_pb2, message_factory
 from grpc_reflection.v1alpha import reflection_pb2
 from podfit.client import PodfitError, cli, hints
+from podfit.server.app import create_server
 from podfit.server.metrics import start_metrics
 from podfit.server.reflection import V1_SERVICE_NAME, V1ALPHA_SERVICE_NAME, v1_file_descriptor
-from podfit.server.settings import resolve
+from podfit.server.settings import Settings, SettingsError, resolve
 from podfit.v1 import scheduler_pb2 as sc
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -394,6 +395,9 @@ def _failure_cases(tmp: Path, busy: int, pki: dict[str, Path]) -> dict[str, tupl
     (tmp / "garbage.pem").write_text("not a certificate\n")
     (tmp / "unknown-field.yaml").write_text("apiVersion: podfit.dev/v1\nkind: PodfitConfiguration\nbogus: 1\n")
     (tmp / "not-yaml.yaml").write_text("grpcAddr: [\n")
+    (tmp / "bad-exporter.yaml").write_text(
+        "apiVersion: podfit.dev/v1\nkind: PodfitConfiguration\ntelemetry:\n  exporter: bogus\n"
+    )
     tls = ["--tls-cert-file", str(pki["server_cert"]), "--tls-key-file", str(pki["server_key"])]
     return {
         "grpc port in use": (["--grpc-addr", f"127.0.0.1:{busy}"], ["grpcAddr: cannot listen", "--grpc-addr"]),
@@ -424,6 +428,10 @@ def _failure_cases(tmp: Path, busy: int, pki: dict[str, Path]) -> dict[str, tupl
         ),
         "a config that is not YAML": (["--config", str(tmp / "not-yaml.yaml")], ["is not valid YAML"]),
         "a metrics address without a port": (["--metrics-addr", "localhost"], ["metrics.addr", "HOST:PORT or off"]),
+        "an unknown telemetry exporter in the config": (
+            ["--config", str(tmp / "bad-exporter.yaml")],
+            ["telemetry.exporter: 'bogus' must be none, console or otlp"],
+        ),
     }
 
 
@@ -438,6 +446,7 @@ FAILURES = [
     "an unknown config field",
     "a config that is not YAML",
     "a metrics address without a port",
+    "an unknown telemetry exporter in the config",
 ]
 
 
@@ -455,6 +464,23 @@ def test_a_bad_start_is_one_line_and_a_nonzero_exit(
     assert lines[0].startswith("podfit-server: ")
     for fragment in fragments:
         assert fragment in lines[0]
+
+
+async def test_a_failed_start_closes_the_listeners_it_had_opened(busy_port: int, pki: dict[str, Path]) -> None:
+    """An extender port in use fails the start after the cluster-autoscaler expander listened: that port
+    must be free again (an embedding program or a test retries on it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        expander_port = probe.getsockname()[1]
+    settings = Settings(
+        tls_cert_file=str(pki["server_cert"]),
+        tls_key_file=str(pki["server_key"]),
+        ca_expander_addr=f"127.0.0.1:{expander_port}",
+    )
+    with pytest.raises(SettingsError, match=r"extender\.addr: cannot listen"):
+        await create_server(settings, addr="127.0.0.1:0", extender_addr=f"127.0.0.1:{busy_port}")
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", expander_port))  # EADDRINUSE while the expander still listens
 
 
 def test_every_failure_case_is_listed(tmp_path: Path, pki: dict[str, Path]) -> None:

@@ -284,7 +284,7 @@ async def create_server(
                 settings, service, telemetry, options
             )
         except SettingsError:
-            await server.stop(0)
+            await running.stop(0)
             raise
     extender_target = extender_addr if extender_addr is not None else settings.extender_addr
     if extender_target not in ("", "off"):
@@ -301,7 +301,7 @@ async def create_server(
                 bind=settings.extender_bind,
             )
         except OSError as exc:
-            await server.stop(0)
+            await running.stop(0)  # the ca-expander listener too, the memo and telemetry
             raise listen_error("extender.addr", extender_target, "--extender-addr", exc.strerror or "") from None
     if settings.probe_addr not in ("", "off"):
         try:

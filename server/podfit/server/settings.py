@@ -304,6 +304,8 @@ def validate(settings: Settings) -> None:
             raise SettingsError(f"{key}: {seconds!r} must be between 0 and 3600 seconds")
     if settings.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise SettingsError(f"log.level: {settings.log_level!r} must be DEBUG, INFO, WARNING or ERROR")
+    if settings.telemetry_exporter not in ("none", "console", "otlp"):
+        raise SettingsError(f"telemetry.exporter: {settings.telemetry_exporter!r} must be none, console or otlp")
     if settings.log_format not in ("json", "text"):
         raise SettingsError(f"log.format: {settings.log_format!r} must be json or text")
     host, sep, port = settings.grpc_addr.rpartition(":")
