@@ -451,3 +451,28 @@ def test_a_surrogate_pair_is_accepted() -> None:
 def test_echo_caps_and_cleans_values(value: str, expected: str) -> None:
     assert limits.echo(value) == expected
     limits.echo(value).encode("utf-8")
+
+
+async def test_a_stream_that_ends_mid_feed_leaves_no_reader_behind() -> None:
+    """A feeder that goes away with a full window of batches unread: the task reading its requests must
+    end with the stream, not wait forever to queue the end marker (holding up to a window of batches)."""
+    from podfit.server.config import default_profile
+    from podfit.server.service import SchedulingService
+    from podfit.server.transport.grpc_services import STREAM_WINDOW, ClusterCacheServicer
+
+    servicer = ClusterCacheServicer(SchedulingService({"default-scheduler": default_profile()}))
+
+    async def batches() -> AsyncIterator[cc.StreamRequest]:
+        for sequence in range(1, 10 * STREAM_WINDOW):
+            yield cc.StreamRequest(sequence=sequence)
+
+    before = asyncio.all_tasks()
+    responses = servicer.Stream(batches(), None)
+    assert (await anext(responses)).sequence == 1
+    for _ in range(5):  # let the reader fill the window
+        await asyncio.sleep(0)
+    await responses.aclose()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    left = [t for t in asyncio.all_tasks() - before if not t.done() and t is not asyncio.current_task()]
+    assert left == []

@@ -118,11 +118,18 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         queue: asyncio.Queue[cc.StreamRequest | Undecodable | None] = asyncio.Queue(maxsize=STREAM_WINDOW)
 
         async def read() -> None:
+            ended = True
             try:
                 async for request in requests:
                     await queue.put(request)
+            except asyncio.CancelledError:
+                # The stream is over and nobody reads the queue: waiting to put the end marker into a full
+                # queue would keep this task, and up to a window of batches, alive for good.
+                ended = False
+                raise
             finally:
-                await queue.put(None)
+                if ended:
+                    await queue.put(None)
 
         reader = asyncio.create_task(read())
         epoch = self.service.epoch
