@@ -13,6 +13,8 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from podfit.k8s import protobuf
+from podfit.k8s.errors import ConversionError as ConversionError  # re-exported: where converters raise it
 from podfit.k8s.limits import UntrustedInputError, bounded, check_json, echo
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import objects_pb2 as ob
@@ -61,15 +63,6 @@ KIND_ALIASES = {
     "daemonsets": "DaemonSet",
     "ds": "DaemonSet",
 }
-
-
-class ConversionError(ValueError):
-    """A manifest that cannot become a podfit.v1 message; ``field`` locates the problem."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}" if field else message)
-        self.field = field
-        self.message = message
 
 
 def canonical_kind(name: str) -> str:
@@ -155,8 +148,6 @@ def object_kind_and_message(obj: cc.ClusterObject) -> tuple[str, Message]:
             raise ConversionError("kubernetes_json.kind", "is required to tell what the object is")
         return kind, manifest_to_message(data, kind)
     if which == "kubernetes_protobuf":
-        from podfit.k8s import protobuf  # it imports this module
-
         try:
             data = protobuf.decode(obj.kubernetes_protobuf.kind, obj.kubernetes_protobuf.data)
         except ConversionError as exc:

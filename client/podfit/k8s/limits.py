@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+from podfit.k8s.errors import ConversionError
 
 # Kubernetes objects nest ~20 deep (managedFields' fieldsV1 mirrors the object); far below recursion limits.
 MAX_JSON_DEPTH = 100
@@ -25,13 +26,8 @@ _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"')
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-class UntrustedInputError(ValueError):
+class UntrustedInputError(ConversionError):
     """Input refused before decoding; ``field`` is where it came in (relative to the caller's path)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}" if field else message)
-        self.field = field
-        self.message = message
 
 
 def json_depth(raw: bytes) -> int:

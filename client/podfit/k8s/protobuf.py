@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.unknown_fields import UnknownFieldSet
-from podfit.k8s.convert import ConversionError
+from podfit.k8s.errors import ConversionError
 from podfit.k8s.quantity import QuantityError, parse_quantity
 from podfit.k8s.v1 import core_pb2 as k8s
 
