@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from podfit.client import AsyncClient
 from podfit.client.cli import main
-from podfit.client.soak import NAMESPACE, Soak, _node, _pod
+from podfit.client.soak import NAMESPACE, NODE_CPU_MILLIS, Soak, _node, _pod
 
 from tests.conftest import LiveServer
 
@@ -35,7 +35,8 @@ async def _delete_an_acknowledged_pod(client: AsyncClient, soak: Soak) -> None:
 
 
 async def _overbook_a_node(client: AsyncClient, soak: Soak) -> None:
-    pod = _pod("intruder", cpu_millis=4000)
+    # More than a whole node: overbooked whatever the soak left bound there (the reaper may have emptied it).
+    pod = _pod("intruder", cpu_millis=NODE_CPU_MILLIS + 1000)
     pod["spec"]["nodeName"] = soak.nodes[1]
     await client.apply([pod])
 
