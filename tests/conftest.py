@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,16 @@ async def start_live_server(settings: Settings | None = None, **client_options: 
     )
     client = AsyncClient(f"127.0.0.1:{running.port}", **client_options)  # type: ignore[arg-type]
     return LiveServer(running, client, spans, metrics)
+
+
+@pytest.fixture(autouse=True)
+def podfit_logging_restored() -> Iterator[None]:
+    """podfit-server's main() points the podfit logger at the stderr of its moment (a test's captured
+    stream, closed afterwards) and stops propagation: each test gets the logger back as it found it."""
+    logger = logging.getLogger("podfit")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    yield
+    logger.handlers[:], logger.level, logger.propagate = saved
 
 
 @pytest.fixture
