@@ -185,6 +185,28 @@ async def test_a_refusal_is_logged_once_by_token_name_never_by_token(
     assert not any(token in r.getMessage() for r in caplog.records for token in TOKENS.values())
 
 
+async def test_refused_calls_count_in_the_rpc_metrics(server: RunningServer) -> None:
+    """The telemetry interceptor sits outside the token check, so refusals show on /metrics by code."""
+    from prometheus_client import generate_latest
+
+    for token in (TOKENS["read"], "not-a-token"):
+        async with AsyncClient(f"127.0.0.1:{server.port}", token=token) as client:
+            with pytest.raises(PodfitError):
+                await client.replace("Node", [])
+    registry = server.telemetry.prometheus_registry
+    assert registry is not None
+    text = generate_latest(registry).decode()
+    for code in ("PERMISSION_DENIED", "UNAUTHENTICATED"):
+        counted = [
+            line
+            for line in text.splitlines()
+            if line.startswith("podfit_rpc_duration_seconds_count")
+            and 'rpc_method="Replace"' in line
+            and f'rpc_grpc_status_code="{code}"' in line
+        ]
+        assert counted and counted[0].endswith(" 1.0"), (code, counted)
+
+
 def test_every_podfit_rpc_has_a_role() -> None:
     """Unnamed methods need admin at run time; this makes adding an RPC a decision about its role."""
     from podfit.server.app import SERVICE_NAMES

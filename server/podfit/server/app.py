@@ -231,10 +231,11 @@ async def create_server(
             wait_for_sync=settings.wait_for_sync,
         )
     drain = Drain()
+    # Telemetry outermost: refused calls count in the RPC metrics too (operators alert on them).
     interceptors: list[grpc.aio.ServerInterceptor] = [TelemetryInterceptor(telemetry)]
     tokens = load_tokens(settings)
     if tokens:
-        interceptors.insert(0, RoleAuthInterceptor(tokens))
+        interceptors.append(RoleAuthInterceptor(tokens))
     options = [
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),

@@ -218,7 +218,9 @@ def pod_of(request: Any) -> str:
 
 def log_rpc(method: str, request: Any, code: str, seconds: float, context: Any) -> None:
     """One line per RPC: DEBUG when it succeeded, INFO when it failed (with the status message sent)."""
-    level = logging.DEBUG if code == "OK" else logging.INFO
+    # A role refusal is logged by the token check, once a minute per token name and method: a decider
+    # retrying a write must not put a line per call into the log.
+    level = logging.DEBUG if code in ("OK", "PERMISSION_DENIED") else logging.INFO
     if not rpc_log.isEnabledFor(level):
         return
     pod = pod_of(request) if request is not None else ""
