@@ -10,16 +10,16 @@ import sys
 import time
 
 from podfit.client import AsyncClient, PodfitError
-from podfit.client.conformance import _NO_OTHER_LISTENERS, _free_port
+from podfit.client.conformance import NO_OTHER_LISTENERS, free_port
 
 
 class ServerProcess:
     """``podfit-server`` as a subprocess on a free loopback port, with its own flags."""
 
     def __init__(self, *flags: str, env: dict[str, str] | None = None) -> None:
-        self.target = f"127.0.0.1:{_free_port()}"
+        self.target = f"127.0.0.1:{free_port()}"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, *_NO_OTHER_LISTENERS, *flags],
+            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, *NO_OTHER_LISTENERS, *flags],
             env={**os.environ, "PODFIT_LOG_FORMAT": "text", **(env or {})},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

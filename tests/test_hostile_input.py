@@ -304,29 +304,15 @@ async def test_idle_and_half_sent_extender_connections_are_closed() -> None:
         await server.running.stop(0)
 
 
-class _Collect(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-async def test_rejected_input_is_logged_as_one_line_without_a_traceback(channel: grpc.aio.Channel) -> None:
-    logger = logging.getLogger("podfit.server")
-    collect, level = _Collect(), logger.level
-    logger.addHandler(collect)
-    logger.setLevel(logging.INFO)
+async def test_rejected_input_is_logged_as_one_line_without_a_traceback(
+    channel: grpc.aio.Channel, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="podfit.server")
     REJECTED_LOG.reset()
-    try:
-        call = channel.unary_unary("/podfit.v1.ClusterCache/Apply", request_serializer=None, response_deserializer=None)
-        with pytest.raises(grpc.aio.AioRpcError):
-            await call(RPCS["Apply"][2](b"[" * 5000).SerializeToString(), timeout=10)
-    finally:
-        logger.removeHandler(collect)
-        logger.setLevel(level)
-    lines = [r for r in collect.records if "rejected" in r.getMessage()]
+    call = channel.unary_unary("/podfit.v1.ClusterCache/Apply", request_serializer=None, response_deserializer=None)
+    with pytest.raises(grpc.aio.AioRpcError):
+        await call(RPCS["Apply"][2](b"[" * 5000).SerializeToString(), timeout=10)
+    lines = [r for r in caplog.records if "rejected" in r.getMessage()]
     assert len(lines) == 1
     assert lines[0].exc_info is None
     assert "\n" not in lines[0].getMessage()

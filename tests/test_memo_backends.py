@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from podfit.client import AsyncClient
+from podfit.client.conformance import free_port
 from podfit.client.manifests import to_cluster_object
 from podfit.server.app import create_server
 from podfit.server.cache.cluster_cache import Upsert
@@ -32,12 +33,6 @@ from tests.builders import make_node, make_pod
 from tests.server_process import ServerProcess
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def redis_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     binary = shutil.which("redis-server")
@@ -47,7 +42,7 @@ def redis_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         import redis  # noqa: F401  (aiocache's redis backend)
     except ImportError:
         pytest.fail("the 'redis' package is missing: pip install -e '.[dev]'")
-    port = _free_port()
+    port = free_port()
     workdir = tmp_path_factory.mktemp("redis")
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)],
@@ -190,7 +185,7 @@ async def test_a_memo_that_cannot_be_reached_costs_a_recomputation_not_a_decisio
     svc = SchedulingService(
         {"default-scheduler": default_profile()},
         memo_backend="redis",
-        memo_options={"endpoint": "127.0.0.1", "port": _free_port(), "timeout": 2},
+        memo_options={"endpoint": "127.0.0.1", "port": free_port(), "timeout": 2},
     )
     svc.apply([Upsert(Kind.NODE, make_node("n0").capacity(cpu="2", memory="8Gi", pods="110").obj())])
     first = await svc.decide(make_pod("a").req(cpu="1").obj())

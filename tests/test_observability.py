@@ -191,25 +191,11 @@ async def test_dashboard_queries_exactly_the_metrics_a_live_server_exports(meter
 # -- the request log -----------------------------------------------------------------------------------
 
 
-class Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 @pytest.fixture
-def rpc_log() -> Iterator[Records]:
-    """Records of podfit.server.rpc at DEBUG, whatever logging configuration ran before in this process."""
-    logger = logging.getLogger("podfit.server.rpc")
-    level, handler = logger.level, Records()
-    logger.setLevel(logging.DEBUG)
-    logger.addHandler(handler)
-    yield handler
-    logger.removeHandler(handler)
-    logger.setLevel(level)
+def rpc_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
+    """Records of podfit.server.rpc at DEBUG."""
+    caplog.set_level(logging.DEBUG, logger="podfit.server.rpc")
+    return caplog
 
 
 def _pod_json(name: str, namespace: str) -> dict[str, Any]:
@@ -257,7 +243,7 @@ _DEEP = sc.PodReference(kubernetes_json=b'{"metadata": {"name": "deep"}, "spec":
     ],
 )
 async def test_one_log_line_per_rpc(
-    live: LiveServer, rpc_log: Records, call: Any, level: int, method: str, pod: str, code: str
+    live: LiveServer, rpc_log: pytest.LogCaptureFixture, call: Any, level: int, method: str, pod: str, code: str
 ) -> None:
     await live.client.apply([make_node("n1").capacity(cpu="2", memory="4Gi", pods="10").json()])
     rpc_log.records.clear()
@@ -274,7 +260,7 @@ async def test_one_log_line_per_rpc(
         assert "nests" in record.details  # type: ignore[attr-defined]
 
 
-async def test_health_checks_are_not_logged(live: LiveServer, rpc_log: Records) -> None:
+async def test_health_checks_are_not_logged(live: LiveServer, rpc_log: pytest.LogCaptureFixture) -> None:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     async with grpc.aio.insecure_channel(live.target) as channel:

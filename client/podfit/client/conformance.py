@@ -231,7 +231,7 @@ async def run_cases(
     return report or Report()
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -249,18 +249,18 @@ def stop_process(process: subprocess.Popen[Any]) -> None:
 # A LocalServer takes no default port but its own gRPC one (the extender's and /metrics' may be taken).
 # /metrics stays on, on a port of its own: benchmarks measure the server as it runs by default, with
 # the Prometheus reader attached.
-_NO_OTHER_LISTENERS = ("--extender-addr", "off", "--metrics-addr", "127.0.0.1:0")
+NO_OTHER_LISTENERS = ("--extender-addr", "off", "--metrics-addr", "127.0.0.1:0")
 
 
 class LocalServer:
     """A podfit-server subprocess on a loopback port (the client never imports the server)."""
 
     def __init__(self) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.target = f"127.0.0.1:{self.port}"
         env = {**os.environ, "PODFIT_LOG_LEVEL": "WARNING"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, *_NO_OTHER_LISTENERS],
+            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, *NO_OTHER_LISTENERS],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
