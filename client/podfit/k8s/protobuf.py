@@ -388,14 +388,14 @@ def _length_delimited(data: bytes) -> list[tuple[int, bytes]]:
     found = []
     position = 0
     while position < len(data):
-        tag, position = _varint(data, position)
+        tag, position = read_varint(data, position)
         wire_type = tag & 7
         if wire_type == 0:
-            _, position = _varint(data, position)
+            _, position = read_varint(data, position)
         elif wire_type in (1, 5):
             position += 8 if wire_type == 1 else 4
         elif wire_type == 2:
-            length, position = _varint(data, position)
+            length, position = read_varint(data, position)
             found.append((tag >> 3, data[position : position + length]))
             position += length
         else:
@@ -459,7 +459,7 @@ def _locate(data: bytes, full_name: str, path: str, map_entry: bool = False) -> 
     counts: dict[int, int] = {}
     while position < len(data):
         try:
-            tag, position = _varint(data, position)
+            tag, position = read_varint(data, position)
         except IndexError:
             return path, "a field tag is cut off"
         number, wire_type = tag >> 3, tag & 7
@@ -472,7 +472,7 @@ def _locate(data: bytes, full_name: str, path: str, map_entry: bool = False) -> 
             return path, "field number 0 is not allowed"
         if wire_type == 0:
             try:
-                _, position = _varint(data, position)
+                _, position = read_varint(data, position)
             except IndexError:
                 return where, "a varint is cut off"
         elif wire_type in (1, 5):
@@ -481,7 +481,7 @@ def _locate(data: bytes, full_name: str, path: str, map_entry: bool = False) -> 
                 return where, "a fixed-size value is cut off"
         elif wire_type == 2:
             try:
-                length, position = _varint(data, position)
+                length, position = read_varint(data, position)
             except IndexError:
                 return where, "a length is cut off"
             end = position + length
@@ -501,7 +501,9 @@ def _locate(data: bytes, full_name: str, path: str, map_entry: bool = False) -> 
     return path, ""
 
 
-def _varint(data: bytes, position: int) -> tuple[int, int]:
+def read_varint(data: bytes, position: int) -> tuple[int, int]:
+    """(value, next position) of the varint at ``position``; IndexError when it is cut off or runs past
+    the ten bytes a 64-bit varint may take."""
     result = shift = 0
     while True:
         byte = data[position]

@@ -18,6 +18,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 from google.protobuf.message_factory import GetMessageClass
 from grpc_status import rpc_status
+from podfit.k8s.protobuf import read_varint
 from podfit.server.model import ValidationError
 from podfit.server.transport.errors import log_rejected, status_for
 
@@ -61,16 +62,10 @@ class Undecodable:
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise _Malformed
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
+    try:
+        return read_varint(data, pos)
+    except IndexError:
+        raise _Malformed from None
 
 
 def _fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
