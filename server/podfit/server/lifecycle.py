@@ -80,12 +80,12 @@ class Drain(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             return handler if health else handler._replace(unary_unary=self._counted(handler.unary_unary))
         if handler.response_streaming:
             behavior = handler.stream_stream or handler.unary_stream
-            if inspect.isasyncgenfunction(behavior):
-                wrapped: Any = self._generator_until_ending(behavior)
-            elif inspect.iscoroutinefunction(behavior):
-                wrapped = self._writer_until_ending(behavior)
+            # A coroutine writes with context.write; anything else (an async generator function, or a
+            # wrapper that returns one) yields its responses.
+            if inspect.iscoroutinefunction(behavior):
+                wrapped: Any = self._writer_until_ending(behavior)
             else:
-                return handler
+                wrapped = self._generator_until_ending(behavior)
             if handler.stream_stream is not None:
                 return handler._replace(stream_stream=wrapped)
             return handler._replace(unary_stream=wrapped)

@@ -174,11 +174,8 @@ def _tolerant(handler: Any, method: str) -> Any:
                     raise request.error()
                 yield request
 
-        # An async generator itself (not a function returning one), so that interceptors which tell
-        # streaming handlers apart by their kind (the shutdown drain ends these) still recognise it.
-        async def stream(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            async for response in inner_stream(checked(requests), context):
-                yield response
+        def stream(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
+            return inner_stream(checked(requests), context)
 
         return handler._replace(request_deserializer=_deserializer(message_type), stream_stream=stream)
     return handler
