@@ -68,8 +68,10 @@ def decision_to_expect(decision: Decision) -> dict[str, Any]:
 
 
 def evaluate_case(case: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer of the case's kube-scheduler version (v1.35.4 when the case names none)."""
     cache = cache_from_case(case)
-    engine = Engine(cache, {"default-scheduler": default_profile()})
+    version = case.get("kube_scheduler_version", "v1.35.4")
+    engine = Engine(cache, {"default-scheduler": default_profile(version=version)})
     pod = pod_from_k8s(case["pod"])
     snapshot = cache.snapshot()
     decision, _, _ = engine.decide(pod, snapshot=snapshot)

@@ -9,13 +9,25 @@ import pytest
 from podfit.server.config import ConfigError, default_profile, profiles_from_configuration
 from podfit.server.settings import SettingsError, resolve
 
-DEFAULT_FILTER = [
+# Each version's default profile as upstream's getDefaultPlugins lists it (podfit's plugins only).
+_V135_FILTER = [
     "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
     "PodTopologySpread", "InterPodAffinity",
 ]  # fmt: skip
+DEFAULT_FILTER = {"v1.35": _V135_FILTER, "v1.37": ["NodeName", "NodeUnschedulable", *_V135_FILTER[2:]]}
+_PRE_FILTER = [
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+    "PodTopologySpread",
+    "InterPodAffinity",
+    "DynamicResources",
+]
+DEFAULT_PRE_FILTER = {"v1.35": _PRE_FILTER, "v1.37": ["NodeName", *_PRE_FILTER]}
 DEFAULT_SCORE = [
-    ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("PodTopologySpread", 2),
-    ("InterPodAffinity", 2), ("DynamicResources", 2), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
+    ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("VolumeBinding", 1),
+    ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DynamicResources", 2),
+    ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
 ]  # fmt: skip
 
 
@@ -27,15 +39,105 @@ def config(*profiles: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_default_profile_matches_kube_scheduler() -> None:
-    profile = default_profile()
-    assert [p.name for p in profile.filter] == DEFAULT_FILTER
+@pytest.mark.parametrize("version", ["v1.35", "v1.37"])
+def test_default_profile_matches_kube_scheduler(version: str) -> None:
+    profile = default_profile(version=version)
+    assert [p.name for p in profile.filter] == DEFAULT_FILTER[version]
     assert [(s.plugin.name, s.weight) for s in profile.score] == DEFAULT_SCORE
-    assert [p.name for p in profile.pre_filter] == [
-        "NodeAffinity", "NodePorts", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
-    ]  # fmt: skip
+    assert [p.name for p in profile.pre_filter] == DEFAULT_PRE_FILTER[version]
     assert [p.name for p in profile.pre_enqueue] == ["SchedulingGates"]
-    assert [p.name for p in profile.post_filter] == ["DefaultPreemption"]
+    assert [p.name for p in profile.post_filter] == ["DynamicResources", "DefaultPreemption"]
+    assert profile.version.name == version
+
+
+def test_the_default_version_is_v137() -> None:
+    assert default_profile().version.release == "v1.37.2"
+    assert profiles_from_configuration(None)["default-scheduler"].version.release == "v1.37.2"
+
+
+@pytest.mark.parametrize(
+    ("version", "gates", "scored"),
+    [
+        pytest.param("v1.35", {}, False, id="v1.35: StorageCapacityScoring is alpha, VolumeBinding skips"),
+        pytest.param("v1.37", {}, True, id="v1.37: StorageCapacityScoring is beta and on, VolumeBinding scores"),
+        pytest.param("v1.37", {"StorageCapacityScoring": False}, False, id="v1.37 with the gate turned off"),
+        pytest.param("v1.35", {"StorageCapacityScoring": True}, True, id="v1.35 with the gate turned on"),
+    ],
+)
+def test_feature_gates_reach_the_plugins(version: str, gates: dict[str, bool], scored: bool) -> None:
+    profile = profiles_from_configuration(None, version, gates)["default-scheduler"]
+    assert profile.features.enable_storage_capacity_scoring is scored
+    assert profile.features.gates["StorageCapacityScoring"] is scored
+    volume_binding = profile.plugin("VolumeBinding")
+    assert getattr(volume_binding, "capacity_scoring", None) is scored
+
+
+def test_profiles_answer_as_their_own_versions() -> None:
+    profiles = profiles_from_configuration(
+        config({"schedulerName": "default-scheduler"}, {"schedulerName": "legacy"}),
+        "v1.37",
+        profile_versions={"legacy": "v1.35.4"},
+    )
+    assert {name: p.version.release for name, p in profiles.items()} == {
+        "default-scheduler": "v1.37.2",
+        "legacy": "v1.35.4",
+    }
+
+
+@pytest.mark.parametrize(
+    ("version", "gates", "profile_versions", "message"),
+    [
+        pytest.param("v1.36", {}, {}, "kubeSchedulerVersion: kube-scheduler version 'v1.36' is not supported "
+                     "(supported: v1.35 (v1.35.4), v1.37 (v1.37.2))", id="an unsupported server version"),
+        pytest.param("v1.37", {}, {"nobody": "v1.35"}, "profileVersions.nobody: no profile", id="an unknown profile"),
+        pytest.param("v1.37", {}, {"default-scheduler": "1.2"}, "profileVersions.default-scheduler: kube-scheduler "
+                     "version '1.2' is not supported", id="an unsupported profile version"),
+    ],
+)  # fmt: skip
+def test_bad_versions_are_refused_with_the_field(
+    version: str, gates: dict[str, bool], profile_versions: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as error:
+        profiles_from_configuration(None, version, gates, profile_versions)
+    assert str(error.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        pytest.param("NoSuchGate=true", "featureGates.NoSuchGate: unrecognized feature gate: NoSuchGate",
+                     id="an unknown gate"),
+        pytest.param("StorageCapacityScoring", "featureGates: missing bool value", id="a gate without a value"),
+        pytest.param("StorageCapacityScoring=maybe", "featureGates.StorageCapacityScoring: invalid value",
+                     id="a value that is not a boolean"),
+        pytest.param("NodeDeclaredFeatures=false", "featureGates.NodeDeclaredFeatures: cannot set feature gate "
+                     "NodeDeclaredFeatures to false, feature is locked to true in v1.37.2", id="a locked gate"),
+    ],
+)  # fmt: skip
+def test_bad_feature_gates_are_refused_at_start(flag: str, message: str) -> None:
+    with pytest.raises(SettingsError) as error:
+        resolve(["--feature-gates", flag], environ={})
+    assert str(error.value).startswith(message)
+
+
+def test_version_and_gates_from_flags_file_and_environment(tmp_path: Path) -> None:
+    path = tmp_path / "podfit.yaml"
+    path.write_text(
+        "kind: PodfitConfiguration\nkubeSchedulerVersion: v1.35\n"
+        "featureGates: {StorageCapacityScoring: true}\nprofileVersions: {default-scheduler: v1.37}\n"
+    )
+    from_file = resolve(["--config", str(path)], environ={})
+    assert (from_file.kube_scheduler_version, from_file.feature_gate_overrides) == (
+        "v1.35",
+        {"StorageCapacityScoring": True},
+    )
+    assert from_file.profile_versions == {"default-scheduler": "v1.37"}
+    from_env = resolve(["--config", str(path)], environ={"PODFIT_KUBE_SCHEDULER_VERSION": "v1.37.2"})
+    assert from_env.kube_scheduler_version == "v1.37.2"
+    from_flag = resolve(["--kube-scheduler-version", "v1.35.4"], environ={"PODFIT_KUBE_SCHEDULER_VERSION": "v1.37"})
+    assert from_flag.kube_scheduler_version == "v1.35.4"
+    with pytest.raises(SettingsError, match=r"kubeSchedulerVersion: kube-scheduler version 'v2\.0' is not supported"):
+        resolve(["--kube-scheduler-version", "v2.0"], environ={})
 
 
 def test_profiles_by_scheduler_name_with_weights_and_disabled_plugins() -> None:
@@ -76,8 +178,8 @@ def test_star_disables_every_default_at_a_point() -> None:
 
 
 def test_volume_and_queue_plugins_are_accepted_as_inert() -> None:
-    profiles = profiles_from_configuration(config({"plugins": {"filter": {"disabled": [{"name": "VolumeBinding"}]}}}))
-    assert [p.name for p in profiles["default-scheduler"].filter] == DEFAULT_FILTER
+    profiles = profiles_from_configuration(config({"plugins": {"filter": {"disabled": [{"name": "VolumeZone"}]}}}))
+    assert [p.name for p in profiles["default-scheduler"].filter] == DEFAULT_FILTER["v1.37"]
 
 
 @pytest.mark.parametrize(

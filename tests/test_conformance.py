@@ -1,34 +1,33 @@
-"""Parity with kube-scheduler v1.35.4: replays the public cases through the gRPC API (as
-``podfit conformance`` does) and fails when a case listed in the committed baseline regresses."""
+"""Parity with kube-scheduler v1.35.4 and v1.37.2: replays every public case of both versions through the
+gRPC API (as ``podfit conformance`` does, the version read from each case) and fails on any mismatch."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from podfit.client.conformance import load_cases, run_cases
+from podfit.client.conformance import case_version, load_cases, run_cases
 from podfit.client.conformance_compare import Report, compare_answers, compare_case
 
 from tests.conftest import LiveServer
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = ROOT.parent / "shared" / "conformance" / "cases-public.jsonl"
-BASELINE = Path(__file__).with_name("conformance_baseline.txt")
+CONFORMANCE = ROOT.parent / "shared" / "conformance"
+CORPORA = {
+    "v1.35.4": CONFORMANCE / "cases-public.jsonl",
+    "v1.37.2": CONFORMANCE / "v1.37" / "cases-public.jsonl",
+}
 
 
-def baseline_ids() -> set[str]:
-    return {line.strip() for line in BASELINE.read_text().splitlines() if line.strip() and not line.startswith("#")}
-
-
-async def test_no_baseline_case_regresses(live: LiveServer) -> None:
-    cases = load_cases(CASES)
+@pytest.mark.parametrize("release", sorted(CORPORA))
+async def test_every_public_case_passes_on_every_field(live: LiveServer, release: str) -> None:
+    cases = load_cases(CORPORA[release])
+    assert {case_version(c) for c in cases} == {release}, "the corpus answers as another version"
     report = await run_cases(cases, live.target)
-    failed = {f["id"] for f in report.failures}
-    regressed = sorted(baseline_ids() & failed)
-    details = "\n".join(f["diff"] for f in report.failures if f["id"] in regressed[:3])
-    assert regressed == [], f"{len(regressed)} baseline cases regressed: {regressed[:10]}\n{details}"
-    unknown = baseline_ids() - {c["id"] for c in cases}
-    assert not unknown, f"baseline names cases that do not exist: {sorted(unknown)[:5]}"
+    failed = [f["id"] for f in report.failures]
+    details = "\n".join(f["diff"] for f in report.failures[:3])
+    assert not failed, f"{len(failed)} of {len(cases)} {release} cases differ: {failed[:10]}\n{details}"
+    assert report.passed == len(cases)
 
 
 def _case(expect: dict[str, object]) -> dict[str, object]:

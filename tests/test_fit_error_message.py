@@ -1,4 +1,5 @@
-"""The "why pending" message: kube-scheduler v1.35.4's FailedScheduling event text on Filter and Schedule.
+"""The "why pending" message: kube-scheduler's FailedScheduling event text on Filter and Schedule, as
+v1.35.4 and v1.37.2 write it (each case asked as the version that answered it).
 
 The expected text of every public case where nothing fits is built here from the case's recorded
 per-node reasons and PostFilter status, by upstream's FitError rule (framework/types.go), not by
@@ -14,11 +15,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from podfit.client.conformance import CASE_KINDS, load_cases
+from podfit.client.conformance import CASE_KINDS, case_version, load_cases
 from podfit.server.framework.fit_error import event_message, fit_error
 
 from tests.conftest import LiveServer
-from tests.test_conformance import CASES
+from tests.test_conformance import CORPORA
 
 
 def upstream_fit_error(expect: Mapping[str, Any], *, with_post_filter: bool = True) -> str:
@@ -32,8 +33,8 @@ def upstream_fit_error(expect: Mapping[str, Any], *, with_post_filter: bool = Tr
     return f"{message} {post}" if post else message
 
 
-def unschedulable_cases() -> list[dict[str, Any]]:
-    return [c for c in load_cases(CASES) if not c["expect"]["gated"] and not c["expect"]["best"]]
+def unschedulable_cases(release: str = "v1.37.2") -> list[dict[str, Any]]:
+    return [c for c in load_cases(CORPORA[release]) if not c["expect"]["gated"] and not c["expect"]["best"]]
 
 
 async def load_case(live: LiveServer, case: Mapping[str, Any]) -> None:
@@ -41,16 +42,18 @@ async def load_case(live: LiveServer, case: Mapping[str, Any]) -> None:
         await live.client.replace(kind, list(case.get(field) or ()))
 
 
-async def test_every_public_case_where_nothing_fits_carries_the_event_message(live: LiveServer) -> None:
-    cases = unschedulable_cases()
+@pytest.mark.parametrize("release", sorted(CORPORA))
+async def test_every_public_case_where_nothing_fits_carries_the_event_message(live: LiveServer, release: str) -> None:
+    cases = unschedulable_cases(release)
     assert len(cases) > 100  # the corpus has 137; an empty selection would prove nothing
     mismatches = []
     for case in cases:
         await load_case(live, case)
         want = upstream_fit_error(case["expect"])
-        filtered = await live.client.filter(case["pod"])
-        scheduled = await live.client.schedule(case["pod"])
-        unpreempted = await live.client.schedule(case["pod"], disable_preemption=True)
+        version = case_version(case)
+        filtered = await live.client.filter(case["pod"], kube_scheduler_version=version)
+        scheduled = await live.client.schedule(case["pod"], kube_scheduler_version=version)
+        unpreempted = await live.client.schedule(case["pod"], disable_preemption=True, kube_scheduler_version=version)
         got = (filtered.unschedulable_message, scheduled.unschedulable_message, unpreempted.unschedulable_message)
         if got != (want, want, upstream_fit_error(case["expect"], with_post_filter=False)):
             mismatches.append(f"{case['id']}:\n  want {want!r}\n  got  {got!r}")
@@ -58,7 +61,7 @@ async def test_every_public_case_where_nothing_fits_carries_the_event_message(li
 
 
 def _first_case(predicate: Any) -> dict[str, Any]:
-    return next(c for c in load_cases(CASES) if predicate(c["expect"]))
+    return next(c for c in load_cases(CORPORA["v1.37.2"]) if predicate(c["expect"]))
 
 
 @pytest.mark.parametrize(

@@ -78,7 +78,7 @@ func TestScheduleWithAssumePicksNodeBAndMovesTheGeneration(t *testing.T) {
 	for _, score := range decision.GetScores() {
 		totals = append(totals, fmt.Sprintf("%s=%d", score.GetNodeName(), score.GetTotal()))
 	}
-	if want := []string{"node-b=599", "node-a=446"}; !slices.Equal(totals, want) {
+	if want := []string{"node-b=604", "node-a=438"}; !slices.Equal(totals, want) {
 		t.Errorf("scores = %v, want %v", totals, want)
 	}
 	for _, verdict := range decision.GetNodes() {

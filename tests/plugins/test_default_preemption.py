@@ -20,13 +20,13 @@ from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Engine
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import Int32Array, IntpArray, Plugin, PreFilterResult
+from podfit.server.framework.interfaces import Int32Array, IntpArray, Plugin, PreemptionResult, PreFilterResult
 from podfit.server.framework.profile import Profile
 from podfit.server.framework.status import Status, unresolvable, unschedulable
 from podfit.server.model import Kind, Pod, PodDisruptionBudget, ValidationError
 from podfit.server.model.objects import object_from_k8s, pod_from_k8s
 from podfit.server.plugins import default_preemption, dynamic_resources, node_affinity, taint_toleration
-from podfit.server.plugins.default_preemption import DefaultPreemption, PreemptionResult
+from podfit.server.plugins.default_preemption import DefaultPreemption
 
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pdb, make_pod
 
@@ -103,13 +103,12 @@ def _profile(with_dra: bool = True, with_blockers: bool = True) -> Profile:
     cpu, blockers = _CpuFit(), _NoBlockers()
     preemption = default_preemption.new({})
     stateful: list[Any] = [blockers] if with_blockers else []
-    plugins: dict[str, Plugin] = {p.name: p for p in (affinity, taints, cpu, *stateful, preemption)}
-    if with_dra:
-        plugins["DynamicResources"] = dynamic_resources.new({})
+    dra: list[Any] = [dynamic_resources.new({})] if with_dra else []
+    plugins: dict[str, Plugin] = {p.name: p for p in (affinity, taints, cpu, *stateful, *dra, preemption)}
     return Profile(
-        pre_filter=[affinity, *stateful],
+        pre_filter=[affinity, *stateful, *dra],
         filter=[taints, affinity, cpu, *stateful],
-        post_filter=[preemption],
+        post_filter=[*dra, preemption],
         plugins=plugins,
     )
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.status import SKIP, Status
+from podfit.server.framework.versions import VERSIONS
 from podfit.server.plugins import node_resources_balanced_allocation as balanced
 
 from tests.builders import PodBuilder, make_cache, make_node, make_pod, node_info
@@ -145,3 +146,37 @@ def test_zero_weight_defaults_to_one() -> None:
     """Upstream defaulting turns a zero weight into 1 before validation requires exactly 1."""
     plugin = balanced.new({"resources": [{"name": "cpu", "weight": 0}, {"name": "memory"}]})
     assert [(r.name, r.weight) for r in plugin.scorer.resources] == [("cpu", 1), ("memory", 1)]
+
+
+def score_as(version: str, args: dict[str, Any], pod: PodBuilder, *on_node: PodBuilder) -> int | Status:
+    """``score`` with the plugin built from a version's Features, as a profile builds it."""
+    plugin = balanced.new(args, VERSIONS[version].features())
+    state = CycleState()
+    table, rows = one_row(node_info(NODE, *on_node))
+    status = plugin.pre_score(state, pod.obj(), make_cache().snapshot(), rows)
+    if status is not None:
+        return status
+    return int(plugin.score_rows(state, pod.obj(), table, rows)[0])
+
+
+# NODE: 1 CPU, 1000Mi. v1.35 scores the balance with the pod (B_with); v1.37 how the pod changes it:
+# 50 + (50 + B_with - B_without) // 2, so 75 when the balance does not move.
+@pytest.mark.parametrize(
+    ("pod", "on_node", "v135", "v137"),
+    [
+        pytest.param(make_pod().req(cpu="500m", memory="500Mi"), [], 100, 75,
+                     id="an empty node stays balanced: 75 in v1.37"),
+        pytest.param(make_pod().req(cpu="500m", memory="0"), [], 75, 62,
+                     id="a cpu-only pod unbalances an empty node: with 75, without 100"),
+        pytest.param(make_pod().req(cpu="500m", memory="0"), [make_pod("on").node("node").req(memory="500Mi")], 100, 87,
+                     id="a cpu pod rebalances a memory-heavy node: with 100, without 75"),
+        pytest.param(make_pod().req(cpu="250m", memory="0"), [make_pod("on").node("node").req(cpu="500m")], 62, 68,
+                     id="more cpu on a cpu-heavy node: with 62, without 75"),
+        pytest.param(make_pod().container(), [], SKIP, SKIP, id="a pod requesting nothing is skipped in both"),
+    ],
+)  # fmt: skip
+def test_each_version_scores_with_its_own_formula(
+    pod: PodBuilder, on_node: list[PodBuilder], v135: int | Status, v137: int | Status
+) -> None:
+    assert score_as("v1.35", {}, pod, *on_node) == v135
+    assert score_as("v1.37", {}, pod, *on_node) == v137

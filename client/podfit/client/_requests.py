@@ -140,18 +140,34 @@ def view_enum(view: str) -> sc.View.ValueType:
 
 
 def filter_request(
-    pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", view: str = "full"
+    pod: Any,
+    node_names: Sequence[str] = (),
+    scheduler_name: str = "",
+    view: str = "full",
+    kube_scheduler_version: str = "",
 ) -> sc.FilterRequest:
     return sc.FilterRequest(
-        pod=to_pod_reference(pod), node_names=list(node_names), scheduler_name=scheduler_name, view=view_enum(view)
+        pod=to_pod_reference(pod),
+        node_names=list(node_names),
+        scheduler_name=scheduler_name,
+        view=view_enum(view),
+        kube_scheduler_version=kube_scheduler_version,
     )
 
 
 def score_request(
-    pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", view: str = "full"
+    pod: Any,
+    node_names: Sequence[str] = (),
+    scheduler_name: str = "",
+    view: str = "full",
+    kube_scheduler_version: str = "",
 ) -> sc.ScoreRequest:
     return sc.ScoreRequest(
-        pod=to_pod_reference(pod), node_names=list(node_names), scheduler_name=scheduler_name, view=view_enum(view)
+        pod=to_pod_reference(pod),
+        node_names=list(node_names),
+        scheduler_name=scheduler_name,
+        view=view_enum(view),
+        kube_scheduler_version=kube_scheduler_version,
     )
 
 
@@ -162,6 +178,7 @@ def schedule_request(
     assume: bool = False,
     disable_preemption: bool = False,
     view: str = "full",
+    kube_scheduler_version: str = "",
 ) -> sc.ScheduleRequest:
     return sc.ScheduleRequest(
         pod=to_pod_reference(pod),
@@ -170,6 +187,7 @@ def schedule_request(
         assume=assume,
         disable_preemption=disable_preemption,
         view=view_enum(view),
+        kube_scheduler_version=kube_scheduler_version,
     )
 
 
@@ -180,6 +198,7 @@ def schedule_batch_request(
     all_or_nothing: bool = False,
     disable_preemption: bool = False,
     view: str = "full",
+    kube_scheduler_version: str = "",
 ) -> sc.ScheduleBatchRequest:
     """``pods``: each a manifest (dict, YAML/JSON text, kubernetes object) or "namespace/name" of a cached pod."""
     return sc.ScheduleBatchRequest(
@@ -189,11 +208,19 @@ def schedule_batch_request(
         all_or_nothing=all_or_nothing,
         disable_preemption=disable_preemption,
         view=view_enum(view),
+        kube_scheduler_version=kube_scheduler_version,
     )
 
 
-def preempt_request(pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "") -> sc.PreemptRequest:
-    return sc.PreemptRequest(pod=to_pod_reference(pod), node_names=list(node_names), scheduler_name=scheduler_name)
+def preempt_request(
+    pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", kube_scheduler_version: str = ""
+) -> sc.PreemptRequest:
+    return sc.PreemptRequest(
+        pod=to_pod_reference(pod),
+        node_names=list(node_names),
+        scheduler_name=scheduler_name,
+        kube_scheduler_version=kube_scheduler_version,
+    )
 
 
 def estimate_request(

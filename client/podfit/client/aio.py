@@ -119,14 +119,29 @@ class AsyncClient:
             raise PodfitError.from_rpc_error(exc) from None
 
     async def filter(
-        self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None
+        self,
+        pod: Any,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        timeout: float | None = None,
+        *,
+        kube_scheduler_version: str = "",
     ) -> sc.FilterResponse:
-        return await self._call(self.scheduler.Filter, rq.filter_request(pod, node_names, scheduler_name), timeout)
+        """``kube_scheduler_version`` ("v1.35", "v1.37"; "" the profile's) on every decision call."""
+        request = rq.filter_request(pod, node_names, scheduler_name, kube_scheduler_version=kube_scheduler_version)
+        return await self._call(self.scheduler.Filter, request, timeout)
 
     async def score(
-        self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None
+        self,
+        pod: Any,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        timeout: float | None = None,
+        *,
+        kube_scheduler_version: str = "",
     ) -> sc.ScoreResponse:
-        return await self._call(self.scheduler.Score, rq.score_request(pod, node_names, scheduler_name), timeout)
+        request = rq.score_request(pod, node_names, scheduler_name, kube_scheduler_version=kube_scheduler_version)
+        return await self._call(self.scheduler.Score, request, timeout)
 
     async def schedule(
         self,
@@ -138,9 +153,12 @@ class AsyncClient:
         disable_preemption: bool = False,
         view: str = "full",
         timeout: float | None = None,
+        kube_scheduler_version: str = "",
     ) -> sc.ScheduleResponse:
         """``view="basic"`` returns only the outcome (selected/best nodes, counts, preemption)."""
-        request = rq.schedule_request(pod, node_names, scheduler_name, assume, disable_preemption, view)
+        request = rq.schedule_request(
+            pod, node_names, scheduler_name, assume, disable_preemption, view, kube_scheduler_version
+        )
         return await self._call(self.scheduler.Schedule, request, timeout)
 
     async def schedule_stream(
@@ -164,16 +182,26 @@ class AsyncClient:
         disable_preemption: bool = False,
         view: str = "full",
         timeout: float | None = None,
+        kube_scheduler_version: str = "",
     ) -> sc.ScheduleBatchResponse:
         """Schedules ``pods`` in order on one call, always assuming them; each sees the earlier ones.
         ``all_or_nothing`` leaves the cache untouched unless every pod is placed (gang scheduling)."""
-        request = rq.schedule_batch_request(pods, node_names, scheduler_name, all_or_nothing, disable_preemption, view)
+        request = rq.schedule_batch_request(
+            pods, node_names, scheduler_name, all_or_nothing, disable_preemption, view, kube_scheduler_version
+        )
         return await self._call(self.scheduler.ScheduleBatch, request, timeout)
 
     async def preempt(
-        self, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", timeout: float | None = None
+        self,
+        pod: Any,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        timeout: float | None = None,
+        *,
+        kube_scheduler_version: str = "",
     ) -> sc.PreemptResponse:
-        return await self._call(self.scheduler.Preempt, rq.preempt_request(pod, node_names, scheduler_name), timeout)
+        request = rq.preempt_request(pod, node_names, scheduler_name, kube_scheduler_version)
+        return await self._call(self.scheduler.Preempt, request, timeout)
 
     async def simulate(
         self,

@@ -98,21 +98,31 @@ def _best_of(scores: Mapping[str, Any]) -> list[str]:
     return sorted(name for name, s in scores.items() if s["total"] == top)
 
 
+# A recorded case without ``kube_scheduler_version`` is a v1.35.4 answer (shared/conformance/v1.37/VERSIONS.md).
+UNVERSIONED_CASES = "v1.35.4"
+
+
+def case_version(case: Mapping[str, Any]) -> str:
+    """The kube-scheduler version that answered a recorded case."""
+    return str(case.get("kube_scheduler_version") or UNVERSIONED_CASES)
+
+
 async def answer_case(client: AsyncClient, case: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The case's answers from every decision RPC (Filter, Score, Schedule, Preempt), each in the
     ``expect`` shape with the fields that RPC answers."""
     for field, kind in CASE_KINDS:
         await client.replace(kind, list(case.get(field) or ()))
     pod = case["pod"]
-    filtered = await client.filter(pod)
-    scored = await client.score(pod)
-    preempted = await client.preempt(pod)
+    version = case_version(case)
+    filtered = await client.filter(pod, kube_scheduler_version=version)
+    scored = await client.score(pod, kube_scheduler_version=version)
+    preempted = await client.preempt(pod, kube_scheduler_version=version)
     ran = preempted.code != sc.STATUS_CODE_UNSPECIFIED
     scores = _scores(scored.scores)
     return {
         "Filter": {"gated": filtered.gated, "status": filtered.message, "filter": _verdicts(filtered.nodes)},
         "Score": {"gated": scored.gated, "status": scored.message, "scores": scores, "best": _best_of(scores)},
-        "Schedule": response_to_expect(await client.schedule(pod)),
+        "Schedule": response_to_expect(await client.schedule(pod, kube_scheduler_version=version)),
         "Preempt": {
             "preemption": _preemption(preempted) if ran else None,
             "postfilter": _postfilter(preempted) if ran else "",

@@ -844,6 +844,26 @@ class StatsResponse(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class ProfileVersionsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     GENERATION_FIELD_NUMBER: _builtins.int
     NODES_FIELD_NUMBER: _builtins.int
     PODS_FIELD_NUMBER: _builtins.int
@@ -861,6 +881,9 @@ class StatsResponse(_message.Message):
     DAEMON_SETS_FIELD_NUMBER: _builtins.int
     SERVER_EPOCH_FIELD_NUMBER: _builtins.int
     SYNCED_FIELD_NUMBER: _builtins.int
+    KUBE_SCHEDULER_VERSION_FIELD_NUMBER: _builtins.int
+    SUPPORTED_KUBE_SCHEDULER_VERSIONS_FIELD_NUMBER: _builtins.int
+    PROFILE_VERSIONS_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The current cache generation: 0 for a new cache, one step up for every batch that changed something
     (an Apply, Replace or Stream batch, or a pod assumed by Schedule).
@@ -903,6 +926,18 @@ class StatsResponse(_message.Message):
     then false until a feeder's first MarkSynced. While false, every decision RPC is FAILED_PRECONDITION
     (ErrorInfo reason CACHE_NOT_SYNCED) and the server reports NOT_SERVING.
     """
+    kube_scheduler_version: _builtins.str
+    """The kube-scheduler release decisions answer as when a request names no version (the default
+    profile's), e.g. "v1.37.2".
+    """
+    @_builtins.property
+    def supported_kube_scheduler_versions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Every kube-scheduler version a request may name, as "v1.35.4", "v1.37.2"."""
+
+    @_builtins.property
+    def profile_versions(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Each profile (scheduler name) and the release it answers as when a request names no version."""
+
     def __init__(
         self,
         *,
@@ -923,10 +958,13 @@ class StatsResponse(_message.Message):
         daemon_sets: _builtins.int = ...,
         server_epoch: _builtins.str = ...,
         synced: _builtins.bool = ...,
+        kube_scheduler_version: _builtins.str = ...,
+        supported_kube_scheduler_versions: _abc.Iterable[_builtins.str] | None = ...,
+        profile_versions: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_pods", b"bound_pods", "daemon_sets", b"daemon_sets", "gated_pods", b"gated_pods", "generation", b"generation", "jobs", b"jobs", "memory_bytes_estimate", b"memory_bytes_estimate", "namespaces", b"namespaces", "nodes", b"nodes", "pending_pods", b"pending_pods", "pod_disruption_budgets", b"pod_disruption_budgets", "pods", b"pods", "replica_sets", b"replica_sets", "replication_controllers", b"replication_controllers", "server_epoch", b"server_epoch", "services", b"services", "stateful_sets", b"stateful_sets", "synced", b"synced"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_pods", b"bound_pods", "daemon_sets", b"daemon_sets", "gated_pods", b"gated_pods", "generation", b"generation", "jobs", b"jobs", "kube_scheduler_version", b"kube_scheduler_version", "memory_bytes_estimate", b"memory_bytes_estimate", "namespaces", b"namespaces", "nodes", b"nodes", "pending_pods", b"pending_pods", "pod_disruption_budgets", b"pod_disruption_budgets", "pods", b"pods", "profile_versions", b"profile_versions", "replica_sets", b"replica_sets", "replication_controllers", b"replication_controllers", "server_epoch", b"server_epoch", "services", b"services", "stateful_sets", b"stateful_sets", "supported_kube_scheduler_versions", b"supported_kube_scheduler_versions", "synced", b"synced"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

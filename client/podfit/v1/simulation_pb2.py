@@ -28,7 +28,7 @@ from podfit.v1 import objects_pb2 as podfit_dot_v1_dot_objects__pb2
 from podfit.v1 import scheduler_pb2 as podfit_dot_v1_dot_scheduler__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1apodfit/v1/simulation.proto\x12\tpodfit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpodfit/v1/cluster_cache.proto\x1a\x17podfit/v1/objects.proto\x1a\x19podfit/v1/scheduler.proto\"N\n\x11HypotheticalNodes\x12*\n\x08template\x18\x01 \x01(\x0b\x32\x18.podfit.v1.ClusterObject\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\"?\n\tNodeTaint\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x1f\n\x05taint\x18\x02 \x01(\x0b\x32\x10.podfit.v1.Taint\"\xe8\x01\n\x08Scenario\x12\x14\n\x0cremove_nodes\x18\x01 \x03(\t\x12/\n\tadd_nodes\x18\x02 \x03(\x0b\x32\x1c.podfit.v1.HypotheticalNodes\x12\x14\n\x0c\x63ordon_nodes\x18\x03 \x03(\t\x12)\n\x0btaint_nodes\x18\x04 \x03(\x0b\x32\x14.podfit.v1.NodeTaint\x12)\n\x0bremove_pods\x18\x05 \x03(\x0b\x32\x14.podfit.v1.ObjectKey\x12)\n\x08\x61\x64\x64_pods\x18\x06 \x03(\x0b\x32\x17.podfit.v1.PodReference\"w\n\x0fSimulateRequest\x12%\n\x08scenario\x18\x01 \x01(\x0b\x32\x13.podfit.v1.Scenario\x12%\n\x04pods\x18\x02 \x03(\x0b\x32\x17.podfit.v1.PodReference\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\"\x7f\n\x0cPodPlacement\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\x12*\n\nrejections\x18\x04 \x03(\x0b\x32\x16.podfit.v1.NodeVerdict\x12\x0f\n\x07message\x18\x05 \x01(\t\"f\n\x0fNodeUtilisation\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x0c\n\x04pods\x18\x02 \x03(\t\x12\x0b\n\x03\x63pu\x18\x03 \x01(\x01\x12\x0e\n\x06memory\x18\x04 \x01(\x01\x12\x15\n\rpods_fraction\x18\x05 \x01(\x01\"\xa6\x01\n\x10SimulateResponse\x12\x17\n\x0f\x62\x61se_generation\x18\x01 \x01(\x03\x12+\n\nplacements\x18\x02 \x03(\x0b\x32\x17.podfit.v1.PodPlacement\x12\x36\n\x12hypothetical_nodes\x18\x03 \x03(\x0b\x32\x1a.podfit.v1.NodeUtilisation\x12\x14\n\x0cserver_epoch\x18\x04 \x01(\t\"k\n\tNodeGroup\x12\n\n\x02id\x18\x01 \x01(\t\x12*\n\x08template\x18\x02 \x01(\x0b\x32\x18.podfit.v1.ClusterObject\x12\x14\n\x0c\x63urrent_size\x18\x03 \x01(\x05\x12\x10\n\x08max_size\x18\x04 \x01(\x05\"1\n\x08PodGroup\x12%\n\x04pods\x18\x01 \x03(\x0b\x32\x17.podfit.v1.PodReference\"\x80\x01\n\x16\x45stimateScaleUpRequest\x12#\n\x06groups\x18\x01 \x03(\x0b\x32\x13.podfit.v1.PodGroup\x12)\n\x0bnode_groups\x18\x02 \x03(\x0b\x32\x14.podfit.v1.NodeGroup\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\"\x94\x01\n\rGroupEstimate\x12\x15\n\rnode_group_id\x18\x01 \x01(\t\x12\x12\n\nnode_count\x18\x02 \x01(\x05\x12\x11\n\tscheduled\x18\x03 \x03(\t\x12\x13\n\x0bunscheduled\x18\x04 \x03(\t\x12\x13\n\x0bgroup_order\x18\x05 \x03(\x05\x12\x1b\n\x13scheduled_per_group\x18\x06 \x03(\x05\"u\n\x17\x45stimateScaleUpResponse\x12\x17\n\x0f\x62\x61se_generation\x18\x01 \x01(\x03\x12+\n\testimates\x18\x02 \x03(\x0b\x32\x18.podfit.v1.GroupEstimate\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\"\xa1\x02\n\x0c\x44rainOptions\x12(\n\x1bskip_nodes_with_system_pods\x18\x01 \x01(\x08H\x00\x88\x01\x01\x12*\n\x1dskip_nodes_with_local_storage\x18\x02 \x01(\x08H\x01\x88\x01\x01\x12\x33\n&skip_nodes_with_custom_controller_pods\x18\x03 \x01(\x08H\x02\x88\x01\x01\x12\x19\n\x11min_replica_count\x18\x04 \x01(\x05\x42\x1e\n\x1c_skip_nodes_with_system_podsB \n\x1e_skip_nodes_with_local_storageB)\n\'_skip_nodes_with_custom_controller_pods\"\x95\x01\n\x14SimulateDrainRequest\x12\x12\n\nnode_names\x18\x01 \x03(\t\x12(\n\x07options\x18\x02 \x01(\x0b\x32\x17.podfit.v1.DrainOptions\x12\'\n\x03now\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0escheduler_name\x18\x04 \x01(\t\"O\n\x0b\x42lockingPod\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"=\n\x07PodMove\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\"a\n\x08PdbCheck\x12\x12\n\ncan_remove\x18\x01 \x01(\x08\x12\x13\n\x0bin_parallel\x18\x02 \x01(\x08\x12,\n\x0c\x62locking_pod\x18\x03 \x01(\x0b\x32\x16.podfit.v1.BlockingPod\"\xf5\x01\n\tNodeDrain\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x11\n\tremovable\x18\x02 \x01(\x08\x12\x1a\n\x12unremovable_reason\x18\x03 \x01(\t\x12,\n\x0c\x62locking_pod\x18\x04 \x01(\x0b\x32\x16.podfit.v1.BlockingPod\x12(\n\x0cpods_to_move\x18\x05 \x03(\x0b\x32\x12.podfit.v1.PodMove\x12\x16\n\x0e\x64\x61\x65monset_pods\x18\x06 \x03(\t\x12 \n\x03pdb\x18\x07 \x01(\x0b\x32\x13.podfit.v1.PdbCheck\x12\x14\n\x0cunplaced_pod\x18\x08 \x01(\t\"k\n\x15SimulateDrainResponse\x12\x17\n\x0f\x62\x61se_generation\x18\x01 \x01(\x03\x12#\n\x05nodes\x18\x02 \x03(\x0b\x32\x14.podfit.v1.NodeDrain\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t2\xff\x01\n\nSimulation\x12\x43\n\x08Simulate\x12\x1a.podfit.v1.SimulateRequest\x1a\x1b.podfit.v1.SimulateResponse\x12X\n\x0f\x45stimateScaleUp\x12!.podfit.v1.EstimateScaleUpRequest\x1a\".podfit.v1.EstimateScaleUpResponse\x12R\n\rSimulateDrain\x12\x1f.podfit.v1.SimulateDrainRequest\x1a .podfit.v1.SimulateDrainResponseB3Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1apodfit/v1/simulation.proto\x12\tpodfit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpodfit/v1/cluster_cache.proto\x1a\x17podfit/v1/objects.proto\x1a\x19podfit/v1/scheduler.proto\"N\n\x11HypotheticalNodes\x12*\n\x08template\x18\x01 \x01(\x0b\x32\x18.podfit.v1.ClusterObject\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\"?\n\tNodeTaint\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x1f\n\x05taint\x18\x02 \x01(\x0b\x32\x10.podfit.v1.Taint\"\xe8\x01\n\x08Scenario\x12\x14\n\x0cremove_nodes\x18\x01 \x03(\t\x12/\n\tadd_nodes\x18\x02 \x03(\x0b\x32\x1c.podfit.v1.HypotheticalNodes\x12\x14\n\x0c\x63ordon_nodes\x18\x03 \x03(\t\x12)\n\x0btaint_nodes\x18\x04 \x03(\x0b\x32\x14.podfit.v1.NodeTaint\x12)\n\x0bremove_pods\x18\x05 \x03(\x0b\x32\x14.podfit.v1.ObjectKey\x12)\n\x08\x61\x64\x64_pods\x18\x06 \x03(\x0b\x32\x17.podfit.v1.PodReference\"\x97\x01\n\x0fSimulateRequest\x12%\n\x08scenario\x18\x01 \x01(\x0b\x32\x13.podfit.v1.Scenario\x12%\n\x04pods\x18\x02 \x03(\x0b\x32\x17.podfit.v1.PodReference\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x04 \x01(\t\"\x7f\n\x0cPodPlacement\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\x12*\n\nrejections\x18\x04 \x03(\x0b\x32\x16.podfit.v1.NodeVerdict\x12\x0f\n\x07message\x18\x05 \x01(\t\"f\n\x0fNodeUtilisation\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x0c\n\x04pods\x18\x02 \x03(\t\x12\x0b\n\x03\x63pu\x18\x03 \x01(\x01\x12\x0e\n\x06memory\x18\x04 \x01(\x01\x12\x15\n\rpods_fraction\x18\x05 \x01(\x01\"\xc6\x01\n\x10SimulateResponse\x12\x17\n\x0f\x62\x61se_generation\x18\x01 \x01(\x03\x12+\n\nplacements\x18\x02 \x03(\x0b\x32\x17.podfit.v1.PodPlacement\x12\x36\n\x12hypothetical_nodes\x18\x03 \x03(\x0b\x32\x1a.podfit.v1.NodeUtilisation\x12\x14\n\x0cserver_epoch\x18\x04 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x05 \x01(\t\"k\n\tNodeGroup\x12\n\n\x02id\x18\x01 \x01(\t\x12*\n\x08template\x18\x02 \x01(\x0b\x32\x18.podfit.v1.ClusterObject\x12\x14\n\x0c\x63urrent_size\x18\x03 \x01(\x05\x12\x10\n\x08max_size\x18\x04 \x01(\x05\"1\n\x08PodGroup\x12%\n\x04pods\x18\x01 \x03(\x0b\x32\x17.podfit.v1.PodReference\"\xa0\x01\n\x16\x45stimateScaleUpRequest\x12#\n\x06groups\x18\x01 \x03(\x0b\x32\x13.podfit.v1.PodGroup\x12)\n\x0bnode_groups\x18\x02 \x03(\x0b\x32\x14.podfit.v1.NodeGroup\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x04 \x01(\t\"\x94\x01\n\rGroupEstimate\x12\x15\n\rnode_group_id\x18\x01 \x01(\t\x12\x12\n\nnode_count\x18\x02 \x01(\x05\x12\x11\n\tscheduled\x18\x03 \x03(\t\x12\x13\n\x0bunscheduled\x18\x04 \x03(\t\x12\x13\n\x0bgroup_order\x18\x05 \x03(\x05\x12\x1b\n\x13scheduled_per_group\x18\x06 \x03(\x05\"\x95\x01\n\x17\x45stimateScaleUpResponse\x12\x17\n\x0f\x62\x61se_generation\x18\x01 \x01(\x03\x12+\n\testimates\x18\x02 \x03(\x0b\x32\x18.podfit.v1.GroupEstimate\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x04 \x01(\t\"\xa1\x02\n\x0c\x44rainOptions\x12(\n\x1bskip_nodes_with_system_pods\x18\x01 \x01(\x08H\x00\x88\x01\x01\x12*\n\x1dskip_nodes_with_local_storage\x18\x02 \x01(\x08H\x01\x88\x01\x01\x12\x33\n&skip_nodes_with_custom_controller_pods\x18\x03 \x01(\x08H\x02\x88\x01\x01\x12\x19\n\x11min_replica_count\x18\x04 \x01(\x05\x42\x1e\n\x1c_skip_nodes_with_system_podsB \n\x1e_skip_nodes_with_local_storageB)\n\'_skip_nodes_with_custom_controller_pods\"\xb5\x01\n\x14SimulateDrainRequest\x12\x12\n\nnode_names\x18\x01 \x03(\t\x12(\n\x07options\x18\x02 \x01(\x0b\x32\x17.podfit.v1.DrainOptions\x12\'\n\x03now\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0escheduler_name\x18\x04 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x05 \x01(\t\"O\n\x0b\x42lockingPod\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"=\n\x07PodMove\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\"a\n\x08PdbCheck\x12\x12\n\ncan_remove\x18\x01 \x01(\x08\x12\x13\n\x0bin_parallel\x18\x02 \x01(\x08\x12,\n\x0c\x62locking_pod\x18\x03 \x01(\x0b\x32\x16.podfit.v1.BlockingPod\"\xf5\x01\n\tNodeDrain\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x11\n\tremovable\x18\x02 \x01(\x08\x12\x1a\n\x12unremovable_reason\x18\x03 \x01(\t\x12,\n\x0c\x62locking_pod\x18\x04 \x01(\x0b\x32\x16.podfit.v1.BlockingPod\x12(\n\x0cpods_to_move\x18\x05 \x03(\x0b\x32\x12.podfit.v1.PodMove\x12\x16\n\x0e\x64\x61\x65monset_pods\x18\x06 \x03(\t\x12 \n\x03pdb\x18\x07 \x01(\x0b\x32\x13.podfit.v1.PdbCheck\x12\x14\n\x0cunplaced_pod\x18\x08 \x01(\t\"\x8b\x01\n\x15SimulateDrainResponse\x12\x17\n\x0f\x62\x61se_generation\x18\x01 \x01(\x03\x12#\n\x05nodes\x18\x02 \x03(\x0b\x32\x14.podfit.v1.NodeDrain\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x04 \x01(\t2\xff\x01\n\nSimulation\x12\x43\n\x08Simulate\x12\x1a.podfit.v1.SimulateRequest\x1a\x1b.podfit.v1.SimulateResponse\x12X\n\x0f\x45stimateScaleUp\x12!.podfit.v1.EstimateScaleUpRequest\x1a\".podfit.v1.EstimateScaleUpResponse\x12R\n\rSimulateDrain\x12\x1f.podfit.v1.SimulateDrainRequest\x1a .podfit.v1.SimulateDrainResponseB3Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,38 +42,38 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NODETAINT']._serialized_end=300
   _globals['_SCENARIO']._serialized_start=303
   _globals['_SCENARIO']._serialized_end=535
-  _globals['_SIMULATEREQUEST']._serialized_start=537
-  _globals['_SIMULATEREQUEST']._serialized_end=656
-  _globals['_PODPLACEMENT']._serialized_start=658
-  _globals['_PODPLACEMENT']._serialized_end=785
-  _globals['_NODEUTILISATION']._serialized_start=787
-  _globals['_NODEUTILISATION']._serialized_end=889
-  _globals['_SIMULATERESPONSE']._serialized_start=892
-  _globals['_SIMULATERESPONSE']._serialized_end=1058
-  _globals['_NODEGROUP']._serialized_start=1060
-  _globals['_NODEGROUP']._serialized_end=1167
-  _globals['_PODGROUP']._serialized_start=1169
-  _globals['_PODGROUP']._serialized_end=1218
-  _globals['_ESTIMATESCALEUPREQUEST']._serialized_start=1221
-  _globals['_ESTIMATESCALEUPREQUEST']._serialized_end=1349
-  _globals['_GROUPESTIMATE']._serialized_start=1352
-  _globals['_GROUPESTIMATE']._serialized_end=1500
-  _globals['_ESTIMATESCALEUPRESPONSE']._serialized_start=1502
-  _globals['_ESTIMATESCALEUPRESPONSE']._serialized_end=1619
-  _globals['_DRAINOPTIONS']._serialized_start=1622
-  _globals['_DRAINOPTIONS']._serialized_end=1911
-  _globals['_SIMULATEDRAINREQUEST']._serialized_start=1914
-  _globals['_SIMULATEDRAINREQUEST']._serialized_end=2063
-  _globals['_BLOCKINGPOD']._serialized_start=2065
-  _globals['_BLOCKINGPOD']._serialized_end=2144
-  _globals['_PODMOVE']._serialized_start=2146
-  _globals['_PODMOVE']._serialized_end=2207
-  _globals['_PDBCHECK']._serialized_start=2209
-  _globals['_PDBCHECK']._serialized_end=2306
-  _globals['_NODEDRAIN']._serialized_start=2309
-  _globals['_NODEDRAIN']._serialized_end=2554
-  _globals['_SIMULATEDRAINRESPONSE']._serialized_start=2556
-  _globals['_SIMULATEDRAINRESPONSE']._serialized_end=2663
-  _globals['_SIMULATION']._serialized_start=2666
-  _globals['_SIMULATION']._serialized_end=2921
+  _globals['_SIMULATEREQUEST']._serialized_start=538
+  _globals['_SIMULATEREQUEST']._serialized_end=689
+  _globals['_PODPLACEMENT']._serialized_start=691
+  _globals['_PODPLACEMENT']._serialized_end=818
+  _globals['_NODEUTILISATION']._serialized_start=820
+  _globals['_NODEUTILISATION']._serialized_end=922
+  _globals['_SIMULATERESPONSE']._serialized_start=925
+  _globals['_SIMULATERESPONSE']._serialized_end=1123
+  _globals['_NODEGROUP']._serialized_start=1125
+  _globals['_NODEGROUP']._serialized_end=1232
+  _globals['_PODGROUP']._serialized_start=1234
+  _globals['_PODGROUP']._serialized_end=1283
+  _globals['_ESTIMATESCALEUPREQUEST']._serialized_start=1286
+  _globals['_ESTIMATESCALEUPREQUEST']._serialized_end=1446
+  _globals['_GROUPESTIMATE']._serialized_start=1449
+  _globals['_GROUPESTIMATE']._serialized_end=1597
+  _globals['_ESTIMATESCALEUPRESPONSE']._serialized_start=1600
+  _globals['_ESTIMATESCALEUPRESPONSE']._serialized_end=1749
+  _globals['_DRAINOPTIONS']._serialized_start=1752
+  _globals['_DRAINOPTIONS']._serialized_end=2041
+  _globals['_SIMULATEDRAINREQUEST']._serialized_start=2044
+  _globals['_SIMULATEDRAINREQUEST']._serialized_end=2225
+  _globals['_BLOCKINGPOD']._serialized_start=2227
+  _globals['_BLOCKINGPOD']._serialized_end=2306
+  _globals['_PODMOVE']._serialized_start=2308
+  _globals['_PODMOVE']._serialized_end=2369
+  _globals['_PDBCHECK']._serialized_start=2371
+  _globals['_PDBCHECK']._serialized_end=2468
+  _globals['_NODEDRAIN']._serialized_start=2471
+  _globals['_NODEDRAIN']._serialized_end=2716
+  _globals['_SIMULATEDRAINRESPONSE']._serialized_start=2719
+  _globals['_SIMULATEDRAINRESPONSE']._serialized_end=2858
+  _globals['_SIMULATION']._serialized_start=2861
+  _globals['_SIMULATION']._serialized_end=3116
 # @@protoc_insertion_point(module_scope)

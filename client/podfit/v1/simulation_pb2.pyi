@@ -154,8 +154,14 @@ class SimulateRequest(_message.Message):
     SCENARIO_FIELD_NUMBER: _builtins.int
     PODS_FIELD_NUMBER: _builtins.int
     SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
+    KUBE_SCHEDULER_VERSION_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
     """The profile; empty means each pod's spec.schedulerName, then "default-scheduler"."""
+    kube_scheduler_version: _builtins.str
+    """The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+    release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+    the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+    """
     @_builtins.property
     def scenario(self) -> Global___Scenario:
         """The changes; unset means none (the pods are placed in the cluster as it is)."""
@@ -172,10 +178,11 @@ class SimulateRequest(_message.Message):
         scenario: Global___Scenario | None = ...,
         pods: _abc.Iterable[_scheduler_pb2.PodReference] | None = ...,
         scheduler_name: _builtins.str = ...,
+        kube_scheduler_version: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["scenario", b"scenario"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["pods", b"pods", "scenario", b"scenario", "scheduler_name", b"scheduler_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kube_scheduler_version", b"kube_scheduler_version", "pods", b"pods", "scenario", b"scenario", "scheduler_name", b"scheduler_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -273,6 +280,7 @@ class SimulateResponse(_message.Message):
     PLACEMENTS_FIELD_NUMBER: _builtins.int
     HYPOTHETICAL_NODES_FIELD_NUMBER: _builtins.int
     SERVER_EPOCH_FIELD_NUMBER: _builtins.int
+    KUBE_SCHEDULER_VERSION_FIELD_NUMBER: _builtins.int
     base_generation: _builtins.int
     """The cache generation the scenario forked from."""
     server_epoch: _builtins.str
@@ -280,6 +288,8 @@ class SimulateResponse(_message.Message):
     that sees a different server_epoch than before must resync in full (Replace every kind, then
     MarkSynced).
     """
+    kube_scheduler_version: _builtins.str
+    """The kube-scheduler release this answer reproduces, e.g. "v1.37.2"."""
     @_builtins.property
     def placements(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodPlacement]:
         """One per pod of the request, in request order."""
@@ -295,10 +305,11 @@ class SimulateResponse(_message.Message):
         placements: _abc.Iterable[Global___PodPlacement] | None = ...,
         hypothetical_nodes: _abc.Iterable[Global___NodeUtilisation] | None = ...,
         server_epoch: _builtins.str = ...,
+        kube_scheduler_version: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "hypothetical_nodes", b"hypothetical_nodes", "placements", b"placements", "server_epoch", b"server_epoch"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "hypothetical_nodes", b"hypothetical_nodes", "kube_scheduler_version", b"kube_scheduler_version", "placements", b"placements", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -379,8 +390,14 @@ class EstimateScaleUpRequest(_message.Message):
     GROUPS_FIELD_NUMBER: _builtins.int
     NODE_GROUPS_FIELD_NUMBER: _builtins.int
     SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
+    KUBE_SCHEDULER_VERSION_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
     """The profile; empty means each pod's spec.schedulerName, then "default-scheduler"."""
+    kube_scheduler_version: _builtins.str
+    """The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+    release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+    the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+    """
     @_builtins.property
     def groups(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodGroup]:
         """The pending pods as equivalence groups, in the order cluster-autoscaler would hand them over."""
@@ -395,10 +412,11 @@ class EstimateScaleUpRequest(_message.Message):
         groups: _abc.Iterable[Global___PodGroup] | None = ...,
         node_groups: _abc.Iterable[Global___NodeGroup] | None = ...,
         scheduler_name: _builtins.str = ...,
+        kube_scheduler_version: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["groups", b"groups", "node_groups", b"node_groups", "scheduler_name", b"scheduler_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["groups", b"groups", "kube_scheduler_version", b"kube_scheduler_version", "node_groups", b"node_groups", "scheduler_name", b"scheduler_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -465,6 +483,7 @@ class EstimateScaleUpResponse(_message.Message):
     BASE_GENERATION_FIELD_NUMBER: _builtins.int
     ESTIMATES_FIELD_NUMBER: _builtins.int
     SERVER_EPOCH_FIELD_NUMBER: _builtins.int
+    KUBE_SCHEDULER_VERSION_FIELD_NUMBER: _builtins.int
     base_generation: _builtins.int
     """The cache generation the estimates forked from."""
     server_epoch: _builtins.str
@@ -472,6 +491,8 @@ class EstimateScaleUpResponse(_message.Message):
     that sees a different server_epoch than before must resync in full (Replace every kind, then
     MarkSynced).
     """
+    kube_scheduler_version: _builtins.str
+    """The kube-scheduler release this answer reproduces, e.g. "v1.37.2"."""
     @_builtins.property
     def estimates(self) -> _containers.RepeatedCompositeFieldContainer[Global___GroupEstimate]:
         """One estimate per node group, in request order."""
@@ -482,10 +503,11 @@ class EstimateScaleUpResponse(_message.Message):
         base_generation: _builtins.int = ...,
         estimates: _abc.Iterable[Global___GroupEstimate] | None = ...,
         server_epoch: _builtins.str = ...,
+        kube_scheduler_version: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "estimates", b"estimates", "server_epoch", b"server_epoch"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "estimates", b"estimates", "kube_scheduler_version", b"kube_scheduler_version", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -553,8 +575,14 @@ class SimulateDrainRequest(_message.Message):
     OPTIONS_FIELD_NUMBER: _builtins.int
     NOW_FIELD_NUMBER: _builtins.int
     SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
+    KUBE_SCHEDULER_VERSION_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
     """The profile that places moved pods; empty means each pod's spec.schedulerName, then "default-scheduler"."""
+    kube_scheduler_version: _builtins.str
+    """The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+    release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+    the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+    """
     @_builtins.property
     def node_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The nodes to remove, simulated in this order; none of them is a destination for the others' pods.
@@ -578,10 +606,11 @@ class SimulateDrainRequest(_message.Message):
         options: Global___DrainOptions | None = ...,
         now: _timestamp_pb2.Timestamp | None = ...,
         scheduler_name: _builtins.str = ...,
+        kube_scheduler_version: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["now", b"now", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["node_names", b"node_names", "now", b"now", "options", b"options", "scheduler_name", b"scheduler_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kube_scheduler_version", b"kube_scheduler_version", "node_names", b"node_names", "now", b"now", "options", b"options", "scheduler_name", b"scheduler_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -756,6 +785,7 @@ class SimulateDrainResponse(_message.Message):
     BASE_GENERATION_FIELD_NUMBER: _builtins.int
     NODES_FIELD_NUMBER: _builtins.int
     SERVER_EPOCH_FIELD_NUMBER: _builtins.int
+    KUBE_SCHEDULER_VERSION_FIELD_NUMBER: _builtins.int
     base_generation: _builtins.int
     """The cache generation the simulation forked from."""
     server_epoch: _builtins.str
@@ -763,6 +793,8 @@ class SimulateDrainResponse(_message.Message):
     that sees a different server_epoch than before must resync in full (Replace every kind, then
     MarkSynced).
     """
+    kube_scheduler_version: _builtins.str
+    """The kube-scheduler release this answer reproduces, e.g. "v1.37.2"."""
     @_builtins.property
     def nodes(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeDrain]:
         """One entry per requested node, in request order."""
@@ -773,10 +805,11 @@ class SimulateDrainResponse(_message.Message):
         base_generation: _builtins.int = ...,
         nodes: _abc.Iterable[Global___NodeDrain] | None = ...,
         server_epoch: _builtins.str = ...,
+        kube_scheduler_version: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "nodes", b"nodes", "server_epoch", b"server_epoch"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["base_generation", b"base_generation", "kube_scheduler_version", b"kube_scheduler_version", "nodes", b"nodes", "server_epoch", b"server_epoch"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

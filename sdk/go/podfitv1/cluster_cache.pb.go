@@ -1667,9 +1667,16 @@ type StatsResponse struct {
 	// Whether the cache counts as synced: true from the start unless the server runs with --wait-for-sync,
 	// then false until a feeder's first MarkSynced. While false, every decision RPC is FAILED_PRECONDITION
 	// (ErrorInfo reason CACHE_NOT_SYNCED) and the server reports NOT_SERVING.
-	Synced        bool `protobuf:"varint,17,opt,name=synced,proto3" json:"synced,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Synced bool `protobuf:"varint,17,opt,name=synced,proto3" json:"synced,omitempty"`
+	// The kube-scheduler release decisions answer as when a request names no version (the default
+	// profile's), e.g. "v1.37.2".
+	KubeSchedulerVersion string `protobuf:"bytes,18,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	// Every kube-scheduler version a request may name, as "v1.35.4", "v1.37.2".
+	SupportedKubeSchedulerVersions []string `protobuf:"bytes,19,rep,name=supported_kube_scheduler_versions,json=supportedKubeSchedulerVersions,proto3" json:"supported_kube_scheduler_versions,omitempty"`
+	// Each profile (scheduler name) and the release it answers as when a request names no version.
+	ProfileVersions map[string]string `protobuf:"bytes,20,rep,name=profile_versions,json=profileVersions,proto3" json:"profile_versions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *StatsResponse) Reset() {
@@ -1819,6 +1826,27 @@ func (x *StatsResponse) GetSynced() bool {
 		return x.Synced
 	}
 	return false
+}
+
+func (x *StatsResponse) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
+	}
+	return ""
+}
+
+func (x *StatsResponse) GetSupportedKubeSchedulerVersions() []string {
+	if x != nil {
+		return x.SupportedKubeSchedulerVersions
+	}
+	return nil
+}
+
+func (x *StatsResponse) GetProfileVersions() map[string]string {
+	if x != nil {
+		return x.ProfileVersions
+	}
+	return nil
 }
 
 // A feeder's word that the cache holds the whole cluster, for ClusterCache.MarkSynced.
@@ -2033,7 +2061,7 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x0econtinue_token\x18\x04 \x01(\tR\rcontinueToken\x120\n" +
 	"\x14remaining_item_count\x18\x05 \x01(\x03R\x12remainingItemCount\x12D\n" +
 	"\x10node_allocations\x18\x06 \x03(\v2\x19.podfit.v1.NodeAllocationR\x0fnodeAllocations\"\x0e\n" +
-	"\fStatsRequest\"\xd1\x04\n" +
+	"\fStatsRequest\"\xf0\x06\n" +
 	"\rStatsResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -2059,7 +2087,13 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\vdaemon_sets\x18\x0f \x01(\x05R\n" +
 	"daemonSets\x12!\n" +
 	"\fserver_epoch\x18\x10 \x01(\tR\vserverEpoch\x12\x16\n" +
-	"\x06synced\x18\x11 \x01(\bR\x06synced\"+\n" +
+	"\x06synced\x18\x11 \x01(\bR\x06synced\x124\n" +
+	"\x16kube_scheduler_version\x18\x12 \x01(\tR\x14kubeSchedulerVersion\x12I\n" +
+	"!supported_kube_scheduler_versions\x18\x13 \x03(\tR\x1esupportedKubeSchedulerVersions\x12X\n" +
+	"\x10profile_versions\x18\x14 \x03(\v2-.podfit.v1.StatsResponse.ProfileVersionsEntryR\x0fprofileVersions\x1aB\n" +
+	"\x14ProfileVersionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"+\n" +
 	"\x11MarkSyncedRequest\x12\x16\n" +
 	"\x06feeder\x18\x01 \x01(\tR\x06feeder\"W\n" +
 	"\x12MarkSyncedResponse\x12\x1e\n" +
@@ -2113,7 +2147,7 @@ func file_podfit_v1_cluster_cache_proto_rawDescGZIP() []byte {
 }
 
 var file_podfit_v1_cluster_cache_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_podfit_v1_cluster_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_podfit_v1_cluster_cache_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_podfit_v1_cluster_cache_proto_goTypes = []any{
 	(ObjectKind)(0),               // 0: podfit.v1.ObjectKind
 	(UpdateOutcome)(0),            // 1: podfit.v1.UpdateOutcome
@@ -2139,28 +2173,29 @@ var file_podfit_v1_cluster_cache_proto_goTypes = []any{
 	(*MarkSyncedRequest)(nil),     // 21: podfit.v1.MarkSyncedRequest
 	(*MarkSyncedResponse)(nil),    // 22: podfit.v1.MarkSyncedResponse
 	nil,                           // 23: podfit.v1.NodeAllocation.RequestedEntry
-	(*Node)(nil),                  // 24: podfit.v1.Node
-	(*Pod)(nil),                   // 25: podfit.v1.Pod
-	(*Namespace)(nil),             // 26: podfit.v1.Namespace
-	(*PodDisruptionBudget)(nil),   // 27: podfit.v1.PodDisruptionBudget
-	(*Service)(nil),               // 28: podfit.v1.Service
-	(*ReplicaSet)(nil),            // 29: podfit.v1.ReplicaSet
-	(*StatefulSet)(nil),           // 30: podfit.v1.StatefulSet
-	(*ReplicationController)(nil), // 31: podfit.v1.ReplicationController
-	(*Job)(nil),                   // 32: podfit.v1.Job
-	(*DaemonSet)(nil),             // 33: podfit.v1.DaemonSet
+	nil,                           // 24: podfit.v1.StatsResponse.ProfileVersionsEntry
+	(*Node)(nil),                  // 25: podfit.v1.Node
+	(*Pod)(nil),                   // 26: podfit.v1.Pod
+	(*Namespace)(nil),             // 27: podfit.v1.Namespace
+	(*PodDisruptionBudget)(nil),   // 28: podfit.v1.PodDisruptionBudget
+	(*Service)(nil),               // 29: podfit.v1.Service
+	(*ReplicaSet)(nil),            // 30: podfit.v1.ReplicaSet
+	(*StatefulSet)(nil),           // 31: podfit.v1.StatefulSet
+	(*ReplicationController)(nil), // 32: podfit.v1.ReplicationController
+	(*Job)(nil),                   // 33: podfit.v1.Job
+	(*DaemonSet)(nil),             // 34: podfit.v1.DaemonSet
 }
 var file_podfit_v1_cluster_cache_proto_depIdxs = []int32{
-	24, // 0: podfit.v1.ClusterObject.node:type_name -> podfit.v1.Node
-	25, // 1: podfit.v1.ClusterObject.pod:type_name -> podfit.v1.Pod
-	26, // 2: podfit.v1.ClusterObject.namespace:type_name -> podfit.v1.Namespace
-	27, // 3: podfit.v1.ClusterObject.pod_disruption_budget:type_name -> podfit.v1.PodDisruptionBudget
-	28, // 4: podfit.v1.ClusterObject.service:type_name -> podfit.v1.Service
-	29, // 5: podfit.v1.ClusterObject.replica_set:type_name -> podfit.v1.ReplicaSet
-	30, // 6: podfit.v1.ClusterObject.stateful_set:type_name -> podfit.v1.StatefulSet
-	31, // 7: podfit.v1.ClusterObject.replication_controller:type_name -> podfit.v1.ReplicationController
-	32, // 8: podfit.v1.ClusterObject.job:type_name -> podfit.v1.Job
-	33, // 9: podfit.v1.ClusterObject.daemon_set:type_name -> podfit.v1.DaemonSet
+	25, // 0: podfit.v1.ClusterObject.node:type_name -> podfit.v1.Node
+	26, // 1: podfit.v1.ClusterObject.pod:type_name -> podfit.v1.Pod
+	27, // 2: podfit.v1.ClusterObject.namespace:type_name -> podfit.v1.Namespace
+	28, // 3: podfit.v1.ClusterObject.pod_disruption_budget:type_name -> podfit.v1.PodDisruptionBudget
+	29, // 4: podfit.v1.ClusterObject.service:type_name -> podfit.v1.Service
+	30, // 5: podfit.v1.ClusterObject.replica_set:type_name -> podfit.v1.ReplicaSet
+	31, // 6: podfit.v1.ClusterObject.stateful_set:type_name -> podfit.v1.StatefulSet
+	32, // 7: podfit.v1.ClusterObject.replication_controller:type_name -> podfit.v1.ReplicationController
+	33, // 8: podfit.v1.ClusterObject.job:type_name -> podfit.v1.Job
+	34, // 9: podfit.v1.ClusterObject.daemon_set:type_name -> podfit.v1.DaemonSet
 	4,  // 10: podfit.v1.ClusterObject.kubernetes_protobuf:type_name -> podfit.v1.KubernetesProtobuf
 	0,  // 11: podfit.v1.ObjectKey.kind:type_name -> podfit.v1.ObjectKind
 	3,  // 12: podfit.v1.Update.upsert:type_name -> podfit.v1.ClusterObject
@@ -2180,25 +2215,26 @@ var file_podfit_v1_cluster_cache_proto_depIdxs = []int32{
 	2,  // 26: podfit.v1.ListRequest.pod_filter:type_name -> podfit.v1.PodPhaseFilter
 	3,  // 27: podfit.v1.ListResponse.objects:type_name -> podfit.v1.ClusterObject
 	16, // 28: podfit.v1.ListResponse.node_allocations:type_name -> podfit.v1.NodeAllocation
-	8,  // 29: podfit.v1.ClusterCache.Apply:input_type -> podfit.v1.ApplyRequest
-	10, // 30: podfit.v1.ClusterCache.Replace:input_type -> podfit.v1.ReplaceRequest
-	12, // 31: podfit.v1.ClusterCache.Stream:input_type -> podfit.v1.StreamRequest
-	14, // 32: podfit.v1.ClusterCache.Get:input_type -> podfit.v1.GetRequest
-	17, // 33: podfit.v1.ClusterCache.List:input_type -> podfit.v1.ListRequest
-	19, // 34: podfit.v1.ClusterCache.Stats:input_type -> podfit.v1.StatsRequest
-	21, // 35: podfit.v1.ClusterCache.MarkSynced:input_type -> podfit.v1.MarkSyncedRequest
-	9,  // 36: podfit.v1.ClusterCache.Apply:output_type -> podfit.v1.ApplyResponse
-	11, // 37: podfit.v1.ClusterCache.Replace:output_type -> podfit.v1.ReplaceResponse
-	13, // 38: podfit.v1.ClusterCache.Stream:output_type -> podfit.v1.StreamResponse
-	15, // 39: podfit.v1.ClusterCache.Get:output_type -> podfit.v1.GetResponse
-	18, // 40: podfit.v1.ClusterCache.List:output_type -> podfit.v1.ListResponse
-	20, // 41: podfit.v1.ClusterCache.Stats:output_type -> podfit.v1.StatsResponse
-	22, // 42: podfit.v1.ClusterCache.MarkSynced:output_type -> podfit.v1.MarkSyncedResponse
-	36, // [36:43] is the sub-list for method output_type
-	29, // [29:36] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	24, // 29: podfit.v1.StatsResponse.profile_versions:type_name -> podfit.v1.StatsResponse.ProfileVersionsEntry
+	8,  // 30: podfit.v1.ClusterCache.Apply:input_type -> podfit.v1.ApplyRequest
+	10, // 31: podfit.v1.ClusterCache.Replace:input_type -> podfit.v1.ReplaceRequest
+	12, // 32: podfit.v1.ClusterCache.Stream:input_type -> podfit.v1.StreamRequest
+	14, // 33: podfit.v1.ClusterCache.Get:input_type -> podfit.v1.GetRequest
+	17, // 34: podfit.v1.ClusterCache.List:input_type -> podfit.v1.ListRequest
+	19, // 35: podfit.v1.ClusterCache.Stats:input_type -> podfit.v1.StatsRequest
+	21, // 36: podfit.v1.ClusterCache.MarkSynced:input_type -> podfit.v1.MarkSyncedRequest
+	9,  // 37: podfit.v1.ClusterCache.Apply:output_type -> podfit.v1.ApplyResponse
+	11, // 38: podfit.v1.ClusterCache.Replace:output_type -> podfit.v1.ReplaceResponse
+	13, // 39: podfit.v1.ClusterCache.Stream:output_type -> podfit.v1.StreamResponse
+	15, // 40: podfit.v1.ClusterCache.Get:output_type -> podfit.v1.GetResponse
+	18, // 41: podfit.v1.ClusterCache.List:output_type -> podfit.v1.ListResponse
+	20, // 42: podfit.v1.ClusterCache.Stats:output_type -> podfit.v1.StatsResponse
+	22, // 43: podfit.v1.ClusterCache.MarkSynced:output_type -> podfit.v1.MarkSyncedResponse
+	37, // [37:44] is the sub-list for method output_type
+	30, // [30:37] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_podfit_v1_cluster_cache_proto_init() }
@@ -2231,7 +2267,7 @@ func file_podfit_v1_cluster_cache_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podfit_v1_cluster_cache_proto_rawDesc), len(file_podfit_v1_cluster_cache_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,4 +1,4 @@
-// Scheduler: kube-scheduler v1.35 default-profile decisions over the cached cluster.
+// Scheduler: kube-scheduler default-profile decisions (v1.35 or v1.37, per profile or request) over the cached cluster.
 //
 // An unschedulable pod is not an error: it is a successful answer that says, per node, why.
 
@@ -479,9 +479,13 @@ type FilterRequest struct {
 	// serves is INVALID_ARGUMENT.
 	SchedulerName string `protobuf:"bytes,3,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
 	// VIEW_BASIC omits the per-node verdicts (feasible_count still says how many fit).
-	View          View `protobuf:"varint,4,opt,name=view,proto3,enum=podfit.v1.View" json:"view,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	View View `protobuf:"varint,4,opt,name=view,proto3,enum=podfit.v1.View" json:"view,omitempty"`
+	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+	KubeSchedulerVersion string `protobuf:"bytes,5,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *FilterRequest) Reset() {
@@ -542,6 +546,13 @@ func (x *FilterRequest) GetView() View {
 	return View_VIEW_UNSPECIFIED
 }
 
+func (x *FilterRequest) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
+	}
+	return ""
+}
+
 // The filter verdicts for one pod.
 type FilterResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -559,12 +570,15 @@ type FilterResponse struct {
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
 	// MarkSynced).
 	ServerEpoch string `protobuf:"bytes,6,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
-	// When no candidate node fits and the pod is not gated: the message kube-scheduler v1.35 writes into
+	// When no candidate node fits and the pod is not gated: the message kube-scheduler writes into
 	// the pod's FailedScheduling event, byte for byte, e.g. "0/3 nodes are available: 2 Insufficient cpu,
-	// 1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/3 nodes are
-	// available: ...". PostFilter (preemption) runs for it, so it ends with PostFilter's message. "no
+	// 1 node(s) had untolerated taint(s). preemption: 0/3 nodes are available: ..." (v1.35: "...
+	// no new claims to deallocate, preemption: ..."). PostFilter (preemption) runs for it, so it ends with
+	// PostFilter's message. "no
 	// nodes available to schedule pods" when the cache has no nodes; empty when some node fits.
 	UnschedulableMessage string `protobuf:"bytes,7,opt,name=unschedulable_message,json=unschedulableMessage,proto3" json:"unschedulable_message,omitempty"`
+	// The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+	KubeSchedulerVersion string `protobuf:"bytes,8,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
 }
@@ -648,6 +662,13 @@ func (x *FilterResponse) GetUnschedulableMessage() string {
 	return ""
 }
 
+func (x *FilterResponse) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
+	}
+	return ""
+}
+
 // The scores of the nodes a pod fits (Scheduler.Score).
 type ScoreRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -658,9 +679,13 @@ type ScoreRequest struct {
 	// The profile, as in FilterRequest.
 	SchedulerName string `protobuf:"bytes,3,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
 	// VIEW_BASIC returns only the best nodes' scores.
-	View          View `protobuf:"varint,4,opt,name=view,proto3,enum=podfit.v1.View" json:"view,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	View View `protobuf:"varint,4,opt,name=view,proto3,enum=podfit.v1.View" json:"view,omitempty"`
+	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+	KubeSchedulerVersion string `protobuf:"bytes,5,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ScoreRequest) Reset() {
@@ -721,6 +746,13 @@ func (x *ScoreRequest) GetView() View {
 	return View_VIEW_UNSPECIFIED
 }
 
+func (x *ScoreRequest) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
+	}
+	return ""
+}
+
 // The scores for one pod.
 type ScoreResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -735,9 +767,11 @@ type ScoreResponse struct {
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
 	// MarkSynced).
-	ServerEpoch   string `protobuf:"bytes,5,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ServerEpoch string `protobuf:"bytes,5,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	// The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+	KubeSchedulerVersion string `protobuf:"bytes,6,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ScoreResponse) Reset() {
@@ -805,6 +839,13 @@ func (x *ScoreResponse) GetServerEpoch() string {
 	return ""
 }
 
+func (x *ScoreResponse) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
+	}
+	return ""
+}
+
 // One scheduling decision (Scheduler.Schedule, and each request of Scheduler.ScheduleStream).
 type ScheduleRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -822,9 +863,13 @@ type ScheduleRequest struct {
 	// When nothing fits, do not compute a preemption answer.
 	DisablePreemption bool `protobuf:"varint,5,opt,name=disable_preemption,json=disablePreemption,proto3" json:"disable_preemption,omitempty"`
 	// VIEW_BASIC omits the per-node verdicts and scores.
-	View          View `protobuf:"varint,6,opt,name=view,proto3,enum=podfit.v1.View" json:"view,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	View View `protobuf:"varint,6,opt,name=view,proto3,enum=podfit.v1.View" json:"view,omitempty"`
+	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+	KubeSchedulerVersion string `protobuf:"bytes,7,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ScheduleRequest) Reset() {
@@ -899,6 +944,13 @@ func (x *ScheduleRequest) GetView() View {
 	return View_VIEW_UNSPECIFIED
 }
 
+func (x *ScheduleRequest) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
+	}
+	return ""
+}
+
 // One scheduling decision.
 type ScheduleResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -934,6 +986,8 @@ type ScheduleResponse struct {
 	// FilterResponse (without the PostFilter part when disable_preemption is set, as when no PostFilter
 	// plugin runs). Empty when a node was selected.
 	UnschedulableMessage string `protobuf:"bytes,13,opt,name=unschedulable_message,json=unschedulableMessage,proto3" json:"unschedulable_message,omitempty"`
+	// The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+	KubeSchedulerVersion string `protobuf:"bytes,14,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
 }
@@ -1059,6 +1113,13 @@ func (x *ScheduleResponse) GetUnschedulableMessage() string {
 	return ""
 }
 
+func (x *ScheduleResponse) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
+	}
+	return ""
+}
+
 // Several pods placed one after another on one call (Scheduler.ScheduleBatch).
 type ScheduleBatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1077,9 +1138,13 @@ type ScheduleBatchRequest struct {
 	// When a pod does not fit, do not compute its preemption answer.
 	DisablePreemption bool `protobuf:"varint,5,opt,name=disable_preemption,json=disablePreemption,proto3" json:"disable_preemption,omitempty"`
 	// Applies to every per-pod answer: VIEW_BASIC omits the per-node verdicts and scores.
-	View          View `protobuf:"varint,6,opt,name=view,proto3,enum=podfit.v1.View" json:"view,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	View View `protobuf:"varint,6,opt,name=view,proto3,enum=podfit.v1.View" json:"view,omitempty"`
+	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+	KubeSchedulerVersion string `protobuf:"bytes,7,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ScheduleBatchRequest) Reset() {
@@ -1154,6 +1219,13 @@ func (x *ScheduleBatchRequest) GetView() View {
 	return View_VIEW_UNSPECIFIED
 }
 
+func (x *ScheduleBatchRequest) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
+	}
+	return ""
+}
+
 // The answers of Scheduler.ScheduleBatch.
 type ScheduleBatchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1172,9 +1244,11 @@ type ScheduleBatchResponse struct {
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
 	// MarkSynced).
-	ServerEpoch   string `protobuf:"bytes,6,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ServerEpoch string `protobuf:"bytes,6,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	// The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+	KubeSchedulerVersion string `protobuf:"bytes,7,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ScheduleBatchResponse) Reset() {
@@ -1249,6 +1323,13 @@ func (x *ScheduleBatchResponse) GetServerEpoch() string {
 	return ""
 }
 
+func (x *ScheduleBatchResponse) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
+	}
+	return ""
+}
+
 // Which pods to evict so that a pod fits (Scheduler.Preempt).
 type PreemptRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1259,8 +1340,12 @@ type PreemptRequest struct {
 	NodeNames []string `protobuf:"bytes,2,rep,name=node_names,json=nodeNames,proto3" json:"node_names,omitempty"`
 	// The profile, as in FilterRequest.
 	SchedulerName string `protobuf:"bytes,3,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+	KubeSchedulerVersion string `protobuf:"bytes,4,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *PreemptRequest) Reset() {
@@ -1310,6 +1395,13 @@ func (x *PreemptRequest) GetNodeNames() []string {
 func (x *PreemptRequest) GetSchedulerName() string {
 	if x != nil {
 		return x.SchedulerName
+	}
+	return ""
+}
+
+func (x *PreemptRequest) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
 	}
 	return ""
 }
@@ -1404,8 +1496,9 @@ type PreemptResponse struct {
 	NumPdbViolations int32 `protobuf:"varint,4,opt,name=num_pdb_violations,json=numPdbViolations,proto3" json:"num_pdb_violations,omitempty"`
 	// Every equally good preemption target, sorted; nominated_node is the first.
 	NodeTies []string `protobuf:"bytes,5,rep,name=node_ties,json=nodeTies,proto3" json:"node_ties,omitempty"`
-	// kube-scheduler's PostFilter status text, e.g. "preemption: not eligible due to ...". Empty when a
-	// node was nominated.
+	// kube-scheduler's PostFilter status text, e.g. "preemption: not eligible due to ...". When a node was
+	// nominated: empty in v1.35, "preemption: found a potential placement for pod on node N, preempting K
+	// victims" from v1.37.
 	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
@@ -1413,9 +1506,11 @@ type PreemptResponse struct {
 	ServerEpoch string `protobuf:"bytes,7,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	// The PostFilter status code: SUCCESS when a node was nominated, UNSCHEDULABLE when preemption cannot
 	// help, ERROR when a PostFilter plugin failed; UNSPECIFIED when PostFilter did not run.
-	Code          StatusCode `protobuf:"varint,8,opt,name=code,proto3,enum=podfit.v1.StatusCode" json:"code,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Code StatusCode `protobuf:"varint,8,opt,name=code,proto3,enum=podfit.v1.StatusCode" json:"code,omitempty"`
+	// The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+	KubeSchedulerVersion string `protobuf:"bytes,9,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *PreemptResponse) Reset() {
@@ -1504,6 +1599,13 @@ func (x *PreemptResponse) GetCode() StatusCode {
 	return StatusCode_STATUS_CODE_UNSPECIFIED
 }
 
+func (x *PreemptResponse) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
+	}
+	return ""
+}
+
 var File_podfit_v1_scheduler_proto protoreflect.FileDescriptor
 
 const file_podfit_v1_scheduler_proto_rawDesc = "" +
@@ -1527,13 +1629,14 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\tNodeScore\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x03R\x05total\x120\n" +
-	"\aplugins\x18\x03 \x03(\v2\x16.podfit.v1.PluginScoreR\aplugins\"\xa5\x01\n" +
+	"\aplugins\x18\x03 \x03(\v2\x16.podfit.v1.PluginScoreR\aplugins\"\xdb\x01\n" +
 	"\rFilterRequest\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.podfit.v1.PodReferenceR\x03pod\x12\x1d\n" +
 	"\n" +
 	"node_names\x18\x02 \x03(\tR\tnodeNames\x12%\n" +
 	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x12#\n" +
-	"\x04view\x18\x04 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\x8d\x02\n" +
+	"\x04view\x18\x04 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\x124\n" +
+	"\x16kube_scheduler_version\x18\x05 \x01(\tR\x14kubeSchedulerVersion\"\xc3\x02\n" +
 	"\x0eFilterResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1543,13 +1646,15 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\x05nodes\x18\x04 \x03(\v2\x16.podfit.v1.NodeVerdictR\x05nodes\x12%\n" +
 	"\x0efeasible_count\x18\x05 \x01(\x05R\rfeasibleCount\x12!\n" +
 	"\fserver_epoch\x18\x06 \x01(\tR\vserverEpoch\x123\n" +
-	"\x15unschedulable_message\x18\a \x01(\tR\x14unschedulableMessage\"\xa4\x01\n" +
+	"\x15unschedulable_message\x18\a \x01(\tR\x14unschedulableMessage\x124\n" +
+	"\x16kube_scheduler_version\x18\b \x01(\tR\x14kubeSchedulerVersion\"\xda\x01\n" +
 	"\fScoreRequest\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.podfit.v1.PodReferenceR\x03pod\x12\x1d\n" +
 	"\n" +
 	"node_names\x18\x02 \x03(\tR\tnodeNames\x12%\n" +
 	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x12#\n" +
-	"\x04view\x18\x04 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\xb0\x01\n" +
+	"\x04view\x18\x04 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\x124\n" +
+	"\x16kube_scheduler_version\x18\x05 \x01(\tR\x14kubeSchedulerVersion\"\xe6\x01\n" +
 	"\rScoreResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1557,7 +1662,8 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\x05gated\x18\x02 \x01(\bR\x05gated\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12,\n" +
 	"\x06scores\x18\x04 \x03(\v2\x14.podfit.v1.NodeScoreR\x06scores\x12!\n" +
-	"\fserver_epoch\x18\x05 \x01(\tR\vserverEpoch\"\xee\x01\n" +
+	"\fserver_epoch\x18\x05 \x01(\tR\vserverEpoch\x124\n" +
+	"\x16kube_scheduler_version\x18\x06 \x01(\tR\x14kubeSchedulerVersion\"\xa4\x02\n" +
 	"\x0fScheduleRequest\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.podfit.v1.PodReferenceR\x03pod\x12\x1d\n" +
 	"\n" +
@@ -1565,7 +1671,8 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x12\x16\n" +
 	"\x06assume\x18\x04 \x01(\bR\x06assume\x12-\n" +
 	"\x12disable_preemption\x18\x05 \x01(\bR\x11disablePreemption\x12#\n" +
-	"\x04view\x18\x06 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\x8b\x04\n" +
+	"\x04view\x18\x06 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\x124\n" +
+	"\x16kube_scheduler_version\x18\a \x01(\tR\x14kubeSchedulerVersion\"\xc1\x04\n" +
 	"\x10ScheduleResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1586,7 +1693,8 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\n" +
 	"best_count\x18\v \x01(\x05R\tbestCount\x12!\n" +
 	"\fserver_epoch\x18\f \x01(\tR\vserverEpoch\x123\n" +
-	"\x15unschedulable_message\x18\r \x01(\tR\x14unschedulableMessage\"\x83\x02\n" +
+	"\x15unschedulable_message\x18\r \x01(\tR\x14unschedulableMessage\x124\n" +
+	"\x16kube_scheduler_version\x18\x0e \x01(\tR\x14kubeSchedulerVersion\"\xb9\x02\n" +
 	"\x14ScheduleBatchRequest\x12+\n" +
 	"\x04pods\x18\x01 \x03(\v2\x17.podfit.v1.PodReferenceR\x04pods\x12\x1d\n" +
 	"\n" +
@@ -1594,7 +1702,8 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x12$\n" +
 	"\x0eall_or_nothing\x18\x04 \x01(\bR\fallOrNothing\x12-\n" +
 	"\x12disable_preemption\x18\x05 \x01(\bR\x11disablePreemption\x12#\n" +
-	"\x04view\x18\x06 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\"\x82\x02\n" +
+	"\x04view\x18\x06 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\x124\n" +
+	"\x16kube_scheduler_version\x18\a \x01(\tR\x14kubeSchedulerVersion\"\xb8\x02\n" +
 	"\x15ScheduleBatchResponse\x125\n" +
 	"\aresults\x18\x01 \x03(\v2\x1b.podfit.v1.ScheduleResponseR\aresults\x12\x1e\n" +
 	"\n" +
@@ -1604,17 +1713,19 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\fplaced_count\x18\x04 \x01(\x05R\vplacedCount\x12\x1d\n" +
 	"\n" +
 	"all_placed\x18\x05 \x01(\bR\tallPlaced\x12!\n" +
-	"\fserver_epoch\x18\x06 \x01(\tR\vserverEpoch\"\x81\x01\n" +
+	"\fserver_epoch\x18\x06 \x01(\tR\vserverEpoch\x124\n" +
+	"\x16kube_scheduler_version\x18\a \x01(\tR\x14kubeSchedulerVersion\"\xb7\x01\n" +
 	"\x0ePreemptRequest\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.podfit.v1.PodReferenceR\x03pod\x12\x1d\n" +
 	"\n" +
 	"node_names\x18\x02 \x03(\tR\tnodeNames\x12%\n" +
-	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\"h\n" +
+	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x124\n" +
+	"\x16kube_scheduler_version\x18\x04 \x01(\tR\x14kubeSchedulerVersion\"h\n" +
 	"\x06Victim\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
 	"\x03uid\x18\x03 \x01(\tR\x03uid\x12\x1a\n" +
-	"\bpriority\x18\x04 \x01(\x05R\bpriority\"\xb8\x02\n" +
+	"\bpriority\x18\x04 \x01(\x05R\bpriority\"\xee\x02\n" +
 	"\x0fPreemptResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -1625,7 +1736,8 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\tnode_ties\x18\x05 \x03(\tR\bnodeTies\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12!\n" +
 	"\fserver_epoch\x18\a \x01(\tR\vserverEpoch\x12)\n" +
-	"\x04code\x18\b \x01(\x0e2\x15.podfit.v1.StatusCodeR\x04code*\xa8\x01\n" +
+	"\x04code\x18\b \x01(\x0e2\x15.podfit.v1.StatusCodeR\x04code\x124\n" +
+	"\x16kube_scheduler_version\x18\t \x01(\tR\x14kubeSchedulerVersion*\xa8\x01\n" +
 	"\n" +
 	"StatusCode\x12\x1b\n" +
 	"\x17STATUS_CODE_UNSPECIFIED\x10\x00\x12\x17\n" +

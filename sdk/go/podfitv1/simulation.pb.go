@@ -240,8 +240,12 @@ type SimulateRequest struct {
 	Pods []*PodReference `protobuf:"bytes,2,rep,name=pods,proto3" json:"pods,omitempty"`
 	// The profile; empty means each pod's spec.schedulerName, then "default-scheduler".
 	SchedulerName string `protobuf:"bytes,3,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+	KubeSchedulerVersion string `protobuf:"bytes,4,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *SimulateRequest) Reset() {
@@ -291,6 +295,13 @@ func (x *SimulateRequest) GetPods() []*PodReference {
 func (x *SimulateRequest) GetSchedulerName() string {
 	if x != nil {
 		return x.SchedulerName
+	}
+	return ""
+}
+
+func (x *SimulateRequest) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
 	}
 	return ""
 }
@@ -472,9 +483,11 @@ type SimulateResponse struct {
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
 	// MarkSynced).
-	ServerEpoch   string `protobuf:"bytes,4,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ServerEpoch string `protobuf:"bytes,4,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	// The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+	KubeSchedulerVersion string `protobuf:"bytes,5,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *SimulateResponse) Reset() {
@@ -531,6 +544,13 @@ func (x *SimulateResponse) GetHypotheticalNodes() []*NodeUtilisation {
 func (x *SimulateResponse) GetServerEpoch() string {
 	if x != nil {
 		return x.ServerEpoch
+	}
+	return ""
+}
+
+func (x *SimulateResponse) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
 	}
 	return ""
 }
@@ -666,8 +686,12 @@ type EstimateScaleUpRequest struct {
 	NodeGroups []*NodeGroup `protobuf:"bytes,2,rep,name=node_groups,json=nodeGroups,proto3" json:"node_groups,omitempty"`
 	// The profile; empty means each pod's spec.schedulerName, then "default-scheduler".
 	SchedulerName string `protobuf:"bytes,3,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+	KubeSchedulerVersion string `protobuf:"bytes,4,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *EstimateScaleUpRequest) Reset() {
@@ -717,6 +741,13 @@ func (x *EstimateScaleUpRequest) GetNodeGroups() []*NodeGroup {
 func (x *EstimateScaleUpRequest) GetSchedulerName() string {
 	if x != nil {
 		return x.SchedulerName
+	}
+	return ""
+}
+
+func (x *EstimateScaleUpRequest) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
 	}
 	return ""
 }
@@ -823,9 +854,11 @@ type EstimateScaleUpResponse struct {
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
 	// MarkSynced).
-	ServerEpoch   string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ServerEpoch string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	// The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+	KubeSchedulerVersion string `protobuf:"bytes,4,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *EstimateScaleUpResponse) Reset() {
@@ -875,6 +908,13 @@ func (x *EstimateScaleUpResponse) GetEstimates() []*GroupEstimate {
 func (x *EstimateScaleUpResponse) GetServerEpoch() string {
 	if x != nil {
 		return x.ServerEpoch
+	}
+	return ""
+}
+
+func (x *EstimateScaleUpResponse) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
 	}
 	return ""
 }
@@ -969,8 +1009,12 @@ type SimulateDrainRequest struct {
 	Now *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=now,proto3" json:"now,omitempty"`
 	// The profile that places moved pods; empty means each pod's spec.schedulerName, then "default-scheduler".
 	SchedulerName string `protobuf:"bytes,4,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+	KubeSchedulerVersion string `protobuf:"bytes,5,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *SimulateDrainRequest) Reset() {
@@ -1027,6 +1071,13 @@ func (x *SimulateDrainRequest) GetNow() *timestamppb.Timestamp {
 func (x *SimulateDrainRequest) GetSchedulerName() string {
 	if x != nil {
 		return x.SchedulerName
+	}
+	return ""
+}
+
+func (x *SimulateDrainRequest) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
 	}
 	return ""
 }
@@ -1354,9 +1405,11 @@ type SimulateDrainResponse struct {
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
 	// MarkSynced).
-	ServerEpoch   string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ServerEpoch string `protobuf:"bytes,3,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
+	// The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+	KubeSchedulerVersion string `protobuf:"bytes,4,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *SimulateDrainResponse) Reset() {
@@ -1410,6 +1463,13 @@ func (x *SimulateDrainResponse) GetServerEpoch() string {
 	return ""
 }
 
+func (x *SimulateDrainResponse) GetKubeSchedulerVersion() string {
+	if x != nil {
+		return x.KubeSchedulerVersion
+	}
+	return ""
+}
+
 var File_podfit_v1_simulation_proto protoreflect.FileDescriptor
 
 const file_podfit_v1_simulation_proto_rawDesc = "" +
@@ -1429,11 +1489,12 @@ const file_podfit_v1_simulation_proto_rawDesc = "" +
 	"taintNodes\x125\n" +
 	"\vremove_pods\x18\x05 \x03(\v2\x14.podfit.v1.ObjectKeyR\n" +
 	"removePods\x122\n" +
-	"\badd_pods\x18\x06 \x03(\v2\x17.podfit.v1.PodReferenceR\aaddPods\"\x96\x01\n" +
+	"\badd_pods\x18\x06 \x03(\v2\x17.podfit.v1.PodReferenceR\aaddPods\"\xcc\x01\n" +
 	"\x0fSimulateRequest\x12/\n" +
 	"\bscenario\x18\x01 \x01(\v2\x13.podfit.v1.ScenarioR\bscenario\x12+\n" +
 	"\x04pods\x18\x02 \x03(\v2\x17.podfit.v1.PodReferenceR\x04pods\x12%\n" +
-	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\"\xaf\x01\n" +
+	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x124\n" +
+	"\x16kube_scheduler_version\x18\x04 \x01(\tR\x14kubeSchedulerVersion\"\xaf\x01\n" +
 	"\fPodPlacement\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
@@ -1447,26 +1508,28 @@ const file_podfit_v1_simulation_proto_rawDesc = "" +
 	"\x04pods\x18\x02 \x03(\tR\x04pods\x12\x10\n" +
 	"\x03cpu\x18\x03 \x01(\x01R\x03cpu\x12\x16\n" +
 	"\x06memory\x18\x04 \x01(\x01R\x06memory\x12#\n" +
-	"\rpods_fraction\x18\x05 \x01(\x01R\fpodsFraction\"\xe2\x01\n" +
+	"\rpods_fraction\x18\x05 \x01(\x01R\fpodsFraction\"\x98\x02\n" +
 	"\x10SimulateResponse\x12'\n" +
 	"\x0fbase_generation\x18\x01 \x01(\x03R\x0ebaseGeneration\x127\n" +
 	"\n" +
 	"placements\x18\x02 \x03(\v2\x17.podfit.v1.PodPlacementR\n" +
 	"placements\x12I\n" +
 	"\x12hypothetical_nodes\x18\x03 \x03(\v2\x1a.podfit.v1.NodeUtilisationR\x11hypotheticalNodes\x12!\n" +
-	"\fserver_epoch\x18\x04 \x01(\tR\vserverEpoch\"\x8f\x01\n" +
+	"\fserver_epoch\x18\x04 \x01(\tR\vserverEpoch\x124\n" +
+	"\x16kube_scheduler_version\x18\x05 \x01(\tR\x14kubeSchedulerVersion\"\x8f\x01\n" +
 	"\tNodeGroup\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x124\n" +
 	"\btemplate\x18\x02 \x01(\v2\x18.podfit.v1.ClusterObjectR\btemplate\x12!\n" +
 	"\fcurrent_size\x18\x03 \x01(\x05R\vcurrentSize\x12\x19\n" +
 	"\bmax_size\x18\x04 \x01(\x05R\amaxSize\"7\n" +
 	"\bPodGroup\x12+\n" +
-	"\x04pods\x18\x01 \x03(\v2\x17.podfit.v1.PodReferenceR\x04pods\"\xa3\x01\n" +
+	"\x04pods\x18\x01 \x03(\v2\x17.podfit.v1.PodReferenceR\x04pods\"\xd9\x01\n" +
 	"\x16EstimateScaleUpRequest\x12+\n" +
 	"\x06groups\x18\x01 \x03(\v2\x13.podfit.v1.PodGroupR\x06groups\x125\n" +
 	"\vnode_groups\x18\x02 \x03(\v2\x14.podfit.v1.NodeGroupR\n" +
 	"nodeGroups\x12%\n" +
-	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\"\xe3\x01\n" +
+	"\x0escheduler_name\x18\x03 \x01(\tR\rschedulerName\x124\n" +
+	"\x16kube_scheduler_version\x18\x04 \x01(\tR\x14kubeSchedulerVersion\"\xe3\x01\n" +
 	"\rGroupEstimate\x12\"\n" +
 	"\rnode_group_id\x18\x01 \x01(\tR\vnodeGroupId\x12\x1d\n" +
 	"\n" +
@@ -1475,11 +1538,12 @@ const file_podfit_v1_simulation_proto_rawDesc = "" +
 	"\vunscheduled\x18\x04 \x03(\tR\vunscheduled\x12\x1f\n" +
 	"\vgroup_order\x18\x05 \x03(\x05R\n" +
 	"groupOrder\x12.\n" +
-	"\x13scheduled_per_group\x18\x06 \x03(\x05R\x11scheduledPerGroup\"\x9d\x01\n" +
+	"\x13scheduled_per_group\x18\x06 \x03(\x05R\x11scheduledPerGroup\"\xd3\x01\n" +
 	"\x17EstimateScaleUpResponse\x12'\n" +
 	"\x0fbase_generation\x18\x01 \x01(\x03R\x0ebaseGeneration\x126\n" +
 	"\testimates\x18\x02 \x03(\v2\x18.podfit.v1.GroupEstimateR\testimates\x12!\n" +
-	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\"\x89\x03\n" +
+	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\x124\n" +
+	"\x16kube_scheduler_version\x18\x04 \x01(\tR\x14kubeSchedulerVersion\"\x89\x03\n" +
 	"\fDrainOptions\x12A\n" +
 	"\x1bskip_nodes_with_system_pods\x18\x01 \x01(\bH\x00R\x17skipNodesWithSystemPods\x88\x01\x01\x12E\n" +
 	"\x1dskip_nodes_with_local_storage\x18\x02 \x01(\bH\x01R\x19skipNodesWithLocalStorage\x88\x01\x01\x12V\n" +
@@ -1487,13 +1551,14 @@ const file_podfit_v1_simulation_proto_rawDesc = "" +
 	"\x11min_replica_count\x18\x04 \x01(\x05R\x0fminReplicaCountB\x1e\n" +
 	"\x1c_skip_nodes_with_system_podsB \n" +
 	"\x1e_skip_nodes_with_local_storageB)\n" +
-	"'_skip_nodes_with_custom_controller_pods\"\xbd\x01\n" +
+	"'_skip_nodes_with_custom_controller_pods\"\xf3\x01\n" +
 	"\x14SimulateDrainRequest\x12\x1d\n" +
 	"\n" +
 	"node_names\x18\x01 \x03(\tR\tnodeNames\x121\n" +
 	"\aoptions\x18\x02 \x01(\v2\x17.podfit.v1.DrainOptionsR\aoptions\x12,\n" +
 	"\x03now\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x12%\n" +
-	"\x0escheduler_name\x18\x04 \x01(\tR\rschedulerName\"q\n" +
+	"\x0escheduler_name\x18\x04 \x01(\tR\rschedulerName\x124\n" +
+	"\x16kube_scheduler_version\x18\x05 \x01(\tR\x14kubeSchedulerVersion\"q\n" +
 	"\vBlockingPod\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -1518,11 +1583,12 @@ const file_podfit_v1_simulation_proto_rawDesc = "" +
 	"podsToMove\x12%\n" +
 	"\x0edaemonset_pods\x18\x06 \x03(\tR\rdaemonsetPods\x12%\n" +
 	"\x03pdb\x18\a \x01(\v2\x13.podfit.v1.PdbCheckR\x03pdb\x12!\n" +
-	"\funplaced_pod\x18\b \x01(\tR\vunplacedPod\"\x8f\x01\n" +
+	"\funplaced_pod\x18\b \x01(\tR\vunplacedPod\"\xc5\x01\n" +
 	"\x15SimulateDrainResponse\x12'\n" +
 	"\x0fbase_generation\x18\x01 \x01(\x03R\x0ebaseGeneration\x12*\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x14.podfit.v1.NodeDrainR\x05nodes\x12!\n" +
-	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch2\xff\x01\n" +
+	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\x124\n" +
+	"\x16kube_scheduler_version\x18\x04 \x01(\tR\x14kubeSchedulerVersion2\xff\x01\n" +
 	"\n" +
 	"Simulation\x12C\n" +
 	"\bSimulate\x12\x1a.podfit.v1.SimulateRequest\x1a\x1b.podfit.v1.SimulateResponse\x12X\n" +

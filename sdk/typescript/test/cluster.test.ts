@@ -43,7 +43,7 @@ describe("the example cluster", () => {
     assert.deepEqual(decision.bestNodes, ["node-b"]);
     assert.deepEqual(
       decision.scores.map((s) => [s.nodeName, s.total]),
-      [["node-b", 599n], ["node-a", 446n]],
+      [["node-b", 604n], ["node-a", 438n]],
     );
     const gpu = decision.nodes.find((n) => n.nodeName === "node-gpu");
     assert.equal(gpu?.fits, false);

@@ -31,8 +31,8 @@ describe("examples", () => {
     const lines = log.mock.calls.map((call) => String(call.arguments[0]));
     assert.deepEqual(lines, [
       `applied ${readYaml(join(EXAMPLES, "cluster.yaml")).length} objects at generation ${generation + 1n}`,
-      "node-b: 599",
-      "node-a: 446",
+      "node-b: 604",
+      "node-a: 438",
       `selected node: node-b, assumed at generation ${generation + 2n}`,
     ]);
     assert.equal((await server.client.get("Pod", "web-2", "shop")).object?.object.case, "pod");

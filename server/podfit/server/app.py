@@ -21,6 +21,7 @@ from grpcplugin import expander_pb2_grpc
 from podfit.server import reflection
 from podfit.server.auth import RoleAuthInterceptor, load_tokens
 from podfit.server.config import ConfigError, profiles_from_configuration
+from podfit.server.framework.profile import Profile
 from podfit.server.lifecycle import Drain, sleep_unless, wait_until_quiet
 from podfit.server.metrics import METRICS_PATH, start_metrics
 from podfit.server.service import CacheNotSyncedError, SchedulingService
@@ -221,7 +222,7 @@ async def create_server(
         settings.telemetry_exporter, prometheus=settings.metrics_addr not in ("", "off")
     )
     if service is None:
-        profiles = profiles_from_configuration(settings.scheduler_configuration)
+        profiles = profiles_from_settings(settings)
         service = SchedulingService(
             profiles,
             telemetry=telemetry,
@@ -404,11 +405,21 @@ async def _serve_until_signalled(running: RunningServer, settings: Settings) -> 
     log.info("stopped after %.2f s (%d calls served in all)", time.monotonic() - started, running.drain.started)
 
 
+def profiles_from_settings(settings: Settings) -> dict[str, Profile]:
+    """The profiles of the configuration, each at its version (profileVersions, else the server's)."""
+    return profiles_from_configuration(
+        settings.scheduler_configuration,
+        settings.kube_scheduler_version,
+        settings.feature_gate_overrides,
+        settings.profile_versions,
+    )
+
+
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
     try:
         settings = resolve(argv, environ)
         configure_logging(settings)
-        profiles_from_configuration(settings.scheduler_configuration)
+        profiles_from_settings(settings)
         preflight(settings)
         asyncio.run(serve(settings))
     except (SettingsError, ConfigError) as exc:

@@ -1,5 +1,8 @@
 """Profiles from a ``kubescheduler.config.k8s.io/v1`` KubeSchedulerConfiguration, merged and expanded
-the way kube-scheduler does it; the default profile equals kube-scheduler v1.35's.
+the way kube-scheduler does it; the default profile equals kube-scheduler's of the profile's version.
+
+Each profile answers as one kube-scheduler version (the server's, or its own from ``profileVersions``);
+a request may ask for another, and ``profile_at`` builds the same configuration at that version.
 
 Merging follows upstream's ``mergePluginSet`` (custom entries override defaults in place, ``disabled``
 removes, ``*`` removes all) and the framework's multi-point expansion (plugins named at a specific
@@ -9,6 +12,7 @@ extension point keep their order there; multi-point plugins follow; score weight
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from podfit.server.framework.interfaces import (
@@ -20,6 +24,8 @@ from podfit.server.framework.interfaces import (
     ScorePlugin,
 )
 from podfit.server.framework.profile import DEFAULT_MULTI_POINT, Profile, WeightedScorePlugin
+from podfit.server.framework.versions import DEFAULT_VERSION, VERSIONS, KubeSchedulerVersion, parse_version
+from podfit.server.model import ValidationError
 from podfit.server.model.objects import DEFAULT_SCHEDULER_NAME
 from podfit.server.plugins import REGISTRY
 
@@ -40,9 +46,7 @@ POINTS = (
 )
 # Upstream plugins podfit accepts in configurations but has nothing to model for (no volumes, queue or
 # binding): enabling or disabling them never changes an answer here.
-INERT_PLUGINS = frozenset(
-    {"PrioritySort", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "DefaultBinder"}
-)
+INERT_PLUGINS = frozenset({"PrioritySort", "VolumeRestrictions", "NodeVolumeLimits", "VolumeZone", "DefaultBinder"})
 MAX_WEIGHT = 100  # upstream's MaxWeight for a single plugin is MaxTotalScore/MaxNodeScore; 100 is ample.
 
 
@@ -50,14 +54,60 @@ class ConfigError(ValueError):
     """An invalid KubeSchedulerConfiguration; the message starts with the offending field path."""
 
 
-def default_profile(scheduler_name: str = DEFAULT_SCHEDULER_NAME) -> Profile:
-    return _profile(scheduler_name, {}, {}, "profiles[0]")
+@dataclass(frozen=True)
+class ProfileSpec:
+    """What a profile was built from, so that it can be built again at another version."""
+
+    plugins: Mapping[str, Any] = field(default_factory=dict)
+    args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    where: str = "profiles[0]"
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
 
 
-def profiles_from_configuration(document: Mapping[str, Any] | None) -> dict[str, Profile]:
-    """Profiles by scheduler name; the built-in default profile when no document is given."""
+def default_profile(
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+    version: str = DEFAULT_VERSION,
+    feature_gates: Mapping[str, bool] | None = None,
+) -> Profile:
+    """kube-scheduler's default profile at ``version`` (``v1.35``, ``v1.37.2`` ...)."""
+    return _profile(
+        scheduler_name, ProfileSpec(feature_gates=dict(feature_gates or {})), VERSIONS[parse_version(version).name]
+    )
+
+
+def profile_at(profile: Profile, version: KubeSchedulerVersion) -> Profile:
+    """The same configuration as ``profile``, answering as ``version``."""
+    if profile.version is version:
+        return profile
+    spec = profile.spec if isinstance(profile.spec, ProfileSpec) else ProfileSpec()
+    return _profile(profile.scheduler_name, spec, version)
+
+
+def profiles_from_configuration(
+    document: Mapping[str, Any] | None,
+    version: str = DEFAULT_VERSION,
+    feature_gates: Mapping[str, bool] | None = None,
+    profile_versions: Mapping[str, str] | None = None,
+) -> dict[str, Profile]:
+    """Profiles by scheduler name; the built-in default profile when no document is given. Each answers
+    as ``profile_versions[name]`` when given, else as ``version``; ``feature_gates`` apply to all."""
+    gates = dict(feature_gates or {})
+    versions = dict(profile_versions or {})
+
+    def version_of(name: str) -> KubeSchedulerVersion:
+        try:
+            if name in versions:
+                return parse_version(versions[name], f"profileVersions.{name}")
+            return parse_version(version, "kubeSchedulerVersion")
+        except ValidationError as exc:
+            raise ConfigError(str(exc)) from None
+
+    profiles: dict[str, Profile] = {}
     if document is None:
-        return {DEFAULT_SCHEDULER_NAME: default_profile()}
+        spec = ProfileSpec(feature_gates=gates)
+        profiles[DEFAULT_SCHEDULER_NAME] = _profile(DEFAULT_SCHEDULER_NAME, spec, version_of(DEFAULT_SCHEDULER_NAME))
+        _check_profile_versions(versions, profiles)
+        return profiles
     if document.get("apiVersion") != API_VERSION:
         raise ConfigError(f"apiVersion: must be {API_VERSION}, not {document.get('apiVersion')!r}")
     raw_profiles = document.get("profiles")
@@ -65,7 +115,6 @@ def profiles_from_configuration(document: Mapping[str, Any] | None) -> dict[str,
         raw_profiles = [{"schedulerName": DEFAULT_SCHEDULER_NAME}]
     if not isinstance(raw_profiles, list) or not raw_profiles:
         raise ConfigError("profiles: must be a non-empty list")
-    profiles: dict[str, Profile] = {}
     for i, raw in enumerate(raw_profiles):
         where = f"profiles[{i}]"
         if not isinstance(raw, Mapping):
@@ -79,8 +128,17 @@ def profiles_from_configuration(document: Mapping[str, Any] | None) -> dict[str,
         if not isinstance(plugins, Mapping):
             raise ConfigError(f"{where}.plugins: must be a mapping")
         args = _plugin_args(raw.get("pluginConfig") or [], f"{where}.pluginConfig")
-        profiles[name] = _profile(name, plugins, args, where)
+        profiles[name] = _profile(name, ProfileSpec(plugins, args, where, gates), version_of(name))
+    _check_profile_versions(versions, profiles)
     return profiles
+
+
+def _check_profile_versions(versions: Mapping[str, str], profiles: Mapping[str, Profile]) -> None:
+    unknown = sorted(set(versions) - set(profiles))
+    if unknown:
+        raise ConfigError(
+            f"profileVersions.{unknown[0]}: no profile has this schedulerName (profiles: {', '.join(profiles)})"
+        )
 
 
 def _plugin_args(raw: Any, where: str) -> dict[str, Mapping[str, Any]]:
@@ -162,12 +220,14 @@ def _implements(plugin: Plugin, point: str) -> bool:
     return check is not None and isinstance(plugin, check)
 
 
-def _profile(name: str, plugins: Mapping[str, Any], args: Mapping[str, Mapping[str, Any]], where: str) -> Profile:
+def _profile(name: str, spec: ProfileSpec, version: KubeSchedulerVersion) -> Profile:
+    plugins, args, where = spec.plugins, spec.args, spec.where
+    features = version.features(spec.feature_gates)
     for key in plugins:
         if key != "multiPoint" and key not in POINTS:
             raise ConfigError(f"{where}.plugins.{key}: unknown extension point")
     mp_enabled, mp_disabled = _plugin_set(plugins.get("multiPoint"), f"{where}.plugins.multiPoint")
-    multi_point = _merge(DEFAULT_MULTI_POINT, mp_enabled, mp_disabled)
+    multi_point = _merge(DEFAULT_MULTI_POINT[version.name], mp_enabled, mp_disabled)
     seen: set[str] = set()
     for plugin_name, _ in multi_point:
         if plugin_name in seen:
@@ -175,7 +235,7 @@ def _profile(name: str, plugins: Mapping[str, Any], args: Mapping[str, Mapping[s
         seen.add(plugin_name)
     points = {point: _plugin_set(plugins.get(point), f"{where}.plugins.{point}") for point in POINTS}
 
-    profile = Profile(scheduler_name=name)
+    profile = Profile(scheduler_name=name, version=version, features=features, spec=spec)
     # A weight given at the score point wins over the multi-point one; 0 means the default, 1.
     weights = dict(multi_point)
     weights.update(points["score"][0])
@@ -186,7 +246,7 @@ def _profile(name: str, plugins: Mapping[str, Any], args: Mapping[str, Mapping[s
         plugin = profile.plugins.get(plugin_name)
         if plugin is None:
             try:
-                plugin = REGISTRY[plugin_name](args.get(plugin_name, {}))
+                plugin = REGISTRY[plugin_name](args.get(plugin_name, {}), features)
             except ValueError as exc:
                 index = list(args).index(plugin_name) if plugin_name in args else 0
                 raise ConfigError(f"{where}.pluginConfig[{index}].args: {exc}") from exc

@@ -19,17 +19,17 @@ import numpy as np
 from podfit.k8s.limits import echo
 from podfit.server.cache.cluster_cache import ClusterCache
 from podfit.server.cache.snapshot import Snapshot
+from podfit.server.config import profile_at
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.fit_error import outcome_fit_error
-from podfit.server.framework.interfaces import IntpArray
+from podfit.server.framework.interfaces import NO_POST_FILTER, IntpArray, PreemptionResult
 from podfit.server.framework.profile import DEFAULT_PREEMPTION, Profile
 from podfit.server.framework.runtime import FilterOutcome, Framework, NodeScores, ScoreTable
 from podfit.server.framework.status import Code, Status
+from podfit.server.framework.versions import parse_version
 from podfit.server.model import Pod, ValidationError
-from podfit.server.plugins.default_preemption import DefaultPreemption, PreemptionResult
-
-# PostFilter did not run: the pod is gated, some node fits, or the cluster has no nodes.
-NO_POST_FILTER = PreemptionResult("", (), 0, (), "", "")
+from podfit.server.model.objects import DEFAULT_SCHEDULER_NAME
+from podfit.server.plugins.default_preemption import DefaultPreemption
 
 
 def pod_signature(pod: Pod) -> str:
@@ -62,6 +62,8 @@ class Decision:
     them as objects, so a caller that only wants the selected node never pays for 5,000 of them."""
 
     generation: int
+    # The kube-scheduler release the answer reproduces (the profile's version).
+    kube_scheduler_version: str = ""
     gated: bool = False
     message: str = ""
     outcome: FilterOutcome | None = None
@@ -147,6 +149,33 @@ class Engine:
     def __init__(self, cache: ClusterCache, profiles: Mapping[str, Profile]) -> None:
         self.cache = cache
         self.frameworks = {name: Framework(profile) for name, profile in profiles.items()}
+        # The same profiles built at another kube-scheduler version, by minor version (see at_version).
+        self._at_version: dict[str, Engine] = {}
+
+    def at_version(self, version: str) -> Engine:
+        """This engine answering as kube-scheduler ``version`` (``v1.35``, ``v1.37.2`` ...): every profile
+        built at that version, once, over the same cache. "" is this engine (each profile's own version).
+        An unsupported version is a ValidationError at ``kube_scheduler_version``."""
+        if not version:
+            return self
+        target = parse_version(version)
+        engine = self._at_version.get(target.name)
+        if engine is None:
+            profiles = {name: profile_at(f.profile, target) for name, f in self.frameworks.items()}
+            engine = Engine(self.cache, profiles)
+            # A profile already at that version keeps its framework (and the framework's row memo).
+            for name, framework in self.frameworks.items():
+                if profiles[name] is framework.profile:
+                    engine.frameworks[name] = framework
+            self._at_version[target.name] = engine
+        return engine
+
+    def release_for(self, scheduler_name: str = "", pod: Pod | None = None) -> str:
+        """The release that answers for ``pod`` (or, without one, for ``scheduler_name`` or the default
+        profile); "" when no profile serves it."""
+        name = scheduler_name or (pod.scheduler_name if pod is not None else "") or DEFAULT_SCHEDULER_NAME
+        framework = self.frameworks.get(name)
+        return framework.profile.version.release if framework is not None else ""
 
     def framework_for(self, pod: Pod, scheduler_name: str = "") -> Framework:
         name = scheduler_name or pod.scheduler_name
@@ -192,7 +221,7 @@ class Engine:
         snapshot = snapshot or self.cache.snapshot()
         if positions is None:
             positions = self.candidate_positions(snapshot, node_names)
-        decision = Decision(generation=snapshot.generation)
+        decision = Decision(generation=snapshot.generation, kube_scheduler_version=framework.profile.version.release)
         state = CycleState()
         gate = framework.run_pre_enqueue(pod)
         if gate is not None:
@@ -224,14 +253,9 @@ class Engine:
         """DefaultPreemption's PostFilter for a pod no candidate fits, reusing the CycleState and filter
         outcome of the ``decide`` call that found so (on the same ``snapshot``)."""
         framework = self.framework_for(pod, scheduler_name)
-        if outcome.feasible:
+        if len(outcome.feasible_index):
             return NO_POST_FILTER
-        plugin = next((p for p in framework.profile.post_filter if p.name == DEFAULT_PREEMPTION), None)
-        if not isinstance(plugin, DefaultPreemption):
-            return NO_POST_FILTER
-        return plugin.post_filter(
-            state, pod, snapshot, framework, outcome.statuses, pre_filter_status=outcome.pre_filter_status
-        )
+        return framework.run_post_filter(state, pod, snapshot, outcome.statuses)
 
     def explain(
         self,

@@ -21,10 +21,11 @@ from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache,
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Decision, Engine, pod_signature
 from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.interfaces import PreemptionResult
 from podfit.server.framework.profile import Profile
 from podfit.server.framework.runtime import FilterOutcome
+from podfit.server.framework.versions import VERSIONS
 from podfit.server.model import Kind, Node, Pod, ValidationError
-from podfit.server.plugins.default_preemption import PreemptionResult
 from podfit.server.simulation.drain import DrainOptions
 from podfit.server.simulation.estimator import Estimate, estimate
 from podfit.server.simulation.expander import ExpansionOption, OptionScore, best_options
@@ -116,6 +117,8 @@ class ScheduleResult:
     preemption: PreemptionResult | None = None
     # kube-scheduler's FailedScheduling event text when nothing fits (see Decision).
     unschedulable_message: str = ""
+    # The kube-scheduler release that answered.
+    kube_scheduler_version: str = ""
 
     @classmethod
     def of(cls, pod: Pod, decision: Decision) -> ScheduleResult:
@@ -131,6 +134,7 @@ class ScheduleResult:
             candidate_count=decision.candidate_count,
             preemption=decision.post_filter,
             unschedulable_message=decision.unschedulable_message,
+            kube_scheduler_version=decision.kube_scheduler_version,
         )
 
 
@@ -177,6 +181,11 @@ class CacheStats:
     daemon_sets: int
     # False until the first MarkSynced on a server started with --wait-for-sync; True otherwise.
     synced: bool = True
+    # The release a request naming no version gets from the default profile, every release a request
+    # may name, and each profile's own release.
+    kube_scheduler_version: str = ""
+    supported_kube_scheduler_versions: list[str] = dataclasses.field(default_factory=list)
+    profile_versions: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def bound_source(source: bytes, node_name: str) -> bytes:
@@ -338,6 +347,9 @@ class SchedulingService:
             jobs=cache.count(Kind.JOB),
             daemon_sets=cache.count(Kind.DAEMON_SET),
             synced=self._synced,
+            kube_scheduler_version=self.engine.release_for(),
+            supported_kube_scheduler_versions=[v.release for v in VERSIONS.values()],
+            profile_versions={name: f.profile.version.release for name, f in self.engine.frameworks.items()},
         )
 
     def unknown_nodes(self, names: Sequence[str]) -> set[str]:
@@ -362,7 +374,7 @@ class SchedulingService:
     # -- decisions -------------------------------------------------------------------------------
 
     async def _recall(
-        self, pod: Pod, signature: str, node_names: Sequence[str], scheduler_name: str, score: bool
+        self, pod: Pod, signature: str, node_names: Sequence[str], scheduler_name: str, score: bool, version: str
     ) -> tuple[str | None, Decision | None]:
         """(memo key, a memoised decision of the current generation or None)."""
         if self._memo is None:
@@ -373,7 +385,7 @@ class SchedulingService:
                 await self._memo_io(self._memo.clear())
             self._memo_generation, self._memo_entries = generation, 0
         identity = pod.uid + pod.key if self.cache.has_nominated_pods else ""
-        key = f"{generation}:{scheduler_name}:{score}:{signature}{identity}:{','.join(node_names)}"
+        key = f"{generation}:{version}:{scheduler_name}:{score}:{signature}{identity}:{','.join(node_names)}"
         if not self._memo_entries:
             # Nothing of this generation is remembered (always so for a run of assumes): skip the lookup.
             self.telemetry.memo_miss()
@@ -408,11 +420,17 @@ class SchedulingService:
             return None
 
     def _decide_now(
-        self, pod: Pod, node_names: Sequence[str], scheduler_name: str, score: bool = True, signature: str | None = None
+        self,
+        engine: Engine,
+        pod: Pod,
+        node_names: Sequence[str],
+        scheduler_name: str,
+        score: bool = True,
+        signature: str | None = None,
     ) -> tuple[Decision, CycleState, FilterOutcome | None, Snapshot]:
         started = time.perf_counter()
         snapshot = self.cache.snapshot()
-        decision, state, outcome = self.engine.decide(
+        decision, state, outcome = engine.decide(
             pod, node_names, scheduler_name, score=score, snapshot=snapshot, signature=signature
         )
         self.telemetry.decision_latency(time.perf_counter() - started, "score" if score else "filter")
@@ -426,6 +444,7 @@ class SchedulingService:
         *,
         score: bool = True,
         explain: bool = False,
+        version: str = "",
     ) -> Decision:
         """Filter (and score) at the current generation, memoised per (pod signature, generation).
 
@@ -435,19 +454,21 @@ class SchedulingService:
         ``unschedulable_message`` is the whole FailedScheduling text (a Filter answer).
         """
         self.require_synced()
+        engine = self.engine.at_version(version)
         resolved, _ = self.resolve(pod)
         signature = pod_signature(resolved)
-        key, decision = await self._recall(resolved, signature, node_names, scheduler_name, score)
+        key, decision = await self._recall(resolved, signature, node_names, scheduler_name, score, version)
         if decision is not None and (decision.explained or not explain):
             return decision
-        decision, state, _, snapshot = self._decide_now(resolved, node_names, scheduler_name, score, signature)
+        decision, state, _, snapshot = self._decide_now(engine, resolved, node_names, scheduler_name, score, signature)
         if explain:
-            self._explain(decision, resolved, state, snapshot, scheduler_name, True)
+            self._explain(engine, decision, resolved, state, snapshot, scheduler_name, True)
         await self._remember(key, decision)
         return decision
 
     def _explain(
         self,
+        engine: Engine,
         decision: Decision,
         pod: Pod,
         state: CycleState,
@@ -456,7 +477,7 @@ class SchedulingService:
         post_filter: bool,
     ) -> PreemptionResult | None:
         started = time.perf_counter()
-        result = self.engine.explain(decision, pod, state, snapshot, scheduler_name, post_filter=post_filter)
+        result = engine.explain(decision, pod, state, snapshot, scheduler_name, post_filter=post_filter)
         if result is not None:
             self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
         return result
@@ -469,17 +490,19 @@ class SchedulingService:
         *,
         assume: bool = False,
         preempt: bool = True,
+        version: str = "",
     ) -> ScheduleResult:
         """Filter, score and select on one snapshot; then assume the pod on the selected node (when
         ``assume``), or, when nothing fits and ``preempt``, run DefaultPreemption's PostFilter on the
         same snapshot and CycleState. Decisions that assume nothing are memoised like ``decide``'s."""
         self.require_synced()
+        engine = self.engine.at_version(version)
         resolved, source = self.resolve(pod)
         if assume:
             self._check_current(resolved)
         signature = pod_signature(resolved)
         seen = self.cache.generation
-        key, decision = await self._recall(resolved, signature, node_names, scheduler_name, True)
+        key, decision = await self._recall(resolved, signature, node_names, scheduler_name, True, version)
         if self.cache.generation != seen:
             # A remote memo (redis, memcached) awaits: other calls may have changed the cache meanwhile,
             # reserving the room this one saw, or updating the pod. Read it all again and decide anew;
@@ -498,7 +521,7 @@ class SchedulingService:
                 result.assumed_generation = self._assume(resolved, source, decision.selected, self.cache.apply)
             return result
         result = self._schedule_now(
-            resolved, source, node_names, scheduler_name, assume, preempt, self.cache.apply, signature
+            engine, resolved, source, node_names, scheduler_name, assume, preempt, self.cache.apply, signature
         )
         if not result.assumed_generation and result.decision is not None:
             await self._remember(key, result.decision)
@@ -506,6 +529,7 @@ class SchedulingService:
 
     def _schedule_now(
         self,
+        engine: Engine,
         pod: Pod,
         source: bytes,
         node_names: Sequence[str],
@@ -515,13 +539,13 @@ class SchedulingService:
         apply: Callable[[Iterable[Change]], BatchResult],
         signature: str | None = None,
     ) -> ScheduleResult:
-        decision, state, outcome, snapshot = self._decide_now(pod, node_names, scheduler_name, True, signature)
+        decision, state, outcome, snapshot = self._decide_now(engine, pod, node_names, scheduler_name, True, signature)
         result = ScheduleResult.of(pod, decision)
         if decision.selected:
             if assume:
                 result.assumed_generation = self._assume(pod, source, decision.selected, apply)
         elif outcome is not None:
-            result.preemption = self._explain(decision, pod, state, snapshot, scheduler_name, preempt)
+            result.preemption = self._explain(engine, decision, pod, state, snapshot, scheduler_name, preempt)
             result.unschedulable_message = decision.unschedulable_message
         return result
 
@@ -550,6 +574,7 @@ class SchedulingService:
         all_or_nothing: bool = False,
         preempt: bool = True,
         details: bool = True,
+        version: str = "",
     ) -> BatchPlacement:
         """Schedules ``pods`` in order with assume, each seeing the reservations of the pods before it.
 
@@ -561,12 +586,13 @@ class SchedulingService:
         an intermediate state. Without ``details`` the results keep only each decision's outcome.
         """
         self.require_synced()
+        engine = self.engine.at_version(version)
         resolved: builtins.list[tuple[Pod, bytes]] = []
         seen: dict[str, int] = {}
         for i, pod in enumerate(pods):
             try:
                 record, source = self.resolve(pod)
-                self.engine.framework_for(record, scheduler_name)
+                engine.framework_for(record, scheduler_name)
                 self._check_current(record)
             except (ValidationError, LookupError, StalePodError) as exc:
                 raise PodRejected(i, exc) from None
@@ -580,7 +606,7 @@ class SchedulingService:
             for i, (record, source) in enumerate(resolved):
                 try:
                     result = self._schedule_now(
-                        record, source, node_names, scheduler_name, True, preempt, tentative.apply
+                        engine, record, source, node_names, scheduler_name, True, preempt, tentative.apply
                     )
                 except UpdateRejected as exc:
                     # The pod replaces a cached one in a way kube-apiserver would refuse.
@@ -611,11 +637,14 @@ class SchedulingService:
                 raise NotFoundError(f"{path}[{i}]: {exc}") from None
         return resolved
 
-    def simulate(self, scenario: Scenario, pods: Sequence[PodInput], scheduler_name: str = "") -> SimulationResult:
+    def simulate(
+        self, scenario: Scenario, pods: Sequence[PodInput], scheduler_name: str = "", version: str = ""
+    ) -> SimulationResult:
         """A scenario and placements on a fork of the current snapshot; the cache never changes."""
         self.require_synced()
+        engine = self.engine.at_version(version)
         started = time.perf_counter()
-        result = simulate(self.engine, self.cache.snapshot(), scenario, self._resolve_all(pods, "pods"), scheduler_name)
+        result = simulate(engine, self.cache.snapshot(), scenario, self._resolve_all(pods, "pods"), scheduler_name)
         self.telemetry.decision_latency(time.perf_counter() - started, "simulate")
         return result
 
@@ -624,31 +653,39 @@ class SchedulingService:
         groups: Sequence[Sequence[PodInput]],
         node_groups: Sequence[tuple[str, Node, int]],
         scheduler_name: str = "",
+        version: str = "",
     ) -> tuple[int, builtins.list[tuple[str, Estimate]]]:
         """cluster-autoscaler's estimate per (node group id, template, max new nodes), each on its own
         fork of one snapshot: (the snapshot's generation, the estimates in order)."""
         self.require_synced()
+        engine = self.engine.at_version(version)
         started = time.perf_counter()
         pods = [self._resolve_all(group, f"groups[{i}].pods") for i, group in enumerate(groups)]
         snapshot = self.cache.snapshot()
         estimates = [
-            (group_id, estimate(self.engine, snapshot, template, pods, max_new, scheduler_name))
+            (group_id, estimate(engine, snapshot, template, pods, max_new, scheduler_name))
             for group_id, template, max_new in node_groups
         ]
         self.telemetry.decision_latency(time.perf_counter() - started, "estimate")
         return snapshot.generation, estimates
 
     def simulate_drain(
-        self, node_names: Sequence[str], options: DrainOptions, now: float | None = None, scheduler_name: str = ""
+        self,
+        node_names: Sequence[str],
+        options: DrainOptions,
+        now: float | None = None,
+        scheduler_name: str = "",
+        version: str = "",
     ) -> RemovalSimulation:
         """cluster-autoscaler's removal simulation of ``node_names`` on a fork of the current snapshot.
         ``now`` (seconds since the epoch) judges terminating pods; the server's clock when None."""
         self.require_synced()
+        engine = self.engine.at_version(version)
         started = time.perf_counter()
         # Terminal pods are in the cache but on no NodeInfo; the drain rules see them too.
         pods_of = {name: self.cache.bound_pods(name) for name in node_names}
         result = simulate_removal(
-            self.engine,
+            engine,
             self.cache.snapshot(),
             node_names,
             pods_of,
@@ -712,16 +749,23 @@ class SchedulingService:
         return self._assume(record, source, node_name, self.cache.apply)
 
     def preempt(
-        self, pod: PodInput, node_names: Sequence[str] = (), scheduler_name: str = ""
+        self, pod: PodInput, node_names: Sequence[str] = (), scheduler_name: str = "", version: str = ""
     ) -> tuple[PreemptionResult, int]:
         """DefaultPreemption's answer at the current generation: (result, generation)."""
         self.require_synced()
+        engine = self.engine.at_version(version)
         resolved, _ = self.resolve(pod)
         started = time.perf_counter()
         generation = self.cache.generation
-        result = self.engine.preempt(resolved, node_names, scheduler_name)
+        result = engine.preempt(resolved, node_names, scheduler_name)
         self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
         return result, generation
+
+    def release_for(self, version: str = "", scheduler_name: str = "", pod: PodInput | None = None) -> str:
+        """The kube-scheduler release that answers a request naming ``version`` (""), ``scheduler_name``
+        and ``pod`` (its spec.schedulerName picks the profile when no name is given)."""
+        resolved = self.resolve(pod)[0] if pod is not None and not scheduler_name else None
+        return self.engine.at_version(version).release_for(scheduler_name, resolved)
 
     async def close(self) -> None:
         if self._memo is not None:

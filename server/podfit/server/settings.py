@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from podfit.server.framework.versions import DEFAULT_VERSION, parse_feature_gates, parse_version
+from podfit.server.model import ValidationError
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
@@ -73,8 +75,22 @@ class Settings:
     # Refuse decisions (FAILED_PRECONDITION, the extender's 503) and report NOT_SERVING until a feeder's
     # MarkSynced says its initial list of every kind is in the cache; off: synced from the start.
     wait_for_sync: bool = False
+    # The kube-scheduler version decisions answer as unless a profile or a request says otherwise.
+    kube_scheduler_version: str = DEFAULT_VERSION
+    # kube-scheduler's --feature-gates: "A=true,B=false" (or a mapping in the file), for every version.
+    feature_gates: str = ""
     # The KubeSchedulerConfiguration document, if any (validated by podfit.server.config).
     scheduler_configuration: Mapping[str, Any] | None = field(default=None, compare=False)
+    # Per profile (scheduler name): the version it answers as, overriding kube_scheduler_version.
+    profile_versions: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def feature_gate_overrides(self) -> dict[str, bool]:
+        """The parsed --feature-gates; SettingsError naming the gate when one is unknown or locked."""
+        try:
+            return parse_feature_gates(self.feature_gates, "featureGates")
+        except ValidationError as exc:
+            raise SettingsError(str(exc)) from None
 
     @property
     def memo_options(self) -> dict[str, Any]:
@@ -116,6 +132,8 @@ _SOURCES = {
     "shutdown_grace_seconds": ("shutdownGraceSeconds", "PODFIT_SHUTDOWN_GRACE_SECONDS"),
     "shutdown_delay_seconds": ("shutdownDelaySeconds", "PODFIT_SHUTDOWN_DELAY_SECONDS"),
     "wait_for_sync": ("waitForSync", "PODFIT_WAIT_FOR_SYNC"),
+    "kube_scheduler_version": ("kubeSchedulerVersion", "PODFIT_KUBE_SCHEDULER_VERSION"),
+    "feature_gates": ("featureGates", "PODFIT_FEATURE_GATES"),
 }
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
@@ -173,14 +191,24 @@ def load_file(path: str) -> tuple[dict[str, Any], Mapping[str, Any] | None]:
         if kind == "KubeSchedulerConfiguration":
             scheduler = doc
         elif kind == "PodfitConfiguration":
-            known = {key.split(".")[0] for key, _ in _SOURCES.values()} | {"apiVersion", "kind"}
+            known = {key.split(".")[0] for key, _ in _SOURCES.values()} | {"apiVersion", "kind", "profileVersions"}
             unknown = sorted(set(doc) - known)
             if unknown:
                 raise SettingsError(f"{path}: PodfitConfiguration.{unknown[0]}: unknown field")
             for name, (key, _) in _SOURCES.items():
                 value = _lookup(doc, key)
+                if name == "feature_gates" and isinstance(value, Mapping):
+                    # The file may list gates as a mapping, as KubeSchedulerConfiguration tooling does.
+                    value = ",".join(f"{gate}={str(flag).lower()}" for gate, flag in value.items())
                 if value is not None:
                     values[name] = _coerce(name, value, f"PodfitConfiguration.{key}")
+            versions = doc.get("profileVersions")
+            if versions is not None:
+                if not isinstance(versions, Mapping) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in versions.items()
+                ):
+                    raise SettingsError("PodfitConfiguration.profileVersions: must map scheduler names to versions")
+                values["profile_versions"] = dict(versions)
         else:
             raise SettingsError(
                 f"{path}: document {i}: kind must be PodfitConfiguration or KubeSchedulerConfiguration, not {kind!r}"
@@ -251,6 +279,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="after the delay, answer the calls already received for at most this long (default 10)",
     )
     parser.add_argument(
+        "--kube-scheduler-version",
+        help=f"the kube-scheduler version decisions answer as: v1.35 or v1.37 (default {DEFAULT_VERSION})",
+    )
+    parser.add_argument(
+        "--feature-gates",
+        help="kube-scheduler feature gates as A=true,B=false, applied to every version (default: each version's)",
+    )
+    parser.add_argument(
         "--wait-for-sync",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -280,6 +316,11 @@ def resolve(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None
 
 
 def validate(settings: Settings) -> None:
+    try:
+        parse_version(settings.kube_scheduler_version, "kubeSchedulerVersion")
+    except ValidationError as exc:
+        raise SettingsError(str(exc)) from None
+    settings.feature_gate_overrides  # noqa: B018 (raises SettingsError for a bad gate)
     if settings.max_message_bytes < 1024:
         raise SettingsError("maxMessageBytes: must be at least 1024")
     if settings.extender_max_body_bytes < 1024:

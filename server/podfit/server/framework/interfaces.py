@@ -6,8 +6,9 @@ PreScore compute once per pod what Filter and Score need for every node.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +33,29 @@ class PreFilterResult:
     """Restricts the candidate nodes (None = all nodes)."""
 
     node_names: frozenset[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionResult:
+    """A PostFilter answer: one plugin's, or the phase's (every plugin's reasons joined). ``code`` and
+    ``message`` are the status; ``code`` is "" when PostFilter does not run at all (no nodes, no
+    PostFilter plugin). A nomination comes from DefaultPreemption only."""
+
+    nominated_node: str
+    victims: tuple[Pod, ...]
+    num_pdb_violations: int
+    node_ties: tuple[str, ...]
+    message: str
+    code: str
+
+    @property
+    def postfilter(self) -> str:
+        """``"<code>: <message>"`` as the conformance corpora record it; "" when PostFilter did not run."""
+        return f"{self.code}: {self.message}" if self.code else ""
+
+
+# PostFilter did not run: the pod is gated, some node fits, or the cluster has no nodes.
+NO_POST_FILTER = PreemptionResult("", (), 0, (), "", "")
 
 
 class Plugin(Protocol):
@@ -83,6 +107,22 @@ class FilterPlugin(Protocol):
     ) -> tuple[Int32Array, list[Status]]:
         """For each row: 0 when the node passes, else k when it fails with ``statuses[k - 1]``."""
         ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    """Runs when no node fits; ``framework`` is the profile's runtime (for dry runs of Filter)."""
+
+    name: str
+
+    def post_filter(
+        self,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        framework: Any,
+        statuses: Mapping[str, Status | None],
+    ) -> PreemptionResult: ...
 
 
 @runtime_checkable

@@ -1,7 +1,7 @@
 """Profiles: which plugins run at each extension point, in which order, with which score weights.
 
-The default profile is kube-scheduler v1.35's (``apis/config/v1/default_plugins.go``): one ordered
-multi-point list from which every extension point takes the plugins that implement it.
+The default profile is kube-scheduler's (``apis/config/v1/default_plugins.go``) of the profile's version:
+one ordered multi-point list from which every extension point takes the plugins that implement it.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from podfit.server.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
+from podfit.server.framework.versions import DEFAULT_VERSION, VERSIONS, Features, KubeSchedulerVersion
 from podfit.server.model.objects import DEFAULT_SCHEDULER_NAME
 
-PluginFactory = Callable[[Mapping[str, Any]], Plugin]
+# A factory gets the plugin's arguments and the profile's Features, as upstream's plugin factories do.
+PluginFactory = Callable[[Mapping[str, Any], Features], Plugin]
 
 # Names exactly as upstream's plugins/names/names.go.
 SCHEDULING_GATES = "SchedulingGates"
@@ -43,9 +45,10 @@ NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 IMAGE_LOCALITY = "ImageLocality"
 DEFAULT_BINDER = "DefaultBinder"
 
-# (plugin, score weight) in upstream's multi-point order. Weight 0 = not a score plugin. Plugins podfit
-# has no model for (volumes, queue sort, binding) are absent: they never change an answer here.
-DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
+# (plugin, score weight) in upstream's multi-point order, per version. Weight 0 = not a score plugin.
+# Plugins podfit has no model for (queue sort, binding, the other volume plugins) are absent: they never
+# change an answer here.
+_V135_MULTI_POINT: tuple[tuple[str, int], ...] = (
     (SCHEDULING_GATES, 0),
     (NODE_UNSCHEDULABLE, 0),
     (NODE_NAME, 0),
@@ -53,6 +56,7 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
     (NODE_AFFINITY, 2),
     (NODE_PORTS, 0),
     (NODE_RESOURCES_FIT, 1),
+    (VOLUME_BINDING, 1),
     (POD_TOPOLOGY_SPREAD, 2),
     (INTER_POD_AFFINITY, 2),
     (DYNAMIC_RESOURCES, 2),
@@ -60,6 +64,9 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
     (NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (IMAGE_LOCALITY, 1),
 )
+# v1.37 runs NodeName first (it restricts the candidates at PreFilter).
+_V137_MULTI_POINT = ((SCHEDULING_GATES, 0), (NODE_NAME, 0), (NODE_UNSCHEDULABLE, 0), *_V135_MULTI_POINT[3:])
+DEFAULT_MULTI_POINT: dict[str, tuple[tuple[str, int], ...]] = {"v1.35": _V135_MULTI_POINT, "v1.37": _V137_MULTI_POINT}
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,11 @@ class Profile:
     """The plugins of one scheduler name, per extension point, in execution order."""
 
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    # The kube-scheduler version the profile answers as, and its resolved gates and behaviours.
+    version: KubeSchedulerVersion = VERSIONS[DEFAULT_VERSION]
+    features: Features = field(default_factory=Features)
+    # What the profile was built from (podfit.server.config.ProfileSpec), to build it at another version.
+    spec: object = None
     pre_enqueue: list[PreEnqueuePlugin] = field(default_factory=list)
     pre_filter: list[PreFilterPlugin] = field(default_factory=list)
     filter: list[FilterPlugin] = field(default_factory=list)

@@ -9,7 +9,7 @@ reserve their room there).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -21,10 +21,13 @@ from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import (
+    NO_POST_FILTER,
     Int32Array,
     Int64Array,
     IntpArray,
     NormalizeScorePlugin,
+    PostFilterPlugin,
+    PreemptionResult,
     PreFilterExtensions,
     PreFilterResult,
 )
@@ -119,7 +122,7 @@ class Framework:
     def run_pre_filter(
         self, state: CycleState, pod: Pod, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None, tuple[str, ...]]:
-        """(merged node restriction, rejection, plugins that restricted the nodes).
+        """(merged node restriction, rejection, plugins that restricted the nodes, sorted).
 
         As upstream: an UnschedulableAndUnresolvable PreFilter ends the phase at once, while an
         Unschedulable one lets the remaining PreFilters run (preemption needs their state) and is
@@ -145,9 +148,18 @@ class Framework:
                     result = plugin_result
                 else:
                     result = PreFilterResult(result.node_names & plugin_result.node_names)
+                if not result.node_names:
+                    # No node can satisfy every restriction: the pod is rejected as a whole.
+                    names = sorted(restricting)
+                    text = (
+                        f"node(s) didn't satisfy plugin {names[0]}"
+                        if len(names) == 1
+                        else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                    )
+                    return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (text,), ",".join(names)), ()
         if rejection is not None:
             return None, rejection, ()
-        return result, None, tuple(restricting)
+        return result, None, tuple(sorted(restricting))
 
     def run_filter(
         self,
@@ -243,12 +255,12 @@ class Framework:
         codes, table = outcome.codes, outcome.status_table
         allowed = result.node_names if result is not None else None
         if allowed is not None:
-            restricted_by = ",".join(restricting)
+            # The framework's absent-node status: the restricting plugins sorted, as upstream's sets.List.
             table.append(
                 Status(
                     Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                    (f"node(s) didn't satisfy plugin(s) [{restricted_by}]",),
-                    restricted_by,
+                    (f"node(s) didn't satisfy plugin(s) [{' '.join(restricting)}]",),
+                    ",".join(restricting),
                 )
             )
             codes[[i for i, name in enumerate(names.tolist()) if name not in allowed]] = len(table)
@@ -271,6 +283,26 @@ class Framework:
                     table.append(verdict)
                     codes[i] = len(table)
         return outcome
+
+    # -- PostFilter -----------------------------------------------------------------------------
+
+    def run_post_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot, statuses: Mapping[str, Status | None]
+    ) -> PreemptionResult:
+        """Upstream's RunPostFilterPlugins for a pod no node fits: the first plugin that succeeds, fails
+        with an error or rejects as unresolvable answers; otherwise every plugin's reasons are joined.
+        Does not run without nodes (schedulePod fails before PostFilter) or without PostFilter plugins."""
+        plugins = [p for p in self.profile.post_filter if isinstance(p, PostFilterPlugin)]
+        if not snapshot.node_infos or not plugins:
+            return NO_POST_FILTER
+        reasons: list[str] = []
+        for plugin in plugins:
+            result = plugin.post_filter(state, pod, snapshot, self, statuses)
+            if result.code != Code.UNSCHEDULABLE.value:
+                return result
+            if result.message:
+                reasons.append(result.message)
+        return PreemptionResult("", (), 0, (), ", ".join(reasons), Code.UNSCHEDULABLE.value)
 
     # -- PreScore / Score ------------------------------------------------------------------------
 

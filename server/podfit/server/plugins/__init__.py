@@ -15,6 +15,7 @@ PLUGIN_MODULES: dict[str, str] = {
     "NodeAffinity": "node_affinity",
     "NodePorts": "node_ports",
     "NodeResourcesFit": "node_resources_fit",
+    "VolumeBinding": "volume_binding",
     "PodTopologySpread": "pod_topology_spread",
     "InterPodAffinity": "inter_pod_affinity",
     "DynamicResources": "dynamic_resources",

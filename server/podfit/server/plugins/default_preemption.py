@@ -20,10 +20,11 @@ from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.fit_error import fit_error
-from podfit.server.framework.interfaces import PreFilterExtensions
-from podfit.server.framework.profile import DEFAULT_PREEMPTION, DYNAMIC_RESOURCES
+from podfit.server.framework.interfaces import PreemptionResult, PreFilterExtensions
+from podfit.server.framework.profile import DEFAULT_PREEMPTION
 from podfit.server.framework.runtime import Framework, outranking_nominated
 from podfit.server.framework.status import Code, Status, unresolvable
+from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import LabelSelector, Pod, PodDisruptionBudget, ValidationError
 from podfit.server.model.objects import PODS
 
@@ -31,37 +32,12 @@ REASON_NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 REASON_NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
 REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
-# DynamicResources' PostFilter runs first; for a pod without resource claims it always rejects with
-# this reason, and the framework joins the reasons of every rejecting PostFilter plugin.
-REASON_DRA_NO_CLAIMS = "no new claims to deallocate"
-# What DynamicResources' PostFilter reports when its PreFilter never ran (an earlier PreFilter plugin
-# rejected the pod as UnschedulableAndUnresolvable): reading its cycle state fails, an Error that ends
-# the PostFilter phase before DefaultPreemption runs.
-REASON_DRA_STATE_MISSING = "not found"
 
 DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
 DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
 # Upstream adds MaxInt32+1 to every victim priority before summing, so that negative priorities do
 # not make a node with more victims look cheaper.
 _PRIORITY_OFFSET = 2**31
-
-
-@dataclass(frozen=True, slots=True)
-class PreemptionResult:
-    """The PostFilter answer. ``code``/``message`` are the combined PostFilter status (all plugins),
-    ``code`` is "" when PostFilter does not run at all (a cluster without nodes)."""
-
-    nominated_node: str
-    victims: tuple[Pod, ...]
-    num_pdb_violations: int
-    node_ties: tuple[str, ...]
-    message: str
-    code: str
-
-    @property
-    def postfilter(self) -> str:
-        """``"<code>: <message>"`` as the conformance corpora record it; "" when PostFilter did not run."""
-        return f"{self.code}: {self.message}" if self.code else ""
 
 
 # A candidate's place in upstream's ranking, smaller is better: PDB violations, highest victim priority,
@@ -104,6 +80,7 @@ class DefaultPreemption:
         self,
         min_candidate_nodes_percentage: int = DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE,
         min_candidate_nodes_absolute: int = DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE,
+        success_message: bool = False,
     ) -> None:
         # Upstream's ValidateDefaultPreemptionArgs.
         if not 0 <= min_candidate_nodes_percentage <= 100:
@@ -117,6 +94,8 @@ class DefaultPreemption:
         # Stored for configuration round trips; the answers dry-run every candidate (see module doc).
         self.min_candidate_nodes_percentage = min_candidate_nodes_percentage
         self.min_candidate_nodes_absolute = min_candidate_nodes_absolute
+        # From v1.37 a nomination says where and how many it evicts (``preemption_success_message``).
+        self.success_message = success_message
 
     def post_filter(
         self,
@@ -125,23 +104,12 @@ class DefaultPreemption:
         snapshot: Snapshot,
         framework: Framework,
         statuses: Mapping[str, Status | None],
-        *,
-        pre_filter_status: Status | None = None,
     ) -> PreemptionResult:
         """The PostFilter phase for a pod no node fits; ``statuses`` are the per-node Filter verdicts."""
         num_nodes = len(snapshot.node_infos)
-        if num_nodes == 0:
-            # schedulePod fails with ErrNoNodesAvailable before PostFilter.
-            return PreemptionResult("", (), 0, (), "", "")
-        dra = framework.profile.plugin(DYNAMIC_RESOURCES) is not None
-        if dra and pre_filter_status is not None and pre_filter_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-            return PreemptionResult("", (), 0, (), REASON_DRA_STATE_MISSING, Code.ERROR.value)
 
         def rejected(message: str, code: Code = Code.UNSCHEDULABLE) -> PreemptionResult:
-            text = f"preemption: {message}"
-            if code is Code.UNSCHEDULABLE and dra:
-                text = f"{REASON_DRA_NO_CLAIMS}, {text}"
-            return PreemptionResult("", (), 0, (), text, code.value)
+            return PreemptionResult("", (), 0, (), f"preemption: {message}", code.value)
 
         reason = _not_eligible(pod, snapshot, statuses)
         if reason:
@@ -162,7 +130,12 @@ class DefaultPreemption:
             victims=best.victims,
             num_pdb_violations=best.num_pdb_violations,
             node_ties=tuple(c.node_name for c in ties),
-            message="",
+            message=(
+                f"preemption: found a potential placement for pod on node {best.node_name}, "
+                f"preempting {len(best.victims)} victims"
+                if self.success_message
+                else ""
+            ),
             code=Code.SUCCESS.value,
         )
 
@@ -542,8 +515,9 @@ def _best(candidates: Sequence[_Candidate], now: float) -> list[_Candidate]:
     return sorted((c for c, r in zip(candidates, ranks, strict=True) if r == best), key=lambda c: c.node_name)
 
 
-def new(args: Mapping[str, Any]) -> DefaultPreemption:
+def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> DefaultPreemption:
     return DefaultPreemption(
         _int_arg(args, "minCandidateNodesPercentage", DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE),
         _int_arg(args, "minCandidateNodesAbsolute", DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE),
+        features.preemption_success_message,
     )

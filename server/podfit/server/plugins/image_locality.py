@@ -12,6 +12,7 @@ from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int64Array, IntpArray
 from podfit.server.framework.profile import IMAGE_LOCALITY
 from podfit.server.framework.status import Status
+from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import Pod
 from podfit.server.plugins.helper import go_div_rows
 
@@ -94,5 +95,5 @@ class ImageLocality:
         return calculate_priority_rows(totals.take(rows), pre.num_containers)
 
 
-def new(args: Mapping[str, Any]) -> ImageLocality:
+def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> ImageLocality:
     return ImageLocality()

@@ -33,6 +33,7 @@ from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int32Array, Int64Array, IntpArray, PreFilterResult
 from podfit.server.framework.profile import INTER_POD_AFFINITY
 from podfit.server.framework.status import SKIP, Status, unresolvable, unschedulable
+from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import Node, Pod
 from podfit.server.model.objects import Labels, LabelSelector, Namespace, PodAffinityTerm
 
@@ -499,7 +500,7 @@ def _incoming_counts_rows(
     return affinity_sums, anti_affinity_sums
 
 
-def new(args: Mapping[str, Any]) -> InterPodAffinity:
+def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> InterPodAffinity:
     unknown = sorted(set(args) - _ARG_NAMES)
     if unknown:
         raise ValueError(f"InterPodAffinityArgs: unknown field(s) {', '.join(unknown)}")

@@ -16,6 +16,7 @@ from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int32Array, Int64Array, IntpArray, PreFilterResult
 from podfit.server.framework.profile import NODE_AFFINITY
 from podfit.server.framework.status import SKIP, Status, unresolvable
+from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm
 from podfit.server.plugins.helper import (
     NODE_NAME_FIELD,
@@ -253,7 +254,7 @@ def _term(value: Any, path: str) -> NodeSelectorTerm:
     return term
 
 
-def new(args: Mapping[str, Any]) -> NodeAffinity:
+def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> NodeAffinity:
     added = args.get("addedAffinity")
     if added is None:
         return NodeAffinity()

@@ -1,4 +1,8 @@
-"""NodeName: a pod that names a node fits only there."""
+"""NodeName: a pod that names a node fits only there.
+
+From v1.37 (``node_name_pre_filter``) the plugin also restricts the candidates at PreFilter, so every
+other node is rejected by the framework ("didn't satisfy plugin(s) [NodeName]") before Filter runs.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import Int32Array, IntpArray
+from podfit.server.framework.interfaces import Int32Array, IntpArray, PreFilterResult
 from podfit.server.framework.profile import NODE_NAME
 from podfit.server.framework.status import Status, unresolvable
+from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import Pod
 
 if TYPE_CHECKING:
     from podfit.server.cache.node_table import NodeTable
+    from podfit.server.cache.snapshot import Snapshot
 
 REASON_NODE_NAME = "node(s) didn't match the requested node name"
 _REJECTED = unresolvable(REASON_NODE_NAME)
@@ -34,5 +40,16 @@ class NodeName:
         return (rows != row).astype(np.int32), [_REJECTED]
 
 
-def new(args: Mapping[str, Any]) -> NodeName:
-    return NodeName()
+class NodeNamePreFilter(NodeName):
+    """NodeName with upstream v1.37's PreFilter."""
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        if not pod.node_name:
+            return None, None
+        return PreFilterResult(frozenset((pod.node_name,))), None
+
+
+def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> NodeName:
+    return NodeNamePreFilter() if features.node_name_pre_filter else NodeName()

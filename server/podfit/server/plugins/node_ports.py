@@ -10,6 +10,7 @@ from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import Int32Array, IntpArray, PreFilterResult
 from podfit.server.framework.profile import NODE_PORTS
 from podfit.server.framework.status import SKIP, Status, unschedulable
+from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import ContainerPort, Pod
 
 if TYPE_CHECKING:
@@ -54,5 +55,5 @@ class NodePorts:
         return codes, [_REJECTED]
 
 
-def new(args: Mapping[str, Any]) -> NodePorts:
+def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> NodePorts:
     return NodePorts()

@@ -1,5 +1,9 @@
-"""NodeResourcesBalancedAllocation: favours nodes whose resource utilisations stay close to each other
-once the pod is placed (100 x (1 - standard deviation of the requested/allocatable fractions)).
+"""NodeResourcesBalancedAllocation: favours nodes whose resource utilisations stay close to each other.
+
+The balance of a node is 100 x (1 - standard deviation of the requested/allocatable fractions). Up to
+v1.35 the score is the balance with the pod placed; from v1.37 (``balanced_allocation_scores_change``)
+it is how much the pod changes it: 50 + (50 + with - without) / 2, 75 for no change, towards 100 as the
+pod improves the balance and towards 50 as it worsens it.
 
 Unlike NodeResourcesFit's scoring it uses the real requests (no 100m / 200Mi stand-ins), so a pod that
 requests none of the resources is skipped altogether.
@@ -17,6 +21,7 @@ from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int64Array, IntpArray
 from podfit.server.framework.profile import NODE_RESOURCES_BALANCED_ALLOCATION
 from podfit.server.framework.status import SKIP, Status
+from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import Pod
 from podfit.server.plugins.node_resources_fit import (
     DEFAULT_RESOURCES,
@@ -76,6 +81,16 @@ def balanced_resource_score_rows(inputs: Sequence[ResourceRows], n: int) -> Int6
     return _to_score(std)
 
 
+def balance_change_score_rows(inputs: Sequence[ResourceRows], n: int) -> Int64Array:
+    """Upstream v1.37's balancedResourceScorer: the balance with the pod against the balance without it,
+    over the same resources (a scalar the pod does not request counts in neither)."""
+    with_pod = balanced_resource_score_rows(inputs, n)
+    without_pod = balanced_resource_score_rows([r._replace(requested=r.allocated) for r in inputs], n)
+    half = MAX_NODE_SCORE // 2
+    # The dividend is in [0, 100]: floor division is Go's truncation.
+    return half + (half + with_pod - without_pod) // 2
+
+
 def _spread(
     fractions: Sequence[FloatArray], counted: Sequence[npt.NDArray[np.bool_]] | None, count: FloatArray | float
 ) -> FloatArray:
@@ -130,7 +145,7 @@ class NodeResourcesBalancedAllocation:
         return self.scorer.score_rows(table, rows, requests)
 
 
-def new(args: Mapping[str, Any]) -> NodeResourcesBalancedAllocation:
+def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> NodeResourcesBalancedAllocation:
     check_fields(args, _ARGS, ("resources",))
     path = f"{_ARGS}.resources"
     resources = parse_resources(args.get("resources"), path) or list(DEFAULT_RESOURCES)
@@ -141,6 +156,5 @@ def new(args: Mapping[str, Any]) -> NodeResourcesBalancedAllocation:
         seen.add(spec.name)
         if spec.weight != 1:
             raise ValueError(f"{path}[{i}].weight: Invalid value: {spec.weight}: must be 1")
-    return NodeResourcesBalancedAllocation(
-        ResourceAllocationScorer(resources, use_requested=True, row_scorer=balanced_resource_score_rows)
-    )
+    scorer = balance_change_score_rows if features.balanced_allocation_scores_change else balanced_resource_score_rows
+    return NodeResourcesBalancedAllocation(ResourceAllocationScorer(resources, use_requested=True, row_scorer=scorer))

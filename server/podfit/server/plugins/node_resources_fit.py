@@ -22,6 +22,7 @@ from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int32Array, Int64Array, IntpArray, PreFilterResult
 from podfit.server.framework.profile import NODE_RESOURCES_FIT
 from podfit.server.framework.status import Code, Status
+from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import Pod
 from podfit.server.model.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from podfit.server.plugins.helper import go_div
@@ -106,6 +107,7 @@ class ResourceRows(NamedTuple):
     position: int  # in the configured resources
     allocatable: Int64Array
     requested: Int64Array  # including the pod's request
+    allocated: Int64Array  # without it (the pods already on the node)
     # Facts from one min/max that save scorers whole passes: allocatable > 0 on every row, and the
     # allocatable when every row has the same (nodes of one shape), else None.
     counts_everywhere: bool
@@ -179,7 +181,7 @@ class ResourceAllocationScorer:
             total = used + pod_request
             if exact and not in_exact_range(total):
                 total = used.astype(object) + pod_request
-            inputs.append(ResourceRows(i, allocatable, total, low > 0, low if low == high else None))
+            inputs.append(ResourceRows(i, allocatable, total, used, low > 0, low if low == high else None))
         return self.row_scorer(inputs, len(rows))
 
 
@@ -544,7 +546,7 @@ def _parse_names(value: Any, path: str, groups: bool) -> frozenset[str]:
     return frozenset(names)
 
 
-def new(args: Mapping[str, Any]) -> NodeResourcesFit:
+def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> NodeResourcesFit:
     check_fields(args, _ARGS, ("ignoredResources", "ignoredResourceGroups", "scoringStrategy"))
     ignored = _parse_names(args.get("ignoredResources"), f"{_ARGS}.ignoredResources", groups=False)
     groups = _parse_names(args.get("ignoredResourceGroups"), f"{_ARGS}.ignoredResourceGroups", groups=True)

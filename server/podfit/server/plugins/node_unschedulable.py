@@ -10,6 +10,7 @@ from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import Int32Array, IntpArray
 from podfit.server.framework.profile import NODE_UNSCHEDULABLE
 from podfit.server.framework.status import Status, unresolvable
+from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import Pod, Taint
 
 if TYPE_CHECKING:
@@ -38,5 +39,5 @@ def _tolerates_unschedulable(pod: Pod) -> bool:
     return any(t.tolerates(_UNSCHEDULABLE_TAINT) for t in pod.tolerations)
 
 
-def new(args: Mapping[str, Any]) -> NodeUnschedulable:
+def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> NodeUnschedulable:
     return NodeUnschedulable()

@@ -35,6 +35,7 @@ from podfit.server.framework.interfaces import (
 )
 from podfit.server.framework.profile import POD_TOPOLOGY_SPREAD
 from podfit.server.framework.status import SKIP, Status, unresolvable, unschedulable
+from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import Kind, Node, Pod, TopologySpreadConstraint, WorkloadSelector
 from podfit.server.model.errors import ValidationError
 from podfit.server.model.objects import Labels, LabelSelector, parse_label_selector
@@ -781,7 +782,7 @@ def _validate_default_constraints(constraints: Sequence[TopologySpreadConstraint
                 )
 
 
-def new(args: Mapping[str, Any]) -> PodTopologySpread:
+def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> PodTopologySpread:
     unknown = sorted(set(args) - _ARG_NAMES)
     if unknown:
         raise ValueError(f"PodTopologySpreadArgs: unknown field(s) {', '.join(unknown)}")

@@ -7,6 +7,7 @@ from typing import Any
 
 from podfit.server.framework.profile import SCHEDULING_GATES
 from podfit.server.framework.status import Status, unresolvable
+from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import Pod
 
 
@@ -19,5 +20,5 @@ class SchedulingGates:
         return unresolvable(f"waiting for scheduling gates: [{' '.join(pod.scheduling_gates)}]")
 
 
-def new(args: Mapping[str, Any]) -> SchedulingGates:
+def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> SchedulingGates:
     return SchedulingGates()

@@ -13,6 +13,7 @@ from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import MAX_NODE_SCORE, Int32Array, Int64Array, IntpArray
 from podfit.server.framework.profile import TAINT_TOLERATION
 from podfit.server.framework.status import Status, unresolvable
+from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import Pod, Taint, Toleration
 from podfit.server.plugins.helper import (
     default_normalize_rows,
@@ -102,5 +103,5 @@ def _score_tolerations(state: CycleState, pod: Pod) -> tuple[Toleration, ...]:
     return pre.tolerations if isinstance(pre, _PreScoreState) else _prefer_no_schedule_tolerations(pod)
 
 
-def new(args: Mapping[str, Any]) -> TaintToleration:
+def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> TaintToleration:
     return TaintToleration()

@@ -12,6 +12,7 @@ from google.protobuf import json_format
 from podfit.k8s.convert import ENUM_TO_KIND, KINDS, ConversionError, object_kind_and_message
 from podfit.server.cache.cluster_cache import Change, Delete, Upsert
 from podfit.server.engine import Decision, UnknownProfileError
+from podfit.server.framework.interfaces import PreemptionResult
 from podfit.server.framework.status import Code
 from podfit.server.model import Kind, Node, Pod, Taint, ValidationError
 from podfit.server.model.objects import (
@@ -22,7 +23,6 @@ from podfit.server.model.objects import (
     pod_spec_fields,
     preempted_by_scheduler,
 )
-from podfit.server.plugins.default_preemption import PreemptionResult
 from podfit.server.service import (
     CachedPod,
     GivenPod,
@@ -283,11 +283,15 @@ def add_scores(field: Any, decision: Decision, only: set[str] | None = None) -> 
         field.add(node_name=names[i], total=totals[i]).MergeFromString(scores)
 
 
-def preempt_response(result: PreemptionResult, generation: int, epoch: str = "") -> sc.PreemptResponse:
-    """A Preempt answer; ``epoch`` is the server's (SchedulingService.epoch), as on every response."""
+def preempt_response(
+    result: PreemptionResult, generation: int, epoch: str = "", version: str = ""
+) -> sc.PreemptResponse:
+    """A Preempt answer; ``epoch`` is the server's (SchedulingService.epoch), as on every response, and
+    ``version`` the kube-scheduler release that answered."""
     return sc.PreemptResponse(
         generation=generation,
         server_epoch=epoch,
+        kube_scheduler_version=version,
         nominated_node=result.nominated_node,
         victims=[
             sc.Victim(namespace=v.namespace, name=v.name, uid=v.uid, priority=v.priority)
@@ -313,13 +317,16 @@ def schedule_response(result: ScheduleResult, *, full: bool, epoch: str = "") ->
         feasible_count=result.feasible_count,
         assumed_generation=result.assumed_generation,
         unschedulable_message=result.unschedulable_message,
+        kube_scheduler_version=result.kube_scheduler_version,
     )
     if decision is not None:
         response.best_nodes.extend(decision.best)
         add_verdicts(response.nodes, decision)
         add_scores(response.scores, decision)
     if result.preemption is not None:
-        response.preemption.CopyFrom(preempt_response(result.preemption, result.generation, epoch))
+        response.preemption.CopyFrom(
+            preempt_response(result.preemption, result.generation, epoch, result.kube_scheduler_version)
+        )
     return response
 
 

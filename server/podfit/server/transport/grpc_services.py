@@ -235,7 +235,12 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
     async def Filter(self, request: sc.FilterRequest, context: grpc.aio.ServicerContext) -> sc.FilterResponse:
         pod = self._pod(request.pod)
         decision = await self.service.decide(
-            pod, list(request.node_names), request.scheduler_name, score=False, explain=True
+            pod,
+            list(request.node_names),
+            request.scheduler_name,
+            score=False,
+            explain=True,
+            version=request.kube_scheduler_version,
         )
         annotate(nodes=decision.candidate_count, feasible=decision.feasible_count, gated=decision.gated)
         response = sc.FilterResponse(
@@ -245,6 +250,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
             message=decision.message,
             feasible_count=decision.feasible_count,
             unschedulable_message=decision.unschedulable_message,
+            kube_scheduler_version=decision.kube_scheduler_version,
         )
         if request.view != sc.VIEW_BASIC:
             convert.add_verdicts(response.nodes, decision)
@@ -253,13 +259,16 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
     @unary_errors
     async def Score(self, request: sc.ScoreRequest, context: grpc.aio.ServicerContext) -> sc.ScoreResponse:
         pod = self._pod(request.pod)
-        decision = await self.service.decide(pod, list(request.node_names), request.scheduler_name)
+        decision = await self.service.decide(
+            pod, list(request.node_names), request.scheduler_name, version=request.kube_scheduler_version
+        )
         annotate(nodes=decision.candidate_count, feasible=decision.feasible_count, gated=decision.gated)
         response = sc.ScoreResponse(
             generation=decision.generation,
             gated=decision.gated,
             message=decision.message,
             server_epoch=self.service.epoch,
+            kube_scheduler_version=decision.kube_scheduler_version,
         )
         convert.add_scores(response.scores, decision, set(decision.best) if request.view == sc.VIEW_BASIC else None)
         return response
@@ -272,6 +281,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
                 request.scheduler_name,
                 assume=request.assume,
                 preempt=not request.disable_preemption,
+                version=request.kube_scheduler_version,
             )
         except UpdateRejected as exc:
             # Assuming the pod would replace a cached one in a way kube-apiserver refuses.
@@ -310,6 +320,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
                 all_or_nothing=request.all_or_nothing,
                 preempt=not request.disable_preemption,
                 details=full,
+                version=request.kube_scheduler_version,
             )
         except PodRejected as exc:
             raise convert.located_pod_error(exc, request.scheduler_name) from None
@@ -323,15 +334,17 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
             assumed_generation=placement.assumed_generation,
             placed_count=placed,
             all_placed=placement.all_placed,
+            kube_scheduler_version=self.service.release_for(request.kube_scheduler_version, request.scheduler_name),
         )
 
     @unary_errors
     async def Preempt(self, request: sc.PreemptRequest, context: grpc.aio.ServicerContext) -> sc.PreemptResponse:
-        result, generation = self.service.preempt(
-            self._pod(request.pod), list(request.node_names), request.scheduler_name
-        )
+        pod = self._pod(request.pod)
+        version = request.kube_scheduler_version
+        result, generation = self.service.preempt(pod, list(request.node_names), request.scheduler_name, version)
         annotate(nominated=result.nominated_node, victims=len(result.victims))
-        return convert.preempt_response(result, generation, self.service.epoch)
+        release = self.service.release_for(version, request.scheduler_name, pod)
+        return convert.preempt_response(result, generation, self.service.epoch, release)
 
 
 class SimulationServicer(sim_grpc.SimulationServicer):
@@ -344,9 +357,12 @@ class SimulationServicer(sim_grpc.SimulationServicer):
     async def Simulate(self, request: sim.SimulateRequest, context: grpc.aio.ServicerContext) -> sim.SimulateResponse:
         scenario = convert.scenario_from_message(request.scenario, "scenario")
         pods = [convert.pod_input(ref, f"pods[{i}]") for i, ref in enumerate(request.pods)]
-        result = self.service.simulate(scenario, pods, request.scheduler_name)
+        version = request.kube_scheduler_version
+        result = self.service.simulate(scenario, pods, request.scheduler_name, version)
         annotate(pods=len(pods), hypothetical_nodes=len(result.hypothetical_nodes))
-        return convert.simulate_response(result, self.service.epoch)
+        response = convert.simulate_response(result, self.service.epoch)
+        response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
+        return response
 
     @unary_errors
     async def EstimateScaleUp(
@@ -357,9 +373,12 @@ class SimulationServicer(sim_grpc.SimulationServicer):
             for i, group in enumerate(request.groups)
         ]
         node_groups = [convert.node_group(group, f"node_groups[{i}]") for i, group in enumerate(request.node_groups)]
-        generation, estimates = self.service.estimate_scale_up(groups, node_groups, request.scheduler_name)
+        version = request.kube_scheduler_version
+        generation, estimates = self.service.estimate_scale_up(groups, node_groups, request.scheduler_name, version)
         annotate(groups=len(groups), node_groups=len(node_groups))
-        return convert.estimate_response(generation, estimates, self.service.epoch)
+        response = convert.estimate_response(generation, estimates, self.service.epoch)
+        response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
+        return response
 
     @unary_errors
     async def SimulateDrain(
@@ -367,6 +386,9 @@ class SimulationServicer(sim_grpc.SimulationServicer):
     ) -> sim.SimulateDrainResponse:
         options = convert.drain_options(request.options, "options")
         now = request.now.ToNanoseconds() / 1e9 if request.HasField("now") else None
-        result = self.service.simulate_drain(list(request.node_names), options, now, request.scheduler_name)
+        version = request.kube_scheduler_version
+        result = self.service.simulate_drain(list(request.node_names), options, now, request.scheduler_name, version)
         annotate(nodes=len(request.node_names))
-        return convert.drain_response(result, self.service.epoch)
+        response = convert.drain_response(result, self.service.epoch)
+        response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
+        return response

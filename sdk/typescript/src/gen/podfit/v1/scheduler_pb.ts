@@ -1,4 +1,4 @@
-// Scheduler: kube-scheduler v1.35 default-profile decisions over the cached cluster.
+// Scheduler: kube-scheduler default-profile decisions (v1.35 or v1.37, per profile or request) over the cached cluster.
 //
 // An unschedulable pod is not an error: it is a successful answer that says, per node, why.
 
@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file podfit/v1/scheduler.proto.
  */
 export const file_podfit_v1_scheduler: GenFile = /*@__PURE__*/
-  fileDesc("Chlwb2RmaXQvdjEvc2NoZWR1bGVyLnByb3RvEglwb2RmaXQudjEimQEKDFBvZFJlZmVyZW5jZRIdCgNwb2QYASABKAsyDi5wb2RmaXQudjEuUG9kSAASGQoPa3ViZXJuZXRlc19qc29uGAIgASgMSAASJgoGY2FjaGVkGAMgASgLMhQucG9kZml0LnYxLk9iamVjdEtleUgAEh0KE2t1YmVybmV0ZXNfcHJvdG9idWYYBCABKAxIAEIICgZzb3VyY2UidAoLTm9kZVZlcmRpY3QSEQoJbm9kZV9uYW1lGAEgASgJEgwKBGZpdHMYAiABKAgSDgoGcGx1Z2luGAMgASgJEg8KB3JlYXNvbnMYBCADKAkSIwoEY29kZRgFIAEoDjIVLnBvZGZpdC52MS5TdGF0dXNDb2RlIiwKC1BsdWdpblNjb3JlEg4KBnBsdWdpbhgBIAEoCRINCgVzY29yZRgCIAEoAyJWCglOb2RlU2NvcmUSEQoJbm9kZV9uYW1lGAEgASgJEg0KBXRvdGFsGAIgASgDEicKB3BsdWdpbnMYAyADKAsyFi5wb2RmaXQudjEuUGx1Z2luU2NvcmUigAEKDUZpbHRlclJlcXVlc3QSJAoDcG9kGAEgASgLMhcucG9kZml0LnYxLlBvZFJlZmVyZW5jZRISCgpub2RlX25hbWVzGAIgAygJEhYKDnNjaGVkdWxlcl9uYW1lGAMgASgJEh0KBHZpZXcYBCABKA4yDy5wb2RmaXQudjEuVmlldyK4AQoORmlsdGVyUmVzcG9uc2USEgoKZ2VuZXJhdGlvbhgBIAEoAxINCgVnYXRlZBgCIAEoCBIPCgdtZXNzYWdlGAMgASgJEiUKBW5vZGVzGAQgAygLMhYucG9kZml0LnYxLk5vZGVWZXJkaWN0EhYKDmZlYXNpYmxlX2NvdW50GAUgASgFEhQKDHNlcnZlcl9lcG9jaBgGIAEoCRIdChV1bnNjaGVkdWxhYmxlX21lc3NhZ2UYByABKAkifwoMU2NvcmVSZXF1ZXN0EiQKA3BvZBgBIAEoCzIXLnBvZGZpdC52MS5Qb2RSZWZlcmVuY2USEgoKbm9kZV9uYW1lcxgCIAMoCRIWCg5zY2hlZHVsZXJfbmFtZRgDIAEoCRIdCgR2aWV3GAQgASgOMg8ucG9kZml0LnYxLlZpZXcifwoNU2NvcmVSZXNwb25zZRISCgpnZW5lcmF0aW9uGAEgASgDEg0KBWdhdGVkGAIgASgIEg8KB21lc3NhZ2UYAyABKAkSJAoGc2NvcmVzGAQgAygLMhQucG9kZml0LnYxLk5vZGVTY29yZRIUCgxzZXJ2ZXJfZXBvY2gYBSABKAkirgEKD1NjaGVkdWxlUmVxdWVzdBIkCgNwb2QYASABKAsyFy5wb2RmaXQudjEuUG9kUmVmZXJlbmNlEhIKCm5vZGVfbmFtZXMYAiADKAkSFgoOc2NoZWR1bGVyX25hbWUYAyABKAkSDgoGYXNzdW1lGAQgASgIEhoKEmRpc2FibGVfcHJlZW1wdGlvbhgFIAEoCBIdCgR2aWV3GAYgASgOMg8ucG9kZml0LnYxLlZpZXci6wIKEFNjaGVkdWxlUmVzcG9uc2USEgoKZ2VuZXJhdGlvbhgBIAEoAxINCgVnYXRlZBgCIAEoCBIPCgdtZXNzYWdlGAMgASgJEhUKDXNlbGVjdGVkX25vZGUYBCABKAkSEgoKYmVzdF9ub2RlcxgFIAMoCRIlCgVub2RlcxgGIAMoCzIWLnBvZGZpdC52MS5Ob2RlVmVyZGljdBIkCgZzY29yZXMYByADKAsyFC5wb2RmaXQudjEuTm9kZVNjb3JlEi4KCnByZWVtcHRpb24YCCABKAsyGi5wb2RmaXQudjEuUHJlZW1wdFJlc3BvbnNlEhoKEmFzc3VtZWRfZ2VuZXJhdGlvbhgJIAEoAxIWCg5mZWFzaWJsZV9jb3VudBgKIAEoBRISCgpiZXN0X2NvdW50GAsgASgFEhQKDHNlcnZlcl9lcG9jaBgMIAEoCRIdChV1bnNjaGVkdWxhYmxlX21lc3NhZ2UYDSABKAkivAEKFFNjaGVkdWxlQmF0Y2hSZXF1ZXN0EiUKBHBvZHMYASADKAsyFy5wb2RmaXQudjEuUG9kUmVmZXJlbmNlEhIKCm5vZGVfbmFtZXMYAiADKAkSFgoOc2NoZWR1bGVyX25hbWUYAyABKAkSFgoOYWxsX29yX25vdGhpbmcYBCABKAgSGgoSZGlzYWJsZV9wcmVlbXB0aW9uGAUgASgIEh0KBHZpZXcYBiABKA4yDy5wb2RmaXQudjEuVmlldyK1AQoVU2NoZWR1bGVCYXRjaFJlc3BvbnNlEiwKB3Jlc3VsdHMYASADKAsyGy5wb2RmaXQudjEuU2NoZWR1bGVSZXNwb25zZRISCgpnZW5lcmF0aW9uGAIgASgDEhoKEmFzc3VtZWRfZ2VuZXJhdGlvbhgDIAEoAxIUCgxwbGFjZWRfY291bnQYBCABKAUSEgoKYWxsX3BsYWNlZBgFIAEoCBIUCgxzZXJ2ZXJfZXBvY2gYBiABKAkiYgoOUHJlZW1wdFJlcXVlc3QSJAoDcG9kGAEgASgLMhcucG9kZml0LnYxLlBvZFJlZmVyZW5jZRISCgpub2RlX25hbWVzGAIgAygJEhYKDnNjaGVkdWxlcl9uYW1lGAMgASgJIkgKBlZpY3RpbRIRCgluYW1lc3BhY2UYASABKAkSDAoEbmFtZRgCIAEoCRILCgN1aWQYAyABKAkSEAoIcHJpb3JpdHkYBCABKAUi3AEKD1ByZWVtcHRSZXNwb25zZRISCgpnZW5lcmF0aW9uGAEgASgDEhYKDm5vbWluYXRlZF9ub2RlGAIgASgJEiIKB3ZpY3RpbXMYAyADKAsyES5wb2RmaXQudjEuVmljdGltEhoKEm51bV9wZGJfdmlvbGF0aW9ucxgEIAEoBRIRCglub2RlX3RpZXMYBSADKAkSDwoHbWVzc2FnZRgGIAEoCRIUCgxzZXJ2ZXJfZXBvY2gYByABKAkSIwoEY29kZRgIIAEoDjIVLnBvZGZpdC52MS5TdGF0dXNDb2RlKqgBCgpTdGF0dXNDb2RlEhsKF1NUQVRVU19DT0RFX1VOU1BFQ0lGSUVEEAASFwoTU1RBVFVTX0NPREVfU1VDQ0VTUxABEh0KGVNUQVRVU19DT0RFX1VOU0NIRURVTEFCTEUQAhIuCipTVEFUVVNfQ09ERV9VTlNDSEVEVUxBQkxFX0FORF9VTlJFU09MVkFCTEUQAxIVChFTVEFUVVNfQ09ERV9FUlJPUhAEKjsKBFZpZXcSFAoQVklFV19VTlNQRUNJRklFRBAAEg0KCVZJRVdfRlVMTBABEg4KClZJRVdfQkFTSUMQAjKwAwoJU2NoZWR1bGVyEj0KBkZpbHRlchIYLnBvZGZpdC52MS5GaWx0ZXJSZXF1ZXN0GhkucG9kZml0LnYxLkZpbHRlclJlc3BvbnNlEjoKBVNjb3JlEhcucG9kZml0LnYxLlNjb3JlUmVxdWVzdBoYLnBvZGZpdC52MS5TY29yZVJlc3BvbnNlEkMKCFNjaGVkdWxlEhoucG9kZml0LnYxLlNjaGVkdWxlUmVxdWVzdBobLnBvZGZpdC52MS5TY2hlZHVsZVJlc3BvbnNlEk0KDlNjaGVkdWxlU3RyZWFtEhoucG9kZml0LnYxLlNjaGVkdWxlUmVxdWVzdBobLnBvZGZpdC52MS5TY2hlZHVsZVJlc3BvbnNlKAEwARJSCg1TY2hlZHVsZUJhdGNoEh8ucG9kZml0LnYxLlNjaGVkdWxlQmF0Y2hSZXF1ZXN0GiAucG9kZml0LnYxLlNjaGVkdWxlQmF0Y2hSZXNwb25zZRJACgdQcmVlbXB0EhkucG9kZml0LnYxLlByZWVtcHRSZXF1ZXN0GhoucG9kZml0LnYxLlByZWVtcHRSZXNwb25zZUIzWjFnaXRodWIuY29tL3BvZGZpdC9wb2RmaXQvc2RrL2dvL3BvZGZpdHYxO3BvZGZpdHYxYgZwcm90bzM", [file_podfit_v1_cluster_cache, file_podfit_v1_objects]);
+  fileDesc("Chlwb2RmaXQvdjEvc2NoZWR1bGVyLnByb3RvEglwb2RmaXQudjEimQEKDFBvZFJlZmVyZW5jZRIdCgNwb2QYASABKAsyDi5wb2RmaXQudjEuUG9kSAASGQoPa3ViZXJuZXRlc19qc29uGAIgASgMSAASJgoGY2FjaGVkGAMgASgLMhQucG9kZml0LnYxLk9iamVjdEtleUgAEh0KE2t1YmVybmV0ZXNfcHJvdG9idWYYBCABKAxIAEIICgZzb3VyY2UidAoLTm9kZVZlcmRpY3QSEQoJbm9kZV9uYW1lGAEgASgJEgwKBGZpdHMYAiABKAgSDgoGcGx1Z2luGAMgASgJEg8KB3JlYXNvbnMYBCADKAkSIwoEY29kZRgFIAEoDjIVLnBvZGZpdC52MS5TdGF0dXNDb2RlIiwKC1BsdWdpblNjb3JlEg4KBnBsdWdpbhgBIAEoCRINCgVzY29yZRgCIAEoAyJWCglOb2RlU2NvcmUSEQoJbm9kZV9uYW1lGAEgASgJEg0KBXRvdGFsGAIgASgDEicKB3BsdWdpbnMYAyADKAsyFi5wb2RmaXQudjEuUGx1Z2luU2NvcmUioAEKDUZpbHRlclJlcXVlc3QSJAoDcG9kGAEgASgLMhcucG9kZml0LnYxLlBvZFJlZmVyZW5jZRISCgpub2RlX25hbWVzGAIgAygJEhYKDnNjaGVkdWxlcl9uYW1lGAMgASgJEh0KBHZpZXcYBCABKA4yDy5wb2RmaXQudjEuVmlldxIeChZrdWJlX3NjaGVkdWxlcl92ZXJzaW9uGAUgASgJItgBCg5GaWx0ZXJSZXNwb25zZRISCgpnZW5lcmF0aW9uGAEgASgDEg0KBWdhdGVkGAIgASgIEg8KB21lc3NhZ2UYAyABKAkSJQoFbm9kZXMYBCADKAsyFi5wb2RmaXQudjEuTm9kZVZlcmRpY3QSFgoOZmVhc2libGVfY291bnQYBSABKAUSFAoMc2VydmVyX2Vwb2NoGAYgASgJEh0KFXVuc2NoZWR1bGFibGVfbWVzc2FnZRgHIAEoCRIeChZrdWJlX3NjaGVkdWxlcl92ZXJzaW9uGAggASgJIp8BCgxTY29yZVJlcXVlc3QSJAoDcG9kGAEgASgLMhcucG9kZml0LnYxLlBvZFJlZmVyZW5jZRISCgpub2RlX25hbWVzGAIgAygJEhYKDnNjaGVkdWxlcl9uYW1lGAMgASgJEh0KBHZpZXcYBCABKA4yDy5wb2RmaXQudjEuVmlldxIeChZrdWJlX3NjaGVkdWxlcl92ZXJzaW9uGAUgASgJIp8BCg1TY29yZVJlc3BvbnNlEhIKCmdlbmVyYXRpb24YASABKAMSDQoFZ2F0ZWQYAiABKAgSDwoHbWVzc2FnZRgDIAEoCRIkCgZzY29yZXMYBCADKAsyFC5wb2RmaXQudjEuTm9kZVNjb3JlEhQKDHNlcnZlcl9lcG9jaBgFIAEoCRIeChZrdWJlX3NjaGVkdWxlcl92ZXJzaW9uGAYgASgJIs4BCg9TY2hlZHVsZVJlcXVlc3QSJAoDcG9kGAEgASgLMhcucG9kZml0LnYxLlBvZFJlZmVyZW5jZRISCgpub2RlX25hbWVzGAIgAygJEhYKDnNjaGVkdWxlcl9uYW1lGAMgASgJEg4KBmFzc3VtZRgEIAEoCBIaChJkaXNhYmxlX3ByZWVtcHRpb24YBSABKAgSHQoEdmlldxgGIAEoDjIPLnBvZGZpdC52MS5WaWV3Eh4KFmt1YmVfc2NoZWR1bGVyX3ZlcnNpb24YByABKAkiiwMKEFNjaGVkdWxlUmVzcG9uc2USEgoKZ2VuZXJhdGlvbhgBIAEoAxINCgVnYXRlZBgCIAEoCBIPCgdtZXNzYWdlGAMgASgJEhUKDXNlbGVjdGVkX25vZGUYBCABKAkSEgoKYmVzdF9ub2RlcxgFIAMoCRIlCgVub2RlcxgGIAMoCzIWLnBvZGZpdC52MS5Ob2RlVmVyZGljdBIkCgZzY29yZXMYByADKAsyFC5wb2RmaXQudjEuTm9kZVNjb3JlEi4KCnByZWVtcHRpb24YCCABKAsyGi5wb2RmaXQudjEuUHJlZW1wdFJlc3BvbnNlEhoKEmFzc3VtZWRfZ2VuZXJhdGlvbhgJIAEoAxIWCg5mZWFzaWJsZV9jb3VudBgKIAEoBRISCgpiZXN0X2NvdW50GAsgASgFEhQKDHNlcnZlcl9lcG9jaBgMIAEoCRIdChV1bnNjaGVkdWxhYmxlX21lc3NhZ2UYDSABKAkSHgoWa3ViZV9zY2hlZHVsZXJfdmVyc2lvbhgOIAEoCSLcAQoUU2NoZWR1bGVCYXRjaFJlcXVlc3QSJQoEcG9kcxgBIAMoCzIXLnBvZGZpdC52MS5Qb2RSZWZlcmVuY2USEgoKbm9kZV9uYW1lcxgCIAMoCRIWCg5zY2hlZHVsZXJfbmFtZRgDIAEoCRIWCg5hbGxfb3Jfbm90aGluZxgEIAEoCBIaChJkaXNhYmxlX3ByZWVtcHRpb24YBSABKAgSHQoEdmlldxgGIAEoDjIPLnBvZGZpdC52MS5WaWV3Eh4KFmt1YmVfc2NoZWR1bGVyX3ZlcnNpb24YByABKAki1QEKFVNjaGVkdWxlQmF0Y2hSZXNwb25zZRIsCgdyZXN1bHRzGAEgAygLMhsucG9kZml0LnYxLlNjaGVkdWxlUmVzcG9uc2USEgoKZ2VuZXJhdGlvbhgCIAEoAxIaChJhc3N1bWVkX2dlbmVyYXRpb24YAyABKAMSFAoMcGxhY2VkX2NvdW50GAQgASgFEhIKCmFsbF9wbGFjZWQYBSABKAgSFAoMc2VydmVyX2Vwb2NoGAYgASgJEh4KFmt1YmVfc2NoZWR1bGVyX3ZlcnNpb24YByABKAkiggEKDlByZWVtcHRSZXF1ZXN0EiQKA3BvZBgBIAEoCzIXLnBvZGZpdC52MS5Qb2RSZWZlcmVuY2USEgoKbm9kZV9uYW1lcxgCIAMoCRIWCg5zY2hlZHVsZXJfbmFtZRgDIAEoCRIeChZrdWJlX3NjaGVkdWxlcl92ZXJzaW9uGAQgASgJIkgKBlZpY3RpbRIRCgluYW1lc3BhY2UYASABKAkSDAoEbmFtZRgCIAEoCRILCgN1aWQYAyABKAkSEAoIcHJpb3JpdHkYBCABKAUi/AEKD1ByZWVtcHRSZXNwb25zZRISCgpnZW5lcmF0aW9uGAEgASgDEhYKDm5vbWluYXRlZF9ub2RlGAIgASgJEiIKB3ZpY3RpbXMYAyADKAsyES5wb2RmaXQudjEuVmljdGltEhoKEm51bV9wZGJfdmlvbGF0aW9ucxgEIAEoBRIRCglub2RlX3RpZXMYBSADKAkSDwoHbWVzc2FnZRgGIAEoCRIUCgxzZXJ2ZXJfZXBvY2gYByABKAkSIwoEY29kZRgIIAEoDjIVLnBvZGZpdC52MS5TdGF0dXNDb2RlEh4KFmt1YmVfc2NoZWR1bGVyX3ZlcnNpb24YCSABKAkqqAEKClN0YXR1c0NvZGUSGwoXU1RBVFVTX0NPREVfVU5TUEVDSUZJRUQQABIXChNTVEFUVVNfQ09ERV9TVUNDRVNTEAESHQoZU1RBVFVTX0NPREVfVU5TQ0hFRFVMQUJMRRACEi4KKlNUQVRVU19DT0RFX1VOU0NIRURVTEFCTEVfQU5EX1VOUkVTT0xWQUJMRRADEhUKEVNUQVRVU19DT0RFX0VSUk9SEAQqOwoEVmlldxIUChBWSUVXX1VOU1BFQ0lGSUVEEAASDQoJVklFV19GVUxMEAESDgoKVklFV19CQVNJQxACMrADCglTY2hlZHVsZXISPQoGRmlsdGVyEhgucG9kZml0LnYxLkZpbHRlclJlcXVlc3QaGS5wb2RmaXQudjEuRmlsdGVyUmVzcG9uc2USOgoFU2NvcmUSFy5wb2RmaXQudjEuU2NvcmVSZXF1ZXN0GhgucG9kZml0LnYxLlNjb3JlUmVzcG9uc2USQwoIU2NoZWR1bGUSGi5wb2RmaXQudjEuU2NoZWR1bGVSZXF1ZXN0GhsucG9kZml0LnYxLlNjaGVkdWxlUmVzcG9uc2USTQoOU2NoZWR1bGVTdHJlYW0SGi5wb2RmaXQudjEuU2NoZWR1bGVSZXF1ZXN0GhsucG9kZml0LnYxLlNjaGVkdWxlUmVzcG9uc2UoATABElIKDVNjaGVkdWxlQmF0Y2gSHy5wb2RmaXQudjEuU2NoZWR1bGVCYXRjaFJlcXVlc3QaIC5wb2RmaXQudjEuU2NoZWR1bGVCYXRjaFJlc3BvbnNlEkAKB1ByZWVtcHQSGS5wb2RmaXQudjEuUHJlZW1wdFJlcXVlc3QaGi5wb2RmaXQudjEuUHJlZW1wdFJlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcG9kZml0L3BvZGZpdC9zZGsvZ28vcG9kZml0djE7cG9kZml0djFiBnByb3RvMw", [file_podfit_v1_cluster_cache, file_podfit_v1_objects]);
 
 /**
  * The pod a decision is about: given by value, as Kubernetes JSON, or by reference to a cached pod.
@@ -224,6 +224,15 @@ export type FilterRequest = Message<"podfit.v1.FilterRequest"> & {
    * @generated from field: podfit.v1.View view = 4;
    */
   view: View;
+
+  /**
+   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+   * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+   *
+   * @generated from field: string kube_scheduler_version = 5;
+   */
+  kubeSchedulerVersion: string;
 };
 
 /**
@@ -284,15 +293,23 @@ export type FilterResponse = Message<"podfit.v1.FilterResponse"> & {
   serverEpoch: string;
 
   /**
-   * When no candidate node fits and the pod is not gated: the message kube-scheduler v1.35 writes into
+   * When no candidate node fits and the pod is not gated: the message kube-scheduler writes into
    * the pod's FailedScheduling event, byte for byte, e.g. "0/3 nodes are available: 2 Insufficient cpu,
-   * 1 node(s) had untolerated taint(s). no new claims to deallocate, preemption: 0/3 nodes are
-   * available: ...". PostFilter (preemption) runs for it, so it ends with PostFilter's message. "no
+   * 1 node(s) had untolerated taint(s). preemption: 0/3 nodes are available: ..." (v1.35: "...
+   * no new claims to deallocate, preemption: ..."). PostFilter (preemption) runs for it, so it ends with
+   * PostFilter's message. "no
    * nodes available to schedule pods" when the cache has no nodes; empty when some node fits.
    *
    * @generated from field: string unschedulable_message = 7;
    */
   unschedulableMessage: string;
+
+  /**
+   * The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+   *
+   * @generated from field: string kube_scheduler_version = 8;
+   */
+  kubeSchedulerVersion: string;
 };
 
 /**
@@ -335,6 +352,15 @@ export type ScoreRequest = Message<"podfit.v1.ScoreRequest"> & {
    * @generated from field: podfit.v1.View view = 4;
    */
   view: View;
+
+  /**
+   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+   * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+   *
+   * @generated from field: string kube_scheduler_version = 5;
+   */
+  kubeSchedulerVersion: string;
 };
 
 /**
@@ -386,6 +412,13 @@ export type ScoreResponse = Message<"podfit.v1.ScoreResponse"> & {
    * @generated from field: string server_epoch = 5;
    */
   serverEpoch: string;
+
+  /**
+   * The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+   *
+   * @generated from field: string kube_scheduler_version = 6;
+   */
+  kubeSchedulerVersion: string;
 };
 
 /**
@@ -445,6 +478,15 @@ export type ScheduleRequest = Message<"podfit.v1.ScheduleRequest"> & {
    * @generated from field: podfit.v1.View view = 6;
    */
   view: View;
+
+  /**
+   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+   * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+   *
+   * @generated from field: string kube_scheduler_version = 7;
+   */
+  kubeSchedulerVersion: string;
 };
 
 /**
@@ -556,6 +598,13 @@ export type ScheduleResponse = Message<"podfit.v1.ScheduleResponse"> & {
    * @generated from field: string unschedulable_message = 13;
    */
   unschedulableMessage: string;
+
+  /**
+   * The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+   *
+   * @generated from field: string kube_scheduler_version = 14;
+   */
+  kubeSchedulerVersion: string;
 };
 
 /**
@@ -616,6 +665,15 @@ export type ScheduleBatchRequest = Message<"podfit.v1.ScheduleBatchRequest"> & {
    * @generated from field: podfit.v1.View view = 6;
    */
   view: View;
+
+  /**
+   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+   * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+   *
+   * @generated from field: string kube_scheduler_version = 7;
+   */
+  kubeSchedulerVersion: string;
 };
 
 /**
@@ -676,6 +734,13 @@ export type ScheduleBatchResponse = Message<"podfit.v1.ScheduleBatchResponse"> &
    * @generated from field: string server_epoch = 6;
    */
   serverEpoch: string;
+
+  /**
+   * The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+   *
+   * @generated from field: string kube_scheduler_version = 7;
+   */
+  kubeSchedulerVersion: string;
 };
 
 /**
@@ -712,6 +777,15 @@ export type PreemptRequest = Message<"podfit.v1.PreemptRequest"> & {
    * @generated from field: string scheduler_name = 3;
    */
   schedulerName: string;
+
+  /**
+   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
+   * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
+   *
+   * @generated from field: string kube_scheduler_version = 4;
+   */
+  kubeSchedulerVersion: string;
 };
 
 /**
@@ -809,8 +883,9 @@ export type PreemptResponse = Message<"podfit.v1.PreemptResponse"> & {
   nodeTies: string[];
 
   /**
-   * kube-scheduler's PostFilter status text, e.g. "preemption: not eligible due to ...". Empty when a
-   * node was nominated.
+   * kube-scheduler's PostFilter status text, e.g. "preemption: not eligible due to ...". When a node was
+   * nominated: empty in v1.35, "preemption: found a potential placement for pod on node N, preempting K
+   * victims" from v1.37.
    *
    * @generated from field: string message = 6;
    */
@@ -832,6 +907,13 @@ export type PreemptResponse = Message<"podfit.v1.PreemptResponse"> & {
    * @generated from field: podfit.v1.StatusCode code = 8;
    */
   code: StatusCode;
+
+  /**
+   * The kube-scheduler release this answer reproduces, e.g. "v1.37.2".
+   *
+   * @generated from field: string kube_scheduler_version = 9;
+   */
+  kubeSchedulerVersion: string;
 };
 
 /**

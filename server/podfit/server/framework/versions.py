@@ -1,0 +1,225 @@
+"""kube-scheduler versions podfit answers as, and their feature gates, as data.
+
+Kubernetes' gate registry is versioned (each gate lists its default per minor version); kube-scheduler
+resolves it once into ``feature.Features`` and hands that to every plugin factory. podfit does the same:
+a version (from the server default, a profile, or a request) plus ``--feature-gates`` overrides resolve
+once into ``Features``, which plugin factories read. Nothing else asks which version is answering.
+
+Besides gates, a release changes code that no gate guards (a scoring formula, a status text). Those
+changes are listed per version as ``behaviours`` and reach the plugins through the same ``Features``,
+named after what the code does, so a plugin branches on a behaviour, never on a version number.
+
+Adding a minor version: add its gate defaults and behaviours here, its corpus under tests, and run the
+conformance suite for it (see README, "kube-scheduler versions").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from podfit.server.model import ValidationError
+
+
+@dataclass(frozen=True, slots=True)
+class GateSpec:
+    """One gate's default in one version; a locked gate cannot be set to anything else."""
+
+    default: bool
+    stage: str  # ALPHA, BETA or GA
+    locked: bool = False
+
+
+def _alpha() -> GateSpec:
+    return GateSpec(False, "ALPHA")
+
+
+def _beta(default: bool = True) -> GateSpec:
+    return GateSpec(default, "BETA")
+
+
+def _ga(locked: bool = False) -> GateSpec:
+    return GateSpec(True, "GA", locked)
+
+
+# The gates kube-scheduler reads, per gate and version (``pkg/features/kube_features.go`` and the staging
+# feature files, as each version resolves them at its own version). A gate absent from a version does
+# not exist there.
+GATES: dict[str, dict[str, GateSpec]] = {
+    "StorageCapacityScoring": {"v1.35": _alpha(), "v1.37": _beta()},
+    "NodeDeclaredFeatures": {"v1.35": _alpha(), "v1.37": _ga(locked=True)},
+    "VolumeLimitScaling": {"v1.35": _alpha(), "v1.37": _beta()},
+    "InPlacePodLevelResourcesVerticalScaling": {"v1.35": _alpha(), "v1.37": _beta()},
+    "DRAExtendedResource": {"v1.35": _alpha(), "v1.37": _ga(locked=True)},
+    "DRAConsumableCapacity": {"v1.35": _alpha(), "v1.37": _beta()},
+    "DRADeviceBindingConditions": {"v1.35": _alpha(), "v1.37": _beta()},
+    "DRADeviceTaints": {"v1.35": _alpha(), "v1.37": _ga()},
+    "DRADeviceTaintRules": {"v1.35": _alpha(), "v1.37": _ga()},
+    "DRAPartitionableDevices": {"v1.35": _alpha(), "v1.37": _beta()},
+    "DRAAdminAccess": {"v1.35": _beta(), "v1.37": _ga(locked=True)},
+    "DRAPrioritizedList": {"v1.35": _beta(), "v1.37": _ga(locked=True)},
+    "DRAResourceClaimDeviceStatus": {"v1.35": _beta(), "v1.37": _ga(locked=True)},
+    "DRAFractionalCapacityRange": {"v1.37": _beta(default=False)},
+    "DRAWorkloadResourceClaims": {"v1.37": _beta(default=False)},
+    "DRAListTypeAttributes": {"v1.37": _alpha()},
+    "DRANodeAllocatableResources": {"v1.37": _alpha()},
+    "DRAOptionalNodeOperations": {"v1.37": _alpha()},
+    "DRADerivedAttributes": {"v1.37": _alpha()},
+    "DRADeviceCompatibilityGroups": {"v1.37": _alpha()},
+    "GangScheduling": {"v1.35": _alpha()},
+    "GenericWorkload": {"v1.35": _alpha(), "v1.37": _beta(default=False)},
+    "CompositePodGroup": {"v1.37": _alpha()},
+    "PodGroupPreemptionPolicy": {"v1.37": _alpha()},
+    "TopologyAwareWorkloadScheduling": {"v1.37": _alpha()},
+    "InPlacePodVerticalScalingSchedulerPreemption": {"v1.37": _alpha()},
+    "InterPodAffinityHostnameFastPath": {"v1.37": _alpha()},
+    "SchedulerPreQueueingHints": {"v1.37": _alpha()},
+    "SchedulerQueueingHints": {"v1.35": _ga(locked=True)},
+    "SidecarContainers": {"v1.35": _ga(locked=True)},
+    "CSIMigrationPortworx": {"v1.35": _ga(locked=True)},
+    "VolumeAttributesClass": {"v1.35": _ga(), "v1.37": _ga(locked=True)},
+    # The same in both versions.
+    "DynamicResourceAllocation": {"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)},
+    "SchedulerAsyncPreemption": {"v1.35": _beta(), "v1.37": _beta()},
+    "OpportunisticBatching": {"v1.35": _beta(), "v1.37": _beta()},
+    "PodLevelResources": {"v1.35": _beta(), "v1.37": _beta()},
+    "NodeInclusionPolicyInPodTopologySpread": {"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)},
+    "MatchLabelKeysInPodTopologySpread": {"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)},
+    "DRASchedulerFilterTimeout": {"v1.35": _beta(), "v1.37": _beta()},
+    "InPlacePodVerticalScaling": {"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)},
+    "SchedulerPopFromBackoffQ": {"v1.35": _beta(), "v1.37": _beta()},
+    "SchedulerAsyncAPICalls": {"v1.35": _beta(default=False), "v1.37": _beta(default=False)},
+    "TaintTolerationComparisonOperators": {"v1.35": _alpha(), "v1.37": _alpha()},
+}
+
+
+@dataclass(frozen=True)
+class Features:
+    """What the plugins of one profile read, resolved once (kube-scheduler's ``feature.Features``).
+
+    The ``enable_*`` fields are gates. The others are the version's own code, which no gate guards: each
+    names what the code does, so a plugin factory picks its behaviour without knowing version numbers.
+    """
+
+    # Gates.
+    enable_storage_capacity_scoring: bool = False
+    enable_node_declared_features: bool = False
+    # Behaviours (v1.37): BalancedAllocation scores how the pod changes the node's balance, not the
+    # balance with the pod.
+    balanced_allocation_scores_change: bool = False
+    # NodeName restricts the candidates at PreFilter (the framework's "didn't satisfy plugin(s)" text).
+    node_name_pre_filter: bool = False
+    # DynamicResources' PostFilter rejects a pod without claims with no reason (v1.35: a reason).
+    dynamic_resources_silent_post_filter: bool = False
+    # DefaultPreemption's successful PostFilter says where it nominated the pod and how many it evicts.
+    preemption_success_message: bool = False
+    # Every gate of the version, after overrides (shown in Stats and the README).
+    gates: Mapping[str, bool] = field(default_factory=dict, compare=False)
+
+
+# Gate name -> the Features field it sets.
+_GATE_FIELDS = {
+    "StorageCapacityScoring": "enable_storage_capacity_scoring",
+    "NodeDeclaredFeatures": "enable_node_declared_features",
+}
+
+
+@dataclass(frozen=True)
+class KubeSchedulerVersion:
+    """A supported minor version: its name (``v1.37``), the release podfit reproduces (``v1.37.2``),
+    and its behaviours (Features fields that are code changes rather than gates)."""
+
+    name: str
+    release: str
+    behaviours: Mapping[str, bool]
+
+    def gate_defaults(self) -> dict[str, bool]:
+        return {gate: specs[self.name].default for gate, specs in GATES.items() if self.name in specs}
+
+    def features(self, overrides: Mapping[str, bool] | None = None) -> Features:
+        """This version's Features with ``overrides`` (``--feature-gates``) applied; gates the version
+        does not have are ignored (they belong to another supported version)."""
+        gates = self.gate_defaults()
+        for gate, value in (overrides or {}).items():
+            if gate in gates:
+                gates[gate] = value
+        values = {name: gates.get(gate, False) for gate, name in _GATE_FIELDS.items()}
+        return Features(**values, **self.behaviours, gates=gates)
+
+
+_V137_BEHAVIOURS = {
+    "balanced_allocation_scores_change": True,
+    "node_name_pre_filter": True,
+    "dynamic_resources_silent_post_filter": True,
+    "preemption_success_message": True,
+}
+
+VERSIONS: dict[str, KubeSchedulerVersion] = {
+    "v1.35": KubeSchedulerVersion("v1.35", "v1.35.4", {}),
+    "v1.37": KubeSchedulerVersion("v1.37", "v1.37.2", _V137_BEHAVIOURS),
+}
+DEFAULT_VERSION = "v1.37"
+
+_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.\d+)?")
+
+
+def supported() -> str:
+    return ", ".join(f"{v.name} ({v.release})" for v in VERSIONS.values())
+
+
+def parse_version(text: str, field_path: str = "kube_scheduler_version") -> KubeSchedulerVersion:
+    """``v1.37``, ``v1.37.2``, ``1.37`` ... -> the supported minor version; ValidationError otherwise.
+
+    A patch release answers as the release podfit reproduces for its minor version."""
+    match = _VERSION.fullmatch(text.strip())
+    version = VERSIONS.get(f"v{int(match[1])}.{int(match[2])}") if match else None
+    if version is None:
+        raise ValidationError(
+            field_path, f"kube-scheduler version {text!r} is not supported (supported: {supported()})"
+        )
+    return version
+
+
+def parse_feature_gates(value: str | Mapping[str, object], field_path: str = "featureGates") -> dict[str, bool]:
+    """``A=true,B=false`` (kube-scheduler's ``--feature-gates``) or a mapping -> overrides, checked
+    against every supported version: an unknown gate, or a locked gate set to its other value, is an
+    error (as kube-scheduler refuses it at start)."""
+    pairs: list[tuple[object, object]]
+    if isinstance(value, str):
+        pairs = []
+        for item in (part.strip() for part in value.split(",")):
+            if not item:
+                continue
+            gate, sep, text = item.partition("=")
+            if not sep:
+                raise ValidationError(field_path, f"missing bool value for {gate!r}")
+            pairs.append((gate.strip(), text.strip()))
+    elif isinstance(value, Mapping):
+        pairs = list(value.items())
+    else:
+        raise ValidationError(field_path, "must be A=true,B=false or a mapping of gate names to booleans")
+    result: dict[str, bool] = {}
+    for key, raw in pairs:
+        name = str(key)
+        if name not in GATES:
+            raise ValidationError(f"{field_path}.{name}", f"unrecognized feature gate: {name}")
+        if isinstance(raw, bool):
+            flag = raw
+        elif isinstance(raw, str) and raw.lower() in ("true", "false"):
+            flag = raw.lower() == "true"
+        else:
+            raise ValidationError(f"{field_path}.{name}", f"invalid value of {name}={raw}, err: must be true or false")
+        for version, spec in GATES[name].items():
+            if spec.locked and flag != spec.default:
+                raise ValidationError(
+                    f"{field_path}.{name}",
+                    f"cannot set feature gate {name} to {str(flag).lower()}, feature is locked to "
+                    f"{str(spec.default).lower()} in {VERSIONS[version].release}",
+                )
+        result[name] = flag
+    return result
+
+
+# No gate on and no version behaviour: what a plugin factory assumes when given no Features.
+BASE_FEATURES = Features()
