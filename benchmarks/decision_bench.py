@@ -20,6 +20,7 @@ from podfit.client.bench import node
 from podfit.server.cache.cluster_cache import ClusterCache, Upsert
 from podfit.server.config import default_profile
 from podfit.server.engine import Engine
+from podfit.server.framework.versions import DEFAULT_VERSION
 from podfit.server.model import Kind
 from podfit.server.model.objects import node_from_k8s, pod_from_k8s
 
@@ -85,12 +86,14 @@ def build(nodes: int, pods: int, workload: str) -> tuple[ClusterCache, float]:
     return cache, time.perf_counter() - started
 
 
-def run(workload: str, nodes: int, pods: int, decisions: int, mode: str = "replicas") -> dict[str, Any]:
+def run(
+    workload: str, nodes: int, pods: int, decisions: int, mode: str = "replicas", version: str = DEFAULT_VERSION
+) -> dict[str, Any]:
     """``replicas``: identical pods, each assumed on its selected node before the next decision (what a
     ReplicaSet's burst costs); ``distinct``: every pod requests a different cpu amount, so no decision
     can reuse another's answers."""
     cache, load_seconds = build(nodes, pods, workload)
-    engine = Engine(cache, {"default-scheduler": default_profile()})
+    engine = Engine(cache, {"default-scheduler": default_profile(version=version)})
     _, incoming = WORKLOADS[workload]("web")
     engine.decide(pod_from_k8s(pod(9_999_999, {"app": "web"}, incoming)))  # warm-up: snapshot arrays, indexes
     latencies = []
@@ -116,6 +119,7 @@ def run(workload: str, nodes: int, pods: int, decisions: int, mode: str = "repli
         "load_s": round(load_seconds, 2),
         "decisions": decisions,
         "mode": mode,
+        "version": version,
         "p50_ms": round(pct(0.5), 2),
         "p90_ms": round(pct(0.9), 2),
         "p99_ms": round(pct(0.99), 2),
@@ -130,16 +134,19 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--decisions", type=int, default=30)
     parser.add_argument("--mode", choices=("replicas", "distinct"), default="replicas")
+    parser.add_argument(
+        "--kube-scheduler-version", default=DEFAULT_VERSION, help=f"the profile's version (default {DEFAULT_VERSION})"
+    )
     args = parser.parse_args()
-    print("| workload | mode | cache load (s) | decisions | p50 (ms) | p90 (ms) | p99 (ms) |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    print("| workload | mode | version | cache load (s) | decisions | p50 (ms) | p90 (ms) | p99 (ms) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
     for workload in args.workloads or list(WORKLOADS):
         if workload not in WORKLOADS:
             parser.error(f"unknown workload {workload!r}")
-        r = run(workload, args.nodes, args.pods, args.decisions, args.mode)
+        r = run(workload, args.nodes, args.pods, args.decisions, args.mode, args.kube_scheduler_version)
         print(
-            f"| {r['workload']} | {r['mode']} | {r['load_s']} | {r['decisions']} | {r['p50_ms']} | {r['p90_ms']} "
-            f"| {r['p99_ms']} |",
+            f"| {r['workload']} | {r['mode']} | {r['version']} | {r['load_s']} | {r['decisions']} | {r['p50_ms']} "
+            f"| {r['p90_ms']} | {r['p99_ms']} |",
             flush=True,
         )
 

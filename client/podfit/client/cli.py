@@ -357,7 +357,9 @@ def cmd_describe(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_filter(client: Client, args: argparse.Namespace) -> int:
-    response = client.filter(_pod_arg(args), _nodes(args), args.scheduler_name)
+    response = client.filter(
+        _pod_arg(args), _nodes(args), args.scheduler_name, kube_scheduler_version=args.kube_scheduler_version
+    )
     if _emit(response, args.output):
         return 0
     if response.gated:
@@ -371,7 +373,9 @@ def cmd_filter(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_score(client: Client, args: argparse.Namespace) -> int:
-    response = client.score(_pod_arg(args), _nodes(args), args.scheduler_name)
+    response = client.score(
+        _pod_arg(args), _nodes(args), args.scheduler_name, kube_scheduler_version=args.kube_scheduler_version
+    )
     if _emit(response, args.output):
         pass
     elif response.gated:
@@ -402,6 +406,7 @@ def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
         args.scheduler_name,
         assume=args.assume,
         disable_preemption=args.no_preempt,
+        kube_scheduler_version=args.kube_scheduler_version,
     )
     if _emit(response, args.output):
         return 0
@@ -431,6 +436,7 @@ def _schedule_batch(client: Client, args: argparse.Namespace, pods: list[Any]) -
         all_or_nothing=args.all_or_nothing,
         disable_preemption=args.no_preempt,
         view="basic",
+        kube_scheduler_version=args.kube_scheduler_version,
     )
     if _emit(response, args.output):
         return 0
@@ -455,7 +461,9 @@ def _schedule_batch(client: Client, args: argparse.Namespace, pods: list[Any]) -
 
 
 def cmd_preempt(client: Client, args: argparse.Namespace) -> int:
-    response = client.preempt(_pod_arg(args), _nodes(args), args.scheduler_name)
+    response = client.preempt(
+        _pod_arg(args), _nodes(args), args.scheduler_name, kube_scheduler_version=args.kube_scheduler_version
+    )
     if not _emit(response, args.output):
         print(_preemption_text(response))
     return 0
@@ -464,7 +472,7 @@ def cmd_preempt(client: Client, args: argparse.Namespace) -> int:
 def cmd_explain(client: Client, args: argparse.Namespace) -> int:
     from podfit.client import explain
 
-    body = explain.explain(client, _pod_arg(args), _nodes(args), args.scheduler_name)
+    body = explain.explain(client, _pod_arg(args), _nodes(args), args.scheduler_name, args.kube_scheduler_version)
     if args.output == "json":
         print(json.dumps(body, indent=2))
     elif args.output == "yaml":
@@ -601,7 +609,14 @@ def cmd_stats(client: Client, args: argparse.Namespace) -> int:
     response = client.stats()
     if not _emit(response, args.output):
         fields = json_format.MessageToDict(response, always_print_fields_with_no_presence=True)
-        print(_table(["FIELD", "VALUE"], sorted(fields.items())))
+        rows = []
+        for name, value in sorted(fields.items()):
+            if isinstance(value, list):
+                value = ", ".join(map(str, value))
+            elif isinstance(value, dict):
+                value = ", ".join(f"{k}={v}" for k, v in sorted(value.items()))
+            rows.append([name, value])
+        print(_table(["FIELD", "VALUE"], rows))
     return 0
 
 
@@ -736,6 +751,11 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("-f", "--filename", help="the pod manifest (file or -)")
         p.add_argument("--nodes", help="comma-separated candidate nodes (default: all)")
         p.add_argument("--scheduler-name", default="", help="profile (default: the pod's schedulerName)")
+        p.add_argument(
+            "--kube-scheduler-version",
+            default="",
+            help="answer as this kube-scheduler version: v1.35 or v1.37 (default: the profile's)",
+        )
         if name == "schedule":
             p.add_argument(
                 "--assume", action="store_true", help="reserve the pod on the selected node (always, for several pods)"

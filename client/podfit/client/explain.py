@@ -213,7 +213,9 @@ def render(body: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def explain(client: Any, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "") -> dict[str, Any]:
+def explain(
+    client: Any, pod: Any, node_names: Sequence[str] = (), scheduler_name: str = "", kube_scheduler_version: str = ""
+) -> dict[str, Any]:
     """Asks the server (one Schedule, nothing assumed) and returns the explanation's data."""
-    response = client.schedule(pod, node_names, scheduler_name)
+    response = client.schedule(pod, node_names, scheduler_name, kube_scheduler_version=kube_scheduler_version)
     return explanation(_pod_key(pod), response)
