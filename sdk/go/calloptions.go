@@ -15,6 +15,7 @@ type callConfig struct {
 	used              optionSet
 	nodeNames         []string
 	schedulerName     string
+	version           string
 	assume            bool
 	disablePreemption bool
 	view              podfitv1.View
@@ -47,6 +48,7 @@ const (
 	optEvaluatedAt
 	optLimit
 	optContinue
+	optKubeSchedulerVersion
 )
 
 // The request field each option sets, to name a refused one.
@@ -67,9 +69,13 @@ var optionFields = []struct {
 	{optEvaluatedAt, "now"},
 	{optLimit, "limit"},
 	{optContinue, "continue_token"},
+	{optKubeSchedulerVersion, "kube_scheduler_version"},
 }
 
-const decisionOptions = optNodeNames | optSchedulerName | optView
+// The options every call that decides takes: which profile, answering as which version.
+const profileOptions = optSchedulerName | optKubeSchedulerVersion
+
+const decisionOptions = optNodeNames | profileOptions | optView
 
 func newCallConfig(method string, opts []CallOption, allowed optionSet) (*callConfig, error) {
 	config := &callConfig{view: podfitv1.View_VIEW_FULL}
@@ -102,6 +108,13 @@ func NodeNames(names ...string) CallOption {
 // spec.schedulerName, then "default-scheduler".
 func SchedulerName(name string) CallOption {
 	return func(c *callConfig) { c.schedulerName = name; c.mark(optSchedulerName) }
+}
+
+// KubeSchedulerVersion answers as this kube-scheduler version, "v1.35" or "v1.37" (decisions and
+// simulations); by default the profile's configured version. The response's KubeSchedulerVersion
+// names the release that answered; an unsupported version is InvalidArgument.
+func KubeSchedulerVersion(version string) CallOption {
+	return func(c *callConfig) { c.version = version; c.mark(optKubeSchedulerVersion) }
 }
 
 // Assume reserves the pod on the selected node in the cache (Schedule), so that the next decision

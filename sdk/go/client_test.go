@@ -621,3 +621,42 @@ func TestWaitForSyncRefusesDecisionsUntilMarkSynced(t *testing.T) {
 		t.Fatalf("Schedule after the sync: %v, %v", decision, err)
 	}
 }
+
+// TestKubeSchedulerVersionPicksWhichReleaseAnswers asks the example pod as each supported version: the
+// answer names its release, and v1.35's balanced-allocation formula gives node-b the total
+// `podfit schedule --kube-scheduler-version v1.35` prints.
+func TestKubeSchedulerVersionPicksWhichReleaseAnswers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := newClusterClient(t)
+	for _, tc := range []struct {
+		version, release string
+		nodeB            int64
+	}{
+		{"", "v1.37.2", 604},
+		{"v1.35", "v1.35.4", 599},
+		{"v1.37", "v1.37.2", 604},
+	} {
+		decision, err := client.Schedule(ctx, examplePod(t), podfit.KubeSchedulerVersion(tc.version))
+		if err != nil {
+			t.Fatalf("Schedule as %q: %v", tc.version, err)
+		}
+		if got := decision.GetKubeSchedulerVersion(); got != tc.release {
+			t.Errorf("Schedule as %q answered as %q, want %q", tc.version, got, tc.release)
+		}
+		if got := decision.GetScores()[0]; got.GetNodeName() != "node-b" || got.GetTotal() != tc.nodeB {
+			t.Errorf("Schedule as %q: best %s=%d, want node-b=%d", tc.version, got.GetNodeName(), got.GetTotal(), tc.nodeB)
+		}
+	}
+	_, err := client.Filter(ctx, examplePod(t), podfit.KubeSchedulerVersion("v1.36"))
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("Filter as v1.36: %v, want InvalidArgument", err)
+	}
+	var fieldErr *podfit.Error
+	if !errors.As(err, &fieldErr) || len(fieldErr.FieldViolations) == 0 || fieldErr.FieldViolations[0].Field != "kube_scheduler_version" {
+		t.Errorf("Filter as v1.36: %v, want a violation at kube_scheduler_version", err)
+	}
+	if got := stats(t, client).GetSupportedKubeSchedulerVersions(); !slices.Equal(got, []string{"v1.35.4", "v1.37.2"}) {
+		t.Errorf("Stats: supported versions %v", got)
+	}
+}

@@ -11,9 +11,9 @@ import (
 
 // Simulate applies a what-if scenario (nil changes nothing), then places pods in order inside it,
 // each assumed so the next sees it. The server's cache never changes. Build the scenario's node
-// templates and pods with ToClusterObject and ToPodReference. Options: SchedulerName.
+// templates and pods with ToClusterObject and ToPodReference. Options: SchedulerName, KubeSchedulerVersion.
 func (c *Client) Simulate(ctx context.Context, scenario *podfitv1.Scenario, pods []any, opts ...CallOption) (*podfitv1.SimulateResponse, error) {
-	config, err := newCallConfig("Simulate", opts, optSchedulerName)
+	config, err := newCallConfig("Simulate", opts, profileOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -26,6 +26,7 @@ func (c *Client) Simulate(ctx context.Context, scenario *podfitv1.Scenario, pods
 	}
 	return call(ctx, c.Simulation.Simulate, &podfitv1.SimulateRequest{
 		Scenario: scenario, Pods: references, SchedulerName: config.schedulerName,
+		KubeSchedulerVersion: config.version,
 	})
 }
 
@@ -40,13 +41,13 @@ type NodeGroup struct {
 
 // EstimateScaleUp is cluster-autoscaler's binpacking estimate: for each node group, how many new
 // nodes the pending pods need. groups are cluster-autoscaler's equivalence groups (identical pending
-// pods), in the order it would hand them over. Options: SchedulerName.
+// pods), in the order it would hand them over. Options: SchedulerName, KubeSchedulerVersion.
 func (c *Client) EstimateScaleUp(ctx context.Context, groups [][]any, nodeGroups []NodeGroup, opts ...CallOption) (*podfitv1.EstimateScaleUpResponse, error) {
-	config, err := newCallConfig("EstimateScaleUp", opts, optSchedulerName)
+	config, err := newCallConfig("EstimateScaleUp", opts, profileOptions)
 	if err != nil {
 		return nil, err
 	}
-	request := &podfitv1.EstimateScaleUpRequest{SchedulerName: config.schedulerName}
+	request := &podfitv1.EstimateScaleUpRequest{SchedulerName: config.schedulerName, KubeSchedulerVersion: config.version}
 	for g, pods := range groups {
 		references, err := podReferences(pods, fmt.Sprintf("groups[%d].pods", g))
 		if err != nil {
@@ -69,9 +70,9 @@ func (c *Client) EstimateScaleUp(ctx context.Context, groups [][]any, nodeGroups
 // SimulateDrain is cluster-autoscaler's scale-down simulation of nodeNames, in order: per node,
 // whether it can go (its drain rules and PDB budgets) and where each pod would move. Options:
 // SkipNodesWithSystemPods, SkipNodesWithLocalStorage, SkipNodesWithCustomControllerPods (all true by
-// default, as cluster-autoscaler's flags), MinReplicaCount, EvaluatedAt, SchedulerName.
+// default, as cluster-autoscaler's flags), MinReplicaCount, EvaluatedAt, SchedulerName, KubeSchedulerVersion.
 func (c *Client) SimulateDrain(ctx context.Context, nodeNames []string, opts ...CallOption) (*podfitv1.SimulateDrainResponse, error) {
-	config, err := newCallConfig("SimulateDrain", opts, optDrain|optEvaluatedAt|optSchedulerName)
+	config, err := newCallConfig("SimulateDrain", opts, optDrain|optEvaluatedAt|profileOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +84,8 @@ func (c *Client) SimulateDrain(ctx context.Context, nodeNames []string, opts ...
 			SkipNodesWithCustomControllerPods: config.skipCustomPods,
 			MinReplicaCount:                   config.minReplicaCount,
 		},
-		SchedulerName: config.schedulerName,
+		SchedulerName:        config.schedulerName,
+		KubeSchedulerVersion: config.version,
 	}
 	if !config.evaluatedAt.IsZero() {
 		request.Now = timestamppb.New(config.evaluatedAt)

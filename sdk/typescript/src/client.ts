@@ -76,6 +76,11 @@ export interface DecisionOptions extends CallOptions {
   nodeNames?: string[];
   /** The profile; empty means the pod's spec.schedulerName, then "default-scheduler". */
   schedulerName?: string;
+  /**
+   * The kube-scheduler version to answer as, "v1.35" or "v1.37"; empty means the profile's. The
+   * response's kubeSchedulerVersion names the release that answered.
+   */
+  kubeSchedulerVersion?: string;
   view?: View;
 }
 
@@ -95,6 +100,7 @@ export interface ScheduleBatchOptions extends DecisionOptions {
 export interface PreemptOptions extends CallOptions {
   nodeNames?: string[];
   schedulerName?: string;
+  kubeSchedulerVersion?: string;
 }
 
 export interface ApplyOptions extends CallOptions {
@@ -126,6 +132,7 @@ export interface ScheduleStreamItem {
   pod: PodInput;
   nodeNames?: string[];
   schedulerName?: string;
+  kubeSchedulerVersion?: string;
   assume?: boolean;
   disablePreemption?: boolean;
   view?: View;
@@ -146,6 +153,7 @@ export interface ScenarioInput {
 export interface SimulateOptions extends CallOptions {
   scenario?: ScenarioInput | Scenario;
   schedulerName?: string;
+  kubeSchedulerVersion?: string;
 }
 
 /** A node group as cluster-autoscaler sees it: at most maxSize - currentSize new copies of template. */
@@ -158,6 +166,7 @@ export interface NodeGroupInput {
 
 export interface EstimateOptions extends CallOptions {
   schedulerName?: string;
+  kubeSchedulerVersion?: string;
 }
 
 /** cluster-autoscaler's drain flags, with its defaults. */
@@ -169,6 +178,7 @@ export interface SimulateDrainOptions extends CallOptions {
   /** Judges terminating pods; the server's clock when unset. */
   now?: Date;
   schedulerName?: string;
+  kubeSchedulerVersion?: string;
 }
 
 const VIEWS: Record<View, ViewEnum> = { full: ViewEnum.FULL, basic: ViewEnum.BASIC };
@@ -450,6 +460,7 @@ export class PodfitClient {
       pod: toPodReference(pod, "pod"),
       nodeNames: options.nodeNames ?? [],
       schedulerName: options.schedulerName ?? "",
+      kubeSchedulerVersion: options.kubeSchedulerVersion ?? "",
     };
     return this.call((o) => this.scheduler.preempt(request, o), options);
   }
@@ -462,6 +473,7 @@ export class PodfitClient {
       scenario: scenarioOf(options.scenario),
       pods: pods.map((pod, i) => toPodReference(pod, `pods[${i}]`)),
       schedulerName: options.schedulerName ?? "",
+      kubeSchedulerVersion: options.kubeSchedulerVersion ?? "",
     };
     return this.call((o) => this.simulation.simulate(request, o), options);
   }
@@ -481,6 +493,7 @@ export class PodfitClient {
         maxSize: group.maxSize,
       })),
       schedulerName: options.schedulerName ?? "",
+      kubeSchedulerVersion: options.kubeSchedulerVersion ?? "",
     };
     return this.call((o) => this.simulation.estimateScaleUp(request, o), options);
   }
@@ -496,6 +509,7 @@ export class PodfitClient {
         minReplicaCount: options.minReplicaCount ?? 0,
       },
       schedulerName: options.schedulerName ?? "",
+      kubeSchedulerVersion: options.kubeSchedulerVersion ?? "",
       ...(options.now === undefined ? {} : { now: timestampFromDate(options.now) }),
     };
     return this.call((o) => this.simulation.simulateDrain(request, o), options);
@@ -517,6 +531,7 @@ function decision(options: DecisionOptions) {
   return {
     nodeNames: options.nodeNames ?? [],
     schedulerName: options.schedulerName ?? "",
+    kubeSchedulerVersion: options.kubeSchedulerVersion ?? "",
     view: view(options.view),
   };
 }

@@ -57,6 +57,26 @@ describe("the example cluster", () => {
     assert.equal(assumed.object?.object.value?.spec?.nodeName, "node-b");
   });
 
+  test("kubeSchedulerVersion picks the release that answers; an unsupported one names the field", async () => {
+    for (const [version, release, nodeB] of [
+      ["", "v1.37.2", 604n],
+      ["v1.35", "v1.35.4", 599n],
+      ["v1.37", "v1.37.2", 604n],
+    ] as const) {
+      const decision = await client.schedule(POD, { kubeSchedulerVersion: version });
+      assert.equal(decision.kubeSchedulerVersion, release);
+      assert.deepEqual([decision.scores[0]?.nodeName, decision.scores[0]?.total], ["node-b", nodeB]);
+    }
+    const preempted = await client.preempt(POD, { kubeSchedulerVersion: "v1.35" });
+    assert.equal(preempted.kubeSchedulerVersion, "v1.35.4");
+    await assert.rejects(client.filter(POD, { kubeSchedulerVersion: "v1.36" }), (error: unknown) => {
+      const e = error as { fieldViolations: { field: string }[] };
+      assert.equal(e.fieldViolations[0]?.field, "kube_scheduler_version");
+      return true;
+    });
+    assert.deepEqual((await client.stats()).supportedKubeSchedulerVersions, ["v1.35.4", "v1.37.2"]);
+  });
+
   test("schedule without assume changes nothing; the basic view carries only the outcome", async () => {
     const generation = (await client.stats()).generation;
     const decision = await client.schedule(POD, { view: "basic" });
