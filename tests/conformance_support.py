@@ -25,6 +25,13 @@ _CASE_KINDS = (
     ("pdbs", Kind.POD_DISRUPTION_BUDGET),
     ("replicasets", Kind.REPLICA_SET),
     ("services", Kind.SERVICE),
+    ("storageclasses", Kind.STORAGE_CLASS),
+    ("persistentvolumes", Kind.PERSISTENT_VOLUME),
+    ("persistentvolumeclaims", Kind.PERSISTENT_VOLUME_CLAIM),
+    ("csinodes", Kind.CSI_NODE),
+    ("csidrivers", Kind.CSI_DRIVER),
+    ("csistoragecapacities", Kind.CSI_STORAGE_CAPACITY),
+    ("volumeattachments", Kind.VOLUME_ATTACHMENT),
 )
 
 

@@ -1,7 +1,7 @@
 """A local stand-in for kube-apiserver's list/watch protocol, for testing ``podfit feed`` through the real
 ``kubernetes`` client (no API server can run where the tests run).
 
-What it implements, on the real API paths of the ten kinds podfit holds (``/api/v1/pods``,
+What it implements, on the real API paths of the kinds podfit holds (``/api/v1/pods``,
 ``/api/v1/namespaces/{ns}/pods``, ``/apis/apps/v1/replicasets``, ``/apis/policy/v1/poddisruptionbudgets``...):
 
 * one global resourceVersion counter (etcd's revision), stamped on every write; objects get a uid and a
@@ -73,6 +73,13 @@ RESOURCES = {
         Resource("StatefulSet", "apps", "v1", "statefulsets", True),
         Resource("DaemonSet", "apps", "v1", "daemonsets", True),
         Resource("Job", "batch", "v1", "jobs", True),
+        Resource("PersistentVolume", "", "v1", "persistentvolumes", False),
+        Resource("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True),
+        Resource("StorageClass", "storage.k8s.io", "v1", "storageclasses", False),
+        Resource("CSINode", "storage.k8s.io", "v1", "csinodes", False),
+        Resource("CSIDriver", "storage.k8s.io", "v1", "csidrivers", False),
+        Resource("CSIStorageCapacity", "storage.k8s.io", "v1", "csistoragecapacities", True),
+        Resource("VolumeAttachment", "storage.k8s.io", "v1", "volumeattachments", False),
     )
 }
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES.values()}

@@ -10,19 +10,16 @@ from podfit.server.config import ConfigError, default_profile, profiles_from_con
 from podfit.server.settings import SettingsError, resolve
 
 # Each version's default profile as upstream's getDefaultPlugins lists it (podfit's plugins only).
+_VOLUMES = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"]
 _V135_FILTER = [
     "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-    "PodTopologySpread", "InterPodAffinity",
+    *_VOLUMES, "PodTopologySpread", "InterPodAffinity",
 ]  # fmt: skip
 DEFAULT_FILTER = {"v1.35": _V135_FILTER, "v1.37": ["NodeName", "NodeUnschedulable", *_V135_FILTER[2:]]}
 _PRE_FILTER = [
-    "NodeAffinity",
-    "NodePorts",
-    "NodeResourcesFit",
-    "PodTopologySpread",
-    "InterPodAffinity",
+    "NodeAffinity", "NodePorts", "NodeResourcesFit", *_VOLUMES, "PodTopologySpread", "InterPodAffinity",
     "DynamicResources",
-]
+]  # fmt: skip
 DEFAULT_PRE_FILTER = {"v1.35": _PRE_FILTER, "v1.37": ["NodeName", *_PRE_FILTER]}
 DEFAULT_SCORE = [
     ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("VolumeBinding", 1),
@@ -177,9 +174,18 @@ def test_star_disables_every_default_at_a_point() -> None:
     assert [(s.plugin.name, s.weight) for s in profiles["default-scheduler"].score] == [("ImageLocality", 4)]
 
 
-def test_volume_and_queue_plugins_are_accepted_as_inert() -> None:
-    profiles = profiles_from_configuration(config({"plugins": {"filter": {"disabled": [{"name": "VolumeZone"}]}}}))
+def test_queue_and_binding_plugins_are_accepted_as_inert() -> None:
+    profiles = profiles_from_configuration(
+        config({"plugins": {"multiPoint": {"disabled": [{"name": "PrioritySort"}, {"name": "DefaultBinder"}]}}})
+    )
     assert [p.name for p in profiles["default-scheduler"].filter] == DEFAULT_FILTER["v1.37"]
+
+
+def test_a_volume_plugin_can_be_disabled_at_one_point() -> None:
+    profiles = profiles_from_configuration(config({"plugins": {"filter": {"disabled": [{"name": "VolumeZone"}]}}}))
+    profile = profiles["default-scheduler"]
+    assert [p.name for p in profile.filter] == [n for n in DEFAULT_FILTER["v1.37"] if n != "VolumeZone"]
+    assert "VolumeZone" in [p.name for p in profile.pre_filter]
 
 
 @pytest.mark.parametrize(

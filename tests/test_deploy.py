@@ -65,6 +65,13 @@ FEEDER_KINDS = [
     ("apps", "daemonsets"),
     ("batch", "jobs"),
     ("policy", "poddisruptionbudgets"),
+    ("", "persistentvolumes"),
+    ("", "persistentvolumeclaims"),
+    ("storage.k8s.io", "storageclasses"),
+    ("storage.k8s.io", "csinodes"),
+    ("storage.k8s.io", "csidrivers"),
+    ("storage.k8s.io", "csistoragecapacities"),
+    ("storage.k8s.io", "volumeattachments"),
 ]
 FEEDER_VERBS = {"list", "watch"}
 

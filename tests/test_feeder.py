@@ -584,6 +584,13 @@ def test_kinds_are_chosen_by_kubectl_names() -> None:
         "ReplicationController",
         "Job",
         "DaemonSet",
+        "StorageClass",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "CSINode",
+        "CSIDriver",
+        "CSIStorageCapacity",
+        "VolumeAttachment",
     }
 
 

@@ -24,6 +24,13 @@ var kinds = map[string]podfitv1.ObjectKind{
 	"ReplicationController": podfitv1.ObjectKind_OBJECT_KIND_REPLICATION_CONTROLLER,
 	"Job":                   podfitv1.ObjectKind_OBJECT_KIND_JOB,
 	"DaemonSet":             podfitv1.ObjectKind_OBJECT_KIND_DAEMON_SET,
+	"StorageClass":          podfitv1.ObjectKind_OBJECT_KIND_STORAGE_CLASS,
+	"PersistentVolume":      podfitv1.ObjectKind_OBJECT_KIND_PERSISTENT_VOLUME,
+	"PersistentVolumeClaim": podfitv1.ObjectKind_OBJECT_KIND_PERSISTENT_VOLUME_CLAIM,
+	"CSINode":               podfitv1.ObjectKind_OBJECT_KIND_CSI_NODE,
+	"CSIDriver":             podfitv1.ObjectKind_OBJECT_KIND_CSI_DRIVER,
+	"CSIStorageCapacity":    podfitv1.ObjectKind_OBJECT_KIND_CSI_STORAGE_CAPACITY,
+	"VolumeAttachment":      podfitv1.ObjectKind_OBJECT_KIND_VOLUME_ATTACHMENT,
 }
 
 // kubectl's spellings, as the Python SDK and the CLI accept them (besides each kind in lower case).
@@ -48,6 +55,16 @@ var kindAliases = map[string]string{
 	"jobs":                   "Job",
 	"daemonsets":             "DaemonSet",
 	"ds":                     "DaemonSet",
+	"storageclasses":         "StorageClass",
+	"sc":                     "StorageClass",
+	"persistentvolumes":      "PersistentVolume",
+	"pv":                     "PersistentVolume",
+	"persistentvolumeclaims": "PersistentVolumeClaim",
+	"pvc":                    "PersistentVolumeClaim",
+	"csinodes":               "CSINode",
+	"csidrivers":             "CSIDriver",
+	"csistoragecapacities":   "CSIStorageCapacity",
+	"volumeattachments":      "VolumeAttachment",
 }
 
 func canonicalKind(kind string) (string, bool) {

@@ -13,7 +13,9 @@ from podfit.k8s.quantity import QuantityError, parse_quantity
 from podfit.v1 import cluster_cache_pb2 as cc
 
 # Kinds without a namespace; every other kind podfit holds is namespaced.
-CLUSTER_SCOPED = frozenset({"Node", "Namespace"})
+CLUSTER_SCOPED = frozenset(
+    {"Node", "Namespace", "StorageClass", "PersistentVolume", "CSINode", "CSIDriver", "VolumeAttachment"}
+)
 # The node lifecycle controller's taints for a node whose Ready condition is False or Unknown; the cache
 # keeps no node conditions (the scheduler reads these taints instead), so STATUS is derived from them.
 NOT_READY_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})

@@ -41,7 +41,31 @@ CASE_KINDS = (
     ("services", "Service"),
     ("statefulsets", "StatefulSet"),
     ("replicationcontrollers", "ReplicationController"),
+    ("storageclasses", "StorageClass"),
+    ("persistentvolumes", "PersistentVolume"),
+    ("persistentvolumeclaims", "PersistentVolumeClaim"),
+    ("csinodes", "CSINode"),
+    ("csidrivers", "CSIDriver"),
+    ("csistoragecapacities", "CSIStorageCapacity"),
+    ("volumeattachments", "VolumeAttachment"),
 )
+# Keys of a scheduling case that are not objects to load (FORMAT.md, STORAGE-DRA.md, v1.37/VERSIONS.md).
+CASE_FIELDS = frozenset({"id", "doc", "features", "meta", "kube_scheduler_version", "pod", "expect"})
+# Kinds the corpora carry that podfit does not model yet: a case may only hold them empty.
+UNMODELLED_KINDS = ("deviceclasses", "resourceslices", "resourceclaims")
+
+
+def check_case_keys(case: Mapping[str, Any]) -> None:
+    """Refuses a scheduling case with a top-level key podfit does not know, or with objects of a kind it
+    does not model, naming it: ignoring either would answer another question than the one recorded."""
+    known = CASE_FIELDS | {field for field, _ in CASE_KINDS} | set(UNMODELLED_KINDS)
+    unknown = sorted(set(case) - known)
+    where = f"case {case.get('id', '?')}"
+    if unknown:
+        raise ValueError(f"{where}: unknown top-level key {unknown[0]!r}")
+    for field in UNMODELLED_KINDS:
+        if case.get(field):
+            raise ValueError(f"{where}: podfit does not model {field} yet (DynamicResources), so it cannot answer it")
 
 
 def load_cases(path: str | Path) -> list[dict[str, Any]]:
@@ -110,6 +134,7 @@ def case_version(case: Mapping[str, Any]) -> str:
 async def answer_case(client: AsyncClient, case: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """The case's answers from every decision RPC (Filter, Score, Schedule, Preempt), each in the
     ``expect`` shape with the fields that RPC answers."""
+    check_case_keys(case)
     for field, kind in CASE_KINDS:
         await client.replace(kind, list(case.get(field) or ()))
     pod = case["pod"]

@@ -56,6 +56,21 @@ ALL_KINDS: tuple[KindSpec, ...] = (
     KindSpec("StatefulSet", "AppsV1Api", "stateful_set", True, "/apis/apps/v1/statefulsets"),
     KindSpec("DaemonSet", "AppsV1Api", "daemon_set", True, "/apis/apps/v1/daemonsets"),
     KindSpec("Job", "BatchV1Api", "job", True, "/apis/batch/v1/jobs"),
+    KindSpec("StorageClass", "StorageV1Api", "storage_class", False, "/apis/storage.k8s.io/v1/storageclasses"),
+    KindSpec("PersistentVolume", "CoreV1Api", "persistent_volume", False, "/api/v1/persistentvolumes"),
+    KindSpec("PersistentVolumeClaim", "CoreV1Api", "persistent_volume_claim", True, "/api/v1/persistentvolumeclaims"),
+    KindSpec("CSINode", "StorageV1Api", "csi_node", False, "/apis/storage.k8s.io/v1/csinodes"),
+    KindSpec("CSIDriver", "StorageV1Api", "csi_driver", False, "/apis/storage.k8s.io/v1/csidrivers"),
+    KindSpec(
+        "CSIStorageCapacity",
+        "StorageV1Api",
+        "csi_storage_capacity",
+        True,
+        "/apis/storage.k8s.io/v1/csistoragecapacities",
+    ),
+    KindSpec(
+        "VolumeAttachment", "StorageV1Api", "volume_attachment", False, "/apis/storage.k8s.io/v1/volumeattachments"
+    ),
 )
 assert {k.kind for k in ALL_KINDS} == set(KINDS)
 

@@ -18,6 +18,7 @@ from podfit.k8s.errors import ConversionError as ConversionError  # re-exported:
 from podfit.k8s.limits import UntrustedInputError, bounded, check_json, echo
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import objects_pb2 as ob
+from podfit.v1 import storage_pb2 as st
 
 # Kubernetes kind -> (ClusterObject oneof field, message class, ObjectKind enum value).
 KINDS: dict[str, tuple[str, type[Message], int]] = {
@@ -35,6 +36,17 @@ KINDS: dict[str, tuple[str, type[Message], int]] = {
     ),
     "Job": ("job", ob.Job, cc.OBJECT_KIND_JOB),
     "DaemonSet": ("daemon_set", ob.DaemonSet, cc.OBJECT_KIND_DAEMON_SET),
+    "StorageClass": ("storage_class", st.StorageClass, cc.OBJECT_KIND_STORAGE_CLASS),
+    "PersistentVolume": ("persistent_volume", st.PersistentVolume, cc.OBJECT_KIND_PERSISTENT_VOLUME),
+    "PersistentVolumeClaim": (
+        "persistent_volume_claim",
+        st.PersistentVolumeClaim,
+        cc.OBJECT_KIND_PERSISTENT_VOLUME_CLAIM,
+    ),
+    "CSINode": ("csi_node", st.CSINode, cc.OBJECT_KIND_CSI_NODE),
+    "CSIDriver": ("csi_driver", st.CSIDriver, cc.OBJECT_KIND_CSI_DRIVER),
+    "CSIStorageCapacity": ("csi_storage_capacity", st.CSIStorageCapacity, cc.OBJECT_KIND_CSI_STORAGE_CAPACITY),
+    "VolumeAttachment": ("volume_attachment", st.VolumeAttachment, cc.OBJECT_KIND_VOLUME_ATTACHMENT),
 }
 FIELD_TO_KIND = {field: kind for kind, (field, _, _) in KINDS.items()}
 ENUM_TO_KIND = {enum: kind for kind, (_, _, enum) in KINDS.items()}
@@ -62,6 +74,16 @@ KIND_ALIASES = {
     "jobs": "Job",
     "daemonsets": "DaemonSet",
     "ds": "DaemonSet",
+    "storageclasses": "StorageClass",
+    "sc": "StorageClass",
+    "persistentvolumes": "PersistentVolume",
+    "pv": "PersistentVolume",
+    "persistentvolumeclaims": "PersistentVolumeClaim",
+    "pvc": "PersistentVolumeClaim",
+    "csinodes": "CSINode",
+    "csidrivers": "CSIDriver",
+    "csistoragecapacities": "CSIStorageCapacity",
+    "volumeattachments": "VolumeAttachment",
 }
 
 

@@ -9,6 +9,7 @@ from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from podfit.v1 import objects_pb2 as _objects_pb2
+from podfit.v1 import storage_pb2 as _storage_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -54,6 +55,20 @@ class _ObjectKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ObjectKind
     """batch/v1 Job (namespaced): a pod controller for the drain rules."""
     OBJECT_KIND_DAEMON_SET: _ObjectKind.ValueType  # 10
     """apps/v1 DaemonSet (namespaced): a pod controller for the drain rules."""
+    OBJECT_KIND_STORAGE_CLASS: _ObjectKind.ValueType  # 11
+    """A storage.k8s.io/v1 StorageClass (cluster-scoped)."""
+    OBJECT_KIND_PERSISTENT_VOLUME: _ObjectKind.ValueType  # 12
+    """A core/v1 PersistentVolume (cluster-scoped)."""
+    OBJECT_KIND_PERSISTENT_VOLUME_CLAIM: _ObjectKind.ValueType  # 13
+    """A core/v1 PersistentVolumeClaim."""
+    OBJECT_KIND_CSI_NODE: _ObjectKind.ValueType  # 14
+    """A storage.k8s.io/v1 CSINode (cluster-scoped, named after its node)."""
+    OBJECT_KIND_CSI_DRIVER: _ObjectKind.ValueType  # 15
+    """A storage.k8s.io/v1 CSIDriver (cluster-scoped)."""
+    OBJECT_KIND_CSI_STORAGE_CAPACITY: _ObjectKind.ValueType  # 16
+    """A storage.k8s.io/v1 CSIStorageCapacity."""
+    OBJECT_KIND_VOLUME_ATTACHMENT: _ObjectKind.ValueType  # 17
+    """A storage.k8s.io/v1 VolumeAttachment (cluster-scoped)."""
 
 class ObjectKind(_ObjectKind, metaclass=_ObjectKindEnumTypeWrapper):
     """The kinds of object the cache holds."""
@@ -86,6 +101,20 @@ OBJECT_KIND_JOB: ObjectKind.ValueType  # 9
 """batch/v1 Job (namespaced): a pod controller for the drain rules."""
 OBJECT_KIND_DAEMON_SET: ObjectKind.ValueType  # 10
 """apps/v1 DaemonSet (namespaced): a pod controller for the drain rules."""
+OBJECT_KIND_STORAGE_CLASS: ObjectKind.ValueType  # 11
+"""A storage.k8s.io/v1 StorageClass (cluster-scoped)."""
+OBJECT_KIND_PERSISTENT_VOLUME: ObjectKind.ValueType  # 12
+"""A core/v1 PersistentVolume (cluster-scoped)."""
+OBJECT_KIND_PERSISTENT_VOLUME_CLAIM: ObjectKind.ValueType  # 13
+"""A core/v1 PersistentVolumeClaim."""
+OBJECT_KIND_CSI_NODE: ObjectKind.ValueType  # 14
+"""A storage.k8s.io/v1 CSINode (cluster-scoped, named after its node)."""
+OBJECT_KIND_CSI_DRIVER: ObjectKind.ValueType  # 15
+"""A storage.k8s.io/v1 CSIDriver (cluster-scoped)."""
+OBJECT_KIND_CSI_STORAGE_CAPACITY: ObjectKind.ValueType  # 16
+"""A storage.k8s.io/v1 CSIStorageCapacity."""
+OBJECT_KIND_VOLUME_ATTACHMENT: ObjectKind.ValueType  # 17
+"""A storage.k8s.io/v1 VolumeAttachment (cluster-scoped)."""
 Global___ObjectKind: _TypeAlias = ObjectKind  # noqa: Y015
 
 class _UpdateOutcome:
@@ -158,6 +187,13 @@ class ClusterObject(_message.Message):
     REPLICATION_CONTROLLER_FIELD_NUMBER: _builtins.int
     JOB_FIELD_NUMBER: _builtins.int
     DAEMON_SET_FIELD_NUMBER: _builtins.int
+    STORAGE_CLASS_FIELD_NUMBER: _builtins.int
+    PERSISTENT_VOLUME_FIELD_NUMBER: _builtins.int
+    PERSISTENT_VOLUME_CLAIM_FIELD_NUMBER: _builtins.int
+    CSI_NODE_FIELD_NUMBER: _builtins.int
+    CSI_DRIVER_FIELD_NUMBER: _builtins.int
+    CSI_STORAGE_CAPACITY_FIELD_NUMBER: _builtins.int
+    VOLUME_ATTACHMENT_FIELD_NUMBER: _builtins.int
     KUBERNETES_JSON_FIELD_NUMBER: _builtins.int
     KUBERNETES_PROTOBUF_FIELD_NUMBER: _builtins.int
     kubernetes_json: _builtins.bytes
@@ -207,6 +243,34 @@ class ClusterObject(_message.Message):
         """An apps/v1 DaemonSet."""
 
     @_builtins.property
+    def storage_class(self) -> _storage_pb2.StorageClass:
+        """A storage.k8s.io/v1 StorageClass."""
+
+    @_builtins.property
+    def persistent_volume(self) -> _storage_pb2.PersistentVolume:
+        """A core/v1 PersistentVolume."""
+
+    @_builtins.property
+    def persistent_volume_claim(self) -> _storage_pb2.PersistentVolumeClaim:
+        """A core/v1 PersistentVolumeClaim."""
+
+    @_builtins.property
+    def csi_node(self) -> _storage_pb2.CSINode:
+        """A storage.k8s.io/v1 CSINode."""
+
+    @_builtins.property
+    def csi_driver(self) -> _storage_pb2.CSIDriver:
+        """A storage.k8s.io/v1 CSIDriver."""
+
+    @_builtins.property
+    def csi_storage_capacity(self) -> _storage_pb2.CSIStorageCapacity:
+        """A storage.k8s.io/v1 CSIStorageCapacity."""
+
+    @_builtins.property
+    def volume_attachment(self) -> _storage_pb2.VolumeAttachment:
+        """A storage.k8s.io/v1 VolumeAttachment."""
+
+    @_builtins.property
     def kubernetes_protobuf(self) -> Global___KubernetesProtobuf:
         """A Pod or Node in Kubernetes' protobuf encoding."""
 
@@ -223,14 +287,21 @@ class ClusterObject(_message.Message):
         replication_controller: _objects_pb2.ReplicationController | None = ...,
         job: _objects_pb2.Job | None = ...,
         daemon_set: _objects_pb2.DaemonSet | None = ...,
+        storage_class: _storage_pb2.StorageClass | None = ...,
+        persistent_volume: _storage_pb2.PersistentVolume | None = ...,
+        persistent_volume_claim: _storage_pb2.PersistentVolumeClaim | None = ...,
+        csi_node: _storage_pb2.CSINode | None = ...,
+        csi_driver: _storage_pb2.CSIDriver | None = ...,
+        csi_storage_capacity: _storage_pb2.CSIStorageCapacity | None = ...,
+        volume_attachment: _storage_pb2.VolumeAttachment | None = ...,
         kubernetes_json: _builtins.bytes = ...,
         kubernetes_protobuf: Global___KubernetesProtobuf | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["daemon_set", b"daemon_set", "job", b"job", "kubernetes_json", b"kubernetes_json", "kubernetes_protobuf", b"kubernetes_protobuf", "namespace", b"namespace", "node", b"node", "object", b"object", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["csi_driver", b"csi_driver", "csi_node", b"csi_node", "csi_storage_capacity", b"csi_storage_capacity", "daemon_set", b"daemon_set", "job", b"job", "kubernetes_json", b"kubernetes_json", "kubernetes_protobuf", b"kubernetes_protobuf", "namespace", b"namespace", "node", b"node", "object", b"object", "persistent_volume", b"persistent_volume", "persistent_volume_claim", b"persistent_volume_claim", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set", "storage_class", b"storage_class", "volume_attachment", b"volume_attachment"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["daemon_set", b"daemon_set", "job", b"job", "kubernetes_json", b"kubernetes_json", "kubernetes_protobuf", b"kubernetes_protobuf", "namespace", b"namespace", "node", b"node", "object", b"object", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["csi_driver", b"csi_driver", "csi_node", b"csi_node", "csi_storage_capacity", b"csi_storage_capacity", "daemon_set", b"daemon_set", "job", b"job", "kubernetes_json", b"kubernetes_json", "kubernetes_protobuf", b"kubernetes_protobuf", "namespace", b"namespace", "node", b"node", "object", b"object", "persistent_volume", b"persistent_volume", "persistent_volume_claim", b"persistent_volume_claim", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set", "storage_class", b"storage_class", "volume_attachment", b"volume_attachment"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_object: _TypeAlias = _typing.Literal["node", "pod", "namespace", "pod_disruption_budget", "service", "replica_set", "stateful_set", "replication_controller", "job", "daemon_set", "kubernetes_json", "kubernetes_protobuf"]  # noqa: Y015
+    _WhichOneofReturnType_object: _TypeAlias = _typing.Literal["node", "pod", "namespace", "pod_disruption_budget", "service", "replica_set", "stateful_set", "replication_controller", "job", "daemon_set", "storage_class", "persistent_volume", "persistent_volume_claim", "csi_node", "csi_driver", "csi_storage_capacity", "volume_attachment", "kubernetes_json", "kubernetes_protobuf"]  # noqa: Y015
     _WhichOneofArgType_object: _TypeAlias = _typing.Literal["object", b"object"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_object) -> _WhichOneofReturnType_object | None: ...
 

@@ -741,6 +741,12 @@ class Volume(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     HOST_PATH_FIELD_NUMBER: _builtins.int
     EMPTY_DIR_FIELD_NUMBER: _builtins.int
+    PERSISTENT_VOLUME_CLAIM_FIELD_NUMBER: _builtins.int
+    EPHEMERAL_FIELD_NUMBER: _builtins.int
+    GCE_PERSISTENT_DISK_FIELD_NUMBER: _builtins.int
+    AWS_ELASTIC_BLOCK_STORE_FIELD_NUMBER: _builtins.int
+    ISCSI_FIELD_NUMBER: _builtins.int
+    RBD_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The volume's name; required (INVALID_ARGUMENT when empty). Naming it in the pod's
     cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes annotation exempts it.
@@ -753,20 +759,401 @@ class Volume(_message.Message):
     def empty_dir(self) -> Global___EmptyDirVolumeSource:
         """Set for an emptyDir volume: local storage for the drain rules unless its medium is "Memory"."""
 
+    @_builtins.property
+    def persistent_volume_claim(self) -> Global___PersistentVolumeClaimVolumeSource:
+        """A PersistentVolumeClaim in the pod's namespace (the volume plugins follow it to its PersistentVolume)."""
+
+    @_builtins.property
+    def ephemeral(self) -> Global___EphemeralVolumeSource:
+        """A generic ephemeral volume: its claim is <pod name>-<volume name>, owned by the pod."""
+
+    @_builtins.property
+    def gce_persistent_disk(self) -> Global___GCEPersistentDiskVolumeSource:
+        """In-tree volume sources whose identity VolumeRestrictions (disk conflicts) and NodeVolumeLimits
+        (attach counts, when migrated to CSI) read.
+        """
+
+    @_builtins.property
+    def aws_elastic_block_store(self) -> Global___AWSElasticBlockStoreVolumeSource:
+        """An AWS EBS volume: conflicts with any other use of the same volume ID."""
+
+    @_builtins.property
+    def iscsi(self) -> Global___ISCSIVolumeSource:
+        """An iSCSI disk: conflicts with another read-write use of the same IQN."""
+
+    @_builtins.property
+    def rbd(self) -> Global___RBDVolumeSource:
+        """A Ceph RBD image: conflicts with another read-write use on an overlapping monitor.
+        Other sources (configMap, secret, ...) are accepted and ignored.
+        """
+
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         host_path: Global___HostPathVolumeSource | None = ...,
         empty_dir: Global___EmptyDirVolumeSource | None = ...,
+        persistent_volume_claim: Global___PersistentVolumeClaimVolumeSource | None = ...,
+        ephemeral: Global___EphemeralVolumeSource | None = ...,
+        gce_persistent_disk: Global___GCEPersistentDiskVolumeSource | None = ...,
+        aws_elastic_block_store: Global___AWSElasticBlockStoreVolumeSource | None = ...,
+        iscsi: Global___ISCSIVolumeSource | None = ...,
+        rbd: Global___RBDVolumeSource | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["empty_dir", b"empty_dir", "host_path", b"host_path"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["aws_elastic_block_store", b"aws_elastic_block_store", "empty_dir", b"empty_dir", "ephemeral", b"ephemeral", "gce_persistent_disk", b"gce_persistent_disk", "host_path", b"host_path", "iscsi", b"iscsi", "persistent_volume_claim", b"persistent_volume_claim", "rbd", b"rbd"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["empty_dir", b"empty_dir", "host_path", b"host_path", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["aws_elastic_block_store", b"aws_elastic_block_store", "empty_dir", b"empty_dir", "ephemeral", b"ephemeral", "gce_persistent_disk", b"gce_persistent_disk", "host_path", b"host_path", "iscsi", b"iscsi", "name", b"name", "persistent_volume_claim", b"persistent_volume_claim", "rbd", b"rbd"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Volume: _TypeAlias = Volume  # noqa: Y015
+
+@_typing.final
+class PersistentVolumeClaimVolumeSource(_message.Message):
+    """core/v1 PersistentVolumeClaimVolumeSource."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CLAIM_NAME_FIELD_NUMBER: _builtins.int
+    READ_ONLY_FIELD_NUMBER: _builtins.int
+    claim_name: _builtins.str
+    """Kubernetes PersistentVolumeClaimVolumeSource.claimName, kept as sent unless a plugin reads it."""
+    read_only: _builtins.bool
+    """Kubernetes PersistentVolumeClaimVolumeSource.readOnly, kept as sent unless a plugin reads it."""
+    def __init__(
+        self,
+        *,
+        claim_name: _builtins.str = ...,
+        read_only: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["claim_name", b"claim_name", "read_only", b"read_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PersistentVolumeClaimVolumeSource: _TypeAlias = PersistentVolumeClaimVolumeSource  # noqa: Y015
+
+@_typing.final
+class EphemeralVolumeSource(_message.Message):
+    """core/v1 EphemeralVolumeSource; only the template's presence and its claim spec's class matter."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VOLUME_CLAIM_TEMPLATE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def volume_claim_template(self) -> Global___PersistentVolumeClaimTemplate:
+        """Kubernetes EphemeralVolumeSource.volumeClaimTemplate, kept as sent unless a plugin reads it."""
+
+    def __init__(
+        self,
+        *,
+        volume_claim_template: Global___PersistentVolumeClaimTemplate | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["volume_claim_template", b"volume_claim_template"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["volume_claim_template", b"volume_claim_template"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___EphemeralVolumeSource: _TypeAlias = EphemeralVolumeSource  # noqa: Y015
+
+@_typing.final
+class PersistentVolumeClaimTemplate(_message.Message):
+    """core/v1 PersistentVolumeClaimTemplate."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METADATA_FIELD_NUMBER: _builtins.int
+    SPEC_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def metadata(self) -> Global___ObjectMeta:
+        """Kubernetes PersistentVolumeClaimTemplate.metadata, kept as sent unless a plugin reads it."""
+
+    @_builtins.property
+    def spec(self) -> Global___PersistentVolumeClaimTemplateSpec:
+        """Kubernetes PersistentVolumeClaimTemplate.spec, kept as sent unless a plugin reads it."""
+
+    def __init__(
+        self,
+        *,
+        metadata: Global___ObjectMeta | None = ...,
+        spec: Global___PersistentVolumeClaimTemplateSpec | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PersistentVolumeClaimTemplate: _TypeAlias = PersistentVolumeClaimTemplate  # noqa: Y015
+
+@_typing.final
+class PersistentVolumeClaimTemplateSpec(_message.Message):
+    """The part of core/v1 PersistentVolumeClaimSpec a template's class and size come from."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACCESS_MODES_FIELD_NUMBER: _builtins.int
+    STORAGE_CLASS_NAME_FIELD_NUMBER: _builtins.int
+    RESOURCES_FIELD_NUMBER: _builtins.int
+    VOLUME_MODE_FIELD_NUMBER: _builtins.int
+    storage_class_name: _builtins.str
+    """Kubernetes PersistentVolumeClaimTemplateSpec.storageClassName, kept as sent unless a plugin reads it."""
+    volume_mode: _builtins.str
+    """Kubernetes PersistentVolumeClaimTemplateSpec.volumeMode, kept as sent unless a plugin reads it."""
+    @_builtins.property
+    def access_modes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Kubernetes PersistentVolumeClaimTemplateSpec.accessModes, kept as sent unless a plugin reads it."""
+
+    @_builtins.property
+    def resources(self) -> Global___VolumeResourceRequirements:
+        """Kubernetes PersistentVolumeClaimTemplateSpec.resources, kept as sent unless a plugin reads it."""
+
+    def __init__(
+        self,
+        *,
+        access_modes: _abc.Iterable[_builtins.str] | None = ...,
+        storage_class_name: _builtins.str | None = ...,
+        resources: Global___VolumeResourceRequirements | None = ...,
+        volume_mode: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_storage_class_name", b"_storage_class_name", "_volume_mode", b"_volume_mode", "resources", b"resources", "storage_class_name", b"storage_class_name", "volume_mode", b"volume_mode"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_storage_class_name", b"_storage_class_name", "_volume_mode", b"_volume_mode", "access_modes", b"access_modes", "resources", b"resources", "storage_class_name", b"storage_class_name", "volume_mode", b"volume_mode"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__storage_class_name: _TypeAlias = _typing.Literal["storage_class_name"]  # noqa: Y015
+    _WhichOneofArgType__storage_class_name: _TypeAlias = _typing.Literal["_storage_class_name", b"_storage_class_name"]  # noqa: Y015
+    _WhichOneofReturnType__volume_mode: _TypeAlias = _typing.Literal["volume_mode"]  # noqa: Y015
+    _WhichOneofArgType__volume_mode: _TypeAlias = _typing.Literal["_volume_mode", b"_volume_mode"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__storage_class_name) -> _WhichOneofReturnType__storage_class_name | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__volume_mode) -> _WhichOneofReturnType__volume_mode | None: ...
+
+Global___PersistentVolumeClaimTemplateSpec: _TypeAlias = PersistentVolumeClaimTemplateSpec  # noqa: Y015
+
+@_typing.final
+class VolumeResourceRequirements(_message.Message):
+    """core/v1 VolumeResourceRequirements: requests["storage"] is a claim's size."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class RequestsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class LimitsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    REQUESTS_FIELD_NUMBER: _builtins.int
+    LIMITS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def requests(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Kubernetes VolumeResourceRequirements.requests, kept as sent unless a plugin reads it."""
+
+    @_builtins.property
+    def limits(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Kubernetes VolumeResourceRequirements.limits, kept as sent unless a plugin reads it."""
+
+    def __init__(
+        self,
+        *,
+        requests: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        limits: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["limits", b"limits", "requests", b"requests"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VolumeResourceRequirements: _TypeAlias = VolumeResourceRequirements  # noqa: Y015
+
+@_typing.final
+class GCEPersistentDiskVolumeSource(_message.Message):
+    """core/v1 GCEPersistentDiskVolumeSource."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PD_NAME_FIELD_NUMBER: _builtins.int
+    FS_TYPE_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    READ_ONLY_FIELD_NUMBER: _builtins.int
+    pd_name: _builtins.str
+    """Kubernetes GCEPersistentDiskVolumeSource.pdName, kept as sent unless a plugin reads it."""
+    fs_type: _builtins.str
+    """Kubernetes GCEPersistentDiskVolumeSource.fsType, kept as sent unless a plugin reads it."""
+    partition: _builtins.int
+    """Kubernetes GCEPersistentDiskVolumeSource.partition, kept as sent unless a plugin reads it."""
+    read_only: _builtins.bool
+    """Kubernetes GCEPersistentDiskVolumeSource.readOnly, kept as sent unless a plugin reads it."""
+    def __init__(
+        self,
+        *,
+        pd_name: _builtins.str = ...,
+        fs_type: _builtins.str = ...,
+        partition: _builtins.int = ...,
+        read_only: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fs_type", b"fs_type", "partition", b"partition", "pd_name", b"pd_name", "read_only", b"read_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GCEPersistentDiskVolumeSource: _TypeAlias = GCEPersistentDiskVolumeSource  # noqa: Y015
+
+@_typing.final
+class AWSElasticBlockStoreVolumeSource(_message.Message):
+    """core/v1 AWSElasticBlockStoreVolumeSource."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VOLUME_ID_FIELD_NUMBER: _builtins.int
+    FS_TYPE_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
+    READ_ONLY_FIELD_NUMBER: _builtins.int
+    volume_id: _builtins.str
+    """Kubernetes AWSElasticBlockStoreVolumeSource.volumeID, kept as sent unless a plugin reads it."""
+    fs_type: _builtins.str
+    """Kubernetes AWSElasticBlockStoreVolumeSource.fsType, kept as sent unless a plugin reads it."""
+    partition: _builtins.int
+    """Kubernetes AWSElasticBlockStoreVolumeSource.partition, kept as sent unless a plugin reads it."""
+    read_only: _builtins.bool
+    """Kubernetes AWSElasticBlockStoreVolumeSource.readOnly, kept as sent unless a plugin reads it."""
+    def __init__(
+        self,
+        *,
+        volume_id: _builtins.str = ...,
+        fs_type: _builtins.str = ...,
+        partition: _builtins.int = ...,
+        read_only: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["fs_type", b"fs_type", "partition", b"partition", "read_only", b"read_only", "volume_id", b"volume_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AWSElasticBlockStoreVolumeSource: _TypeAlias = AWSElasticBlockStoreVolumeSource  # noqa: Y015
+
+@_typing.final
+class ISCSIVolumeSource(_message.Message):
+    """core/v1 ISCSIVolumeSource."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TARGET_PORTAL_FIELD_NUMBER: _builtins.int
+    IQN_FIELD_NUMBER: _builtins.int
+    LUN_FIELD_NUMBER: _builtins.int
+    READ_ONLY_FIELD_NUMBER: _builtins.int
+    ISCSI_INTERFACE_FIELD_NUMBER: _builtins.int
+    PORTALS_FIELD_NUMBER: _builtins.int
+    target_portal: _builtins.str
+    """Kubernetes ISCSIVolumeSource.targetPortal, kept as sent unless a plugin reads it."""
+    iqn: _builtins.str
+    """Kubernetes ISCSIVolumeSource.iqn, kept as sent unless a plugin reads it."""
+    lun: _builtins.int
+    """Kubernetes ISCSIVolumeSource.lun, kept as sent unless a plugin reads it."""
+    read_only: _builtins.bool
+    """Kubernetes ISCSIVolumeSource.readOnly, kept as sent unless a plugin reads it."""
+    iscsi_interface: _builtins.str
+    """Kubernetes ISCSIVolumeSource.iscsiInterface, kept as sent unless a plugin reads it."""
+    @_builtins.property
+    def portals(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Kubernetes ISCSIVolumeSource.portals, kept as sent unless a plugin reads it."""
+
+    def __init__(
+        self,
+        *,
+        target_portal: _builtins.str = ...,
+        iqn: _builtins.str = ...,
+        lun: _builtins.int = ...,
+        read_only: _builtins.bool = ...,
+        iscsi_interface: _builtins.str = ...,
+        portals: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["iqn", b"iqn", "iscsi_interface", b"iscsi_interface", "lun", b"lun", "portals", b"portals", "read_only", b"read_only", "target_portal", b"target_portal"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ISCSIVolumeSource: _TypeAlias = ISCSIVolumeSource  # noqa: Y015
+
+@_typing.final
+class RBDVolumeSource(_message.Message):
+    """core/v1 RBDVolumeSource."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MONITORS_FIELD_NUMBER: _builtins.int
+    IMAGE_FIELD_NUMBER: _builtins.int
+    POOL_FIELD_NUMBER: _builtins.int
+    READ_ONLY_FIELD_NUMBER: _builtins.int
+    USER_FIELD_NUMBER: _builtins.int
+    image: _builtins.str
+    """Kubernetes RBDVolumeSource.image, kept as sent unless a plugin reads it."""
+    pool: _builtins.str
+    """Kubernetes RBDVolumeSource.pool, kept as sent unless a plugin reads it."""
+    read_only: _builtins.bool
+    """Kubernetes RBDVolumeSource.readOnly, kept as sent unless a plugin reads it."""
+    user: _builtins.str
+    """Kubernetes RBDVolumeSource.user, kept as sent unless a plugin reads it."""
+    @_builtins.property
+    def monitors(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Kubernetes RBDVolumeSource.monitors, kept as sent unless a plugin reads it."""
+
+    def __init__(
+        self,
+        *,
+        monitors: _abc.Iterable[_builtins.str] | None = ...,
+        image: _builtins.str = ...,
+        pool: _builtins.str = ...,
+        read_only: _builtins.bool = ...,
+        user: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["image", b"image", "monitors", b"monitors", "pool", b"pool", "read_only", b"read_only", "user", b"user"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RBDVolumeSource: _TypeAlias = RBDVolumeSource  # noqa: Y015
 
 @_typing.final
 class HostPathVolumeSource(_message.Message):

@@ -52,6 +52,20 @@ const (
 	ObjectKind_OBJECT_KIND_JOB ObjectKind = 9
 	// apps/v1 DaemonSet (namespaced): a pod controller for the drain rules.
 	ObjectKind_OBJECT_KIND_DAEMON_SET ObjectKind = 10
+	// A storage.k8s.io/v1 StorageClass (cluster-scoped).
+	ObjectKind_OBJECT_KIND_STORAGE_CLASS ObjectKind = 11
+	// A core/v1 PersistentVolume (cluster-scoped).
+	ObjectKind_OBJECT_KIND_PERSISTENT_VOLUME ObjectKind = 12
+	// A core/v1 PersistentVolumeClaim.
+	ObjectKind_OBJECT_KIND_PERSISTENT_VOLUME_CLAIM ObjectKind = 13
+	// A storage.k8s.io/v1 CSINode (cluster-scoped, named after its node).
+	ObjectKind_OBJECT_KIND_CSI_NODE ObjectKind = 14
+	// A storage.k8s.io/v1 CSIDriver (cluster-scoped).
+	ObjectKind_OBJECT_KIND_CSI_DRIVER ObjectKind = 15
+	// A storage.k8s.io/v1 CSIStorageCapacity.
+	ObjectKind_OBJECT_KIND_CSI_STORAGE_CAPACITY ObjectKind = 16
+	// A storage.k8s.io/v1 VolumeAttachment (cluster-scoped).
+	ObjectKind_OBJECT_KIND_VOLUME_ATTACHMENT ObjectKind = 17
 )
 
 // Enum value maps for ObjectKind.
@@ -68,19 +82,33 @@ var (
 		8:  "OBJECT_KIND_REPLICATION_CONTROLLER",
 		9:  "OBJECT_KIND_JOB",
 		10: "OBJECT_KIND_DAEMON_SET",
+		11: "OBJECT_KIND_STORAGE_CLASS",
+		12: "OBJECT_KIND_PERSISTENT_VOLUME",
+		13: "OBJECT_KIND_PERSISTENT_VOLUME_CLAIM",
+		14: "OBJECT_KIND_CSI_NODE",
+		15: "OBJECT_KIND_CSI_DRIVER",
+		16: "OBJECT_KIND_CSI_STORAGE_CAPACITY",
+		17: "OBJECT_KIND_VOLUME_ATTACHMENT",
 	}
 	ObjectKind_value = map[string]int32{
-		"OBJECT_KIND_UNSPECIFIED":            0,
-		"OBJECT_KIND_NODE":                   1,
-		"OBJECT_KIND_POD":                    2,
-		"OBJECT_KIND_NAMESPACE":              3,
-		"OBJECT_KIND_POD_DISRUPTION_BUDGET":  4,
-		"OBJECT_KIND_SERVICE":                5,
-		"OBJECT_KIND_REPLICA_SET":            6,
-		"OBJECT_KIND_STATEFUL_SET":           7,
-		"OBJECT_KIND_REPLICATION_CONTROLLER": 8,
-		"OBJECT_KIND_JOB":                    9,
-		"OBJECT_KIND_DAEMON_SET":             10,
+		"OBJECT_KIND_UNSPECIFIED":             0,
+		"OBJECT_KIND_NODE":                    1,
+		"OBJECT_KIND_POD":                     2,
+		"OBJECT_KIND_NAMESPACE":               3,
+		"OBJECT_KIND_POD_DISRUPTION_BUDGET":   4,
+		"OBJECT_KIND_SERVICE":                 5,
+		"OBJECT_KIND_REPLICA_SET":             6,
+		"OBJECT_KIND_STATEFUL_SET":            7,
+		"OBJECT_KIND_REPLICATION_CONTROLLER":  8,
+		"OBJECT_KIND_JOB":                     9,
+		"OBJECT_KIND_DAEMON_SET":              10,
+		"OBJECT_KIND_STORAGE_CLASS":           11,
+		"OBJECT_KIND_PERSISTENT_VOLUME":       12,
+		"OBJECT_KIND_PERSISTENT_VOLUME_CLAIM": 13,
+		"OBJECT_KIND_CSI_NODE":                14,
+		"OBJECT_KIND_CSI_DRIVER":              15,
+		"OBJECT_KIND_CSI_STORAGE_CAPACITY":    16,
+		"OBJECT_KIND_VOLUME_ATTACHMENT":       17,
 	}
 )
 
@@ -240,6 +268,13 @@ type ClusterObject struct {
 	//	*ClusterObject_ReplicationController
 	//	*ClusterObject_Job
 	//	*ClusterObject_DaemonSet
+	//	*ClusterObject_StorageClass
+	//	*ClusterObject_PersistentVolume
+	//	*ClusterObject_PersistentVolumeClaim
+	//	*ClusterObject_CsiNode
+	//	*ClusterObject_CsiDriver
+	//	*ClusterObject_CsiStorageCapacity
+	//	*ClusterObject_VolumeAttachment
 	//	*ClusterObject_KubernetesJson
 	//	*ClusterObject_KubernetesProtobuf
 	Object        isClusterObject_Object `protobuf_oneof:"object"`
@@ -374,6 +409,69 @@ func (x *ClusterObject) GetDaemonSet() *DaemonSet {
 	return nil
 }
 
+func (x *ClusterObject) GetStorageClass() *StorageClass {
+	if x != nil {
+		if x, ok := x.Object.(*ClusterObject_StorageClass); ok {
+			return x.StorageClass
+		}
+	}
+	return nil
+}
+
+func (x *ClusterObject) GetPersistentVolume() *PersistentVolume {
+	if x != nil {
+		if x, ok := x.Object.(*ClusterObject_PersistentVolume); ok {
+			return x.PersistentVolume
+		}
+	}
+	return nil
+}
+
+func (x *ClusterObject) GetPersistentVolumeClaim() *PersistentVolumeClaim {
+	if x != nil {
+		if x, ok := x.Object.(*ClusterObject_PersistentVolumeClaim); ok {
+			return x.PersistentVolumeClaim
+		}
+	}
+	return nil
+}
+
+func (x *ClusterObject) GetCsiNode() *CSINode {
+	if x != nil {
+		if x, ok := x.Object.(*ClusterObject_CsiNode); ok {
+			return x.CsiNode
+		}
+	}
+	return nil
+}
+
+func (x *ClusterObject) GetCsiDriver() *CSIDriver {
+	if x != nil {
+		if x, ok := x.Object.(*ClusterObject_CsiDriver); ok {
+			return x.CsiDriver
+		}
+	}
+	return nil
+}
+
+func (x *ClusterObject) GetCsiStorageCapacity() *CSIStorageCapacity {
+	if x != nil {
+		if x, ok := x.Object.(*ClusterObject_CsiStorageCapacity); ok {
+			return x.CsiStorageCapacity
+		}
+	}
+	return nil
+}
+
+func (x *ClusterObject) GetVolumeAttachment() *VolumeAttachment {
+	if x != nil {
+		if x, ok := x.Object.(*ClusterObject_VolumeAttachment); ok {
+			return x.VolumeAttachment
+		}
+	}
+	return nil
+}
+
 func (x *ClusterObject) GetKubernetesJson() []byte {
 	if x != nil {
 		if x, ok := x.Object.(*ClusterObject_KubernetesJson); ok {
@@ -446,6 +544,41 @@ type ClusterObject_DaemonSet struct {
 	DaemonSet *DaemonSet `protobuf:"bytes,10,opt,name=daemon_set,json=daemonSet,proto3,oneof"`
 }
 
+type ClusterObject_StorageClass struct {
+	// A storage.k8s.io/v1 StorageClass.
+	StorageClass *StorageClass `protobuf:"bytes,17,opt,name=storage_class,json=storageClass,proto3,oneof"`
+}
+
+type ClusterObject_PersistentVolume struct {
+	// A core/v1 PersistentVolume.
+	PersistentVolume *PersistentVolume `protobuf:"bytes,18,opt,name=persistent_volume,json=persistentVolume,proto3,oneof"`
+}
+
+type ClusterObject_PersistentVolumeClaim struct {
+	// A core/v1 PersistentVolumeClaim.
+	PersistentVolumeClaim *PersistentVolumeClaim `protobuf:"bytes,19,opt,name=persistent_volume_claim,json=persistentVolumeClaim,proto3,oneof"`
+}
+
+type ClusterObject_CsiNode struct {
+	// A storage.k8s.io/v1 CSINode.
+	CsiNode *CSINode `protobuf:"bytes,20,opt,name=csi_node,json=csiNode,proto3,oneof"`
+}
+
+type ClusterObject_CsiDriver struct {
+	// A storage.k8s.io/v1 CSIDriver.
+	CsiDriver *CSIDriver `protobuf:"bytes,21,opt,name=csi_driver,json=csiDriver,proto3,oneof"`
+}
+
+type ClusterObject_CsiStorageCapacity struct {
+	// A storage.k8s.io/v1 CSIStorageCapacity.
+	CsiStorageCapacity *CSIStorageCapacity `protobuf:"bytes,22,opt,name=csi_storage_capacity,json=csiStorageCapacity,proto3,oneof"`
+}
+
+type ClusterObject_VolumeAttachment struct {
+	// A storage.k8s.io/v1 VolumeAttachment.
+	VolumeAttachment *VolumeAttachment `protobuf:"bytes,23,opt,name=volume_attachment,json=volumeAttachment,proto3,oneof"`
+}
+
 type ClusterObject_KubernetesJson struct {
 	// Any of the kinds above as its Kubernetes JSON (UTF-8, e.g. what `kubectl get -o json` prints). Its
 	// `kind` is required and says what it is (case-insensitive; kubectl's plurals and short names such as
@@ -478,6 +611,20 @@ func (*ClusterObject_ReplicationController) isClusterObject_Object() {}
 func (*ClusterObject_Job) isClusterObject_Object() {}
 
 func (*ClusterObject_DaemonSet) isClusterObject_Object() {}
+
+func (*ClusterObject_StorageClass) isClusterObject_Object() {}
+
+func (*ClusterObject_PersistentVolume) isClusterObject_Object() {}
+
+func (*ClusterObject_PersistentVolumeClaim) isClusterObject_Object() {}
+
+func (*ClusterObject_CsiNode) isClusterObject_Object() {}
+
+func (*ClusterObject_CsiDriver) isClusterObject_Object() {}
+
+func (*ClusterObject_CsiStorageCapacity) isClusterObject_Object() {}
+
+func (*ClusterObject_VolumeAttachment) isClusterObject_Object() {}
 
 func (*ClusterObject_KubernetesJson) isClusterObject_Object() {}
 
@@ -1955,7 +2102,7 @@ var File_podfit_v1_cluster_cache_proto protoreflect.FileDescriptor
 
 const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\n" +
-	"\x1dpodfit/v1/cluster_cache.proto\x12\tpodfit.v1\x1a\x17podfit/v1/objects.proto\"\xca\x05\n" +
+	"\x1dpodfit/v1/cluster_cache.proto\x12\tpodfit.v1\x1a\x17podfit/v1/objects.proto\x1a\x17podfit/v1/storage.proto\"\xb9\t\n" +
 	"\rClusterObject\x12%\n" +
 	"\x04node\x18\x01 \x01(\v2\x0f.podfit.v1.NodeH\x00R\x04node\x12\"\n" +
 	"\x03pod\x18\x02 \x01(\v2\x0e.podfit.v1.PodH\x00R\x03pod\x124\n" +
@@ -1969,7 +2116,15 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x03job\x18\t \x01(\v2\x0e.podfit.v1.JobH\x00R\x03job\x125\n" +
 	"\n" +
 	"daemon_set\x18\n" +
-	" \x01(\v2\x14.podfit.v1.DaemonSetH\x00R\tdaemonSet\x12)\n" +
+	" \x01(\v2\x14.podfit.v1.DaemonSetH\x00R\tdaemonSet\x12>\n" +
+	"\rstorage_class\x18\x11 \x01(\v2\x17.podfit.v1.StorageClassH\x00R\fstorageClass\x12J\n" +
+	"\x11persistent_volume\x18\x12 \x01(\v2\x1b.podfit.v1.PersistentVolumeH\x00R\x10persistentVolume\x12Z\n" +
+	"\x17persistent_volume_claim\x18\x13 \x01(\v2 .podfit.v1.PersistentVolumeClaimH\x00R\x15persistentVolumeClaim\x12/\n" +
+	"\bcsi_node\x18\x14 \x01(\v2\x12.podfit.v1.CSINodeH\x00R\acsiNode\x125\n" +
+	"\n" +
+	"csi_driver\x18\x15 \x01(\v2\x14.podfit.v1.CSIDriverH\x00R\tcsiDriver\x12Q\n" +
+	"\x14csi_storage_capacity\x18\x16 \x01(\v2\x1d.podfit.v1.CSIStorageCapacityH\x00R\x12csiStorageCapacity\x12J\n" +
+	"\x11volume_attachment\x18\x17 \x01(\v2\x1b.podfit.v1.VolumeAttachmentH\x00R\x10volumeAttachment\x12)\n" +
 	"\x0fkubernetes_json\x18\x0f \x01(\fH\x00R\x0ekubernetesJson\x12P\n" +
 	"\x13kubernetes_protobuf\x18\x10 \x01(\v2\x1d.podfit.v1.KubernetesProtobufH\x00R\x12kubernetesProtobufB\b\n" +
 	"\x06object\"<\n" +
@@ -2100,7 +2255,7 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
 	"generation\x12!\n" +
-	"\fserver_epoch\x18\x02 \x01(\tR\vserverEpoch*\xc3\x02\n" +
+	"\fserver_epoch\x18\x02 \x01(\tR\vserverEpoch*\xad\x04\n" +
 	"\n" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -2114,7 +2269,14 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\"OBJECT_KIND_REPLICATION_CONTROLLER\x10\b\x12\x13\n" +
 	"\x0fOBJECT_KIND_JOB\x10\t\x12\x1a\n" +
 	"\x16OBJECT_KIND_DAEMON_SET\x10\n" +
-	"*\x83\x01\n" +
+	"\x12\x1d\n" +
+	"\x19OBJECT_KIND_STORAGE_CLASS\x10\v\x12!\n" +
+	"\x1dOBJECT_KIND_PERSISTENT_VOLUME\x10\f\x12'\n" +
+	"#OBJECT_KIND_PERSISTENT_VOLUME_CLAIM\x10\r\x12\x18\n" +
+	"\x14OBJECT_KIND_CSI_NODE\x10\x0e\x12\x1a\n" +
+	"\x16OBJECT_KIND_CSI_DRIVER\x10\x0f\x12$\n" +
+	" OBJECT_KIND_CSI_STORAGE_CAPACITY\x10\x10\x12!\n" +
+	"\x1dOBJECT_KIND_VOLUME_ATTACHMENT\x10\x11*\x83\x01\n" +
 	"\rUpdateOutcome\x12\x1e\n" +
 	"\x1aUPDATE_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16UPDATE_OUTCOME_APPLIED\x10\x01\x12\x18\n" +
@@ -2184,6 +2346,13 @@ var file_podfit_v1_cluster_cache_proto_goTypes = []any{
 	(*ReplicationController)(nil), // 32: podfit.v1.ReplicationController
 	(*Job)(nil),                   // 33: podfit.v1.Job
 	(*DaemonSet)(nil),             // 34: podfit.v1.DaemonSet
+	(*StorageClass)(nil),          // 35: podfit.v1.StorageClass
+	(*PersistentVolume)(nil),      // 36: podfit.v1.PersistentVolume
+	(*PersistentVolumeClaim)(nil), // 37: podfit.v1.PersistentVolumeClaim
+	(*CSINode)(nil),               // 38: podfit.v1.CSINode
+	(*CSIDriver)(nil),             // 39: podfit.v1.CSIDriver
+	(*CSIStorageCapacity)(nil),    // 40: podfit.v1.CSIStorageCapacity
+	(*VolumeAttachment)(nil),      // 41: podfit.v1.VolumeAttachment
 }
 var file_podfit_v1_cluster_cache_proto_depIdxs = []int32{
 	25, // 0: podfit.v1.ClusterObject.node:type_name -> podfit.v1.Node
@@ -2196,45 +2365,52 @@ var file_podfit_v1_cluster_cache_proto_depIdxs = []int32{
 	32, // 7: podfit.v1.ClusterObject.replication_controller:type_name -> podfit.v1.ReplicationController
 	33, // 8: podfit.v1.ClusterObject.job:type_name -> podfit.v1.Job
 	34, // 9: podfit.v1.ClusterObject.daemon_set:type_name -> podfit.v1.DaemonSet
-	4,  // 10: podfit.v1.ClusterObject.kubernetes_protobuf:type_name -> podfit.v1.KubernetesProtobuf
-	0,  // 11: podfit.v1.ObjectKey.kind:type_name -> podfit.v1.ObjectKind
-	3,  // 12: podfit.v1.Update.upsert:type_name -> podfit.v1.ClusterObject
-	5,  // 13: podfit.v1.Update.delete:type_name -> podfit.v1.ObjectKey
-	5,  // 14: podfit.v1.UpdateResult.key:type_name -> podfit.v1.ObjectKey
-	1,  // 15: podfit.v1.UpdateResult.outcome:type_name -> podfit.v1.UpdateOutcome
-	6,  // 16: podfit.v1.ApplyRequest.updates:type_name -> podfit.v1.Update
-	7,  // 17: podfit.v1.ApplyResponse.results:type_name -> podfit.v1.UpdateResult
-	0,  // 18: podfit.v1.ReplaceRequest.kind:type_name -> podfit.v1.ObjectKind
-	3,  // 19: podfit.v1.ReplaceRequest.objects:type_name -> podfit.v1.ClusterObject
-	6,  // 20: podfit.v1.StreamRequest.updates:type_name -> podfit.v1.Update
-	5,  // 21: podfit.v1.GetRequest.key:type_name -> podfit.v1.ObjectKey
-	3,  // 22: podfit.v1.GetResponse.object:type_name -> podfit.v1.ClusterObject
-	16, // 23: podfit.v1.GetResponse.node_allocation:type_name -> podfit.v1.NodeAllocation
-	23, // 24: podfit.v1.NodeAllocation.requested:type_name -> podfit.v1.NodeAllocation.RequestedEntry
-	0,  // 25: podfit.v1.ListRequest.kind:type_name -> podfit.v1.ObjectKind
-	2,  // 26: podfit.v1.ListRequest.pod_filter:type_name -> podfit.v1.PodPhaseFilter
-	3,  // 27: podfit.v1.ListResponse.objects:type_name -> podfit.v1.ClusterObject
-	16, // 28: podfit.v1.ListResponse.node_allocations:type_name -> podfit.v1.NodeAllocation
-	24, // 29: podfit.v1.StatsResponse.profile_versions:type_name -> podfit.v1.StatsResponse.ProfileVersionsEntry
-	8,  // 30: podfit.v1.ClusterCache.Apply:input_type -> podfit.v1.ApplyRequest
-	10, // 31: podfit.v1.ClusterCache.Replace:input_type -> podfit.v1.ReplaceRequest
-	12, // 32: podfit.v1.ClusterCache.Stream:input_type -> podfit.v1.StreamRequest
-	14, // 33: podfit.v1.ClusterCache.Get:input_type -> podfit.v1.GetRequest
-	17, // 34: podfit.v1.ClusterCache.List:input_type -> podfit.v1.ListRequest
-	19, // 35: podfit.v1.ClusterCache.Stats:input_type -> podfit.v1.StatsRequest
-	21, // 36: podfit.v1.ClusterCache.MarkSynced:input_type -> podfit.v1.MarkSyncedRequest
-	9,  // 37: podfit.v1.ClusterCache.Apply:output_type -> podfit.v1.ApplyResponse
-	11, // 38: podfit.v1.ClusterCache.Replace:output_type -> podfit.v1.ReplaceResponse
-	13, // 39: podfit.v1.ClusterCache.Stream:output_type -> podfit.v1.StreamResponse
-	15, // 40: podfit.v1.ClusterCache.Get:output_type -> podfit.v1.GetResponse
-	18, // 41: podfit.v1.ClusterCache.List:output_type -> podfit.v1.ListResponse
-	20, // 42: podfit.v1.ClusterCache.Stats:output_type -> podfit.v1.StatsResponse
-	22, // 43: podfit.v1.ClusterCache.MarkSynced:output_type -> podfit.v1.MarkSyncedResponse
-	37, // [37:44] is the sub-list for method output_type
-	30, // [30:37] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	35, // 10: podfit.v1.ClusterObject.storage_class:type_name -> podfit.v1.StorageClass
+	36, // 11: podfit.v1.ClusterObject.persistent_volume:type_name -> podfit.v1.PersistentVolume
+	37, // 12: podfit.v1.ClusterObject.persistent_volume_claim:type_name -> podfit.v1.PersistentVolumeClaim
+	38, // 13: podfit.v1.ClusterObject.csi_node:type_name -> podfit.v1.CSINode
+	39, // 14: podfit.v1.ClusterObject.csi_driver:type_name -> podfit.v1.CSIDriver
+	40, // 15: podfit.v1.ClusterObject.csi_storage_capacity:type_name -> podfit.v1.CSIStorageCapacity
+	41, // 16: podfit.v1.ClusterObject.volume_attachment:type_name -> podfit.v1.VolumeAttachment
+	4,  // 17: podfit.v1.ClusterObject.kubernetes_protobuf:type_name -> podfit.v1.KubernetesProtobuf
+	0,  // 18: podfit.v1.ObjectKey.kind:type_name -> podfit.v1.ObjectKind
+	3,  // 19: podfit.v1.Update.upsert:type_name -> podfit.v1.ClusterObject
+	5,  // 20: podfit.v1.Update.delete:type_name -> podfit.v1.ObjectKey
+	5,  // 21: podfit.v1.UpdateResult.key:type_name -> podfit.v1.ObjectKey
+	1,  // 22: podfit.v1.UpdateResult.outcome:type_name -> podfit.v1.UpdateOutcome
+	6,  // 23: podfit.v1.ApplyRequest.updates:type_name -> podfit.v1.Update
+	7,  // 24: podfit.v1.ApplyResponse.results:type_name -> podfit.v1.UpdateResult
+	0,  // 25: podfit.v1.ReplaceRequest.kind:type_name -> podfit.v1.ObjectKind
+	3,  // 26: podfit.v1.ReplaceRequest.objects:type_name -> podfit.v1.ClusterObject
+	6,  // 27: podfit.v1.StreamRequest.updates:type_name -> podfit.v1.Update
+	5,  // 28: podfit.v1.GetRequest.key:type_name -> podfit.v1.ObjectKey
+	3,  // 29: podfit.v1.GetResponse.object:type_name -> podfit.v1.ClusterObject
+	16, // 30: podfit.v1.GetResponse.node_allocation:type_name -> podfit.v1.NodeAllocation
+	23, // 31: podfit.v1.NodeAllocation.requested:type_name -> podfit.v1.NodeAllocation.RequestedEntry
+	0,  // 32: podfit.v1.ListRequest.kind:type_name -> podfit.v1.ObjectKind
+	2,  // 33: podfit.v1.ListRequest.pod_filter:type_name -> podfit.v1.PodPhaseFilter
+	3,  // 34: podfit.v1.ListResponse.objects:type_name -> podfit.v1.ClusterObject
+	16, // 35: podfit.v1.ListResponse.node_allocations:type_name -> podfit.v1.NodeAllocation
+	24, // 36: podfit.v1.StatsResponse.profile_versions:type_name -> podfit.v1.StatsResponse.ProfileVersionsEntry
+	8,  // 37: podfit.v1.ClusterCache.Apply:input_type -> podfit.v1.ApplyRequest
+	10, // 38: podfit.v1.ClusterCache.Replace:input_type -> podfit.v1.ReplaceRequest
+	12, // 39: podfit.v1.ClusterCache.Stream:input_type -> podfit.v1.StreamRequest
+	14, // 40: podfit.v1.ClusterCache.Get:input_type -> podfit.v1.GetRequest
+	17, // 41: podfit.v1.ClusterCache.List:input_type -> podfit.v1.ListRequest
+	19, // 42: podfit.v1.ClusterCache.Stats:input_type -> podfit.v1.StatsRequest
+	21, // 43: podfit.v1.ClusterCache.MarkSynced:input_type -> podfit.v1.MarkSyncedRequest
+	9,  // 44: podfit.v1.ClusterCache.Apply:output_type -> podfit.v1.ApplyResponse
+	11, // 45: podfit.v1.ClusterCache.Replace:output_type -> podfit.v1.ReplaceResponse
+	13, // 46: podfit.v1.ClusterCache.Stream:output_type -> podfit.v1.StreamResponse
+	15, // 47: podfit.v1.ClusterCache.Get:output_type -> podfit.v1.GetResponse
+	18, // 48: podfit.v1.ClusterCache.List:output_type -> podfit.v1.ListResponse
+	20, // 49: podfit.v1.ClusterCache.Stats:output_type -> podfit.v1.StatsResponse
+	22, // 50: podfit.v1.ClusterCache.MarkSynced:output_type -> podfit.v1.MarkSyncedResponse
+	44, // [44:51] is the sub-list for method output_type
+	37, // [37:44] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_podfit_v1_cluster_cache_proto_init() }
@@ -2243,6 +2419,7 @@ func file_podfit_v1_cluster_cache_proto_init() {
 		return
 	}
 	file_podfit_v1_objects_proto_init()
+	file_podfit_v1_storage_proto_init()
 	file_podfit_v1_cluster_cache_proto_msgTypes[0].OneofWrappers = []any{
 		(*ClusterObject_Node)(nil),
 		(*ClusterObject_Pod)(nil),
@@ -2254,6 +2431,13 @@ func file_podfit_v1_cluster_cache_proto_init() {
 		(*ClusterObject_ReplicationController)(nil),
 		(*ClusterObject_Job)(nil),
 		(*ClusterObject_DaemonSet)(nil),
+		(*ClusterObject_StorageClass)(nil),
+		(*ClusterObject_PersistentVolume)(nil),
+		(*ClusterObject_PersistentVolumeClaim)(nil),
+		(*ClusterObject_CsiNode)(nil),
+		(*ClusterObject_CsiDriver)(nil),
+		(*ClusterObject_CsiStorageCapacity)(nil),
+		(*ClusterObject_VolumeAttachment)(nil),
 		(*ClusterObject_KubernetesJson)(nil),
 		(*ClusterObject_KubernetesProtobuf)(nil),
 	}

@@ -1000,7 +1000,20 @@ type Volume struct {
 	// Set for a hostPath volume: local storage for the drain rules.
 	HostPath *HostPathVolumeSource `protobuf:"bytes,2,opt,name=host_path,json=hostPath,proto3" json:"host_path,omitempty"`
 	// Set for an emptyDir volume: local storage for the drain rules unless its medium is "Memory".
-	EmptyDir      *EmptyDirVolumeSource `protobuf:"bytes,3,opt,name=empty_dir,json=emptyDir,proto3" json:"empty_dir,omitempty"`
+	EmptyDir *EmptyDirVolumeSource `protobuf:"bytes,3,opt,name=empty_dir,json=emptyDir,proto3" json:"empty_dir,omitempty"`
+	// A PersistentVolumeClaim in the pod's namespace (the volume plugins follow it to its PersistentVolume).
+	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `protobuf:"bytes,4,opt,name=persistent_volume_claim,json=persistentVolumeClaim,proto3" json:"persistent_volume_claim,omitempty"`
+	// A generic ephemeral volume: its claim is <pod name>-<volume name>, owned by the pod.
+	Ephemeral *EphemeralVolumeSource `protobuf:"bytes,5,opt,name=ephemeral,proto3" json:"ephemeral,omitempty"`
+	// In-tree volume sources whose identity VolumeRestrictions (disk conflicts) and NodeVolumeLimits
+	// (attach counts, when migrated to CSI) read.
+	GcePersistentDisk *GCEPersistentDiskVolumeSource `protobuf:"bytes,6,opt,name=gce_persistent_disk,json=gcePersistentDisk,proto3" json:"gce_persistent_disk,omitempty"`
+	// An AWS EBS volume: conflicts with any other use of the same volume ID.
+	AwsElasticBlockStore *AWSElasticBlockStoreVolumeSource `protobuf:"bytes,7,opt,name=aws_elastic_block_store,json=awsElasticBlockStore,proto3" json:"aws_elastic_block_store,omitempty"`
+	// An iSCSI disk: conflicts with another read-write use of the same IQN.
+	Iscsi *ISCSIVolumeSource `protobuf:"bytes,8,opt,name=iscsi,proto3" json:"iscsi,omitempty"`
+	// A Ceph RBD image: conflicts with another read-write use on an overlapping monitor.
+	Rbd           *RBDVolumeSource `protobuf:"bytes,9,opt,name=rbd,proto3" json:"rbd,omitempty"` // Other sources (configMap, secret, ...) are accepted and ignored.
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1056,6 +1069,651 @@ func (x *Volume) GetEmptyDir() *EmptyDirVolumeSource {
 	return nil
 }
 
+func (x *Volume) GetPersistentVolumeClaim() *PersistentVolumeClaimVolumeSource {
+	if x != nil {
+		return x.PersistentVolumeClaim
+	}
+	return nil
+}
+
+func (x *Volume) GetEphemeral() *EphemeralVolumeSource {
+	if x != nil {
+		return x.Ephemeral
+	}
+	return nil
+}
+
+func (x *Volume) GetGcePersistentDisk() *GCEPersistentDiskVolumeSource {
+	if x != nil {
+		return x.GcePersistentDisk
+	}
+	return nil
+}
+
+func (x *Volume) GetAwsElasticBlockStore() *AWSElasticBlockStoreVolumeSource {
+	if x != nil {
+		return x.AwsElasticBlockStore
+	}
+	return nil
+}
+
+func (x *Volume) GetIscsi() *ISCSIVolumeSource {
+	if x != nil {
+		return x.Iscsi
+	}
+	return nil
+}
+
+func (x *Volume) GetRbd() *RBDVolumeSource {
+	if x != nil {
+		return x.Rbd
+	}
+	return nil
+}
+
+// core/v1 PersistentVolumeClaimVolumeSource.
+type PersistentVolumeClaimVolumeSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kubernetes PersistentVolumeClaimVolumeSource.claimName, kept as sent unless a plugin reads it.
+	ClaimName string `protobuf:"bytes,1,opt,name=claim_name,json=claimName,proto3" json:"claim_name,omitempty"`
+	// Kubernetes PersistentVolumeClaimVolumeSource.readOnly, kept as sent unless a plugin reads it.
+	ReadOnly      bool `protobuf:"varint,2,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaimVolumeSource) Reset() {
+	*x = PersistentVolumeClaimVolumeSource{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaimVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
+
+func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
+	if x != nil {
+		return x.ClaimName
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimVolumeSource) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+// core/v1 EphemeralVolumeSource; only the template's presence and its claim spec's class matter.
+type EphemeralVolumeSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kubernetes EphemeralVolumeSource.volumeClaimTemplate, kept as sent unless a plugin reads it.
+	VolumeClaimTemplate *PersistentVolumeClaimTemplate `protobuf:"bytes,1,opt,name=volume_claim_template,json=volumeClaimTemplate,proto3" json:"volume_claim_template,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *EphemeralVolumeSource) Reset() {
+	*x = EphemeralVolumeSource{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EphemeralVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EphemeralVolumeSource) ProtoMessage() {}
+
+func (x *EphemeralVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EphemeralVolumeSource.ProtoReflect.Descriptor instead.
+func (*EphemeralVolumeSource) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *EphemeralVolumeSource) GetVolumeClaimTemplate() *PersistentVolumeClaimTemplate {
+	if x != nil {
+		return x.VolumeClaimTemplate
+	}
+	return nil
+}
+
+// core/v1 PersistentVolumeClaimTemplate.
+type PersistentVolumeClaimTemplate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kubernetes PersistentVolumeClaimTemplate.metadata, kept as sent unless a plugin reads it.
+	Metadata *ObjectMeta `protobuf:"bytes,1,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// Kubernetes PersistentVolumeClaimTemplate.spec, kept as sent unless a plugin reads it.
+	Spec          *PersistentVolumeClaimTemplateSpec `protobuf:"bytes,2,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaimTemplate) Reset() {
+	*x = PersistentVolumeClaimTemplate{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaimTemplate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaimTemplate) ProtoMessage() {}
+
+func (x *PersistentVolumeClaimTemplate) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaimTemplate.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaimTemplate) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *PersistentVolumeClaimTemplate) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaimTemplate) GetSpec() *PersistentVolumeClaimTemplateSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+// The part of core/v1 PersistentVolumeClaimSpec a template's class and size come from.
+type PersistentVolumeClaimTemplateSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kubernetes PersistentVolumeClaimTemplateSpec.accessModes, kept as sent unless a plugin reads it.
+	AccessModes []string `protobuf:"bytes,1,rep,name=access_modes,json=accessModes,proto3" json:"access_modes,omitempty"`
+	// Kubernetes PersistentVolumeClaimTemplateSpec.storageClassName, kept as sent unless a plugin reads it.
+	StorageClassName *string `protobuf:"bytes,2,opt,name=storage_class_name,json=storageClassName,proto3,oneof" json:"storage_class_name,omitempty"`
+	// Kubernetes PersistentVolumeClaimTemplateSpec.resources, kept as sent unless a plugin reads it.
+	Resources *VolumeResourceRequirements `protobuf:"bytes,3,opt,name=resources,proto3" json:"resources,omitempty"`
+	// Kubernetes PersistentVolumeClaimTemplateSpec.volumeMode, kept as sent unless a plugin reads it.
+	VolumeMode    *string `protobuf:"bytes,4,opt,name=volume_mode,json=volumeMode,proto3,oneof" json:"volume_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaimTemplateSpec) Reset() {
+	*x = PersistentVolumeClaimTemplateSpec{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaimTemplateSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaimTemplateSpec) ProtoMessage() {}
+
+func (x *PersistentVolumeClaimTemplateSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaimTemplateSpec.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaimTemplateSpec) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PersistentVolumeClaimTemplateSpec) GetAccessModes() []string {
+	if x != nil {
+		return x.AccessModes
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaimTemplateSpec) GetStorageClassName() string {
+	if x != nil && x.StorageClassName != nil {
+		return *x.StorageClassName
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimTemplateSpec) GetResources() *VolumeResourceRequirements {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaimTemplateSpec) GetVolumeMode() string {
+	if x != nil && x.VolumeMode != nil {
+		return *x.VolumeMode
+	}
+	return ""
+}
+
+// core/v1 VolumeResourceRequirements: requests["storage"] is a claim's size.
+type VolumeResourceRequirements struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kubernetes VolumeResourceRequirements.requests, kept as sent unless a plugin reads it.
+	Requests map[string]string `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Kubernetes VolumeResourceRequirements.limits, kept as sent unless a plugin reads it.
+	Limits        map[string]string `protobuf:"bytes,2,rep,name=limits,proto3" json:"limits,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeResourceRequirements) Reset() {
+	*x = VolumeResourceRequirements{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeResourceRequirements) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeResourceRequirements) ProtoMessage() {}
+
+func (x *VolumeResourceRequirements) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeResourceRequirements.ProtoReflect.Descriptor instead.
+func (*VolumeResourceRequirements) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *VolumeResourceRequirements) GetRequests() map[string]string {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *VolumeResourceRequirements) GetLimits() map[string]string {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+// core/v1 GCEPersistentDiskVolumeSource.
+type GCEPersistentDiskVolumeSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kubernetes GCEPersistentDiskVolumeSource.pdName, kept as sent unless a plugin reads it.
+	PdName string `protobuf:"bytes,1,opt,name=pd_name,json=pdName,proto3" json:"pd_name,omitempty"`
+	// Kubernetes GCEPersistentDiskVolumeSource.fsType, kept as sent unless a plugin reads it.
+	FsType string `protobuf:"bytes,2,opt,name=fs_type,json=fsType,proto3" json:"fs_type,omitempty"`
+	// Kubernetes GCEPersistentDiskVolumeSource.partition, kept as sent unless a plugin reads it.
+	Partition int32 `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	// Kubernetes GCEPersistentDiskVolumeSource.readOnly, kept as sent unless a plugin reads it.
+	ReadOnly      bool `protobuf:"varint,4,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCEPersistentDiskVolumeSource) Reset() {
+	*x = GCEPersistentDiskVolumeSource{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCEPersistentDiskVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCEPersistentDiskVolumeSource) ProtoMessage() {}
+
+func (x *GCEPersistentDiskVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCEPersistentDiskVolumeSource.ProtoReflect.Descriptor instead.
+func (*GCEPersistentDiskVolumeSource) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *GCEPersistentDiskVolumeSource) GetPdName() string {
+	if x != nil {
+		return x.PdName
+	}
+	return ""
+}
+
+func (x *GCEPersistentDiskVolumeSource) GetFsType() string {
+	if x != nil {
+		return x.FsType
+	}
+	return ""
+}
+
+func (x *GCEPersistentDiskVolumeSource) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *GCEPersistentDiskVolumeSource) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+// core/v1 AWSElasticBlockStoreVolumeSource.
+type AWSElasticBlockStoreVolumeSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kubernetes AWSElasticBlockStoreVolumeSource.volumeID, kept as sent unless a plugin reads it.
+	VolumeId string `protobuf:"bytes,1,opt,name=volume_id,json=volumeID,proto3" json:"volume_id,omitempty"`
+	// Kubernetes AWSElasticBlockStoreVolumeSource.fsType, kept as sent unless a plugin reads it.
+	FsType string `protobuf:"bytes,2,opt,name=fs_type,json=fsType,proto3" json:"fs_type,omitempty"`
+	// Kubernetes AWSElasticBlockStoreVolumeSource.partition, kept as sent unless a plugin reads it.
+	Partition int32 `protobuf:"varint,3,opt,name=partition,proto3" json:"partition,omitempty"`
+	// Kubernetes AWSElasticBlockStoreVolumeSource.readOnly, kept as sent unless a plugin reads it.
+	ReadOnly      bool `protobuf:"varint,4,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AWSElasticBlockStoreVolumeSource) Reset() {
+	*x = AWSElasticBlockStoreVolumeSource{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AWSElasticBlockStoreVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AWSElasticBlockStoreVolumeSource) ProtoMessage() {}
+
+func (x *AWSElasticBlockStoreVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AWSElasticBlockStoreVolumeSource.ProtoReflect.Descriptor instead.
+func (*AWSElasticBlockStoreVolumeSource) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *AWSElasticBlockStoreVolumeSource) GetVolumeId() string {
+	if x != nil {
+		return x.VolumeId
+	}
+	return ""
+}
+
+func (x *AWSElasticBlockStoreVolumeSource) GetFsType() string {
+	if x != nil {
+		return x.FsType
+	}
+	return ""
+}
+
+func (x *AWSElasticBlockStoreVolumeSource) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *AWSElasticBlockStoreVolumeSource) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+// core/v1 ISCSIVolumeSource.
+type ISCSIVolumeSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kubernetes ISCSIVolumeSource.targetPortal, kept as sent unless a plugin reads it.
+	TargetPortal string `protobuf:"bytes,1,opt,name=target_portal,json=targetPortal,proto3" json:"target_portal,omitempty"`
+	// Kubernetes ISCSIVolumeSource.iqn, kept as sent unless a plugin reads it.
+	Iqn string `protobuf:"bytes,2,opt,name=iqn,proto3" json:"iqn,omitempty"`
+	// Kubernetes ISCSIVolumeSource.lun, kept as sent unless a plugin reads it.
+	Lun int32 `protobuf:"varint,3,opt,name=lun,proto3" json:"lun,omitempty"`
+	// Kubernetes ISCSIVolumeSource.readOnly, kept as sent unless a plugin reads it.
+	ReadOnly bool `protobuf:"varint,4,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	// Kubernetes ISCSIVolumeSource.iscsiInterface, kept as sent unless a plugin reads it.
+	IscsiInterface string `protobuf:"bytes,5,opt,name=iscsi_interface,json=iscsiInterface,proto3" json:"iscsi_interface,omitempty"`
+	// Kubernetes ISCSIVolumeSource.portals, kept as sent unless a plugin reads it.
+	Portals       []string `protobuf:"bytes,6,rep,name=portals,proto3" json:"portals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ISCSIVolumeSource) Reset() {
+	*x = ISCSIVolumeSource{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ISCSIVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ISCSIVolumeSource) ProtoMessage() {}
+
+func (x *ISCSIVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ISCSIVolumeSource.ProtoReflect.Descriptor instead.
+func (*ISCSIVolumeSource) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ISCSIVolumeSource) GetTargetPortal() string {
+	if x != nil {
+		return x.TargetPortal
+	}
+	return ""
+}
+
+func (x *ISCSIVolumeSource) GetIqn() string {
+	if x != nil {
+		return x.Iqn
+	}
+	return ""
+}
+
+func (x *ISCSIVolumeSource) GetLun() int32 {
+	if x != nil {
+		return x.Lun
+	}
+	return 0
+}
+
+func (x *ISCSIVolumeSource) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+func (x *ISCSIVolumeSource) GetIscsiInterface() string {
+	if x != nil {
+		return x.IscsiInterface
+	}
+	return ""
+}
+
+func (x *ISCSIVolumeSource) GetPortals() []string {
+	if x != nil {
+		return x.Portals
+	}
+	return nil
+}
+
+// core/v1 RBDVolumeSource.
+type RBDVolumeSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Kubernetes RBDVolumeSource.monitors, kept as sent unless a plugin reads it.
+	Monitors []string `protobuf:"bytes,1,rep,name=monitors,proto3" json:"monitors,omitempty"`
+	// Kubernetes RBDVolumeSource.image, kept as sent unless a plugin reads it.
+	Image string `protobuf:"bytes,2,opt,name=image,proto3" json:"image,omitempty"`
+	// Kubernetes RBDVolumeSource.pool, kept as sent unless a plugin reads it.
+	Pool string `protobuf:"bytes,3,opt,name=pool,proto3" json:"pool,omitempty"`
+	// Kubernetes RBDVolumeSource.readOnly, kept as sent unless a plugin reads it.
+	ReadOnly bool `protobuf:"varint,4,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	// Kubernetes RBDVolumeSource.user, kept as sent unless a plugin reads it.
+	User          string `protobuf:"bytes,5,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RBDVolumeSource) Reset() {
+	*x = RBDVolumeSource{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RBDVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RBDVolumeSource) ProtoMessage() {}
+
+func (x *RBDVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RBDVolumeSource.ProtoReflect.Descriptor instead.
+func (*RBDVolumeSource) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RBDVolumeSource) GetMonitors() []string {
+	if x != nil {
+		return x.Monitors
+	}
+	return nil
+}
+
+func (x *RBDVolumeSource) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
+func (x *RBDVolumeSource) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *RBDVolumeSource) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+func (x *RBDVolumeSource) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
 // core/v1 HostPathVolumeSource; only its presence matters.
 type HostPathVolumeSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1069,7 +1727,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[12]
+	mi := &file_podfit_v1_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1081,7 +1739,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[12]
+	mi := &file_podfit_v1_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1094,7 +1752,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{12}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -1124,7 +1782,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[13]
+	mi := &file_podfit_v1_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1794,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[13]
+	mi := &file_podfit_v1_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1807,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{13}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -1186,7 +1844,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[14]
+	mi := &file_podfit_v1_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1856,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[14]
+	mi := &file_podfit_v1_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1869,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{14}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Container) GetName() string {
@@ -1265,7 +1923,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[15]
+	mi := &file_podfit_v1_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1935,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[15]
+	mi := &file_podfit_v1_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1948,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{15}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -1327,7 +1985,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[16]
+	mi := &file_podfit_v1_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1997,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[16]
+	mi := &file_podfit_v1_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +2010,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{16}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -1405,7 +2063,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[17]
+	mi := &file_podfit_v1_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1417,7 +2075,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[17]
+	mi := &file_podfit_v1_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1430,7 +2088,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{17}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -1468,7 +2126,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[18]
+	mi := &file_podfit_v1_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +2138,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[18]
+	mi := &file_podfit_v1_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +2151,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{18}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -1521,7 +2179,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[19]
+	mi := &file_podfit_v1_objects_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1533,7 +2191,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[19]
+	mi := &file_podfit_v1_objects_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1546,7 +2204,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{19}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -1569,7 +2227,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[20]
+	mi := &file_podfit_v1_objects_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1581,7 +2239,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[20]
+	mi := &file_podfit_v1_objects_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1594,7 +2252,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{20}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -1628,7 +2286,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[21]
+	mi := &file_podfit_v1_objects_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1640,7 +2298,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[21]
+	mi := &file_podfit_v1_objects_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1653,7 +2311,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{21}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -1691,7 +2349,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[22]
+	mi := &file_podfit_v1_objects_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +2361,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[22]
+	mi := &file_podfit_v1_objects_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +2374,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{22}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -1747,7 +2405,7 @@ type PodAffinity struct {
 
 func (x *PodAffinity) Reset() {
 	*x = PodAffinity{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[23]
+	mi := &file_podfit_v1_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1759,7 +2417,7 @@ func (x *PodAffinity) String() string {
 func (*PodAffinity) ProtoMessage() {}
 
 func (x *PodAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[23]
+	mi := &file_podfit_v1_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1772,7 +2430,7 @@ func (x *PodAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinity.ProtoReflect.Descriptor instead.
 func (*PodAffinity) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{23}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PodAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -1802,7 +2460,7 @@ type PodAntiAffinity struct {
 
 func (x *PodAntiAffinity) Reset() {
 	*x = PodAntiAffinity{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[24]
+	mi := &file_podfit_v1_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1814,7 +2472,7 @@ func (x *PodAntiAffinity) String() string {
 func (*PodAntiAffinity) ProtoMessage() {}
 
 func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[24]
+	mi := &file_podfit_v1_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1827,7 +2485,7 @@ func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAntiAffinity.ProtoReflect.Descriptor instead.
 func (*PodAntiAffinity) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{24}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PodAntiAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -1867,7 +2525,7 @@ type PodAffinityTerm struct {
 
 func (x *PodAffinityTerm) Reset() {
 	*x = PodAffinityTerm{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[25]
+	mi := &file_podfit_v1_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1879,7 +2537,7 @@ func (x *PodAffinityTerm) String() string {
 func (*PodAffinityTerm) ProtoMessage() {}
 
 func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[25]
+	mi := &file_podfit_v1_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1892,7 +2550,7 @@ func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*PodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{25}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PodAffinityTerm) GetLabelSelector() *LabelSelector {
@@ -1950,7 +2608,7 @@ type WeightedPodAffinityTerm struct {
 
 func (x *WeightedPodAffinityTerm) Reset() {
 	*x = WeightedPodAffinityTerm{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[26]
+	mi := &file_podfit_v1_objects_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1962,7 +2620,7 @@ func (x *WeightedPodAffinityTerm) String() string {
 func (*WeightedPodAffinityTerm) ProtoMessage() {}
 
 func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[26]
+	mi := &file_podfit_v1_objects_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1975,7 +2633,7 @@ func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WeightedPodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*WeightedPodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{26}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WeightedPodAffinityTerm) GetWeight() int32 {
@@ -2011,7 +2669,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[27]
+	mi := &file_podfit_v1_objects_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2023,7 +2681,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[27]
+	mi := &file_podfit_v1_objects_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2036,7 +2694,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{27}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Toleration) GetKey() string {
@@ -2105,7 +2763,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[28]
+	mi := &file_podfit_v1_objects_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2775,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[28]
+	mi := &file_podfit_v1_objects_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2788,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{28}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -2201,7 +2859,7 @@ type PodSchedulingGate struct {
 
 func (x *PodSchedulingGate) Reset() {
 	*x = PodSchedulingGate{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[29]
+	mi := &file_podfit_v1_objects_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2213,7 +2871,7 @@ func (x *PodSchedulingGate) String() string {
 func (*PodSchedulingGate) ProtoMessage() {}
 
 func (x *PodSchedulingGate) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[29]
+	mi := &file_podfit_v1_objects_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2226,7 +2884,7 @@ func (x *PodSchedulingGate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodSchedulingGate.ProtoReflect.Descriptor instead.
 func (*PodSchedulingGate) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{29}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PodSchedulingGate) GetName() string {
@@ -2257,7 +2915,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[30]
+	mi := &file_podfit_v1_objects_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +2927,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[30]
+	mi := &file_podfit_v1_objects_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +2940,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{30}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -2332,7 +2990,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[31]
+	mi := &file_podfit_v1_objects_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2344,7 +3002,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[31]
+	mi := &file_podfit_v1_objects_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2357,7 +3015,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{31}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PodCondition) GetType() string {
@@ -2410,7 +3068,7 @@ type Namespace struct {
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[32]
+	mi := &file_podfit_v1_objects_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2422,7 +3080,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[32]
+	mi := &file_podfit_v1_objects_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2435,7 +3093,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{32}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Namespace) GetApiVersion() string {
@@ -2479,7 +3137,7 @@ type PodDisruptionBudget struct {
 
 func (x *PodDisruptionBudget) Reset() {
 	*x = PodDisruptionBudget{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[33]
+	mi := &file_podfit_v1_objects_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2491,7 +3149,7 @@ func (x *PodDisruptionBudget) String() string {
 func (*PodDisruptionBudget) ProtoMessage() {}
 
 func (x *PodDisruptionBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[33]
+	mi := &file_podfit_v1_objects_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2504,7 +3162,7 @@ func (x *PodDisruptionBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudget.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudget) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{33}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PodDisruptionBudget) GetApiVersion() string {
@@ -2560,7 +3218,7 @@ type PodDisruptionBudgetSpec struct {
 
 func (x *PodDisruptionBudgetSpec) Reset() {
 	*x = PodDisruptionBudgetSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[34]
+	mi := &file_podfit_v1_objects_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +3230,7 @@ func (x *PodDisruptionBudgetSpec) String() string {
 func (*PodDisruptionBudgetSpec) ProtoMessage() {}
 
 func (x *PodDisruptionBudgetSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[34]
+	mi := &file_podfit_v1_objects_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +3243,7 @@ func (x *PodDisruptionBudgetSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudgetSpec.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudgetSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{34}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PodDisruptionBudgetSpec) GetMinAvailable() string {
@@ -2631,7 +3289,7 @@ type PodDisruptionBudgetStatus struct {
 
 func (x *PodDisruptionBudgetStatus) Reset() {
 	*x = PodDisruptionBudgetStatus{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[35]
+	mi := &file_podfit_v1_objects_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2643,7 +3301,7 @@ func (x *PodDisruptionBudgetStatus) String() string {
 func (*PodDisruptionBudgetStatus) ProtoMessage() {}
 
 func (x *PodDisruptionBudgetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[35]
+	mi := &file_podfit_v1_objects_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2656,7 +3314,7 @@ func (x *PodDisruptionBudgetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudgetStatus.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudgetStatus) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{35}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PodDisruptionBudgetStatus) GetDisruptionsAllowed() int32 {
@@ -2711,7 +3369,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[36]
+	mi := &file_podfit_v1_objects_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2723,7 +3381,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[36]
+	mi := &file_podfit_v1_objects_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2736,7 +3394,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{36}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Service) GetApiVersion() string {
@@ -2778,7 +3436,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[37]
+	mi := &file_podfit_v1_objects_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2790,7 +3448,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[37]
+	mi := &file_podfit_v1_objects_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2803,7 +3461,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{37}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ServiceSpec) GetSelector() map[string]string {
@@ -2831,7 +3489,7 @@ type ReplicationController struct {
 
 func (x *ReplicationController) Reset() {
 	*x = ReplicationController{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[38]
+	mi := &file_podfit_v1_objects_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2843,7 +3501,7 @@ func (x *ReplicationController) String() string {
 func (*ReplicationController) ProtoMessage() {}
 
 func (x *ReplicationController) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[38]
+	mi := &file_podfit_v1_objects_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2856,7 +3514,7 @@ func (x *ReplicationController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicationController.ProtoReflect.Descriptor instead.
 func (*ReplicationController) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{38}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReplicationController) GetApiVersion() string {
@@ -2900,7 +3558,7 @@ type ReplicationControllerSpec struct {
 
 func (x *ReplicationControllerSpec) Reset() {
 	*x = ReplicationControllerSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[39]
+	mi := &file_podfit_v1_objects_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2912,7 +3570,7 @@ func (x *ReplicationControllerSpec) String() string {
 func (*ReplicationControllerSpec) ProtoMessage() {}
 
 func (x *ReplicationControllerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[39]
+	mi := &file_podfit_v1_objects_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2925,7 +3583,7 @@ func (x *ReplicationControllerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicationControllerSpec.ProtoReflect.Descriptor instead.
 func (*ReplicationControllerSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{39}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReplicationControllerSpec) GetSelector() map[string]string {
@@ -2960,7 +3618,7 @@ type ReplicaSet struct {
 
 func (x *ReplicaSet) Reset() {
 	*x = ReplicaSet{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[40]
+	mi := &file_podfit_v1_objects_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2972,7 +3630,7 @@ func (x *ReplicaSet) String() string {
 func (*ReplicaSet) ProtoMessage() {}
 
 func (x *ReplicaSet) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[40]
+	mi := &file_podfit_v1_objects_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2985,7 +3643,7 @@ func (x *ReplicaSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSet.ProtoReflect.Descriptor instead.
 func (*ReplicaSet) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{40}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReplicaSet) GetApiVersion() string {
@@ -3034,7 +3692,7 @@ type StatefulSet struct {
 
 func (x *StatefulSet) Reset() {
 	*x = StatefulSet{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[41]
+	mi := &file_podfit_v1_objects_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3046,7 +3704,7 @@ func (x *StatefulSet) String() string {
 func (*StatefulSet) ProtoMessage() {}
 
 func (x *StatefulSet) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[41]
+	mi := &file_podfit_v1_objects_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3059,7 +3717,7 @@ func (x *StatefulSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatefulSet.ProtoReflect.Descriptor instead.
 func (*StatefulSet) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{41}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *StatefulSet) GetApiVersion() string {
@@ -3107,7 +3765,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[42]
+	mi := &file_podfit_v1_objects_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3119,7 +3777,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[42]
+	mi := &file_podfit_v1_objects_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3132,7 +3790,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{42}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Job) GetApiVersion() string {
@@ -3180,7 +3838,7 @@ type DaemonSet struct {
 
 func (x *DaemonSet) Reset() {
 	*x = DaemonSet{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[43]
+	mi := &file_podfit_v1_objects_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3192,7 +3850,7 @@ func (x *DaemonSet) String() string {
 func (*DaemonSet) ProtoMessage() {}
 
 func (x *DaemonSet) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[43]
+	mi := &file_podfit_v1_objects_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3205,7 +3863,7 @@ func (x *DaemonSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonSet.ProtoReflect.Descriptor instead.
 func (*DaemonSet) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{43}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DaemonSet) GetApiVersion() string {
@@ -3252,7 +3910,7 @@ type WorkloadSpec struct {
 
 func (x *WorkloadSpec) Reset() {
 	*x = WorkloadSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[44]
+	mi := &file_podfit_v1_objects_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3264,7 +3922,7 @@ func (x *WorkloadSpec) String() string {
 func (*WorkloadSpec) ProtoMessage() {}
 
 func (x *WorkloadSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[44]
+	mi := &file_podfit_v1_objects_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3277,7 +3935,7 @@ func (x *WorkloadSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadSpec.ProtoReflect.Descriptor instead.
 func (*WorkloadSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{44}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *WorkloadSpec) GetSelector() *LabelSelector {
@@ -3404,11 +4062,66 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
 	"\t_priorityB#\n" +
-	"!_termination_grace_period_seconds\"\x98\x01\n" +
+	"!_termination_grace_period_seconds\"\xde\x04\n" +
 	"\x06Volume\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12<\n" +
 	"\thost_path\x18\x02 \x01(\v2\x1f.podfit.v1.HostPathVolumeSourceR\bhostPath\x12<\n" +
-	"\tempty_dir\x18\x03 \x01(\v2\x1f.podfit.v1.EmptyDirVolumeSourceR\bemptyDir\">\n" +
+	"\tempty_dir\x18\x03 \x01(\v2\x1f.podfit.v1.EmptyDirVolumeSourceR\bemptyDir\x12d\n" +
+	"\x17persistent_volume_claim\x18\x04 \x01(\v2,.podfit.v1.PersistentVolumeClaimVolumeSourceR\x15persistentVolumeClaim\x12>\n" +
+	"\tephemeral\x18\x05 \x01(\v2 .podfit.v1.EphemeralVolumeSourceR\tephemeral\x12X\n" +
+	"\x13gce_persistent_disk\x18\x06 \x01(\v2(.podfit.v1.GCEPersistentDiskVolumeSourceR\x11gcePersistentDisk\x12b\n" +
+	"\x17aws_elastic_block_store\x18\a \x01(\v2+.podfit.v1.AWSElasticBlockStoreVolumeSourceR\x14awsElasticBlockStore\x122\n" +
+	"\x05iscsi\x18\b \x01(\v2\x1c.podfit.v1.ISCSIVolumeSourceR\x05iscsi\x12,\n" +
+	"\x03rbd\x18\t \x01(\v2\x1a.podfit.v1.RBDVolumeSourceR\x03rbd\"_\n" +
+	"!PersistentVolumeClaimVolumeSource\x12\x1d\n" +
+	"\n" +
+	"claim_name\x18\x01 \x01(\tR\tclaimName\x12\x1b\n" +
+	"\tread_only\x18\x02 \x01(\bR\breadOnly\"u\n" +
+	"\x15EphemeralVolumeSource\x12\\\n" +
+	"\x15volume_claim_template\x18\x01 \x01(\v2(.podfit.v1.PersistentVolumeClaimTemplateR\x13volumeClaimTemplate\"\x94\x01\n" +
+	"\x1dPersistentVolumeClaimTemplate\x121\n" +
+	"\bmetadata\x18\x01 \x01(\v2\x15.podfit.v1.ObjectMetaR\bmetadata\x12@\n" +
+	"\x04spec\x18\x02 \x01(\v2,.podfit.v1.PersistentVolumeClaimTemplateSpecR\x04spec\"\x8b\x02\n" +
+	"!PersistentVolumeClaimTemplateSpec\x12!\n" +
+	"\faccess_modes\x18\x01 \x03(\tR\vaccessModes\x121\n" +
+	"\x12storage_class_name\x18\x02 \x01(\tH\x00R\x10storageClassName\x88\x01\x01\x12C\n" +
+	"\tresources\x18\x03 \x01(\v2%.podfit.v1.VolumeResourceRequirementsR\tresources\x12$\n" +
+	"\vvolume_mode\x18\x04 \x01(\tH\x01R\n" +
+	"volumeMode\x88\x01\x01B\x15\n" +
+	"\x13_storage_class_nameB\x0e\n" +
+	"\f_volume_mode\"\xb0\x02\n" +
+	"\x1aVolumeResourceRequirements\x12O\n" +
+	"\brequests\x18\x01 \x03(\v23.podfit.v1.VolumeResourceRequirements.RequestsEntryR\brequests\x12I\n" +
+	"\x06limits\x18\x02 \x03(\v21.podfit.v1.VolumeResourceRequirements.LimitsEntryR\x06limits\x1a;\n" +
+	"\rRequestsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
+	"\vLimitsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8c\x01\n" +
+	"\x1dGCEPersistentDiskVolumeSource\x12\x17\n" +
+	"\apd_name\x18\x01 \x01(\tR\x06pdName\x12\x17\n" +
+	"\afs_type\x18\x02 \x01(\tR\x06fsType\x12\x1c\n" +
+	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12\x1b\n" +
+	"\tread_only\x18\x04 \x01(\bR\breadOnly\"\x93\x01\n" +
+	" AWSElasticBlockStoreVolumeSource\x12\x1b\n" +
+	"\tvolume_id\x18\x01 \x01(\tR\bvolumeID\x12\x17\n" +
+	"\afs_type\x18\x02 \x01(\tR\x06fsType\x12\x1c\n" +
+	"\tpartition\x18\x03 \x01(\x05R\tpartition\x12\x1b\n" +
+	"\tread_only\x18\x04 \x01(\bR\breadOnly\"\xbc\x01\n" +
+	"\x11ISCSIVolumeSource\x12#\n" +
+	"\rtarget_portal\x18\x01 \x01(\tR\ftargetPortal\x12\x10\n" +
+	"\x03iqn\x18\x02 \x01(\tR\x03iqn\x12\x10\n" +
+	"\x03lun\x18\x03 \x01(\x05R\x03lun\x12\x1b\n" +
+	"\tread_only\x18\x04 \x01(\bR\breadOnly\x12'\n" +
+	"\x0fiscsi_interface\x18\x05 \x01(\tR\x0eiscsiInterface\x12\x18\n" +
+	"\aportals\x18\x06 \x03(\tR\aportals\"\x88\x01\n" +
+	"\x0fRBDVolumeSource\x12\x1a\n" +
+	"\bmonitors\x18\x01 \x03(\tR\bmonitors\x12\x14\n" +
+	"\x05image\x18\x02 \x01(\tR\x05image\x12\x12\n" +
+	"\x04pool\x18\x03 \x01(\tR\x04pool\x12\x1b\n" +
+	"\tread_only\x18\x04 \x01(\bR\breadOnly\x12\x12\n" +
+	"\x04user\x18\x05 \x01(\tR\x04user\">\n" +
 	"\x14HostPathVolumeSource\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\"M\n" +
@@ -3604,148 +4317,171 @@ func file_podfit_v1_objects_proto_rawDescGZIP() []byte {
 	return file_podfit_v1_objects_proto_rawDescData
 }
 
-var file_podfit_v1_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 57)
+var file_podfit_v1_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_podfit_v1_objects_proto_goTypes = []any{
-	(*ObjectMeta)(nil),                // 0: podfit.v1.ObjectMeta
-	(*OwnerReference)(nil),            // 1: podfit.v1.OwnerReference
-	(*LabelSelector)(nil),             // 2: podfit.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),  // 3: podfit.v1.LabelSelectorRequirement
-	(*Node)(nil),                      // 4: podfit.v1.Node
-	(*NodeSpec)(nil),                  // 5: podfit.v1.NodeSpec
-	(*Taint)(nil),                     // 6: podfit.v1.Taint
-	(*NodeStatus)(nil),                // 7: podfit.v1.NodeStatus
-	(*ContainerImage)(nil),            // 8: podfit.v1.ContainerImage
-	(*Pod)(nil),                       // 9: podfit.v1.Pod
-	(*PodSpec)(nil),                   // 10: podfit.v1.PodSpec
-	(*Volume)(nil),                    // 11: podfit.v1.Volume
-	(*HostPathVolumeSource)(nil),      // 12: podfit.v1.HostPathVolumeSource
-	(*EmptyDirVolumeSource)(nil),      // 13: podfit.v1.EmptyDirVolumeSource
-	(*Container)(nil),                 // 14: podfit.v1.Container
-	(*ResourceRequirements)(nil),      // 15: podfit.v1.ResourceRequirements
-	(*ContainerPort)(nil),             // 16: podfit.v1.ContainerPort
-	(*Affinity)(nil),                  // 17: podfit.v1.Affinity
-	(*NodeAffinity)(nil),              // 18: podfit.v1.NodeAffinity
-	(*NodeSelector)(nil),              // 19: podfit.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),          // 20: podfit.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),   // 21: podfit.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),   // 22: podfit.v1.PreferredSchedulingTerm
-	(*PodAffinity)(nil),               // 23: podfit.v1.PodAffinity
-	(*PodAntiAffinity)(nil),           // 24: podfit.v1.PodAntiAffinity
-	(*PodAffinityTerm)(nil),           // 25: podfit.v1.PodAffinityTerm
-	(*WeightedPodAffinityTerm)(nil),   // 26: podfit.v1.WeightedPodAffinityTerm
-	(*Toleration)(nil),                // 27: podfit.v1.Toleration
-	(*TopologySpreadConstraint)(nil),  // 28: podfit.v1.TopologySpreadConstraint
-	(*PodSchedulingGate)(nil),         // 29: podfit.v1.PodSchedulingGate
-	(*PodStatus)(nil),                 // 30: podfit.v1.PodStatus
-	(*PodCondition)(nil),              // 31: podfit.v1.PodCondition
-	(*Namespace)(nil),                 // 32: podfit.v1.Namespace
-	(*PodDisruptionBudget)(nil),       // 33: podfit.v1.PodDisruptionBudget
-	(*PodDisruptionBudgetSpec)(nil),   // 34: podfit.v1.PodDisruptionBudgetSpec
-	(*PodDisruptionBudgetStatus)(nil), // 35: podfit.v1.PodDisruptionBudgetStatus
-	(*Service)(nil),                   // 36: podfit.v1.Service
-	(*ServiceSpec)(nil),               // 37: podfit.v1.ServiceSpec
-	(*ReplicationController)(nil),     // 38: podfit.v1.ReplicationController
-	(*ReplicationControllerSpec)(nil), // 39: podfit.v1.ReplicationControllerSpec
-	(*ReplicaSet)(nil),                // 40: podfit.v1.ReplicaSet
-	(*StatefulSet)(nil),               // 41: podfit.v1.StatefulSet
-	(*Job)(nil),                       // 42: podfit.v1.Job
-	(*DaemonSet)(nil),                 // 43: podfit.v1.DaemonSet
-	(*WorkloadSpec)(nil),              // 44: podfit.v1.WorkloadSpec
-	nil,                               // 45: podfit.v1.ObjectMeta.LabelsEntry
-	nil,                               // 46: podfit.v1.ObjectMeta.AnnotationsEntry
-	nil,                               // 47: podfit.v1.LabelSelector.MatchLabelsEntry
-	nil,                               // 48: podfit.v1.NodeStatus.CapacityEntry
-	nil,                               // 49: podfit.v1.NodeStatus.AllocatableEntry
-	nil,                               // 50: podfit.v1.PodSpec.OverheadEntry
-	nil,                               // 51: podfit.v1.PodSpec.NodeSelectorEntry
-	nil,                               // 52: podfit.v1.ResourceRequirements.RequestsEntry
-	nil,                               // 53: podfit.v1.ResourceRequirements.LimitsEntry
-	nil,                               // 54: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
-	nil,                               // 55: podfit.v1.ServiceSpec.SelectorEntry
-	nil,                               // 56: podfit.v1.ReplicationControllerSpec.SelectorEntry
-	(*timestamppb.Timestamp)(nil),     // 57: google.protobuf.Timestamp
+	(*ObjectMeta)(nil),                        // 0: podfit.v1.ObjectMeta
+	(*OwnerReference)(nil),                    // 1: podfit.v1.OwnerReference
+	(*LabelSelector)(nil),                     // 2: podfit.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),          // 3: podfit.v1.LabelSelectorRequirement
+	(*Node)(nil),                              // 4: podfit.v1.Node
+	(*NodeSpec)(nil),                          // 5: podfit.v1.NodeSpec
+	(*Taint)(nil),                             // 6: podfit.v1.Taint
+	(*NodeStatus)(nil),                        // 7: podfit.v1.NodeStatus
+	(*ContainerImage)(nil),                    // 8: podfit.v1.ContainerImage
+	(*Pod)(nil),                               // 9: podfit.v1.Pod
+	(*PodSpec)(nil),                           // 10: podfit.v1.PodSpec
+	(*Volume)(nil),                            // 11: podfit.v1.Volume
+	(*PersistentVolumeClaimVolumeSource)(nil), // 12: podfit.v1.PersistentVolumeClaimVolumeSource
+	(*EphemeralVolumeSource)(nil),             // 13: podfit.v1.EphemeralVolumeSource
+	(*PersistentVolumeClaimTemplate)(nil),     // 14: podfit.v1.PersistentVolumeClaimTemplate
+	(*PersistentVolumeClaimTemplateSpec)(nil), // 15: podfit.v1.PersistentVolumeClaimTemplateSpec
+	(*VolumeResourceRequirements)(nil),        // 16: podfit.v1.VolumeResourceRequirements
+	(*GCEPersistentDiskVolumeSource)(nil),     // 17: podfit.v1.GCEPersistentDiskVolumeSource
+	(*AWSElasticBlockStoreVolumeSource)(nil),  // 18: podfit.v1.AWSElasticBlockStoreVolumeSource
+	(*ISCSIVolumeSource)(nil),                 // 19: podfit.v1.ISCSIVolumeSource
+	(*RBDVolumeSource)(nil),                   // 20: podfit.v1.RBDVolumeSource
+	(*HostPathVolumeSource)(nil),              // 21: podfit.v1.HostPathVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 22: podfit.v1.EmptyDirVolumeSource
+	(*Container)(nil),                         // 23: podfit.v1.Container
+	(*ResourceRequirements)(nil),              // 24: podfit.v1.ResourceRequirements
+	(*ContainerPort)(nil),                     // 25: podfit.v1.ContainerPort
+	(*Affinity)(nil),                          // 26: podfit.v1.Affinity
+	(*NodeAffinity)(nil),                      // 27: podfit.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 28: podfit.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 29: podfit.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),           // 30: podfit.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),           // 31: podfit.v1.PreferredSchedulingTerm
+	(*PodAffinity)(nil),                       // 32: podfit.v1.PodAffinity
+	(*PodAntiAffinity)(nil),                   // 33: podfit.v1.PodAntiAffinity
+	(*PodAffinityTerm)(nil),                   // 34: podfit.v1.PodAffinityTerm
+	(*WeightedPodAffinityTerm)(nil),           // 35: podfit.v1.WeightedPodAffinityTerm
+	(*Toleration)(nil),                        // 36: podfit.v1.Toleration
+	(*TopologySpreadConstraint)(nil),          // 37: podfit.v1.TopologySpreadConstraint
+	(*PodSchedulingGate)(nil),                 // 38: podfit.v1.PodSchedulingGate
+	(*PodStatus)(nil),                         // 39: podfit.v1.PodStatus
+	(*PodCondition)(nil),                      // 40: podfit.v1.PodCondition
+	(*Namespace)(nil),                         // 41: podfit.v1.Namespace
+	(*PodDisruptionBudget)(nil),               // 42: podfit.v1.PodDisruptionBudget
+	(*PodDisruptionBudgetSpec)(nil),           // 43: podfit.v1.PodDisruptionBudgetSpec
+	(*PodDisruptionBudgetStatus)(nil),         // 44: podfit.v1.PodDisruptionBudgetStatus
+	(*Service)(nil),                           // 45: podfit.v1.Service
+	(*ServiceSpec)(nil),                       // 46: podfit.v1.ServiceSpec
+	(*ReplicationController)(nil),             // 47: podfit.v1.ReplicationController
+	(*ReplicationControllerSpec)(nil),         // 48: podfit.v1.ReplicationControllerSpec
+	(*ReplicaSet)(nil),                        // 49: podfit.v1.ReplicaSet
+	(*StatefulSet)(nil),                       // 50: podfit.v1.StatefulSet
+	(*Job)(nil),                               // 51: podfit.v1.Job
+	(*DaemonSet)(nil),                         // 52: podfit.v1.DaemonSet
+	(*WorkloadSpec)(nil),                      // 53: podfit.v1.WorkloadSpec
+	nil,                                       // 54: podfit.v1.ObjectMeta.LabelsEntry
+	nil,                                       // 55: podfit.v1.ObjectMeta.AnnotationsEntry
+	nil,                                       // 56: podfit.v1.LabelSelector.MatchLabelsEntry
+	nil,                                       // 57: podfit.v1.NodeStatus.CapacityEntry
+	nil,                                       // 58: podfit.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 59: podfit.v1.PodSpec.OverheadEntry
+	nil,                                       // 60: podfit.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 61: podfit.v1.VolumeResourceRequirements.RequestsEntry
+	nil,                                       // 62: podfit.v1.VolumeResourceRequirements.LimitsEntry
+	nil,                                       // 63: podfit.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 64: podfit.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 65: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
+	nil,                                       // 66: podfit.v1.ServiceSpec.SelectorEntry
+	nil,                                       // 67: podfit.v1.ReplicationControllerSpec.SelectorEntry
+	(*timestamppb.Timestamp)(nil),             // 68: google.protobuf.Timestamp
 }
 var file_podfit_v1_objects_proto_depIdxs = []int32{
-	45, // 0: podfit.v1.ObjectMeta.labels:type_name -> podfit.v1.ObjectMeta.LabelsEntry
-	46, // 1: podfit.v1.ObjectMeta.annotations:type_name -> podfit.v1.ObjectMeta.AnnotationsEntry
+	54, // 0: podfit.v1.ObjectMeta.labels:type_name -> podfit.v1.ObjectMeta.LabelsEntry
+	55, // 1: podfit.v1.ObjectMeta.annotations:type_name -> podfit.v1.ObjectMeta.AnnotationsEntry
 	1,  // 2: podfit.v1.ObjectMeta.owner_references:type_name -> podfit.v1.OwnerReference
-	57, // 3: podfit.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	57, // 4: podfit.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	47, // 5: podfit.v1.LabelSelector.match_labels:type_name -> podfit.v1.LabelSelector.MatchLabelsEntry
+	68, // 3: podfit.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	68, // 4: podfit.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	56, // 5: podfit.v1.LabelSelector.match_labels:type_name -> podfit.v1.LabelSelector.MatchLabelsEntry
 	3,  // 6: podfit.v1.LabelSelector.match_expressions:type_name -> podfit.v1.LabelSelectorRequirement
 	0,  // 7: podfit.v1.Node.metadata:type_name -> podfit.v1.ObjectMeta
 	5,  // 8: podfit.v1.Node.spec:type_name -> podfit.v1.NodeSpec
 	7,  // 9: podfit.v1.Node.status:type_name -> podfit.v1.NodeStatus
 	6,  // 10: podfit.v1.NodeSpec.taints:type_name -> podfit.v1.Taint
-	48, // 11: podfit.v1.NodeStatus.capacity:type_name -> podfit.v1.NodeStatus.CapacityEntry
-	49, // 12: podfit.v1.NodeStatus.allocatable:type_name -> podfit.v1.NodeStatus.AllocatableEntry
+	57, // 11: podfit.v1.NodeStatus.capacity:type_name -> podfit.v1.NodeStatus.CapacityEntry
+	58, // 12: podfit.v1.NodeStatus.allocatable:type_name -> podfit.v1.NodeStatus.AllocatableEntry
 	8,  // 13: podfit.v1.NodeStatus.images:type_name -> podfit.v1.ContainerImage
 	0,  // 14: podfit.v1.Pod.metadata:type_name -> podfit.v1.ObjectMeta
 	10, // 15: podfit.v1.Pod.spec:type_name -> podfit.v1.PodSpec
-	30, // 16: podfit.v1.Pod.status:type_name -> podfit.v1.PodStatus
-	14, // 17: podfit.v1.PodSpec.containers:type_name -> podfit.v1.Container
-	14, // 18: podfit.v1.PodSpec.init_containers:type_name -> podfit.v1.Container
-	50, // 19: podfit.v1.PodSpec.overhead:type_name -> podfit.v1.PodSpec.OverheadEntry
-	51, // 20: podfit.v1.PodSpec.node_selector:type_name -> podfit.v1.PodSpec.NodeSelectorEntry
-	17, // 21: podfit.v1.PodSpec.affinity:type_name -> podfit.v1.Affinity
-	27, // 22: podfit.v1.PodSpec.tolerations:type_name -> podfit.v1.Toleration
-	28, // 23: podfit.v1.PodSpec.topology_spread_constraints:type_name -> podfit.v1.TopologySpreadConstraint
-	29, // 24: podfit.v1.PodSpec.scheduling_gates:type_name -> podfit.v1.PodSchedulingGate
-	15, // 25: podfit.v1.PodSpec.resources:type_name -> podfit.v1.ResourceRequirements
+	39, // 16: podfit.v1.Pod.status:type_name -> podfit.v1.PodStatus
+	23, // 17: podfit.v1.PodSpec.containers:type_name -> podfit.v1.Container
+	23, // 18: podfit.v1.PodSpec.init_containers:type_name -> podfit.v1.Container
+	59, // 19: podfit.v1.PodSpec.overhead:type_name -> podfit.v1.PodSpec.OverheadEntry
+	60, // 20: podfit.v1.PodSpec.node_selector:type_name -> podfit.v1.PodSpec.NodeSelectorEntry
+	26, // 21: podfit.v1.PodSpec.affinity:type_name -> podfit.v1.Affinity
+	36, // 22: podfit.v1.PodSpec.tolerations:type_name -> podfit.v1.Toleration
+	37, // 23: podfit.v1.PodSpec.topology_spread_constraints:type_name -> podfit.v1.TopologySpreadConstraint
+	38, // 24: podfit.v1.PodSpec.scheduling_gates:type_name -> podfit.v1.PodSchedulingGate
+	24, // 25: podfit.v1.PodSpec.resources:type_name -> podfit.v1.ResourceRequirements
 	11, // 26: podfit.v1.PodSpec.volumes:type_name -> podfit.v1.Volume
-	12, // 27: podfit.v1.Volume.host_path:type_name -> podfit.v1.HostPathVolumeSource
-	13, // 28: podfit.v1.Volume.empty_dir:type_name -> podfit.v1.EmptyDirVolumeSource
-	15, // 29: podfit.v1.Container.resources:type_name -> podfit.v1.ResourceRequirements
-	16, // 30: podfit.v1.Container.ports:type_name -> podfit.v1.ContainerPort
-	52, // 31: podfit.v1.ResourceRequirements.requests:type_name -> podfit.v1.ResourceRequirements.RequestsEntry
-	53, // 32: podfit.v1.ResourceRequirements.limits:type_name -> podfit.v1.ResourceRequirements.LimitsEntry
-	18, // 33: podfit.v1.Affinity.node_affinity:type_name -> podfit.v1.NodeAffinity
-	23, // 34: podfit.v1.Affinity.pod_affinity:type_name -> podfit.v1.PodAffinity
-	24, // 35: podfit.v1.Affinity.pod_anti_affinity:type_name -> podfit.v1.PodAntiAffinity
-	19, // 36: podfit.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.NodeSelector
-	22, // 37: podfit.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PreferredSchedulingTerm
-	20, // 38: podfit.v1.NodeSelector.node_selector_terms:type_name -> podfit.v1.NodeSelectorTerm
-	21, // 39: podfit.v1.NodeSelectorTerm.match_expressions:type_name -> podfit.v1.NodeSelectorRequirement
-	21, // 40: podfit.v1.NodeSelectorTerm.match_fields:type_name -> podfit.v1.NodeSelectorRequirement
-	20, // 41: podfit.v1.PreferredSchedulingTerm.preference:type_name -> podfit.v1.NodeSelectorTerm
-	25, // 42: podfit.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PodAffinityTerm
-	26, // 43: podfit.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.WeightedPodAffinityTerm
-	25, // 44: podfit.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PodAffinityTerm
-	26, // 45: podfit.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.WeightedPodAffinityTerm
-	2,  // 46: podfit.v1.PodAffinityTerm.label_selector:type_name -> podfit.v1.LabelSelector
-	2,  // 47: podfit.v1.PodAffinityTerm.namespace_selector:type_name -> podfit.v1.LabelSelector
-	25, // 48: podfit.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> podfit.v1.PodAffinityTerm
-	2,  // 49: podfit.v1.TopologySpreadConstraint.label_selector:type_name -> podfit.v1.LabelSelector
-	57, // 50: podfit.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	31, // 51: podfit.v1.PodStatus.conditions:type_name -> podfit.v1.PodCondition
-	57, // 52: podfit.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	0,  // 53: podfit.v1.Namespace.metadata:type_name -> podfit.v1.ObjectMeta
-	0,  // 54: podfit.v1.PodDisruptionBudget.metadata:type_name -> podfit.v1.ObjectMeta
-	34, // 55: podfit.v1.PodDisruptionBudget.spec:type_name -> podfit.v1.PodDisruptionBudgetSpec
-	35, // 56: podfit.v1.PodDisruptionBudget.status:type_name -> podfit.v1.PodDisruptionBudgetStatus
-	2,  // 57: podfit.v1.PodDisruptionBudgetSpec.selector:type_name -> podfit.v1.LabelSelector
-	54, // 58: podfit.v1.PodDisruptionBudgetStatus.disrupted_pods:type_name -> podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
-	0,  // 59: podfit.v1.Service.metadata:type_name -> podfit.v1.ObjectMeta
-	37, // 60: podfit.v1.Service.spec:type_name -> podfit.v1.ServiceSpec
-	55, // 61: podfit.v1.ServiceSpec.selector:type_name -> podfit.v1.ServiceSpec.SelectorEntry
-	0,  // 62: podfit.v1.ReplicationController.metadata:type_name -> podfit.v1.ObjectMeta
-	39, // 63: podfit.v1.ReplicationController.spec:type_name -> podfit.v1.ReplicationControllerSpec
-	56, // 64: podfit.v1.ReplicationControllerSpec.selector:type_name -> podfit.v1.ReplicationControllerSpec.SelectorEntry
-	0,  // 65: podfit.v1.ReplicaSet.metadata:type_name -> podfit.v1.ObjectMeta
-	44, // 66: podfit.v1.ReplicaSet.spec:type_name -> podfit.v1.WorkloadSpec
-	0,  // 67: podfit.v1.StatefulSet.metadata:type_name -> podfit.v1.ObjectMeta
-	44, // 68: podfit.v1.StatefulSet.spec:type_name -> podfit.v1.WorkloadSpec
-	0,  // 69: podfit.v1.Job.metadata:type_name -> podfit.v1.ObjectMeta
-	44, // 70: podfit.v1.Job.spec:type_name -> podfit.v1.WorkloadSpec
-	0,  // 71: podfit.v1.DaemonSet.metadata:type_name -> podfit.v1.ObjectMeta
-	44, // 72: podfit.v1.DaemonSet.spec:type_name -> podfit.v1.WorkloadSpec
-	2,  // 73: podfit.v1.WorkloadSpec.selector:type_name -> podfit.v1.LabelSelector
-	57, // 74: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry.value:type_name -> google.protobuf.Timestamp
-	75, // [75:75] is the sub-list for method output_type
-	75, // [75:75] is the sub-list for method input_type
-	75, // [75:75] is the sub-list for extension type_name
-	75, // [75:75] is the sub-list for extension extendee
-	0,  // [0:75] is the sub-list for field type_name
+	21, // 27: podfit.v1.Volume.host_path:type_name -> podfit.v1.HostPathVolumeSource
+	22, // 28: podfit.v1.Volume.empty_dir:type_name -> podfit.v1.EmptyDirVolumeSource
+	12, // 29: podfit.v1.Volume.persistent_volume_claim:type_name -> podfit.v1.PersistentVolumeClaimVolumeSource
+	13, // 30: podfit.v1.Volume.ephemeral:type_name -> podfit.v1.EphemeralVolumeSource
+	17, // 31: podfit.v1.Volume.gce_persistent_disk:type_name -> podfit.v1.GCEPersistentDiskVolumeSource
+	18, // 32: podfit.v1.Volume.aws_elastic_block_store:type_name -> podfit.v1.AWSElasticBlockStoreVolumeSource
+	19, // 33: podfit.v1.Volume.iscsi:type_name -> podfit.v1.ISCSIVolumeSource
+	20, // 34: podfit.v1.Volume.rbd:type_name -> podfit.v1.RBDVolumeSource
+	14, // 35: podfit.v1.EphemeralVolumeSource.volume_claim_template:type_name -> podfit.v1.PersistentVolumeClaimTemplate
+	0,  // 36: podfit.v1.PersistentVolumeClaimTemplate.metadata:type_name -> podfit.v1.ObjectMeta
+	15, // 37: podfit.v1.PersistentVolumeClaimTemplate.spec:type_name -> podfit.v1.PersistentVolumeClaimTemplateSpec
+	16, // 38: podfit.v1.PersistentVolumeClaimTemplateSpec.resources:type_name -> podfit.v1.VolumeResourceRequirements
+	61, // 39: podfit.v1.VolumeResourceRequirements.requests:type_name -> podfit.v1.VolumeResourceRequirements.RequestsEntry
+	62, // 40: podfit.v1.VolumeResourceRequirements.limits:type_name -> podfit.v1.VolumeResourceRequirements.LimitsEntry
+	24, // 41: podfit.v1.Container.resources:type_name -> podfit.v1.ResourceRequirements
+	25, // 42: podfit.v1.Container.ports:type_name -> podfit.v1.ContainerPort
+	63, // 43: podfit.v1.ResourceRequirements.requests:type_name -> podfit.v1.ResourceRequirements.RequestsEntry
+	64, // 44: podfit.v1.ResourceRequirements.limits:type_name -> podfit.v1.ResourceRequirements.LimitsEntry
+	27, // 45: podfit.v1.Affinity.node_affinity:type_name -> podfit.v1.NodeAffinity
+	32, // 46: podfit.v1.Affinity.pod_affinity:type_name -> podfit.v1.PodAffinity
+	33, // 47: podfit.v1.Affinity.pod_anti_affinity:type_name -> podfit.v1.PodAntiAffinity
+	28, // 48: podfit.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.NodeSelector
+	31, // 49: podfit.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PreferredSchedulingTerm
+	29, // 50: podfit.v1.NodeSelector.node_selector_terms:type_name -> podfit.v1.NodeSelectorTerm
+	30, // 51: podfit.v1.NodeSelectorTerm.match_expressions:type_name -> podfit.v1.NodeSelectorRequirement
+	30, // 52: podfit.v1.NodeSelectorTerm.match_fields:type_name -> podfit.v1.NodeSelectorRequirement
+	29, // 53: podfit.v1.PreferredSchedulingTerm.preference:type_name -> podfit.v1.NodeSelectorTerm
+	34, // 54: podfit.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PodAffinityTerm
+	35, // 55: podfit.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.WeightedPodAffinityTerm
+	34, // 56: podfit.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PodAffinityTerm
+	35, // 57: podfit.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.WeightedPodAffinityTerm
+	2,  // 58: podfit.v1.PodAffinityTerm.label_selector:type_name -> podfit.v1.LabelSelector
+	2,  // 59: podfit.v1.PodAffinityTerm.namespace_selector:type_name -> podfit.v1.LabelSelector
+	34, // 60: podfit.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> podfit.v1.PodAffinityTerm
+	2,  // 61: podfit.v1.TopologySpreadConstraint.label_selector:type_name -> podfit.v1.LabelSelector
+	68, // 62: podfit.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	40, // 63: podfit.v1.PodStatus.conditions:type_name -> podfit.v1.PodCondition
+	68, // 64: podfit.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	0,  // 65: podfit.v1.Namespace.metadata:type_name -> podfit.v1.ObjectMeta
+	0,  // 66: podfit.v1.PodDisruptionBudget.metadata:type_name -> podfit.v1.ObjectMeta
+	43, // 67: podfit.v1.PodDisruptionBudget.spec:type_name -> podfit.v1.PodDisruptionBudgetSpec
+	44, // 68: podfit.v1.PodDisruptionBudget.status:type_name -> podfit.v1.PodDisruptionBudgetStatus
+	2,  // 69: podfit.v1.PodDisruptionBudgetSpec.selector:type_name -> podfit.v1.LabelSelector
+	65, // 70: podfit.v1.PodDisruptionBudgetStatus.disrupted_pods:type_name -> podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
+	0,  // 71: podfit.v1.Service.metadata:type_name -> podfit.v1.ObjectMeta
+	46, // 72: podfit.v1.Service.spec:type_name -> podfit.v1.ServiceSpec
+	66, // 73: podfit.v1.ServiceSpec.selector:type_name -> podfit.v1.ServiceSpec.SelectorEntry
+	0,  // 74: podfit.v1.ReplicationController.metadata:type_name -> podfit.v1.ObjectMeta
+	48, // 75: podfit.v1.ReplicationController.spec:type_name -> podfit.v1.ReplicationControllerSpec
+	67, // 76: podfit.v1.ReplicationControllerSpec.selector:type_name -> podfit.v1.ReplicationControllerSpec.SelectorEntry
+	0,  // 77: podfit.v1.ReplicaSet.metadata:type_name -> podfit.v1.ObjectMeta
+	53, // 78: podfit.v1.ReplicaSet.spec:type_name -> podfit.v1.WorkloadSpec
+	0,  // 79: podfit.v1.StatefulSet.metadata:type_name -> podfit.v1.ObjectMeta
+	53, // 80: podfit.v1.StatefulSet.spec:type_name -> podfit.v1.WorkloadSpec
+	0,  // 81: podfit.v1.Job.metadata:type_name -> podfit.v1.ObjectMeta
+	53, // 82: podfit.v1.Job.spec:type_name -> podfit.v1.WorkloadSpec
+	0,  // 83: podfit.v1.DaemonSet.metadata:type_name -> podfit.v1.ObjectMeta
+	53, // 84: podfit.v1.DaemonSet.spec:type_name -> podfit.v1.WorkloadSpec
+	2,  // 85: podfit.v1.WorkloadSpec.selector:type_name -> podfit.v1.LabelSelector
+	68, // 86: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry.value:type_name -> google.protobuf.Timestamp
+	87, // [87:87] is the sub-list for method output_type
+	87, // [87:87] is the sub-list for method input_type
+	87, // [87:87] is the sub-list for extension type_name
+	87, // [87:87] is the sub-list for extension extendee
+	0,  // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_podfit_v1_objects_proto_init() }
@@ -3756,18 +4492,19 @@ func file_podfit_v1_objects_proto_init() {
 	file_podfit_v1_objects_proto_msgTypes[0].OneofWrappers = []any{}
 	file_podfit_v1_objects_proto_msgTypes[1].OneofWrappers = []any{}
 	file_podfit_v1_objects_proto_msgTypes[10].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[27].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[28].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[34].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[39].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[44].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[15].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[36].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[37].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[43].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[48].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[53].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podfit_v1_objects_proto_rawDesc), len(file_podfit_v1_objects_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   57,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -50,6 +50,13 @@ const KINDS = {
   ReplicationController: ["replicationController", ObjectKind.REPLICATION_CONTROLLER],
   Job: ["job", ObjectKind.JOB],
   DaemonSet: ["daemonSet", ObjectKind.DAEMON_SET],
+  StorageClass: ["storageClass", ObjectKind.STORAGE_CLASS],
+  PersistentVolume: ["persistentVolume", ObjectKind.PERSISTENT_VOLUME],
+  PersistentVolumeClaim: ["persistentVolumeClaim", ObjectKind.PERSISTENT_VOLUME_CLAIM],
+  CSINode: ["csiNode", ObjectKind.CSI_NODE],
+  CSIDriver: ["csiDriver", ObjectKind.CSI_DRIVER],
+  CSIStorageCapacity: ["csiStorageCapacity", ObjectKind.CSI_STORAGE_CAPACITY],
+  VolumeAttachment: ["volumeAttachment", ObjectKind.VOLUME_ATTACHMENT],
 } as const;
 type Kind = keyof typeof KINDS;
 
@@ -76,6 +83,16 @@ const ALIASES: Record<string, Kind> = {
   jobs: "Job",
   daemonsets: "DaemonSet",
   ds: "DaemonSet",
+  storageclasses: "StorageClass",
+  sc: "StorageClass",
+  persistentvolumes: "PersistentVolume",
+  pv: "PersistentVolume",
+  persistentvolumeclaims: "PersistentVolumeClaim",
+  pvc: "PersistentVolumeClaim",
+  csinodes: "CSINode",
+  csidrivers: "CSIDriver",
+  csistoragecapacities: "CSIStorageCapacity",
+  volumeattachments: "VolumeAttachment",
 };
 
 const encoder = new TextEncoder();

@@ -46,7 +46,7 @@ POINTS = (
 )
 # Upstream plugins podfit accepts in configurations but has nothing to model for (no volumes, queue or
 # binding): enabling or disabling them never changes an answer here.
-INERT_PLUGINS = frozenset({"PrioritySort", "VolumeRestrictions", "NodeVolumeLimits", "VolumeZone", "DefaultBinder"})
+INERT_PLUGINS = frozenset({"PrioritySort", "DefaultBinder"})
 MAX_WEIGHT = 100  # upstream's MaxWeight for a single plugin is MaxTotalScore/MaxNodeScore; 100 is ample.
 
 

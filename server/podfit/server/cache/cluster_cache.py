@@ -19,9 +19,9 @@ from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.overlay import Overlay
 from podfit.server.cache.pod_index import resync
-from podfit.server.cache.snapshot import ImageSummary, Snapshot
+from podfit.server.cache.snapshot import NO_STORAGE, ImageSummary, Snapshot, StorageView
 from podfit.server.model import Kind, Node, Pod, ValidationError, WorkloadSelector
-from podfit.server.model.objects import CONTROLLER_KINDS, ClusterObject, node_from_k8s
+from podfit.server.model.objects import CONTROLLER_KINDS, STORAGE_KINDS, ClusterObject, node_from_k8s
 from podfit.server.model.readiness import validate_pod_update
 
 WORKLOAD_KINDS = (Kind.SERVICE, Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTROLLER)
@@ -159,6 +159,7 @@ class ClusterCache:
                 for e in self._objects[kind].values()
             }
             views["nominated"] = {node: list(pods.values()) for node, pods in self._nominated.items() if pods}
+            views["storage"] = self._storage_view()
         return Snapshot(
             generation=self.generation,
             node_infos=self._node_list,
@@ -174,6 +175,25 @@ class ClusterCache:
             names=self._node_name_array,
             info_array=self._node_info_array,
             name_positions=self._node_positions,
+            storage=views["storage"],
+        )
+
+    def _storage_view(self) -> StorageView:
+        objects = self._objects
+        if not any(objects[kind] for kind in STORAGE_KINDS):
+            return NO_STORAGE
+
+        def by_key(kind: Kind) -> dict[str, Any]:
+            return {key: entry.obj for key, entry in objects[kind].items()}
+
+        return StorageView(
+            classes=by_key(Kind.STORAGE_CLASS),
+            volumes=by_key(Kind.PERSISTENT_VOLUME),
+            claims=by_key(Kind.PERSISTENT_VOLUME_CLAIM),
+            csi_nodes=by_key(Kind.CSI_NODE),
+            csi_drivers=by_key(Kind.CSI_DRIVER),
+            capacities=[e.obj for e in objects[Kind.CSI_STORAGE_CAPACITY].values()],  # type: ignore[misc]
+            attachments=[e.obj for e in objects[Kind.VOLUME_ATTACHMENT].values()],  # type: ignore[misc]
         )
 
     def snapshot_with_nodes(self, nodes: Sequence[Node]) -> Snapshot:

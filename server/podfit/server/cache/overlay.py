@@ -236,6 +236,7 @@ class Overlay:
             info_array=info_array,
             pod_index=self._pod_index,
             name_positions=positions,
+            storage=base.storage,
         )
 
     def _ordered(self) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.intp]]:

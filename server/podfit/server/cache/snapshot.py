@@ -17,12 +17,51 @@ from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.pod_index import PodIndex, PodIndexView, index_of
 from podfit.server.model import Namespace, Pod, PodDisruptionBudget, WorkloadSelector
+from podfit.server.model.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    VolumeAttachment,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class ImageSummary:
     size_bytes: int
     num_nodes: int
+
+
+@dataclass(frozen=True, slots=True)
+class StorageView:
+    """The volume objects, for the volume plugins' lookups (upstream's listers)."""
+
+    classes: Mapping[str, StorageClass]
+    volumes: Mapping[str, PersistentVolume]
+    # By "namespace/name".
+    claims: Mapping[str, PersistentVolumeClaim]
+    # By node name.
+    csi_nodes: Mapping[str, CSINode]
+    csi_drivers: Mapping[str, CSIDriver]
+    capacities: Sequence[CSIStorageCapacity]
+    attachments: Sequence[VolumeAttachment]
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.classes
+            or self.volumes
+            or self.claims
+            or self.csi_nodes
+            or self.csi_drivers
+            or self.capacities
+            or self.attachments
+        )
+
+
+NO_STORAGE = StorageView({}, {}, {}, {}, {}, (), ())
 
 
 @dataclass(slots=True)
@@ -52,6 +91,8 @@ class Snapshot:
     pod_index: Callable[[], PodIndexView] | None = None
     # Name -> position in ``names``; built on first use (the cache hands every snapshot the same one).
     name_positions: dict[str, int] | None = None
+    # PersistentVolumes, claims, StorageClasses and the CSI objects.
+    storage: StorageView = NO_STORAGE
 
     def get(self, node_name: str) -> NodeInfo | None:
         return self.node_info_map.get(node_name)

@@ -105,6 +105,7 @@ class Features:
     # Gates.
     enable_storage_capacity_scoring: bool = False
     enable_node_declared_features: bool = False
+    enable_volume_limit_scaling: bool = False
     # Behaviours (v1.37): BalancedAllocation scores how the pod changes the node's balance, not the
     # balance with the pod.
     balanced_allocation_scores_change: bool = False
@@ -122,6 +123,7 @@ class Features:
 _GATE_FIELDS = {
     "StorageCapacityScoring": "enable_storage_capacity_scoring",
     "NodeDeclaredFeatures": "enable_node_declared_features",
+    "VolumeLimitScaling": "enable_volume_limit_scaling",
 }
 
 

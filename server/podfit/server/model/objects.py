@@ -14,11 +14,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 from podfit.k8s.limits import echo
 from podfit.k8s.quantity import QuantityError, milli_value, parse_quantity, whole_value
 from podfit.server.model.errors import ValidationError
+
+if TYPE_CHECKING:
+    from podfit.server.model.storage import StorageObject
 
 Labels = Mapping[str, str]
 Resources = Mapping[str, int]
@@ -48,10 +51,40 @@ class Kind(enum.Enum):
     REPLICATION_CONTROLLER = "ReplicationController"
     JOB = "Job"
     DAEMON_SET = "DaemonSet"
+    STORAGE_CLASS = "StorageClass"
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    CSI_NODE = "CSINode"
+    CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
+    VOLUME_ATTACHMENT = "VolumeAttachment"
 
     @property
     def namespaced(self) -> bool:
-        return self not in (Kind.NODE, Kind.NAMESPACE)
+        return self not in _CLUSTER_SCOPED
+
+
+_CLUSTER_SCOPED = frozenset(
+    {
+        Kind.NODE,
+        Kind.NAMESPACE,
+        Kind.STORAGE_CLASS,
+        Kind.PERSISTENT_VOLUME,
+        Kind.CSI_NODE,
+        Kind.CSI_DRIVER,
+        Kind.VOLUME_ATTACHMENT,
+    }
+)
+# The kinds the volume plugins read (podfit.server.model.storage).
+STORAGE_KINDS = (
+    Kind.STORAGE_CLASS,
+    Kind.PERSISTENT_VOLUME,
+    Kind.PERSISTENT_VOLUME_CLAIM,
+    Kind.CSI_NODE,
+    Kind.CSI_DRIVER,
+    Kind.CSI_STORAGE_CAPACITY,
+    Kind.VOLUME_ATTACHMENT,
+)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -187,12 +220,23 @@ class OwnerReference:
 
 @dataclass(frozen=True, slots=True)
 class Volume:
-    """A pod volume, reduced to what cluster-autoscaler's local-storage drain rule asks of it."""
+    """A pod volume, reduced to what the drain rules and the volume plugins ask of it."""
 
     name: str
     host_path: bool = False
     # emptyDir's medium ("" is node disk, "Memory" is tmpfs); None when the volume is not an emptyDir.
     empty_dir_medium: str | None = None
+    # persistentVolumeClaim.claimName; "" when the volume is not a claim.
+    claim_name: str = ""
+    # A generic ephemeral volume (its claim is "<pod>-<volume>"); the template's class, "" for none.
+    ephemeral: bool = False
+    # In-tree sources, by identity: gcePersistentDisk.pdName, awsElasticBlockStore.volumeID,
+    # iscsi.iqn, rbd (monitors, pool, image); read_only is the source's readOnly.
+    gce_pd_name: str = ""
+    aws_volume_id: str = ""
+    iscsi_iqn: str = ""
+    rbd: tuple[tuple[str, ...], str, str] | None = None
+    read_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,7 +387,8 @@ CONTROLLER_KINDS = (Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTRO
 _REPLICATED = (Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTROLLER)
 
 
-ClusterObject = Node | Pod | Namespace | PodDisruptionBudget | WorkloadSelector
+# Storage objects (podfit.server.model.storage, which builds on this module) are cluster objects too.
+ClusterObject = Union[Node, Pod, Namespace, PodDisruptionBudget, WorkloadSelector, "StorageObject"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -826,7 +871,34 @@ def _volumes(value: Any, path: str) -> tuple[Volume, ...]:
         medium = None
         if empty_dir is not None:
             medium = _string(_mapping(empty_dir, f"{where}.emptyDir").get("medium"), f"{where}.emptyDir.medium")
-        volumes.append(Volume(name=name, host_path=host_path is not None, empty_dir_medium=medium))
+        claim = _mapping(volume.get("persistentVolumeClaim"), f"{where}.persistentVolumeClaim")
+        gce = _mapping(volume.get("gcePersistentDisk"), f"{where}.gcePersistentDisk")
+        aws = _mapping(volume.get("awsElasticBlockStore"), f"{where}.awsElasticBlockStore")
+        iscsi = _mapping(volume.get("iscsi"), f"{where}.iscsi")
+        rbd = _mapping(volume.get("rbd"), f"{where}.rbd")
+        source = claim or gce or aws or iscsi or rbd
+        volumes.append(
+            Volume(
+                name=name,
+                host_path=host_path is not None,
+                empty_dir_medium=medium,
+                claim_name=_string(claim.get("claimName"), f"{where}.persistentVolumeClaim.claimName"),
+                ephemeral=volume.get("ephemeral") is not None,
+                gce_pd_name=_string(gce.get("pdName"), f"{where}.gcePersistentDisk.pdName"),
+                aws_volume_id=_string(aws.get("volumeID"), f"{where}.awsElasticBlockStore.volumeID"),
+                iscsi_iqn=_string(iscsi.get("iqn"), f"{where}.iscsi.iqn"),
+                rbd=(
+                    (
+                        _strings(rbd.get("monitors"), f"{where}.rbd.monitors"),
+                        _string(rbd.get("pool"), f"{where}.rbd.pool", "rbd"),
+                        _string(rbd.get("image"), f"{where}.rbd.image"),
+                    )
+                    if rbd
+                    else None
+                ),
+                read_only=_boolean(source.get("readOnly"), f"{where}.readOnly") if source else False,
+            )
+        )
     return tuple(volumes)
 
 
@@ -980,6 +1052,10 @@ def workload_from_k8s(kind: Kind, data: Mapping[str, Any], path: str) -> Workloa
 
 def object_from_k8s(kind: Kind, data: Mapping[str, Any], path: str) -> ClusterObject:
     """Converts the Kubernetes JSON of any cached kind."""
+    if kind in STORAGE_KINDS:
+        from podfit.server.model.storage import storage_object_from_k8s
+
+        return storage_object_from_k8s(kind, data, path)
     if kind is Kind.NODE:
         return node_from_k8s(data, path)
     if kind is Kind.POD:

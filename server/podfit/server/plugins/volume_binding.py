@@ -1,42 +1,374 @@
-"""VolumeBinding: scores nodes by how full the storage a pod's volumes would bind to is.
+"""VolumeBinding: the pod's PersistentVolumeClaims must be bound, or bindable, on the node.
 
-Only with StorageCapacityScoring on (beta and on from v1.37) does the plugin score at all: without the
-gate upstream builds no scorer and PreScore skips every pod. With it, a node where the pod has no volume
-to bind scores 0. podfit does not model PersistentVolumeClaims yet, so every pod it accepts has nothing
-to bind and scores 0 on every node, exactly as kube-scheduler scores a pod without claims.
+PreFilter reads every claim (a missing generic-ephemeral claim, a lost or deleting claim, an ephemeral
+claim the pod does not own: the pod is rejected) and sorts them as upstream's volume binder does: bound
+(volume name and the bind-completed annotation), delayed (WaitForFirstConsumer, no volume name yet), and
+immediate (anything else: the pod waits for the PV controller and is rejected). Filter then asks, per
+node: do the bound claims' volumes allow the node (node affinity), can each delayed claim be matched to
+an available PersistentVolume (smallest first, no PV twice) or provisioned there (the class's provisioner
+and allowed topologies, and enough CSIStorageCapacity when the CSIDriver asks for capacity checks)?
+Reasons come in upstream's order. All rejections are unresolvable.
+
+Scoring (StorageCapacityScoring, on from v1.37) favours nodes whose storage is least used: per class,
+100 minus the utilisation of the statically matched volumes, or of the capacity found for provisioning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from podfit.server.cache.snapshot import NO_STORAGE
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import Int64Array, IntpArray
+from podfit.server.framework.interfaces import Int32Array, Int64Array, IntpArray, PreFilterResult
 from podfit.server.framework.profile import VOLUME_BINDING
-from podfit.server.framework.status import SKIP, Status
+from podfit.server.framework.status import SKIP, Status, unresolvable
 from podfit.server.framework.versions import BASE_FEATURES, Features
-from podfit.server.model import Pod
+from podfit.server.model import Node, Pod
+from podfit.server.model.storage import (
+    SELECTED_NODE_ANNOTATION,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+)
+from podfit.server.plugins.helper import field_requirement_matches, label_requirement_matches, term_valid
+from podfit.server.plugins.volume_zone import not_found
 
 if TYPE_CHECKING:
     from podfit.server.cache.node_table import NodeTable
-    from podfit.server.cache.snapshot import Snapshot
+    from podfit.server.cache.snapshot import Snapshot, StorageView
+
+REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
+REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
+REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+_MAX_UTILIZATION = 100
+
+
+def _affinity_allows(pv: PersistentVolume, labels: Mapping[str, str]) -> bool:
+    """CheckNodeAffinity: the PV's required terms against a node known by its labels only (so a
+    ``metadata.name`` field requirement matches no node, as upstream's label-only node)."""
+    if pv.node_affinity is None:
+        return True
+    for term in pv.node_affinity:
+        if not term_valid(term):
+            continue
+        if all(label_requirement_matches(req, labels) for req in term.match_expressions) and all(
+            field_requirement_matches(req, "") for req in term.match_fields
+        ):
+            return True
+    return False
+
+
+def _claim_key(claim: PersistentVolumeClaim) -> str:
+    return f"{claim.namespace}/{claim.name}"
+
+
+def _bound_to(pv: PersistentVolume, claim: PersistentVolumeClaim) -> bool:
+    """IsVolumeBoundToClaim."""
+    if pv.claim_ref is None:
+        return False
+    namespace, name, uid = pv.claim_ref
+    return name == claim.name and namespace == claim.namespace and (not uid or uid == claim.uid)
+
+
+def find_matching_volume(
+    claim: PersistentVolumeClaim, volumes: Sequence[PersistentVolume], labels: Mapping[str, str], excluded: set[str]
+) -> PersistentVolume | None:
+    """FindMatchingVolume for a delayed claim on a node: a PV pre-bound to the claim, else the smallest
+    available one that fits (size, mode, class, selector, node affinity, access modes)."""
+    smallest: PersistentVolume | None = None
+    for pv in volumes:
+        if pv.name in excluded:
+            continue
+        if pv.claim_ref is not None and not _bound_to(pv, claim):
+            continue
+        capacity = pv.capacity or 0
+        if capacity < claim.request:
+            continue
+        if claim.volume_mode != pv.volume_mode:
+            continue
+        allowed = _affinity_allows(pv, labels)
+        if _bound_to(pv, claim):
+            return pv if allowed else None
+        if pv.phase != "Available":
+            continue
+        if claim.selector is not None and not claim.selector.matches(pv.labels):
+            continue
+        if pv.storage_class != claim.storage_class:
+            continue
+        if not allowed:
+            continue
+        if not set(claim.access_modes) <= set(pv.access_modes):
+            continue
+        if smallest is None or (smallest.capacity or 0) > capacity:
+            smallest = pv
+    return smallest
+
+
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    """What Filter found for one node (upstream's PodVolumes): the static bindings and, for claims to
+    provision, the capacity objects that had room (None where no capacity was checked)."""
+
+    static: tuple[tuple[PersistentVolumeClaim, PersistentVolume], ...] = ()
+    provisions: tuple[tuple[PersistentVolumeClaim, CSIStorageCapacity | None], ...] = ()
+
+
+@dataclass(slots=True)
+class _State:
+    bound: tuple[PersistentVolumeClaim, ...]
+    delayed: tuple[PersistentVolumeClaim, ...]
+    # Candidate PVs of each delayed claim's class, by name.
+    volumes_by_class: dict[str, tuple[PersistentVolume, ...]]
+    storage: StorageView
+    # Filter's decisions, by node name, for Score.
+    decisions: dict[str, _Decision] = field(default_factory=dict)
+    static_bindings: bool = False
+
+    def clone(self) -> _State:
+        return self
+
+
+_NO_CLAIMS = _State((), (), {}, NO_STORAGE)
 
 
 class VolumeBinding:
-    # Score of a row reads only that row: results survive until the row's generation moves.
-    row_local = True
     name = VOLUME_BINDING
 
     def __init__(self, capacity_scoring: bool) -> None:
+        # StorageCapacityScoring: without it upstream builds no scorer and never scores.
         self.capacity_scoring = capacity_scoring
+
+    # -- PreFilter ---------------------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        storage = snapshot.storage
+        claims: list[PersistentVolumeClaim] = []
+        for volume in pod.volumes:
+            if not (volume.claim_name or volume.ephemeral):
+                continue
+            name = volume.claim_name or f"{pod.name}-{volume.name}"
+            claim = storage.claims.get(f"{pod.namespace}/{name}")
+            if claim is None:
+                if volume.ephemeral:
+                    return None, unresolvable(
+                        f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{name}"'
+                    )
+                return None, unresolvable(not_found("persistentvolumeclaim", name))
+            if claim.phase == "Lost":
+                return None, unresolvable(
+                    f'persistentvolumeclaim "{claim.name}" bound to non-existent persistentvolume "{claim.volume_name}"'
+                )
+            if claim.being_deleted:
+                return None, unresolvable(f'persistentvolumeclaim "{claim.name}" is being deleted')
+            if volume.ephemeral and not any(r.controller and r.uid == pod.uid for r in claim.owner_references):
+                return None, unresolvable(
+                    f"PVC {claim.namespace}/{claim.name} was not created for pod {pod.namespace}/{pod.name} "
+                    "(pod is not owner)"
+                )
+            claims.append(claim)
+        if not claims:
+            state.write(self.name, _NO_CLAIMS)
+            return None, SKIP
+        bound: list[PersistentVolumeClaim] = []
+        delayed: list[PersistentVolumeClaim] = []
+        for claim in claims:
+            if claim.bound:
+                bound.append(claim)
+                continue
+            storage_class = storage.classes.get(claim.storage_class) if claim.storage_class else None
+            if storage_class is not None and storage_class.wait_for_first_consumer and not claim.volume_name:
+                delayed.append(claim)
+            else:
+                return None, unresolvable(REASON_UNBOUND_IMMEDIATE)
+        classes = {claim.storage_class for claim in delayed}
+        by_class: dict[str, list[PersistentVolume]] = {name: [] for name in classes}
+        if classes:
+            for pv_name in sorted(storage.volumes):
+                pv = storage.volumes[pv_name]
+                if pv.storage_class in by_class:
+                    by_class[pv.storage_class].append(pv)
+        state.write(
+            self.name,
+            _State(tuple(bound), tuple(delayed), {k: tuple(v) for k, v in by_class.items()}, storage),
+        )
+        return None, None
+
+    # -- Filter ------------------------------------------------------------------------------------
+
+    def filter_rows(
+        self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
+    ) -> tuple[Int32Array, list[Status]]:
+        data = state.read(self.name, _State)
+        codes = np.zeros(len(rows), dtype=np.int32)
+        statuses: list[Status] = []
+        known: dict[tuple[str, ...], int] = {}
+        infos = table.infos
+        for i, row in enumerate(rows.tolist()):
+            info = infos[row]
+            if info is None:
+                continue
+            reasons, decision = self._find_pod_volumes(data, info.node)
+            if reasons:
+                if reasons not in known:
+                    statuses.append(unresolvable(*reasons))
+                    known[reasons] = len(statuses)
+                codes[i] = known[reasons]
+            else:
+                data.decisions[info.name] = decision
+                data.static_bindings = data.static_bindings or bool(decision.static)
+        return codes, statuses
+
+    def _find_pod_volumes(self, data: _State, node: Node) -> tuple[tuple[str, ...], _Decision]:
+        """FindPodVolumes: (reasons, in upstream's order; the node's decision when there are none)."""
+        storage = data.storage
+        labels = node.labels
+        affinity_ok, volumes_found = True, True
+        for claim in data.bound:
+            pv = storage.volumes.get(claim.volume_name)
+            if pv is None:
+                volumes_found = False
+                break
+            if not _affinity_allows(pv, labels):
+                affinity_ok = False
+                break
+        bindable, enough_storage = True, True
+        static: list[tuple[PersistentVolumeClaim, PersistentVolume]] = []
+        provisions: list[tuple[PersistentVolumeClaim, CSIStorageCapacity | None]] = []
+        if data.delayed:
+            to_match: list[PersistentVolumeClaim] = []
+            to_provision: list[PersistentVolumeClaim] = []
+            for claim in data.delayed:
+                selected = claim.annotations.get(SELECTED_NODE_ANNOTATION)
+                if selected is not None:
+                    if selected != node.name:
+                        bindable = False
+                        break
+                    to_provision.append(claim)
+                else:
+                    to_match.append(claim)
+            if bindable:
+                chosen: set[str] = set()
+                # Smallest claims first (upstream's byPVCSize; a stable sort keeps the pod's order on ties).
+                for claim in sorted(to_match, key=lambda c: c.request):
+                    pv = find_matching_volume(claim, data.volumes_by_class.get(claim.storage_class, ()), labels, chosen)
+                    if pv is None:
+                        to_provision.append(claim)
+                        bindable = False
+                        continue
+                    chosen.add(pv.name)
+                    static.append((claim, pv))
+                if to_provision:
+                    bindable, enough_storage, provisions = self._check_provisions(to_provision, node, storage)
+        reasons: list[str] = []
+        if not affinity_ok:
+            reasons.append(REASON_NODE_CONFLICT)
+        if not bindable:
+            reasons.append(REASON_BIND_CONFLICT)
+        if not enough_storage:
+            reasons.append(REASON_NOT_ENOUGH_SPACE)
+        if not volumes_found:
+            reasons.append(REASON_PV_NOT_EXIST)
+        return tuple(reasons), _Decision(tuple(static), tuple(provisions))
+
+    @staticmethod
+    def _check_provisions(
+        claims: Sequence[PersistentVolumeClaim], node: Node, storage: StorageView
+    ) -> tuple[bool, bool, list[tuple[PersistentVolumeClaim, CSIStorageCapacity | None]]]:
+        """checkVolumeProvisions: (provisionable, enough storage, the provisions)."""
+        provisions: list[tuple[PersistentVolumeClaim, CSIStorageCapacity | None]] = []
+        for claim in claims:
+            storage_class = storage.classes.get(claim.storage_class)
+            if storage_class is None:
+                return False, False, []
+            provisioner = storage_class.provisioner
+            if not provisioner or provisioner == NO_PROVISIONER:
+                return False, True, []
+            if storage_class.allowed_topologies and not any(
+                all(node.labels.get(key) in values for key, values in term) for term in storage_class.allowed_topologies
+            ):
+                return False, True, []
+            sufficient, capacity = _capacity_for(claim, provisioner, storage_class.name, node, storage)
+            if not sufficient:
+                return True, False, []
+            provisions.append((claim, capacity))
+        return True, True, provisions
+
+    # -- Score -------------------------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Status | None:
         return None if self.capacity_scoring else SKIP
 
     def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
-        return np.zeros(len(rows), dtype=np.int64)
+        data = state.get(self.name)
+        scores = np.zeros(len(rows), dtype=np.int64)
+        if not isinstance(data, _State) or not data.decisions:
+            return scores
+        infos = table.infos
+        for i, row in enumerate(rows.tolist()):
+            info = infos[row]
+            decision = data.decisions.get(info.name) if info is not None else None
+            if decision is not None:
+                scores[i] = _capacity_score(decision, self.capacity_scoring)
+        return scores
+
+
+def _capacity_for(
+    claim: PersistentVolumeClaim, provisioner: str, class_name: str, node: Node, storage: StorageView
+) -> tuple[bool, CSIStorageCapacity | None]:
+    """hasEnoughCapacity: only a CSIDriver that asks for capacity checks is checked; then some capacity
+    object of the class that selects the node must hold the claim on its own."""
+    if not claim.has_request:
+        return True, None
+    driver = storage.csi_drivers.get(provisioner)
+    if driver is None or not driver.storage_capacity:
+        return True, None
+    for capacity in storage.capacities:
+        limit = capacity.maximum_volume_size if capacity.maximum_volume_size is not None else capacity.capacity
+        if (
+            capacity.storage_class == class_name
+            and limit is not None
+            and limit >= claim.request
+            and capacity.node_topology is not None
+            and capacity.node_topology.matches(node.labels)
+        ):
+            return True, capacity
+    return False, None
+
+
+def _capacity_score(decision: _Decision, capacity_scoring: bool) -> int:
+    """The scorer of the default shape (utilisation 0 -> 100, 100 -> 0), averaged over classes and
+    rounded half away from zero."""
+    classes: dict[str, list[int]] = {}
+    if decision.static or not capacity_scoring:
+        for claim, pv in decision.static:
+            entry = classes.setdefault(pv.storage_class, [0, 0])
+            entry[0] += claim.request
+            entry[1] += pv.capacity or 0
+    else:
+        for claim, capacity in decision.provisions:
+            if capacity is None:
+                continue
+            entry = classes.setdefault(claim.storage_class, [0, 0])
+            entry[1] = capacity.capacity or 0  # the capacity, not the largest volume size
+            entry[0] += claim.request
+    if not classes:
+        return 0
+    total = 0
+    for requested, available in classes.values():
+        utilization = (
+            _MAX_UTILIZATION if available == 0 or requested > available else requested * _MAX_UTILIZATION // available
+        )
+        total += _MAX_UTILIZATION - utilization
+    mean = total / len(classes)
+    return int(mean + 0.5) if mean >= 0 else -int(-mean + 0.5)
 
 
 def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> VolumeBinding:

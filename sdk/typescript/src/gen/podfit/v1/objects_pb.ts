@@ -20,7 +20,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file podfit/v1/objects.proto.
  */
 export const file_podfit_v1_objects: GenFile = /*@__PURE__*/
-  fileDesc("Chdwb2RmaXQvdjEvb2JqZWN0cy5wcm90bxIJcG9kZml0LnYxIpoECgpPYmplY3RNZXRhEgwKBG5hbWUYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgsKA3VpZBgDIAEoCRIYChByZXNvdXJjZV92ZXJzaW9uGAQgASgJEjEKBmxhYmVscxgFIAMoCzIhLnBvZGZpdC52MS5PYmplY3RNZXRhLkxhYmVsc0VudHJ5EjsKC2Fubm90YXRpb25zGAYgAygLMiYucG9kZml0LnYxLk9iamVjdE1ldGEuQW5ub3RhdGlvbnNFbnRyeRIzChBvd25lcl9yZWZlcmVuY2VzGAcgAygLMhkucG9kZml0LnYxLk93bmVyUmVmZXJlbmNlEjYKEmNyZWF0aW9uX3RpbWVzdGFtcBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoSZGVsZXRpb25fdGltZXN0YW1wGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCh1kZWxldGlvbl9ncmFjZV9wZXJpb2Rfc2Vjb25kcxgKIAEoA0gAiAEBGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaMgoQQW5ub3RhdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQiAKHl9kZWxldGlvbl9ncmFjZV9wZXJpb2Rfc2Vjb25kcyJ2Cg5Pd25lclJlZmVyZW5jZRITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEgwKBG5hbWUYAyABKAkSCwoDdWlkGAQgASgJEhcKCmNvbnRyb2xsZXIYBSABKAhIAIgBAUINCgtfY29udHJvbGxlciLEAQoNTGFiZWxTZWxlY3RvchI/CgxtYXRjaF9sYWJlbHMYASADKAsyKS5wb2RmaXQudjEuTGFiZWxTZWxlY3Rvci5NYXRjaExhYmVsc0VudHJ5Ej4KEW1hdGNoX2V4cHJlc3Npb25zGAIgAygLMiMucG9kZml0LnYxLkxhYmVsU2VsZWN0b3JSZXF1aXJlbWVudBoyChBNYXRjaExhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiSQoYTGFiZWxTZWxlY3RvclJlcXVpcmVtZW50EgsKA2tleRgBIAEoCRIQCghvcGVyYXRvchgCIAEoCRIOCgZ2YWx1ZXMYAyADKAkinAEKBE5vZGUSEwoLYXBpX3ZlcnNpb24YASABKAkSDAoEa2luZBgCIAEoCRInCghtZXRhZGF0YRgDIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEiEKBHNwZWMYBCABKAsyEy5wb2RmaXQudjEuTm9kZVNwZWMSJQoGc3RhdHVzGAUgASgLMhUucG9kZml0LnYxLk5vZGVTdGF0dXMiQwoITm9kZVNwZWMSFQoNdW5zY2hlZHVsYWJsZRgBIAEoCBIgCgZ0YWludHMYAiADKAsyEC5wb2RmaXQudjEuVGFpbnQiMwoFVGFpbnQSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJEg4KBmVmZmVjdBgDIAEoCSKQAgoKTm9kZVN0YXR1cxI1CghjYXBhY2l0eRgBIAMoCzIjLnBvZGZpdC52MS5Ob2RlU3RhdHVzLkNhcGFjaXR5RW50cnkSOwoLYWxsb2NhdGFibGUYAiADKAsyJi5wb2RmaXQudjEuTm9kZVN0YXR1cy5BbGxvY2F0YWJsZUVudHJ5EikKBmltYWdlcxgDIAMoCzIZLnBvZGZpdC52MS5Db250YWluZXJJbWFnZRovCg1DYXBhY2l0eUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaMgoQQWxsb2NhdGFibGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKDkNvbnRhaW5lckltYWdlEg0KBW5hbWVzGAEgAygJEhIKCnNpemVfYnl0ZXMYAiABKAMimQEKA1BvZBITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEicKCG1ldGFkYXRhGAMgASgLMhUucG9kZml0LnYxLk9iamVjdE1ldGESIAoEc3BlYxgEIAEoCzISLnBvZGZpdC52MS5Qb2RTcGVjEiQKBnN0YXR1cxgFIAEoCzIULnBvZGZpdC52MS5Qb2RTdGF0dXMi7wYKB1BvZFNwZWMSKAoKY29udGFpbmVycxgBIAMoCzIULnBvZGZpdC52MS5Db250YWluZXISLQoPaW5pdF9jb250YWluZXJzGAIgAygLMhQucG9kZml0LnYxLkNvbnRhaW5lchIyCghvdmVyaGVhZBgDIAMoCzIgLnBvZGZpdC52MS5Qb2RTcGVjLk92ZXJoZWFkRW50cnkSEQoJbm9kZV9uYW1lGAQgASgJEjsKDW5vZGVfc2VsZWN0b3IYBSADKAsyJC5wb2RmaXQudjEuUG9kU3BlYy5Ob2RlU2VsZWN0b3JFbnRyeRIlCghhZmZpbml0eRgGIAEoCzITLnBvZGZpdC52MS5BZmZpbml0eRIqCgt0b2xlcmF0aW9ucxgHIAMoCzIVLnBvZGZpdC52MS5Ub2xlcmF0aW9uEkgKG3RvcG9sb2d5X3NwcmVhZF9jb25zdHJhaW50cxgIIAMoCzIjLnBvZGZpdC52MS5Ub3BvbG9neVNwcmVhZENvbnN0cmFpbnQSNgoQc2NoZWR1bGluZ19nYXRlcxgJIAMoCzIcLnBvZGZpdC52MS5Qb2RTY2hlZHVsaW5nR2F0ZRIWCg5zY2hlZHVsZXJfbmFtZRgKIAEoCRIVCghwcmlvcml0eRgLIAEoBUgAiAEBEhsKE3ByaW9yaXR5X2NsYXNzX25hbWUYDCABKAkSGQoRcHJlZW1wdGlvbl9wb2xpY3kYDSABKAkSMgoJcmVzb3VyY2VzGA4gASgLMh8ucG9kZml0LnYxLlJlc291cmNlUmVxdWlyZW1lbnRzEhQKDGhvc3RfbmV0d29yaxgPIAEoCBIWCg5yZXN0YXJ0X3BvbGljeRgQIAEoCRItCiB0ZXJtaW5hdGlvbl9ncmFjZV9wZXJpb2Rfc2Vjb25kcxgRIAEoA0gBiAEBEiIKB3ZvbHVtZXMYEiADKAsyES5wb2RmaXQudjEuVm9sdW1lGi8KDU92ZXJoZWFkRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARozChFOb2RlU2VsZWN0b3JFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgsKCV9wcmlvcml0eUIjCiFfdGVybWluYXRpb25fZ3JhY2VfcGVyaW9kX3NlY29uZHMifgoGVm9sdW1lEgwKBG5hbWUYASABKAkSMgoJaG9zdF9wYXRoGAIgASgLMh8ucG9kZml0LnYxLkhvc3RQYXRoVm9sdW1lU291cmNlEjIKCWVtcHR5X2RpchgDIAEoCzIfLnBvZGZpdC52MS5FbXB0eURpclZvbHVtZVNvdXJjZSIyChRIb3N0UGF0aFZvbHVtZVNvdXJjZRIMCgRwYXRoGAEgASgJEgwKBHR5cGUYAiABKAkiOgoURW1wdHlEaXJWb2x1bWVTb3VyY2USDgoGbWVkaXVtGAEgASgJEhIKCnNpemVfbGltaXQYAiABKAkinQEKCUNvbnRhaW5lchIMCgRuYW1lGAEgASgJEg0KBWltYWdlGAIgASgJEjIKCXJlc291cmNlcxgDIAEoCzIfLnBvZGZpdC52MS5SZXNvdXJjZVJlcXVpcmVtZW50cxInCgVwb3J0cxgEIAMoCzIYLnBvZGZpdC52MS5Db250YWluZXJQb3J0EhYKDnJlc3RhcnRfcG9saWN5GAUgASgJIvQBChRSZXNvdXJjZVJlcXVpcmVtZW50cxI/CghyZXF1ZXN0cxgBIAMoCzItLnBvZGZpdC52MS5SZXNvdXJjZVJlcXVpcmVtZW50cy5SZXF1ZXN0c0VudHJ5EjsKBmxpbWl0cxgCIAMoCzIrLnBvZGZpdC52MS5SZXNvdXJjZVJlcXVpcmVtZW50cy5MaW1pdHNFbnRyeRovCg1SZXF1ZXN0c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLQoLTGltaXRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJzCg1Db250YWluZXJQb3J0EgwKBG5hbWUYASABKAkSEQoJaG9zdF9wb3J0GAIgASgFEhYKDmNvbnRhaW5lcl9wb3J0GAMgASgFEhAKCHByb3RvY29sGAQgASgJEhcKB2hvc3RfaXAYBSABKAlSBmhvc3RJUCKfAQoIQWZmaW5pdHkSLgoNbm9kZV9hZmZpbml0eRgBIAEoCzIXLnBvZGZpdC52MS5Ob2RlQWZmaW5pdHkSLAoMcG9kX2FmZmluaXR5GAIgASgLMhYucG9kZml0LnYxLlBvZEFmZmluaXR5EjUKEXBvZF9hbnRpX2FmZmluaXR5GAMgASgLMhoucG9kZml0LnYxLlBvZEFudGlBZmZpbml0eSLGAQoMTm9kZUFmZmluaXR5ElQKM3JlcXVpcmVkX2R1cmluZ19zY2hlZHVsaW5nX2lnbm9yZWRfZHVyaW5nX2V4ZWN1dGlvbhgBIAEoCzIXLnBvZGZpdC52MS5Ob2RlU2VsZWN0b3ISYAo0cHJlZmVycmVkX2R1cmluZ19zY2hlZHVsaW5nX2lnbm9yZWRfZHVyaW5nX2V4ZWN1dGlvbhgCIAMoCzIiLnBvZGZpdC52MS5QcmVmZXJyZWRTY2hlZHVsaW5nVGVybSJICgxOb2RlU2VsZWN0b3ISOAoTbm9kZV9zZWxlY3Rvcl90ZXJtcxgBIAMoCzIbLnBvZGZpdC52MS5Ob2RlU2VsZWN0b3JUZXJtIosBChBOb2RlU2VsZWN0b3JUZXJtEj0KEW1hdGNoX2V4cHJlc3Npb25zGAEgAygLMiIucG9kZml0LnYxLk5vZGVTZWxlY3RvclJlcXVpcmVtZW50EjgKDG1hdGNoX2ZpZWxkcxgCIAMoCzIiLnBvZGZpdC52MS5Ob2RlU2VsZWN0b3JSZXF1aXJlbWVudCJIChdOb2RlU2VsZWN0b3JSZXF1aXJlbWVudBILCgNrZXkYASABKAkSEAoIb3BlcmF0b3IYAiABKAkSDgoGdmFsdWVzGAMgAygJIloKF1ByZWZlcnJlZFNjaGVkdWxpbmdUZXJtEg4KBndlaWdodBgBIAEoBRIvCgpwcmVmZXJlbmNlGAIgASgLMhsucG9kZml0LnYxLk5vZGVTZWxlY3RvclRlcm0iyAEKC1BvZEFmZmluaXR5ElcKM3JlcXVpcmVkX2R1cmluZ19zY2hlZHVsaW5nX2lnbm9yZWRfZHVyaW5nX2V4ZWN1dGlvbhgBIAMoCzIaLnBvZGZpdC52MS5Qb2RBZmZpbml0eVRlcm0SYAo0cHJlZmVycmVkX2R1cmluZ19zY2hlZHVsaW5nX2lnbm9yZWRfZHVyaW5nX2V4ZWN1dGlvbhgCIAMoCzIiLnBvZGZpdC52MS5XZWlnaHRlZFBvZEFmZmluaXR5VGVybSLMAQoPUG9kQW50aUFmZmluaXR5ElcKM3JlcXVpcmVkX2R1cmluZ19zY2hlZHVsaW5nX2lnbm9yZWRfZHVyaW5nX2V4ZWN1dGlvbhgBIAMoCzIaLnBvZGZpdC52MS5Qb2RBZmZpbml0eVRlcm0SYAo0cHJlZmVycmVkX2R1cmluZ19zY2hlZHVsaW5nX2lnbm9yZWRfZHVyaW5nX2V4ZWN1dGlvbhgCIAMoCzIiLnBvZGZpdC52MS5XZWlnaHRlZFBvZEFmZmluaXR5VGVybSLaAQoPUG9kQWZmaW5pdHlUZXJtEjAKDmxhYmVsX3NlbGVjdG9yGAEgASgLMhgucG9kZml0LnYxLkxhYmVsU2VsZWN0b3ISEgoKbmFtZXNwYWNlcxgCIAMoCRIUCgx0b3BvbG9neV9rZXkYAyABKAkSNAoSbmFtZXNwYWNlX3NlbGVjdG9yGAQgASgLMhgucG9kZml0LnYxLkxhYmVsU2VsZWN0b3ISGAoQbWF0Y2hfbGFiZWxfa2V5cxgFIAMoCRIbChNtaXNtYXRjaF9sYWJlbF9rZXlzGAYgAygJImAKF1dlaWdodGVkUG9kQWZmaW5pdHlUZXJtEg4KBndlaWdodBgBIAEoBRI1ChFwb2RfYWZmaW5pdHlfdGVybRgCIAEoCzIaLnBvZGZpdC52MS5Qb2RBZmZpbml0eVRlcm0iggEKClRvbGVyYXRpb24SCwoDa2V5GAEgASgJEhAKCG9wZXJhdG9yGAIgASgJEg0KBXZhbHVlGAMgASgJEg4KBmVmZmVjdBgEIAEoCRIfChJ0b2xlcmF0aW9uX3NlY29uZHMYBSABKANIAIgBAUIVChNfdG9sZXJhdGlvbl9zZWNvbmRzIo4CChhUb3BvbG9neVNwcmVhZENvbnN0cmFpbnQSEAoIbWF4X3NrZXcYASABKAUSFAoMdG9wb2xvZ3lfa2V5GAIgASgJEhoKEndoZW5fdW5zYXRpc2ZpYWJsZRgDIAEoCRIwCg5sYWJlbF9zZWxlY3RvchgEIAEoCzIYLnBvZGZpdC52MS5MYWJlbFNlbGVjdG9yEhgKC21pbl9kb21haW5zGAUgASgFSACIAQESHAoUbm9kZV9hZmZpbml0eV9wb2xpY3kYBiABKAkSGgoSbm9kZV90YWludHNfcG9saWN5GAcgASgJEhgKEG1hdGNoX2xhYmVsX2tleXMYCCADKAlCDgoMX21pbl9kb21haW5zIiEKEVBvZFNjaGVkdWxpbmdHYXRlEgwKBG5hbWUYASABKAkilAEKCVBvZFN0YXR1cxINCgVwaGFzZRgBIAEoCRIbChNub21pbmF0ZWRfbm9kZV9uYW1lGAIgASgJEi4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKCmNvbmRpdGlvbnMYBCADKAsyFy5wb2RmaXQudjEuUG9kQ29uZGl0aW9uIocBCgxQb2RDb25kaXRpb24SDAoEdHlwZRgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDgoGcmVhc29uGAMgASgJEg8KB21lc3NhZ2UYBCABKAkSOAoUbGFzdF90cmFuc2l0aW9uX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlcKCU5hbWVzcGFjZRITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEicKCG1ldGFkYXRhGAMgASgLMhUucG9kZml0LnYxLk9iamVjdE1ldGEiyQEKE1BvZERpc3J1cHRpb25CdWRnZXQSEwoLYXBpX3ZlcnNpb24YASABKAkSDAoEa2luZBgCIAEoCRInCghtZXRhZGF0YRgDIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEjAKBHNwZWMYBCABKAsyIi5wb2RmaXQudjEuUG9kRGlzcnVwdGlvbkJ1ZGdldFNwZWMSNAoGc3RhdHVzGAUgASgLMiQucG9kZml0LnYxLlBvZERpc3J1cHRpb25CdWRnZXRTdGF0dXMipQEKF1BvZERpc3J1cHRpb25CdWRnZXRTcGVjEhoKDW1pbl9hdmFpbGFibGUYASABKAlIAIgBARIcCg9tYXhfdW5hdmFpbGFibGUYAiABKAlIAYgBARIqCghzZWxlY3RvchgDIAEoCzIYLnBvZGZpdC52MS5MYWJlbFNlbGVjdG9yQhAKDl9taW5fYXZhaWxhYmxlQhIKEF9tYXhfdW5hdmFpbGFibGUipAIKGVBvZERpc3J1cHRpb25CdWRnZXRTdGF0dXMSGwoTZGlzcnVwdGlvbnNfYWxsb3dlZBgBIAEoBRIXCg9jdXJyZW50X2hlYWx0aHkYAiABKAUSFwoPZGVzaXJlZF9oZWFsdGh5GAMgASgFEhUKDWV4cGVjdGVkX3BvZHMYBCABKAUSTwoOZGlzcnVwdGVkX3BvZHMYBSADKAsyNy5wb2RmaXQudjEuUG9kRGlzcnVwdGlvbkJ1ZGdldFN0YXR1cy5EaXNydXB0ZWRQb2RzRW50cnkaUAoSRGlzcnVwdGVkUG9kc0VudHJ5EgsKA2tleRgBIAEoCRIpCgV2YWx1ZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXA6AjgBInsKB1NlcnZpY2USEwoLYXBpX3ZlcnNpb24YASABKAkSDAoEa2luZBgCIAEoCRInCghtZXRhZGF0YRgDIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEiQKBHNwZWMYBCABKAsyFi5wb2RmaXQudjEuU2VydmljZVNwZWMidgoLU2VydmljZVNwZWMSNgoIc2VsZWN0b3IYASADKAsyJC5wb2RmaXQudjEuU2VydmljZVNwZWMuU2VsZWN0b3JFbnRyeRovCg1TZWxlY3RvckVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEilwEKFVJlcGxpY2F0aW9uQ29udHJvbGxlchITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEicKCG1ldGFkYXRhGAMgASgLMhUucG9kZml0LnYxLk9iamVjdE1ldGESMgoEc3BlYxgEIAEoCzIkLnBvZGZpdC52MS5SZXBsaWNhdGlvbkNvbnRyb2xsZXJTcGVjIrYBChlSZXBsaWNhdGlvbkNvbnRyb2xsZXJTcGVjEkQKCHNlbGVjdG9yGAEgAygLMjIucG9kZml0LnYxLlJlcGxpY2F0aW9uQ29udHJvbGxlclNwZWMuU2VsZWN0b3JFbnRyeRIVCghyZXBsaWNhcxgCIAEoBUgAiAEBGi8KDVNlbGVjdG9yRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUILCglfcmVwbGljYXMifwoKUmVwbGljYVNldBITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEicKCG1ldGFkYXRhGAMgASgLMhUucG9kZml0LnYxLk9iamVjdE1ldGESJQoEc3BlYxgEIAEoCzIXLnBvZGZpdC52MS5Xb3JrbG9hZFNwZWMigAEKC1N0YXRlZnVsU2V0EhMKC2FwaV92ZXJzaW9uGAEgASgJEgwKBGtpbmQYAiABKAkSJwoIbWV0YWRhdGEYAyABKAsyFS5wb2RmaXQudjEuT2JqZWN0TWV0YRIlCgRzcGVjGAQgASgLMhcucG9kZml0LnYxLldvcmtsb2FkU3BlYyJ4CgNKb2ISEwoLYXBpX3ZlcnNpb24YASABKAkSDAoEa2luZBgCIAEoCRInCghtZXRhZGF0YRgDIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEiUKBHNwZWMYBCABKAsyFy5wb2RmaXQudjEuV29ya2xvYWRTcGVjIn4KCURhZW1vblNldBITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEicKCG1ldGFkYXRhGAMgASgLMhUucG9kZml0LnYxLk9iamVjdE1ldGESJQoEc3BlYxgEIAEoCzIXLnBvZGZpdC52MS5Xb3JrbG9hZFNwZWMiXgoMV29ya2xvYWRTcGVjEioKCHNlbGVjdG9yGAEgASgLMhgucG9kZml0LnYxLkxhYmVsU2VsZWN0b3ISFQoIcmVwbGljYXMYAiABKAVIAIgBAUILCglfcmVwbGljYXNCM1oxZ2l0aHViLmNvbS9wb2RmaXQvcG9kZml0L3Nkay9nby9wb2RmaXR2MTtwb2RmaXR2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("Chdwb2RmaXQvdjEvb2JqZWN0cy5wcm90bxIJcG9kZml0LnYxIpoECgpPYmplY3RNZXRhEgwKBG5hbWUYASABKAkSEQoJbmFtZXNwYWNlGAIgASgJEgsKA3VpZBgDIAEoCRIYChByZXNvdXJjZV92ZXJzaW9uGAQgASgJEjEKBmxhYmVscxgFIAMoCzIhLnBvZGZpdC52MS5PYmplY3RNZXRhLkxhYmVsc0VudHJ5EjsKC2Fubm90YXRpb25zGAYgAygLMiYucG9kZml0LnYxLk9iamVjdE1ldGEuQW5ub3RhdGlvbnNFbnRyeRIzChBvd25lcl9yZWZlcmVuY2VzGAcgAygLMhkucG9kZml0LnYxLk93bmVyUmVmZXJlbmNlEjYKEmNyZWF0aW9uX3RpbWVzdGFtcBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNgoSZGVsZXRpb25fdGltZXN0YW1wGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIqCh1kZWxldGlvbl9ncmFjZV9wZXJpb2Rfc2Vjb25kcxgKIAEoA0gAiAEBGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaMgoQQW5ub3RhdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQiAKHl9kZWxldGlvbl9ncmFjZV9wZXJpb2Rfc2Vjb25kcyJ2Cg5Pd25lclJlZmVyZW5jZRITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEgwKBG5hbWUYAyABKAkSCwoDdWlkGAQgASgJEhcKCmNvbnRyb2xsZXIYBSABKAhIAIgBAUINCgtfY29udHJvbGxlciLEAQoNTGFiZWxTZWxlY3RvchI/CgxtYXRjaF9sYWJlbHMYASADKAsyKS5wb2RmaXQudjEuTGFiZWxTZWxlY3Rvci5NYXRjaExhYmVsc0VudHJ5Ej4KEW1hdGNoX2V4cHJlc3Npb25zGAIgAygLMiMucG9kZml0LnYxLkxhYmVsU2VsZWN0b3JSZXF1aXJlbWVudBoyChBNYXRjaExhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiSQoYTGFiZWxTZWxlY3RvclJlcXVpcmVtZW50EgsKA2tleRgBIAEoCRIQCghvcGVyYXRvchgCIAEoCRIOCgZ2YWx1ZXMYAyADKAkinAEKBE5vZGUSEwoLYXBpX3ZlcnNpb24YASABKAkSDAoEa2luZBgCIAEoCRInCghtZXRhZGF0YRgDIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEiEKBHNwZWMYBCABKAsyEy5wb2RmaXQudjEuTm9kZVNwZWMSJQoGc3RhdHVzGAUgASgLMhUucG9kZml0LnYxLk5vZGVTdGF0dXMiQwoITm9kZVNwZWMSFQoNdW5zY2hlZHVsYWJsZRgBIAEoCBIgCgZ0YWludHMYAiADKAsyEC5wb2RmaXQudjEuVGFpbnQiMwoFVGFpbnQSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJEg4KBmVmZmVjdBgDIAEoCSKQAgoKTm9kZVN0YXR1cxI1CghjYXBhY2l0eRgBIAMoCzIjLnBvZGZpdC52MS5Ob2RlU3RhdHVzLkNhcGFjaXR5RW50cnkSOwoLYWxsb2NhdGFibGUYAiADKAsyJi5wb2RmaXQudjEuTm9kZVN0YXR1cy5BbGxvY2F0YWJsZUVudHJ5EikKBmltYWdlcxgDIAMoCzIZLnBvZGZpdC52MS5Db250YWluZXJJbWFnZRovCg1DYXBhY2l0eUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaMgoQQWxsb2NhdGFibGVFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjMKDkNvbnRhaW5lckltYWdlEg0KBW5hbWVzGAEgAygJEhIKCnNpemVfYnl0ZXMYAiABKAMimQEKA1BvZBITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEicKCG1ldGFkYXRhGAMgASgLMhUucG9kZml0LnYxLk9iamVjdE1ldGESIAoEc3BlYxgEIAEoCzISLnBvZGZpdC52MS5Qb2RTcGVjEiQKBnN0YXR1cxgFIAEoCzIULnBvZGZpdC52MS5Qb2RTdGF0dXMi7wYKB1BvZFNwZWMSKAoKY29udGFpbmVycxgBIAMoCzIULnBvZGZpdC52MS5Db250YWluZXISLQoPaW5pdF9jb250YWluZXJzGAIgAygLMhQucG9kZml0LnYxLkNvbnRhaW5lchIyCghvdmVyaGVhZBgDIAMoCzIgLnBvZGZpdC52MS5Qb2RTcGVjLk92ZXJoZWFkRW50cnkSEQoJbm9kZV9uYW1lGAQgASgJEjsKDW5vZGVfc2VsZWN0b3IYBSADKAsyJC5wb2RmaXQudjEuUG9kU3BlYy5Ob2RlU2VsZWN0b3JFbnRyeRIlCghhZmZpbml0eRgGIAEoCzITLnBvZGZpdC52MS5BZmZpbml0eRIqCgt0b2xlcmF0aW9ucxgHIAMoCzIVLnBvZGZpdC52MS5Ub2xlcmF0aW9uEkgKG3RvcG9sb2d5X3NwcmVhZF9jb25zdHJhaW50cxgIIAMoCzIjLnBvZGZpdC52MS5Ub3BvbG9neVNwcmVhZENvbnN0cmFpbnQSNgoQc2NoZWR1bGluZ19nYXRlcxgJIAMoCzIcLnBvZGZpdC52MS5Qb2RTY2hlZHVsaW5nR2F0ZRIWCg5zY2hlZHVsZXJfbmFtZRgKIAEoCRIVCghwcmlvcml0eRgLIAEoBUgAiAEBEhsKE3ByaW9yaXR5X2NsYXNzX25hbWUYDCABKAkSGQoRcHJlZW1wdGlvbl9wb2xpY3kYDSABKAkSMgoJcmVzb3VyY2VzGA4gASgLMh8ucG9kZml0LnYxLlJlc291cmNlUmVxdWlyZW1lbnRzEhQKDGhvc3RfbmV0d29yaxgPIAEoCBIWCg5yZXN0YXJ0X3BvbGljeRgQIAEoCRItCiB0ZXJtaW5hdGlvbl9ncmFjZV9wZXJpb2Rfc2Vjb25kcxgRIAEoA0gBiAEBEiIKB3ZvbHVtZXMYEiADKAsyES5wb2RmaXQudjEuVm9sdW1lGi8KDU92ZXJoZWFkRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARozChFOb2RlU2VsZWN0b3JFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgsKCV9wcmlvcml0eUIjCiFfdGVybWluYXRpb25fZ3JhY2VfcGVyaW9kX3NlY29uZHMi7QMKBlZvbHVtZRIMCgRuYW1lGAEgASgJEjIKCWhvc3RfcGF0aBgCIAEoCzIfLnBvZGZpdC52MS5Ib3N0UGF0aFZvbHVtZVNvdXJjZRIyCgllbXB0eV9kaXIYAyABKAsyHy5wb2RmaXQudjEuRW1wdHlEaXJWb2x1bWVTb3VyY2USTQoXcGVyc2lzdGVudF92b2x1bWVfY2xhaW0YBCABKAsyLC5wb2RmaXQudjEuUGVyc2lzdGVudFZvbHVtZUNsYWltVm9sdW1lU291cmNlEjMKCWVwaGVtZXJhbBgFIAEoCzIgLnBvZGZpdC52MS5FcGhlbWVyYWxWb2x1bWVTb3VyY2USRQoTZ2NlX3BlcnNpc3RlbnRfZGlzaxgGIAEoCzIoLnBvZGZpdC52MS5HQ0VQZXJzaXN0ZW50RGlza1ZvbHVtZVNvdXJjZRJMChdhd3NfZWxhc3RpY19ibG9ja19zdG9yZRgHIAEoCzIrLnBvZGZpdC52MS5BV1NFbGFzdGljQmxvY2tTdG9yZVZvbHVtZVNvdXJjZRIrCgVpc2NzaRgIIAEoCzIcLnBvZGZpdC52MS5JU0NTSVZvbHVtZVNvdXJjZRInCgNyYmQYCSABKAsyGi5wb2RmaXQudjEuUkJEVm9sdW1lU291cmNlIkoKIVBlcnNpc3RlbnRWb2x1bWVDbGFpbVZvbHVtZVNvdXJjZRISCgpjbGFpbV9uYW1lGAEgASgJEhEKCXJlYWRfb25seRgCIAEoCCJgChVFcGhlbWVyYWxWb2x1bWVTb3VyY2USRwoVdm9sdW1lX2NsYWltX3RlbXBsYXRlGAEgASgLMigucG9kZml0LnYxLlBlcnNpc3RlbnRWb2x1bWVDbGFpbVRlbXBsYXRlIoQBCh1QZXJzaXN0ZW50Vm9sdW1lQ2xhaW1UZW1wbGF0ZRInCghtZXRhZGF0YRgBIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEjoKBHNwZWMYAiABKAsyLC5wb2RmaXQudjEuUGVyc2lzdGVudFZvbHVtZUNsYWltVGVtcGxhdGVTcGVjItUBCiFQZXJzaXN0ZW50Vm9sdW1lQ2xhaW1UZW1wbGF0ZVNwZWMSFAoMYWNjZXNzX21vZGVzGAEgAygJEh8KEnN0b3JhZ2VfY2xhc3NfbmFtZRgCIAEoCUgAiAEBEjgKCXJlc291cmNlcxgDIAEoCzIlLnBvZGZpdC52MS5Wb2x1bWVSZXNvdXJjZVJlcXVpcmVtZW50cxIYCgt2b2x1bWVfbW9kZRgEIAEoCUgBiAEBQhUKE19zdG9yYWdlX2NsYXNzX25hbWVCDgoMX3ZvbHVtZV9tb2RlIoYCChpWb2x1bWVSZXNvdXJjZVJlcXVpcmVtZW50cxJFCghyZXF1ZXN0cxgBIAMoCzIzLnBvZGZpdC52MS5Wb2x1bWVSZXNvdXJjZVJlcXVpcmVtZW50cy5SZXF1ZXN0c0VudHJ5EkEKBmxpbWl0cxgCIAMoCzIxLnBvZGZpdC52MS5Wb2x1bWVSZXNvdXJjZVJlcXVpcmVtZW50cy5MaW1pdHNFbnRyeRovCg1SZXF1ZXN0c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLQoLTGltaXRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJnCh1HQ0VQZXJzaXN0ZW50RGlza1ZvbHVtZVNvdXJjZRIPCgdwZF9uYW1lGAEgASgJEg8KB2ZzX3R5cGUYAiABKAkSEQoJcGFydGl0aW9uGAMgASgFEhEKCXJlYWRfb25seRgEIAEoCCJ2CiBBV1NFbGFzdGljQmxvY2tTdG9yZVZvbHVtZVNvdXJjZRIbCgl2b2x1bWVfaWQYASABKAlSCHZvbHVtZUlEEg8KB2ZzX3R5cGUYAiABKAkSEQoJcGFydGl0aW9uGAMgASgFEhEKCXJlYWRfb25seRgEIAEoCCKBAQoRSVNDU0lWb2x1bWVTb3VyY2USFQoNdGFyZ2V0X3BvcnRhbBgBIAEoCRILCgNpcW4YAiABKAkSCwoDbHVuGAMgASgFEhEKCXJlYWRfb25seRgEIAEoCBIXCg9pc2NzaV9pbnRlcmZhY2UYBSABKAkSDwoHcG9ydGFscxgGIAMoCSJhCg9SQkRWb2x1bWVTb3VyY2USEAoIbW9uaXRvcnMYASADKAkSDQoFaW1hZ2UYAiABKAkSDAoEcG9vbBgDIAEoCRIRCglyZWFkX29ubHkYBCABKAgSDAoEdXNlchgFIAEoCSIyChRIb3N0UGF0aFZvbHVtZVNvdXJjZRIMCgRwYXRoGAEgASgJEgwKBHR5cGUYAiABKAkiOgoURW1wdHlEaXJWb2x1bWVTb3VyY2USDgoGbWVkaXVtGAEgASgJEhIKCnNpemVfbGltaXQYAiABKAkinQEKCUNvbnRhaW5lchIMCgRuYW1lGAEgASgJEg0KBWltYWdlGAIgASgJEjIKCXJlc291cmNlcxgDIAEoCzIfLnBvZGZpdC52MS5SZXNvdXJjZVJlcXVpcmVtZW50cxInCgVwb3J0cxgEIAMoCzIYLnBvZGZpdC52MS5Db250YWluZXJQb3J0EhYKDnJlc3RhcnRfcG9saWN5GAUgASgJIvQBChRSZXNvdXJjZVJlcXVpcmVtZW50cxI/CghyZXF1ZXN0cxgBIAMoCzItLnBvZGZpdC52MS5SZXNvdXJjZVJlcXVpcmVtZW50cy5SZXF1ZXN0c0VudHJ5EjsKBmxpbWl0cxgCIAMoCzIrLnBvZGZpdC52MS5SZXNvdXJjZVJlcXVpcmVtZW50cy5MaW1pdHNFbnRyeRovCg1SZXF1ZXN0c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaLQoLTGltaXRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJzCg1Db250YWluZXJQb3J0EgwKBG5hbWUYASABKAkSEQoJaG9zdF9wb3J0GAIgASgFEhYKDmNvbnRhaW5lcl9wb3J0GAMgASgFEhAKCHByb3RvY29sGAQgASgJEhcKB2hvc3RfaXAYBSABKAlSBmhvc3RJUCKfAQoIQWZmaW5pdHkSLgoNbm9kZV9hZmZpbml0eRgBIAEoCzIXLnBvZGZpdC52MS5Ob2RlQWZmaW5pdHkSLAoMcG9kX2FmZmluaXR5GAIgASgLMhYucG9kZml0LnYxLlBvZEFmZmluaXR5EjUKEXBvZF9hbnRpX2FmZmluaXR5GAMgASgLMhoucG9kZml0LnYxLlBvZEFudGlBZmZpbml0eSLGAQoMTm9kZUFmZmluaXR5ElQKM3JlcXVpcmVkX2R1cmluZ19zY2hlZHVsaW5nX2lnbm9yZWRfZHVyaW5nX2V4ZWN1dGlvbhgBIAEoCzIXLnBvZGZpdC52MS5Ob2RlU2VsZWN0b3ISYAo0cHJlZmVycmVkX2R1cmluZ19zY2hlZHVsaW5nX2lnbm9yZWRfZHVyaW5nX2V4ZWN1dGlvbhgCIAMoCzIiLnBvZGZpdC52MS5QcmVmZXJyZWRTY2hlZHVsaW5nVGVybSJICgxOb2RlU2VsZWN0b3ISOAoTbm9kZV9zZWxlY3Rvcl90ZXJtcxgBIAMoCzIbLnBvZGZpdC52MS5Ob2RlU2VsZWN0b3JUZXJtIosBChBOb2RlU2VsZWN0b3JUZXJtEj0KEW1hdGNoX2V4cHJlc3Npb25zGAEgAygLMiIucG9kZml0LnYxLk5vZGVTZWxlY3RvclJlcXVpcmVtZW50EjgKDG1hdGNoX2ZpZWxkcxgCIAMoCzIiLnBvZGZpdC52MS5Ob2RlU2VsZWN0b3JSZXF1aXJlbWVudCJIChdOb2RlU2VsZWN0b3JSZXF1aXJlbWVudBILCgNrZXkYASABKAkSEAoIb3BlcmF0b3IYAiABKAkSDgoGdmFsdWVzGAMgAygJIloKF1ByZWZlcnJlZFNjaGVkdWxpbmdUZXJtEg4KBndlaWdodBgBIAEoBRIvCgpwcmVmZXJlbmNlGAIgASgLMhsucG9kZml0LnYxLk5vZGVTZWxlY3RvclRlcm0iyAEKC1BvZEFmZmluaXR5ElcKM3JlcXVpcmVkX2R1cmluZ19zY2hlZHVsaW5nX2lnbm9yZWRfZHVyaW5nX2V4ZWN1dGlvbhgBIAMoCzIaLnBvZGZpdC52MS5Qb2RBZmZpbml0eVRlcm0SYAo0cHJlZmVycmVkX2R1cmluZ19zY2hlZHVsaW5nX2lnbm9yZWRfZHVyaW5nX2V4ZWN1dGlvbhgCIAMoCzIiLnBvZGZpdC52MS5XZWlnaHRlZFBvZEFmZmluaXR5VGVybSLMAQoPUG9kQW50aUFmZmluaXR5ElcKM3JlcXVpcmVkX2R1cmluZ19zY2hlZHVsaW5nX2lnbm9yZWRfZHVyaW5nX2V4ZWN1dGlvbhgBIAMoCzIaLnBvZGZpdC52MS5Qb2RBZmZpbml0eVRlcm0SYAo0cHJlZmVycmVkX2R1cmluZ19zY2hlZHVsaW5nX2lnbm9yZWRfZHVyaW5nX2V4ZWN1dGlvbhgCIAMoCzIiLnBvZGZpdC52MS5XZWlnaHRlZFBvZEFmZmluaXR5VGVybSLaAQoPUG9kQWZmaW5pdHlUZXJtEjAKDmxhYmVsX3NlbGVjdG9yGAEgASgLMhgucG9kZml0LnYxLkxhYmVsU2VsZWN0b3ISEgoKbmFtZXNwYWNlcxgCIAMoCRIUCgx0b3BvbG9neV9rZXkYAyABKAkSNAoSbmFtZXNwYWNlX3NlbGVjdG9yGAQgASgLMhgucG9kZml0LnYxLkxhYmVsU2VsZWN0b3ISGAoQbWF0Y2hfbGFiZWxfa2V5cxgFIAMoCRIbChNtaXNtYXRjaF9sYWJlbF9rZXlzGAYgAygJImAKF1dlaWdodGVkUG9kQWZmaW5pdHlUZXJtEg4KBndlaWdodBgBIAEoBRI1ChFwb2RfYWZmaW5pdHlfdGVybRgCIAEoCzIaLnBvZGZpdC52MS5Qb2RBZmZpbml0eVRlcm0iggEKClRvbGVyYXRpb24SCwoDa2V5GAEgASgJEhAKCG9wZXJhdG9yGAIgASgJEg0KBXZhbHVlGAMgASgJEg4KBmVmZmVjdBgEIAEoCRIfChJ0b2xlcmF0aW9uX3NlY29uZHMYBSABKANIAIgBAUIVChNfdG9sZXJhdGlvbl9zZWNvbmRzIo4CChhUb3BvbG9neVNwcmVhZENvbnN0cmFpbnQSEAoIbWF4X3NrZXcYASABKAUSFAoMdG9wb2xvZ3lfa2V5GAIgASgJEhoKEndoZW5fdW5zYXRpc2ZpYWJsZRgDIAEoCRIwCg5sYWJlbF9zZWxlY3RvchgEIAEoCzIYLnBvZGZpdC52MS5MYWJlbFNlbGVjdG9yEhgKC21pbl9kb21haW5zGAUgASgFSACIAQESHAoUbm9kZV9hZmZpbml0eV9wb2xpY3kYBiABKAkSGgoSbm9kZV90YWludHNfcG9saWN5GAcgASgJEhgKEG1hdGNoX2xhYmVsX2tleXMYCCADKAlCDgoMX21pbl9kb21haW5zIiEKEVBvZFNjaGVkdWxpbmdHYXRlEgwKBG5hbWUYASABKAkilAEKCVBvZFN0YXR1cxINCgVwaGFzZRgBIAEoCRIbChNub21pbmF0ZWRfbm9kZV9uYW1lGAIgASgJEi4KCnN0YXJ0X3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEisKCmNvbmRpdGlvbnMYBCADKAsyFy5wb2RmaXQudjEuUG9kQ29uZGl0aW9uIocBCgxQb2RDb25kaXRpb24SDAoEdHlwZRgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDgoGcmVhc29uGAMgASgJEg8KB21lc3NhZ2UYBCABKAkSOAoUbGFzdF90cmFuc2l0aW9uX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlcKCU5hbWVzcGFjZRITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEicKCG1ldGFkYXRhGAMgASgLMhUucG9kZml0LnYxLk9iamVjdE1ldGEiyQEKE1BvZERpc3J1cHRpb25CdWRnZXQSEwoLYXBpX3ZlcnNpb24YASABKAkSDAoEa2luZBgCIAEoCRInCghtZXRhZGF0YRgDIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEjAKBHNwZWMYBCABKAsyIi5wb2RmaXQudjEuUG9kRGlzcnVwdGlvbkJ1ZGdldFNwZWMSNAoGc3RhdHVzGAUgASgLMiQucG9kZml0LnYxLlBvZERpc3J1cHRpb25CdWRnZXRTdGF0dXMipQEKF1BvZERpc3J1cHRpb25CdWRnZXRTcGVjEhoKDW1pbl9hdmFpbGFibGUYASABKAlIAIgBARIcCg9tYXhfdW5hdmFpbGFibGUYAiABKAlIAYgBARIqCghzZWxlY3RvchgDIAEoCzIYLnBvZGZpdC52MS5MYWJlbFNlbGVjdG9yQhAKDl9taW5fYXZhaWxhYmxlQhIKEF9tYXhfdW5hdmFpbGFibGUipAIKGVBvZERpc3J1cHRpb25CdWRnZXRTdGF0dXMSGwoTZGlzcnVwdGlvbnNfYWxsb3dlZBgBIAEoBRIXCg9jdXJyZW50X2hlYWx0aHkYAiABKAUSFwoPZGVzaXJlZF9oZWFsdGh5GAMgASgFEhUKDWV4cGVjdGVkX3BvZHMYBCABKAUSTwoOZGlzcnVwdGVkX3BvZHMYBSADKAsyNy5wb2RmaXQudjEuUG9kRGlzcnVwdGlvbkJ1ZGdldFN0YXR1cy5EaXNydXB0ZWRQb2RzRW50cnkaUAoSRGlzcnVwdGVkUG9kc0VudHJ5EgsKA2tleRgBIAEoCRIpCgV2YWx1ZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXA6AjgBInsKB1NlcnZpY2USEwoLYXBpX3ZlcnNpb24YASABKAkSDAoEa2luZBgCIAEoCRInCghtZXRhZGF0YRgDIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEiQKBHNwZWMYBCABKAsyFi5wb2RmaXQudjEuU2VydmljZVNwZWMidgoLU2VydmljZVNwZWMSNgoIc2VsZWN0b3IYASADKAsyJC5wb2RmaXQudjEuU2VydmljZVNwZWMuU2VsZWN0b3JFbnRyeRovCg1TZWxlY3RvckVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEilwEKFVJlcGxpY2F0aW9uQ29udHJvbGxlchITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEicKCG1ldGFkYXRhGAMgASgLMhUucG9kZml0LnYxLk9iamVjdE1ldGESMgoEc3BlYxgEIAEoCzIkLnBvZGZpdC52MS5SZXBsaWNhdGlvbkNvbnRyb2xsZXJTcGVjIrYBChlSZXBsaWNhdGlvbkNvbnRyb2xsZXJTcGVjEkQKCHNlbGVjdG9yGAEgAygLMjIucG9kZml0LnYxLlJlcGxpY2F0aW9uQ29udHJvbGxlclNwZWMuU2VsZWN0b3JFbnRyeRIVCghyZXBsaWNhcxgCIAEoBUgAiAEBGi8KDVNlbGVjdG9yRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUILCglfcmVwbGljYXMifwoKUmVwbGljYVNldBITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEicKCG1ldGFkYXRhGAMgASgLMhUucG9kZml0LnYxLk9iamVjdE1ldGESJQoEc3BlYxgEIAEoCzIXLnBvZGZpdC52MS5Xb3JrbG9hZFNwZWMigAEKC1N0YXRlZnVsU2V0EhMKC2FwaV92ZXJzaW9uGAEgASgJEgwKBGtpbmQYAiABKAkSJwoIbWV0YWRhdGEYAyABKAsyFS5wb2RmaXQudjEuT2JqZWN0TWV0YRIlCgRzcGVjGAQgASgLMhcucG9kZml0LnYxLldvcmtsb2FkU3BlYyJ4CgNKb2ISEwoLYXBpX3ZlcnNpb24YASABKAkSDAoEa2luZBgCIAEoCRInCghtZXRhZGF0YRgDIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEiUKBHNwZWMYBCABKAsyFy5wb2RmaXQudjEuV29ya2xvYWRTcGVjIn4KCURhZW1vblNldBITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEicKCG1ldGFkYXRhGAMgASgLMhUucG9kZml0LnYxLk9iamVjdE1ldGESJQoEc3BlYxgEIAEoCzIXLnBvZGZpdC52MS5Xb3JrbG9hZFNwZWMiXgoMV29ya2xvYWRTcGVjEioKCHNlbGVjdG9yGAEgASgLMhgucG9kZml0LnYxLkxhYmVsU2VsZWN0b3ISFQoIcmVwbGljYXMYAiABKAVIAIgBAUILCglfcmVwbGljYXNCM1oxZ2l0aHViLmNvbS9wb2RmaXQvcG9kZml0L3Nkay9nby9wb2RmaXR2MTtwb2RmaXR2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
 
 /**
  * ObjectMeta is the subset of metav1.ObjectMeta that scheduling reads.
@@ -641,6 +641,51 @@ export type Volume = Message<"podfit.v1.Volume"> & {
    * @generated from field: podfit.v1.EmptyDirVolumeSource empty_dir = 3;
    */
   emptyDir?: EmptyDirVolumeSource | undefined;
+
+  /**
+   * A PersistentVolumeClaim in the pod's namespace (the volume plugins follow it to its PersistentVolume).
+   *
+   * @generated from field: podfit.v1.PersistentVolumeClaimVolumeSource persistent_volume_claim = 4;
+   */
+  persistentVolumeClaim?: PersistentVolumeClaimVolumeSource | undefined;
+
+  /**
+   * A generic ephemeral volume: its claim is <pod name>-<volume name>, owned by the pod.
+   *
+   * @generated from field: podfit.v1.EphemeralVolumeSource ephemeral = 5;
+   */
+  ephemeral?: EphemeralVolumeSource | undefined;
+
+  /**
+   * In-tree volume sources whose identity VolumeRestrictions (disk conflicts) and NodeVolumeLimits
+   * (attach counts, when migrated to CSI) read.
+   *
+   * @generated from field: podfit.v1.GCEPersistentDiskVolumeSource gce_persistent_disk = 6;
+   */
+  gcePersistentDisk?: GCEPersistentDiskVolumeSource | undefined;
+
+  /**
+   * An AWS EBS volume: conflicts with any other use of the same volume ID.
+   *
+   * @generated from field: podfit.v1.AWSElasticBlockStoreVolumeSource aws_elastic_block_store = 7;
+   */
+  awsElasticBlockStore?: AWSElasticBlockStoreVolumeSource | undefined;
+
+  /**
+   * An iSCSI disk: conflicts with another read-write use of the same IQN.
+   *
+   * @generated from field: podfit.v1.ISCSIVolumeSource iscsi = 8;
+   */
+  iscsi?: ISCSIVolumeSource | undefined;
+
+  /**
+   * A Ceph RBD image: conflicts with another read-write use on an overlapping monitor.
+   *
+   * Other sources (configMap, secret, ...) are accepted and ignored.
+   *
+   * @generated from field: podfit.v1.RBDVolumeSource rbd = 9;
+   */
+  rbd?: RBDVolumeSource | undefined;
 };
 
 /**
@@ -649,6 +694,342 @@ export type Volume = Message<"podfit.v1.Volume"> & {
  */
 export const VolumeSchema: GenMessage<Volume> = /*@__PURE__*/
   messageDesc(file_podfit_v1_objects, 11);
+
+/**
+ * core/v1 PersistentVolumeClaimVolumeSource.
+ *
+ * @generated from message podfit.v1.PersistentVolumeClaimVolumeSource
+ */
+export type PersistentVolumeClaimVolumeSource = Message<"podfit.v1.PersistentVolumeClaimVolumeSource"> & {
+  /**
+   * Kubernetes PersistentVolumeClaimVolumeSource.claimName, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: string claim_name = 1;
+   */
+  claimName: string;
+
+  /**
+   * Kubernetes PersistentVolumeClaimVolumeSource.readOnly, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: bool read_only = 2;
+   */
+  readOnly: boolean;
+};
+
+/**
+ * Describes the message podfit.v1.PersistentVolumeClaimVolumeSource.
+ * Use `create(PersistentVolumeClaimVolumeSourceSchema)` to create a new message.
+ */
+export const PersistentVolumeClaimVolumeSourceSchema: GenMessage<PersistentVolumeClaimVolumeSource> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_objects, 12);
+
+/**
+ * core/v1 EphemeralVolumeSource; only the template's presence and its claim spec's class matter.
+ *
+ * @generated from message podfit.v1.EphemeralVolumeSource
+ */
+export type EphemeralVolumeSource = Message<"podfit.v1.EphemeralVolumeSource"> & {
+  /**
+   * Kubernetes EphemeralVolumeSource.volumeClaimTemplate, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: podfit.v1.PersistentVolumeClaimTemplate volume_claim_template = 1;
+   */
+  volumeClaimTemplate?: PersistentVolumeClaimTemplate | undefined;
+};
+
+/**
+ * Describes the message podfit.v1.EphemeralVolumeSource.
+ * Use `create(EphemeralVolumeSourceSchema)` to create a new message.
+ */
+export const EphemeralVolumeSourceSchema: GenMessage<EphemeralVolumeSource> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_objects, 13);
+
+/**
+ * core/v1 PersistentVolumeClaimTemplate.
+ *
+ * @generated from message podfit.v1.PersistentVolumeClaimTemplate
+ */
+export type PersistentVolumeClaimTemplate = Message<"podfit.v1.PersistentVolumeClaimTemplate"> & {
+  /**
+   * Kubernetes PersistentVolumeClaimTemplate.metadata, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: podfit.v1.ObjectMeta metadata = 1;
+   */
+  metadata?: ObjectMeta | undefined;
+
+  /**
+   * Kubernetes PersistentVolumeClaimTemplate.spec, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: podfit.v1.PersistentVolumeClaimTemplateSpec spec = 2;
+   */
+  spec?: PersistentVolumeClaimTemplateSpec | undefined;
+};
+
+/**
+ * Describes the message podfit.v1.PersistentVolumeClaimTemplate.
+ * Use `create(PersistentVolumeClaimTemplateSchema)` to create a new message.
+ */
+export const PersistentVolumeClaimTemplateSchema: GenMessage<PersistentVolumeClaimTemplate> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_objects, 14);
+
+/**
+ * The part of core/v1 PersistentVolumeClaimSpec a template's class and size come from.
+ *
+ * @generated from message podfit.v1.PersistentVolumeClaimTemplateSpec
+ */
+export type PersistentVolumeClaimTemplateSpec = Message<"podfit.v1.PersistentVolumeClaimTemplateSpec"> & {
+  /**
+   * Kubernetes PersistentVolumeClaimTemplateSpec.accessModes, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: repeated string access_modes = 1;
+   */
+  accessModes: string[];
+
+  /**
+   * Kubernetes PersistentVolumeClaimTemplateSpec.storageClassName, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: optional string storage_class_name = 2;
+   */
+  storageClassName?: string | undefined;
+
+  /**
+   * Kubernetes PersistentVolumeClaimTemplateSpec.resources, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: podfit.v1.VolumeResourceRequirements resources = 3;
+   */
+  resources?: VolumeResourceRequirements | undefined;
+
+  /**
+   * Kubernetes PersistentVolumeClaimTemplateSpec.volumeMode, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: optional string volume_mode = 4;
+   */
+  volumeMode?: string | undefined;
+};
+
+/**
+ * Describes the message podfit.v1.PersistentVolumeClaimTemplateSpec.
+ * Use `create(PersistentVolumeClaimTemplateSpecSchema)` to create a new message.
+ */
+export const PersistentVolumeClaimTemplateSpecSchema: GenMessage<PersistentVolumeClaimTemplateSpec> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_objects, 15);
+
+/**
+ * core/v1 VolumeResourceRequirements: requests["storage"] is a claim's size.
+ *
+ * @generated from message podfit.v1.VolumeResourceRequirements
+ */
+export type VolumeResourceRequirements = Message<"podfit.v1.VolumeResourceRequirements"> & {
+  /**
+   * Kubernetes VolumeResourceRequirements.requests, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: map<string, string> requests = 1;
+   */
+  requests: { [key: string]: string };
+
+  /**
+   * Kubernetes VolumeResourceRequirements.limits, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: map<string, string> limits = 2;
+   */
+  limits: { [key: string]: string };
+};
+
+/**
+ * Describes the message podfit.v1.VolumeResourceRequirements.
+ * Use `create(VolumeResourceRequirementsSchema)` to create a new message.
+ */
+export const VolumeResourceRequirementsSchema: GenMessage<VolumeResourceRequirements> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_objects, 16);
+
+/**
+ * core/v1 GCEPersistentDiskVolumeSource.
+ *
+ * @generated from message podfit.v1.GCEPersistentDiskVolumeSource
+ */
+export type GCEPersistentDiskVolumeSource = Message<"podfit.v1.GCEPersistentDiskVolumeSource"> & {
+  /**
+   * Kubernetes GCEPersistentDiskVolumeSource.pdName, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: string pd_name = 1;
+   */
+  pdName: string;
+
+  /**
+   * Kubernetes GCEPersistentDiskVolumeSource.fsType, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: string fs_type = 2;
+   */
+  fsType: string;
+
+  /**
+   * Kubernetes GCEPersistentDiskVolumeSource.partition, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: int32 partition = 3;
+   */
+  partition: number;
+
+  /**
+   * Kubernetes GCEPersistentDiskVolumeSource.readOnly, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: bool read_only = 4;
+   */
+  readOnly: boolean;
+};
+
+/**
+ * Describes the message podfit.v1.GCEPersistentDiskVolumeSource.
+ * Use `create(GCEPersistentDiskVolumeSourceSchema)` to create a new message.
+ */
+export const GCEPersistentDiskVolumeSourceSchema: GenMessage<GCEPersistentDiskVolumeSource> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_objects, 17);
+
+/**
+ * core/v1 AWSElasticBlockStoreVolumeSource.
+ *
+ * @generated from message podfit.v1.AWSElasticBlockStoreVolumeSource
+ */
+export type AWSElasticBlockStoreVolumeSource = Message<"podfit.v1.AWSElasticBlockStoreVolumeSource"> & {
+  /**
+   * Kubernetes AWSElasticBlockStoreVolumeSource.volumeID, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: string volume_id = 1 [json_name = "volumeID"];
+   */
+  volumeId: string;
+
+  /**
+   * Kubernetes AWSElasticBlockStoreVolumeSource.fsType, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: string fs_type = 2;
+   */
+  fsType: string;
+
+  /**
+   * Kubernetes AWSElasticBlockStoreVolumeSource.partition, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: int32 partition = 3;
+   */
+  partition: number;
+
+  /**
+   * Kubernetes AWSElasticBlockStoreVolumeSource.readOnly, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: bool read_only = 4;
+   */
+  readOnly: boolean;
+};
+
+/**
+ * Describes the message podfit.v1.AWSElasticBlockStoreVolumeSource.
+ * Use `create(AWSElasticBlockStoreVolumeSourceSchema)` to create a new message.
+ */
+export const AWSElasticBlockStoreVolumeSourceSchema: GenMessage<AWSElasticBlockStoreVolumeSource> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_objects, 18);
+
+/**
+ * core/v1 ISCSIVolumeSource.
+ *
+ * @generated from message podfit.v1.ISCSIVolumeSource
+ */
+export type ISCSIVolumeSource = Message<"podfit.v1.ISCSIVolumeSource"> & {
+  /**
+   * Kubernetes ISCSIVolumeSource.targetPortal, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: string target_portal = 1;
+   */
+  targetPortal: string;
+
+  /**
+   * Kubernetes ISCSIVolumeSource.iqn, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: string iqn = 2;
+   */
+  iqn: string;
+
+  /**
+   * Kubernetes ISCSIVolumeSource.lun, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: int32 lun = 3;
+   */
+  lun: number;
+
+  /**
+   * Kubernetes ISCSIVolumeSource.readOnly, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: bool read_only = 4;
+   */
+  readOnly: boolean;
+
+  /**
+   * Kubernetes ISCSIVolumeSource.iscsiInterface, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: string iscsi_interface = 5;
+   */
+  iscsiInterface: string;
+
+  /**
+   * Kubernetes ISCSIVolumeSource.portals, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: repeated string portals = 6;
+   */
+  portals: string[];
+};
+
+/**
+ * Describes the message podfit.v1.ISCSIVolumeSource.
+ * Use `create(ISCSIVolumeSourceSchema)` to create a new message.
+ */
+export const ISCSIVolumeSourceSchema: GenMessage<ISCSIVolumeSource> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_objects, 19);
+
+/**
+ * core/v1 RBDVolumeSource.
+ *
+ * @generated from message podfit.v1.RBDVolumeSource
+ */
+export type RBDVolumeSource = Message<"podfit.v1.RBDVolumeSource"> & {
+  /**
+   * Kubernetes RBDVolumeSource.monitors, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: repeated string monitors = 1;
+   */
+  monitors: string[];
+
+  /**
+   * Kubernetes RBDVolumeSource.image, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: string image = 2;
+   */
+  image: string;
+
+  /**
+   * Kubernetes RBDVolumeSource.pool, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: string pool = 3;
+   */
+  pool: string;
+
+  /**
+   * Kubernetes RBDVolumeSource.readOnly, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: bool read_only = 4;
+   */
+  readOnly: boolean;
+
+  /**
+   * Kubernetes RBDVolumeSource.user, kept as sent unless a plugin reads it.
+   *
+   * @generated from field: string user = 5;
+   */
+  user: string;
+};
+
+/**
+ * Describes the message podfit.v1.RBDVolumeSource.
+ * Use `create(RBDVolumeSourceSchema)` to create a new message.
+ */
+export const RBDVolumeSourceSchema: GenMessage<RBDVolumeSource> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_objects, 20);
 
 /**
  * core/v1 HostPathVolumeSource; only its presence matters.
@@ -676,7 +1057,7 @@ export type HostPathVolumeSource = Message<"podfit.v1.HostPathVolumeSource"> & {
  * Use `create(HostPathVolumeSourceSchema)` to create a new message.
  */
 export const HostPathVolumeSourceSchema: GenMessage<HostPathVolumeSource> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 12);
+  messageDesc(file_podfit_v1_objects, 21);
 
 /**
  * core/v1 EmptyDirVolumeSource.
@@ -704,7 +1085,7 @@ export type EmptyDirVolumeSource = Message<"podfit.v1.EmptyDirVolumeSource"> & {
  * Use `create(EmptyDirVolumeSourceSchema)` to create a new message.
  */
 export const EmptyDirVolumeSourceSchema: GenMessage<EmptyDirVolumeSource> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 13);
+  messageDesc(file_podfit_v1_objects, 22);
 
 /**
  * The subset of core/v1 Container that scheduling reads (an app container, or an init container in
@@ -754,7 +1135,7 @@ export type Container = Message<"podfit.v1.Container"> & {
  * Use `create(ContainerSchema)` to create a new message.
  */
 export const ContainerSchema: GenMessage<Container> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 14);
+  messageDesc(file_podfit_v1_objects, 23);
 
 /**
  * core/v1 ResourceRequirements: Kubernetes quantity strings by resource name ("500m", "2Gi"), parsed
@@ -785,7 +1166,7 @@ export type ResourceRequirements = Message<"podfit.v1.ResourceRequirements"> & {
  * Use `create(ResourceRequirementsSchema)` to create a new message.
  */
 export const ResourceRequirementsSchema: GenMessage<ResourceRequirements> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 15);
+  messageDesc(file_podfit_v1_objects, 24);
 
 /**
  * core/v1 ContainerPort.
@@ -835,7 +1216,7 @@ export type ContainerPort = Message<"podfit.v1.ContainerPort"> & {
  * Use `create(ContainerPortSchema)` to create a new message.
  */
 export const ContainerPortSchema: GenMessage<ContainerPort> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 16);
+  messageDesc(file_podfit_v1_objects, 25);
 
 /**
  * core/v1 Affinity: the pod's constraints on nodes and on other pods.
@@ -870,7 +1251,7 @@ export type Affinity = Message<"podfit.v1.Affinity"> & {
  * Use `create(AffinitySchema)` to create a new message.
  */
 export const AffinitySchema: GenMessage<Affinity> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 17);
+  messageDesc(file_podfit_v1_objects, 26);
 
 /**
  * core/v1 NodeAffinity.
@@ -899,7 +1280,7 @@ export type NodeAffinity = Message<"podfit.v1.NodeAffinity"> & {
  * Use `create(NodeAffinitySchema)` to create a new message.
  */
 export const NodeAffinitySchema: GenMessage<NodeAffinity> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 18);
+  messageDesc(file_podfit_v1_objects, 27);
 
 /**
  * core/v1 NodeSelector: a set of alternative node selector terms.
@@ -920,7 +1301,7 @@ export type NodeSelector = Message<"podfit.v1.NodeSelector"> & {
  * Use `create(NodeSelectorSchema)` to create a new message.
  */
 export const NodeSelectorSchema: GenMessage<NodeSelector> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 19);
+  messageDesc(file_podfit_v1_objects, 28);
 
 /**
  * core/v1 NodeSelectorTerm. A term with no requirement, or with an invalid one, matches no node.
@@ -948,7 +1329,7 @@ export type NodeSelectorTerm = Message<"podfit.v1.NodeSelectorTerm"> & {
  * Use `create(NodeSelectorTermSchema)` to create a new message.
  */
 export const NodeSelectorTermSchema: GenMessage<NodeSelectorTerm> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 20);
+  messageDesc(file_podfit_v1_objects, 29);
 
 /**
  * core/v1 NodeSelectorRequirement: one condition on a node label (in match_fields: on the node's name,
@@ -985,7 +1366,7 @@ export type NodeSelectorRequirement = Message<"podfit.v1.NodeSelectorRequirement
  * Use `create(NodeSelectorRequirementSchema)` to create a new message.
  */
 export const NodeSelectorRequirementSchema: GenMessage<NodeSelectorRequirement> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 21);
+  messageDesc(file_podfit_v1_objects, 30);
 
 /**
  * core/v1 PreferredSchedulingTerm: a weighted node preference.
@@ -1014,7 +1395,7 @@ export type PreferredSchedulingTerm = Message<"podfit.v1.PreferredSchedulingTerm
  * Use `create(PreferredSchedulingTermSchema)` to create a new message.
  */
 export const PreferredSchedulingTermSchema: GenMessage<PreferredSchedulingTerm> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 22);
+  messageDesc(file_podfit_v1_objects, 31);
 
 /**
  * core/v1 PodAffinity: put the pod in the same topology domain as pods matching the terms.
@@ -1043,7 +1424,7 @@ export type PodAffinity = Message<"podfit.v1.PodAffinity"> & {
  * Use `create(PodAffinitySchema)` to create a new message.
  */
 export const PodAffinitySchema: GenMessage<PodAffinity> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 23);
+  messageDesc(file_podfit_v1_objects, 32);
 
 /**
  * core/v1 PodAntiAffinity: keep the pod out of topology domains holding pods matching the terms.
@@ -1071,7 +1452,7 @@ export type PodAntiAffinity = Message<"podfit.v1.PodAntiAffinity"> & {
  * Use `create(PodAntiAffinitySchema)` to create a new message.
  */
 export const PodAntiAffinitySchema: GenMessage<PodAntiAffinity> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 24);
+  messageDesc(file_podfit_v1_objects, 33);
 
 /**
  * core/v1 PodAffinityTerm: the pods matching label_selector in the selected namespaces, looked for in the
@@ -1129,7 +1510,7 @@ export type PodAffinityTerm = Message<"podfit.v1.PodAffinityTerm"> & {
  * Use `create(PodAffinityTermSchema)` to create a new message.
  */
 export const PodAffinityTermSchema: GenMessage<PodAffinityTerm> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 25);
+  messageDesc(file_podfit_v1_objects, 34);
 
 /**
  * core/v1 WeightedPodAffinityTerm: a preferred pod affinity or anti-affinity term.
@@ -1157,7 +1538,7 @@ export type WeightedPodAffinityTerm = Message<"podfit.v1.WeightedPodAffinityTerm
  * Use `create(WeightedPodAffinityTermSchema)` to create a new message.
  */
 export const WeightedPodAffinityTermSchema: GenMessage<WeightedPodAffinityTerm> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 26);
+  messageDesc(file_podfit_v1_objects, 35);
 
 /**
  * core/v1 Toleration: lets the pod onto nodes with a matching taint (core/v1 ToleratesTaint).
@@ -1206,7 +1587,7 @@ export type Toleration = Message<"podfit.v1.Toleration"> & {
  * Use `create(TolerationSchema)` to create a new message.
  */
 export const TolerationSchema: GenMessage<Toleration> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 27);
+  messageDesc(file_podfit_v1_objects, 36);
 
 /**
  * core/v1 TopologySpreadConstraint (PodTopologySpread).
@@ -1282,7 +1663,7 @@ export type TopologySpreadConstraint = Message<"podfit.v1.TopologySpreadConstrai
  * Use `create(TopologySpreadConstraintSchema)` to create a new message.
  */
 export const TopologySpreadConstraintSchema: GenMessage<TopologySpreadConstraint> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 28);
+  messageDesc(file_podfit_v1_objects, 37);
 
 /**
  * core/v1 PodSchedulingGate: one reason the pod must not be scheduled yet.
@@ -1304,7 +1685,7 @@ export type PodSchedulingGate = Message<"podfit.v1.PodSchedulingGate"> & {
  * Use `create(PodSchedulingGateSchema)` to create a new message.
  */
 export const PodSchedulingGateSchema: GenMessage<PodSchedulingGate> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 29);
+  messageDesc(file_podfit_v1_objects, 38);
 
 /**
  * The subset of core/v1 PodStatus that scheduling reads.
@@ -1350,7 +1731,7 @@ export type PodStatus = Message<"podfit.v1.PodStatus"> & {
  * Use `create(PodStatusSchema)` to create a new message.
  */
 export const PodStatusSchema: GenMessage<PodStatus> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 30);
+  messageDesc(file_podfit_v1_objects, 39);
 
 /**
  * A core/v1 PodCondition.
@@ -1399,7 +1780,7 @@ export type PodCondition = Message<"podfit.v1.PodCondition"> & {
  * Use `create(PodConditionSchema)` to create a new message.
  */
 export const PodConditionSchema: GenMessage<PodCondition> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 31);
+  messageDesc(file_podfit_v1_objects, 40);
 
 /**
  * A core/v1 Namespace: its labels are what pod affinity terms' namespace_selector matches.
@@ -1434,7 +1815,7 @@ export type Namespace = Message<"podfit.v1.Namespace"> & {
  * Use `create(NamespaceSchema)` to create a new message.
  */
 export const NamespaceSchema: GenMessage<Namespace> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 32);
+  messageDesc(file_podfit_v1_objects, 41);
 
 /**
  * A policy/v1 PodDisruptionBudget: preemption prefers victims whose eviction violates no budget, and
@@ -1484,7 +1865,7 @@ export type PodDisruptionBudget = Message<"podfit.v1.PodDisruptionBudget"> & {
  * Use `create(PodDisruptionBudgetSchema)` to create a new message.
  */
 export const PodDisruptionBudgetSchema: GenMessage<PodDisruptionBudget> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 33);
+  messageDesc(file_podfit_v1_objects, 42);
 
 /**
  * policy/v1 PodDisruptionBudgetSpec.
@@ -1522,7 +1903,7 @@ export type PodDisruptionBudgetSpec = Message<"podfit.v1.PodDisruptionBudgetSpec
  * Use `create(PodDisruptionBudgetSpecSchema)` to create a new message.
  */
 export const PodDisruptionBudgetSpecSchema: GenMessage<PodDisruptionBudgetSpec> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 34);
+  messageDesc(file_podfit_v1_objects, 43);
 
 /**
  * policy/v1 PodDisruptionBudgetStatus, as the disruption controller reports it.
@@ -1574,7 +1955,7 @@ export type PodDisruptionBudgetStatus = Message<"podfit.v1.PodDisruptionBudgetSt
  * Use `create(PodDisruptionBudgetStatusSchema)` to create a new message.
  */
 export const PodDisruptionBudgetStatusSchema: GenMessage<PodDisruptionBudgetStatus> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 35);
+  messageDesc(file_podfit_v1_objects, 44);
 
 /**
  * A core/v1 Service: its selector joins the default spread selector of the pods it selects.
@@ -1616,7 +1997,7 @@ export type Service = Message<"podfit.v1.Service"> & {
  * Use `create(ServiceSchema)` to create a new message.
  */
 export const ServiceSchema: GenMessage<Service> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 36);
+  messageDesc(file_podfit_v1_objects, 45);
 
 /**
  * The subset of core/v1 ServiceSpec that scheduling reads.
@@ -1637,7 +2018,7 @@ export type ServiceSpec = Message<"podfit.v1.ServiceSpec"> & {
  * Use `create(ServiceSpecSchema)` to create a new message.
  */
 export const ServiceSpecSchema: GenMessage<ServiceSpec> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 37);
+  messageDesc(file_podfit_v1_objects, 46);
 
 /**
  * A core/v1 ReplicationController: a pod controller for the drain rules, whose selector joins the
@@ -1680,7 +2061,7 @@ export type ReplicationController = Message<"podfit.v1.ReplicationController"> &
  * Use `create(ReplicationControllerSchema)` to create a new message.
  */
 export const ReplicationControllerSchema: GenMessage<ReplicationController> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 38);
+  messageDesc(file_podfit_v1_objects, 47);
 
 /**
  * The subset of core/v1 ReplicationControllerSpec that scheduling reads.
@@ -1708,7 +2089,7 @@ export type ReplicationControllerSpec = Message<"podfit.v1.ReplicationController
  * Use `create(ReplicationControllerSpecSchema)` to create a new message.
  */
 export const ReplicationControllerSpecSchema: GenMessage<ReplicationControllerSpec> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 39);
+  messageDesc(file_podfit_v1_objects, 48);
 
 /**
  * An apps/v1 ReplicaSet: a pod controller for the drain rules, whose selector joins the default spread
@@ -1751,7 +2132,7 @@ export type ReplicaSet = Message<"podfit.v1.ReplicaSet"> & {
  * Use `create(ReplicaSetSchema)` to create a new message.
  */
 export const ReplicaSetSchema: GenMessage<ReplicaSet> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 40);
+  messageDesc(file_podfit_v1_objects, 49);
 
 /**
  * An apps/v1 StatefulSet: a pod controller for the drain rules, whose selector joins the default spread
@@ -1794,7 +2175,7 @@ export type StatefulSet = Message<"podfit.v1.StatefulSet"> & {
  * Use `create(StatefulSetSchema)` to create a new message.
  */
 export const StatefulSetSchema: GenMessage<StatefulSet> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 41);
+  messageDesc(file_podfit_v1_objects, 50);
 
 /**
  * A batch/v1 Job (a pod controller for the drain rules).
@@ -1836,7 +2217,7 @@ export type Job = Message<"podfit.v1.Job"> & {
  * Use `create(JobSchema)` to create a new message.
  */
 export const JobSchema: GenMessage<Job> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 42);
+  messageDesc(file_podfit_v1_objects, 51);
 
 /**
  * An apps/v1 DaemonSet (a pod controller for the drain rules; its pods go with their node).
@@ -1878,7 +2259,7 @@ export type DaemonSet = Message<"podfit.v1.DaemonSet"> & {
  * Use `create(DaemonSetSchema)` to create a new message.
  */
 export const DaemonSetSchema: GenMessage<DaemonSet> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 43);
+  messageDesc(file_podfit_v1_objects, 52);
 
 /**
  * The selector and replica count of apps/v1 ReplicaSetSpec and StatefulSetSpec (the selector part of
@@ -1909,5 +2290,5 @@ export type WorkloadSpec = Message<"podfit.v1.WorkloadSpec"> & {
  * Use `create(WorkloadSpecSchema)` to create a new message.
  */
 export const WorkloadSpecSchema: GenMessage<WorkloadSpec> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_objects, 44);
+  messageDesc(file_podfit_v1_objects, 53);
 
