@@ -354,3 +354,40 @@ def test_volume_binding_scores_with_storage_capacity_scoring(
     assert (None not in got.values()) is scored
     if want is not None:
         assert got == want
+
+
+def gce_pv_in_zone(zone: str) -> Any:
+    return pv(
+        "gce",
+        claim="data",
+        phase="Bound",
+        gcePersistentDisk={"pdName": "disk-1"},
+        nodeAffinity={
+            "required": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}]
+            }
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("migrated", "want"),
+    [
+        pytest.param("", {}, id="not migrated on the node: the in-tree PV's zone affinity holds"),
+        pytest.param(
+            "kubernetes.io/gce-pd",
+            every("a", "VolumeBinding", "node(s) didn't match PersistentVolume's node affinity"),
+            id="migrated on the node: the translated PV asks for topology.gke.io/zone, which the node lacks",
+        ),
+    ],
+)
+def test_volume_binding_judges_a_migrated_in_tree_pv_by_its_csi_translation(migrated: str, want: Verdicts) -> None:
+    annotations = {"storage.alpha.kubernetes.io/migrated-plugins": migrated} if migrated else {}
+    objects = [
+        node("a", **{ZONE: "z1"}),
+        storage_class("fast", mode="Immediate"),
+        gce_pv_in_zone("z1"),
+        pvc("data", volume="gce", bound=True),
+        (Kind.CSI_NODE, {"metadata": {"name": "a", "annotations": annotations}, "spec": {"drivers": []}}),
+    ]
+    assert verdicts(objects, with_claims(make_pod("p"), "data")) == want

@@ -955,6 +955,13 @@ class StatsResponse(_message.Message):
     KUBE_SCHEDULER_VERSION_FIELD_NUMBER: _builtins.int
     SUPPORTED_KUBE_SCHEDULER_VERSIONS_FIELD_NUMBER: _builtins.int
     PROFILE_VERSIONS_FIELD_NUMBER: _builtins.int
+    STORAGE_CLASSES_FIELD_NUMBER: _builtins.int
+    PERSISTENT_VOLUMES_FIELD_NUMBER: _builtins.int
+    PERSISTENT_VOLUME_CLAIMS_FIELD_NUMBER: _builtins.int
+    CSI_NODES_FIELD_NUMBER: _builtins.int
+    CSI_DRIVERS_FIELD_NUMBER: _builtins.int
+    CSI_STORAGE_CAPACITIES_FIELD_NUMBER: _builtins.int
+    VOLUME_ATTACHMENTS_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The current cache generation: 0 for a new cache, one step up for every batch that changed something
     (an Apply, Replace or Stream batch, or a pod assumed by Schedule).
@@ -1001,6 +1008,20 @@ class StatsResponse(_message.Message):
     """The kube-scheduler release decisions answer as when a request names no version (the default
     profile's), e.g. "v1.37.2".
     """
+    storage_classes: _builtins.int
+    """StorageClasses in the cache."""
+    persistent_volumes: _builtins.int
+    """PersistentVolumes in the cache."""
+    persistent_volume_claims: _builtins.int
+    """PersistentVolumeClaims in the cache."""
+    csi_nodes: _builtins.int
+    """CSINodes in the cache."""
+    csi_drivers: _builtins.int
+    """CSIDrivers in the cache."""
+    csi_storage_capacities: _builtins.int
+    """CSIStorageCapacities in the cache."""
+    volume_attachments: _builtins.int
+    """VolumeAttachments in the cache."""
     @_builtins.property
     def supported_kube_scheduler_versions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Every kube-scheduler version a request may name, as "v1.35.4", "v1.37.2"."""
@@ -1032,10 +1053,17 @@ class StatsResponse(_message.Message):
         kube_scheduler_version: _builtins.str = ...,
         supported_kube_scheduler_versions: _abc.Iterable[_builtins.str] | None = ...,
         profile_versions: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        storage_classes: _builtins.int = ...,
+        persistent_volumes: _builtins.int = ...,
+        persistent_volume_claims: _builtins.int = ...,
+        csi_nodes: _builtins.int = ...,
+        csi_drivers: _builtins.int = ...,
+        csi_storage_capacities: _builtins.int = ...,
+        volume_attachments: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_pods", b"bound_pods", "daemon_sets", b"daemon_sets", "gated_pods", b"gated_pods", "generation", b"generation", "jobs", b"jobs", "kube_scheduler_version", b"kube_scheduler_version", "memory_bytes_estimate", b"memory_bytes_estimate", "namespaces", b"namespaces", "nodes", b"nodes", "pending_pods", b"pending_pods", "pod_disruption_budgets", b"pod_disruption_budgets", "pods", b"pods", "profile_versions", b"profile_versions", "replica_sets", b"replica_sets", "replication_controllers", b"replication_controllers", "server_epoch", b"server_epoch", "services", b"services", "stateful_sets", b"stateful_sets", "supported_kube_scheduler_versions", b"supported_kube_scheduler_versions", "synced", b"synced"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_pods", b"bound_pods", "csi_drivers", b"csi_drivers", "csi_nodes", b"csi_nodes", "csi_storage_capacities", b"csi_storage_capacities", "daemon_sets", b"daemon_sets", "gated_pods", b"gated_pods", "generation", b"generation", "jobs", b"jobs", "kube_scheduler_version", b"kube_scheduler_version", "memory_bytes_estimate", b"memory_bytes_estimate", "namespaces", b"namespaces", "nodes", b"nodes", "pending_pods", b"pending_pods", "persistent_volume_claims", b"persistent_volume_claims", "persistent_volumes", b"persistent_volumes", "pod_disruption_budgets", b"pod_disruption_budgets", "pods", b"pods", "profile_versions", b"profile_versions", "replica_sets", b"replica_sets", "replication_controllers", b"replication_controllers", "server_epoch", b"server_epoch", "services", b"services", "stateful_sets", b"stateful_sets", "storage_classes", b"storage_classes", "supported_kube_scheduler_versions", b"supported_kube_scheduler_versions", "synced", b"synced", "volume_attachments", b"volume_attachments"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

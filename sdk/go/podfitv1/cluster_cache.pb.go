@@ -1822,8 +1822,22 @@ type StatsResponse struct {
 	SupportedKubeSchedulerVersions []string `protobuf:"bytes,19,rep,name=supported_kube_scheduler_versions,json=supportedKubeSchedulerVersions,proto3" json:"supported_kube_scheduler_versions,omitempty"`
 	// Each profile (scheduler name) and the release it answers as when a request names no version.
 	ProfileVersions map[string]string `protobuf:"bytes,20,rep,name=profile_versions,json=profileVersions,proto3" json:"profile_versions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// StorageClasses in the cache.
+	StorageClasses int32 `protobuf:"varint,21,opt,name=storage_classes,json=storageClasses,proto3" json:"storage_classes,omitempty"`
+	// PersistentVolumes in the cache.
+	PersistentVolumes int32 `protobuf:"varint,22,opt,name=persistent_volumes,json=persistentVolumes,proto3" json:"persistent_volumes,omitempty"`
+	// PersistentVolumeClaims in the cache.
+	PersistentVolumeClaims int32 `protobuf:"varint,23,opt,name=persistent_volume_claims,json=persistentVolumeClaims,proto3" json:"persistent_volume_claims,omitempty"`
+	// CSINodes in the cache.
+	CsiNodes int32 `protobuf:"varint,24,opt,name=csi_nodes,json=csiNodes,proto3" json:"csi_nodes,omitempty"`
+	// CSIDrivers in the cache.
+	CsiDrivers int32 `protobuf:"varint,25,opt,name=csi_drivers,json=csiDrivers,proto3" json:"csi_drivers,omitempty"`
+	// CSIStorageCapacities in the cache.
+	CsiStorageCapacities int32 `protobuf:"varint,26,opt,name=csi_storage_capacities,json=csiStorageCapacities,proto3" json:"csi_storage_capacities,omitempty"`
+	// VolumeAttachments in the cache.
+	VolumeAttachments int32 `protobuf:"varint,27,opt,name=volume_attachments,json=volumeAttachments,proto3" json:"volume_attachments,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *StatsResponse) Reset() {
@@ -1994,6 +2008,55 @@ func (x *StatsResponse) GetProfileVersions() map[string]string {
 		return x.ProfileVersions
 	}
 	return nil
+}
+
+func (x *StatsResponse) GetStorageClasses() int32 {
+	if x != nil {
+		return x.StorageClasses
+	}
+	return 0
+}
+
+func (x *StatsResponse) GetPersistentVolumes() int32 {
+	if x != nil {
+		return x.PersistentVolumes
+	}
+	return 0
+}
+
+func (x *StatsResponse) GetPersistentVolumeClaims() int32 {
+	if x != nil {
+		return x.PersistentVolumeClaims
+	}
+	return 0
+}
+
+func (x *StatsResponse) GetCsiNodes() int32 {
+	if x != nil {
+		return x.CsiNodes
+	}
+	return 0
+}
+
+func (x *StatsResponse) GetCsiDrivers() int32 {
+	if x != nil {
+		return x.CsiDrivers
+	}
+	return 0
+}
+
+func (x *StatsResponse) GetCsiStorageCapacities() int32 {
+	if x != nil {
+		return x.CsiStorageCapacities
+	}
+	return 0
+}
+
+func (x *StatsResponse) GetVolumeAttachments() int32 {
+	if x != nil {
+		return x.VolumeAttachments
+	}
+	return 0
 }
 
 // A feeder's word that the cache holds the whole cluster, for ClusterCache.MarkSynced.
@@ -2216,7 +2279,7 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x0econtinue_token\x18\x04 \x01(\tR\rcontinueToken\x120\n" +
 	"\x14remaining_item_count\x18\x05 \x01(\x03R\x12remainingItemCount\x12D\n" +
 	"\x10node_allocations\x18\x06 \x03(\v2\x19.podfit.v1.NodeAllocationR\x0fnodeAllocations\"\x0e\n" +
-	"\fStatsRequest\"\xf0\x06\n" +
+	"\fStatsRequest\"\xa5\t\n" +
 	"\rStatsResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -2245,7 +2308,15 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x06synced\x18\x11 \x01(\bR\x06synced\x124\n" +
 	"\x16kube_scheduler_version\x18\x12 \x01(\tR\x14kubeSchedulerVersion\x12I\n" +
 	"!supported_kube_scheduler_versions\x18\x13 \x03(\tR\x1esupportedKubeSchedulerVersions\x12X\n" +
-	"\x10profile_versions\x18\x14 \x03(\v2-.podfit.v1.StatsResponse.ProfileVersionsEntryR\x0fprofileVersions\x1aB\n" +
+	"\x10profile_versions\x18\x14 \x03(\v2-.podfit.v1.StatsResponse.ProfileVersionsEntryR\x0fprofileVersions\x12'\n" +
+	"\x0fstorage_classes\x18\x15 \x01(\x05R\x0estorageClasses\x12-\n" +
+	"\x12persistent_volumes\x18\x16 \x01(\x05R\x11persistentVolumes\x128\n" +
+	"\x18persistent_volume_claims\x18\x17 \x01(\x05R\x16persistentVolumeClaims\x12\x1b\n" +
+	"\tcsi_nodes\x18\x18 \x01(\x05R\bcsiNodes\x12\x1f\n" +
+	"\vcsi_drivers\x18\x19 \x01(\x05R\n" +
+	"csiDrivers\x124\n" +
+	"\x16csi_storage_capacities\x18\x1a \x01(\x05R\x14csiStorageCapacities\x12-\n" +
+	"\x12volume_attachments\x18\x1b \x01(\x05R\x11volumeAttachments\x1aB\n" +
 	"\x14ProfileVersionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"+\n" +

@@ -186,6 +186,13 @@ class CacheStats:
     kube_scheduler_version: str = ""
     supported_kube_scheduler_versions: list[str] = dataclasses.field(default_factory=list)
     profile_versions: dict[str, str] = dataclasses.field(default_factory=dict)
+    storage_classes: int = 0
+    persistent_volumes: int = 0
+    persistent_volume_claims: int = 0
+    csi_nodes: int = 0
+    csi_drivers: int = 0
+    csi_storage_capacities: int = 0
+    volume_attachments: int = 0
 
 
 def bound_source(source: bytes, node_name: str) -> bytes:
@@ -350,6 +357,13 @@ class SchedulingService:
             kube_scheduler_version=self.engine.release_for(),
             supported_kube_scheduler_versions=[v.release for v in VERSIONS.values()],
             profile_versions={name: f.profile.version.release for name, f in self.engine.frameworks.items()},
+            storage_classes=cache.count(Kind.STORAGE_CLASS),
+            persistent_volumes=cache.count(Kind.PERSISTENT_VOLUME),
+            persistent_volume_claims=cache.count(Kind.PERSISTENT_VOLUME_CLAIM),
+            csi_nodes=cache.count(Kind.CSI_NODE),
+            csi_drivers=cache.count(Kind.CSI_DRIVER),
+            csi_storage_capacities=cache.count(Kind.CSI_STORAGE_CAPACITY),
+            volume_attachments=cache.count(Kind.VOLUME_ATTACHMENT),
         )
 
     def unknown_nodes(self, names: Sequence[str]) -> set[str]:

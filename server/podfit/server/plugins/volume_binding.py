@@ -16,7 +16,7 @@ Scoring (StorageCapacityScoring, on from v1.37) favours nodes whose storage is l
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,7 +26,7 @@ from podfit.server.framework.interfaces import Int32Array, Int64Array, IntpArray
 from podfit.server.framework.profile import VOLUME_BINDING
 from podfit.server.framework.status import SKIP, Status, unresolvable
 from podfit.server.framework.versions import BASE_FEATURES, Features
-from podfit.server.model import Node, Pod
+from podfit.server.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod
 from podfit.server.model.storage import (
     SELECTED_NODE_ANNOTATION,
     CSIStorageCapacity,
@@ -34,7 +34,7 @@ from podfit.server.model.storage import (
     PersistentVolumeClaim,
 )
 from podfit.server.plugins.helper import field_requirement_matches, label_requirement_matches, term_valid
-from podfit.server.plugins.volume_zone import not_found
+from podfit.server.plugins.volume_zone import BETA_REGION, BETA_ZONE, REGION, ZONE, not_found
 
 if TYPE_CHECKING:
     from podfit.server.cache.node_table import NodeTable
@@ -62,6 +62,65 @@ def _affinity_allows(pv: PersistentVolume, labels: Mapping[str, str]) -> bool:
         ):
             return True
     return False
+
+
+# In-tree plugin -> the zone topology key of its CSI driver (csi-translation-lib), for the in-tree
+# volumes podfit models.
+_CSI_TOPOLOGY = {
+    "kubernetes.io/gce-pd": "topology.gke.io/zone",
+    "kubernetes.io/aws-ebs": "topology.ebs.csi.aws.com/zone",
+}
+
+
+def _in_tree_plugin(pv: PersistentVolume) -> str:
+    if pv.csi_driver:
+        return ""
+    if pv.gce_pd_name:
+        return "kubernetes.io/gce-pd"
+    return "kubernetes.io/aws-ebs" if pv.aws_volume_id else ""
+
+
+def translated_for_node(pv: PersistentVolume, migrated_plugins: frozenset[str]) -> PersistentVolume:
+    """tryTranslatePVToCSI: an in-tree PV on a node whose CSINode lists its plugin as migrated is judged
+    as its CSI translation, whose node affinity names the CSI driver's zone key instead of the in-tree
+    zone label (translateTopologyFromInTreeToCSI)."""
+    plugin = _in_tree_plugin(pv)
+    if not plugin or plugin not in migrated_plugins:
+        return pv
+    csi_key = _CSI_TOPOLOGY[plugin]
+    terms = list(pv.node_affinity or ())
+
+    def keys() -> set[str]:
+        return {req.key for term in terms for req in term.match_expressions}
+
+    if ZONE in keys():
+        zone_label, region_label = ZONE, REGION
+    elif BETA_ZONE in keys():
+        zone_label, region_label = BETA_ZONE, BETA_REGION
+    elif ZONE in pv.labels:
+        zone_label, region_label = ZONE, REGION
+    elif BETA_ZONE in pv.labels:
+        zone_label, region_label = BETA_ZONE, BETA_REGION
+    else:
+        zone_label, region_label = ZONE, REGION
+
+    def rename(old: str, new: str) -> None:
+        for i, term in enumerate(terms):
+            exprs = tuple(replace(r, key=new) if r.key == old else r for r in term.match_expressions)
+            terms[i] = replace(term, match_expressions=exprs)
+
+    if zone_label in keys():
+        rename(zone_label, csi_key)
+    elif zone_label in pv.labels:
+        zones = sorted({z.strip() for z in pv.labels[zone_label].split("__") if z.strip()})
+        if zones:
+            if not terms:
+                terms = [NodeSelectorTerm()]
+            requirement = NodeSelectorRequirement(csi_key, "In", tuple(zones))
+            terms = [replace(t, match_expressions=(*t.match_expressions, requirement)) for t in terms]
+    if region_label == BETA_REGION and BETA_REGION in keys():
+        rename(BETA_REGION, REGION)
+    return replace(pv, node_affinity=tuple(terms) if terms else pv.node_affinity)
 
 
 def _claim_key(claim: PersistentVolumeClaim) -> str:
@@ -231,12 +290,14 @@ class VolumeBinding:
         storage = data.storage
         labels = node.labels
         affinity_ok, volumes_found = True, True
+        csi_node = storage.csi_nodes.get(node.name)
+        migrated = csi_node.migrated_plugins if csi_node is not None else frozenset()
         for claim in data.bound:
             pv = storage.volumes.get(claim.volume_name)
             if pv is None:
                 volumes_found = False
                 break
-            if not _affinity_allows(pv, labels):
+            if not _affinity_allows(translated_for_node(pv, migrated), labels):
                 affinity_ok = False
                 break
         bindable, enough_storage = True, True
