@@ -131,6 +131,9 @@ class Workload:
     init_priority: int = 0
     measured_priority: int = 0
     churn: bool = False
+    # Each measured pod mounts a WaitForFirstConsumer claim of its own (a StatefulSet's replicas):
+    # provisioned by a CSI driver whose capacity is published per zone.
+    volumes: bool = False
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -150,7 +153,45 @@ WORKLOADS: dict[str, Workload] = {
     "PreemptionBasic": Workload(lambda i: {}, {}, init_priority=1, measured_priority=100),
     # Decisions interleaved with pod updates (a new bound pod and a deletion per decision).
     "MixedChurn": Workload(lambda i: {}, {}, churn=True),
+    # StatefulSet replicas, each with a WaitForFirstConsumer claim, across the 3 zones.
+    "VolumeBinding": Workload(lambda i: {}, {}, volumes=True),
 }
+STORAGE_DRIVER = "csi.bench.podfit.io"
+
+
+def storage_objects(claims: int) -> list[dict[str, Any]]:
+    """A WaitForFirstConsumer class provisioned by a capacity-tracking CSI driver, one capacity per zone,
+    and ``claims`` pending claims named data-measured-<i>."""
+    objects: list[dict[str, Any]] = [
+        {"kind": "StorageClass", "metadata": {"name": "zonal"}, "provisioner": STORAGE_DRIVER,
+         "volumeBindingMode": "WaitForFirstConsumer"},
+        {"kind": "CSIDriver", "metadata": {"name": STORAGE_DRIVER}, "spec": {"storageCapacity": True}},
+    ]  # fmt: skip
+    for zone in ZONES:
+        objects.append(
+            {
+                "kind": "CSIStorageCapacity",
+                "metadata": {"name": f"capacity-{zone}", "namespace": "kube-system"},
+                "storageClassName": "zonal",
+                "capacity": "100Ti",
+                "nodeTopology": {"matchLabels": {"topology.kubernetes.io/zone": zone}},
+            }
+        )
+    for i in range(claims):
+        objects.append(
+            {
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": f"data-measured-{i}", "namespace": "default"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "10Gi"}},
+                    "storageClassName": "zonal",
+                },
+            }
+        )
+    return objects
+
+
 DEFAULT_WORKLOADS = (
     "SchedulingBasic/5000Nodes_10000Pods",
     "SchedulingBasic/5000Nodes_50000Pods",
@@ -317,6 +358,8 @@ async def _stream(client: AsyncClient, batches: AsyncIterator[cc.StreamRequest],
 
 def _measured_template(workload: Workload) -> ob.Pod:
     manifest = pod("measured", {"color": "blue"}, workload.measured_extra, priority=workload.measured_priority)
+    if workload.volumes:
+        manifest["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data-measured-0"}}]
     if workload.measured_priority > workload.init_priority:
         # A preemptor that fits on no node without evicting: 3.9 of the node's 4 CPUs.
         manifest["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3900m"
@@ -329,6 +372,9 @@ def _measured(template: ob.Pod, i: int) -> ob.Pod:
     stamped.CopyFrom(template)
     stamped.metadata.name = f"measured-{i}"
     stamped.metadata.uid = f"uid-measured-{i}"
+    for volume in stamped.spec.volumes:
+        if volume.HasField("persistent_volume_claim"):
+            volume.persistent_volume_claim.claim_name = f"data-{stamped.metadata.name}"
     return stamped
 
 
@@ -347,6 +393,10 @@ async def run_workload(
     kind, nodes, pods = parse_name(name)
     workload = WORKLOADS[kind]
     load_seconds = await load(client, workload, nodes, pods)
+    if workload.volumes:
+        # The claims exist before the clock starts, as a StatefulSet controller creates them first.
+        for kind in ("StorageClass", "CSIDriver", "CSIStorageCapacity", "PersistentVolumeClaim"):
+            await client.replace(kind, [o for o in storage_objects(decisions) if o["kind"] == kind])
     preempting = workload.measured_priority > workload.init_priority
     template = _measured_template(workload)
     mode = f"grpc-batch{batch}" if batch else "grpc-stream" if stream else "grpc"

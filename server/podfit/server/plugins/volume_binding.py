@@ -185,8 +185,16 @@ class _State:
     # Candidate PVs of each delayed claim's class, by name.
     volumes_by_class: dict[str, tuple[PersistentVolume, ...]]
     storage: StorageView
-    # Filter's decisions, by node name, for Score.
-    decisions: dict[str, _Decision] = field(default_factory=dict)
+    # What a node's answer depends on besides these claims: the node labels any volume, class or
+    # capacity reads, whether the node's name matters (a selected-node annotation), and whether its
+    # CSINode does (an in-tree bound volume, judged as its CSI translation where migrated).
+    label_keys: tuple[str, ...] = ()
+    by_name: bool = False
+    by_csi_node: bool = False
+    # Filter's decisions for Score: every distinct decision, and per table (by id) each row's index
+    # into them (-1: no decision, the row failed or was not filtered).
+    decisions: list[_Decision] = field(default_factory=list)
+    row_decisions: dict[int, Int32Array] = field(default_factory=dict)
     static_bindings: bool = False
 
     def clone(self) -> _State:
@@ -194,6 +202,42 @@ class _State:
 
 
 _NO_CLAIMS = _State((), (), {}, NO_STORAGE)
+
+
+def _term_keys(terms: Sequence[NodeSelectorTerm] | None) -> set[str]:
+    return {req.key for term in terms or () for req in term.match_expressions}
+
+
+def _dependencies(
+    bound: Sequence[PersistentVolumeClaim],
+    delayed: Sequence[PersistentVolumeClaim],
+    volumes_by_class: Mapping[str, Sequence[PersistentVolume]],
+    storage: StorageView,
+) -> tuple[tuple[str, ...], bool, bool]:
+    """(label keys, by name, by CSINode): everything a node's answer reads of the node."""
+    keys: set[str] = set()
+    by_csi_node = False
+    for claim in bound:
+        pv = storage.volumes.get(claim.volume_name)
+        if pv is not None:
+            keys |= _term_keys(pv.node_affinity)
+            if _in_tree_plugin(pv):
+                by_csi_node = True
+                keys |= set(_CSI_TOPOLOGY.values())
+    for volumes in volumes_by_class.values():
+        for pv in volumes:
+            keys |= _term_keys(pv.node_affinity)
+    classes = {claim.storage_class for claim in delayed}
+    for name in classes:
+        storage_class = storage.classes.get(name)
+        if storage_class is not None:
+            keys |= {key for term in storage_class.allowed_topologies for key, _ in term}
+    for capacity in storage.capacities:
+        if capacity.storage_class in classes and capacity.node_topology is not None:
+            keys |= {key for key, _ in capacity.node_topology.match_labels}
+            keys |= {req.key for req in capacity.node_topology.match_expressions}
+    by_name = any(SELECTED_NODE_ANNOTATION in claim.annotations for claim in delayed)
+    return tuple(sorted(keys)), by_name, by_csi_node
 
 
 class VolumeBinding:
@@ -254,9 +298,11 @@ class VolumeBinding:
                 pv = storage.volumes[pv_name]
                 if pv.storage_class in by_class:
                     by_class[pv.storage_class].append(pv)
+        volumes_by_class = {k: tuple(v) for k, v in by_class.items()}
+        keys, by_name, by_csi_node = _dependencies(bound, delayed, volumes_by_class, storage)
         state.write(
             self.name,
-            _State(tuple(bound), tuple(delayed), {k: tuple(v) for k, v in by_class.items()}, storage),
+            _State(tuple(bound), tuple(delayed), volumes_by_class, storage, keys, by_name, by_csi_node),
         )
         return None, None
 
@@ -265,13 +311,17 @@ class VolumeBinding:
     def filter_rows(
         self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray
     ) -> tuple[Int32Array, list[Status]]:
+        """Nodes that look the same to the pod's claims (the labels they read, and the name or CSINode
+        when those matter) get one answer: it is computed once per distinct form and broadcast."""
         data = state.read(self.name, _State)
-        codes = np.zeros(len(rows), dtype=np.int32)
+        inverse, representatives = self._forms(data, table, rows)
+        infos = table.infos
         statuses: list[Status] = []
         known: dict[tuple[str, ...], int] = {}
-        infos = table.infos
-        for i, row in enumerate(rows.tolist()):
-            info = infos[row]
+        group_codes = np.zeros(len(representatives), dtype=np.int32)
+        group_decisions = np.full(len(representatives), -1, dtype=np.int32)
+        for g, position in enumerate(representatives):
+            info = infos[int(rows[position])]
             if info is None:
                 continue
             reasons, decision = self._find_pod_volumes(data, info.node)
@@ -279,11 +329,40 @@ class VolumeBinding:
                 if reasons not in known:
                     statuses.append(unresolvable(*reasons))
                     known[reasons] = len(statuses)
-                codes[i] = known[reasons]
+                group_codes[g] = known[reasons]
             else:
-                data.decisions[info.name] = decision
+                group_decisions[g] = len(data.decisions)
+                data.decisions.append(decision)
                 data.static_bindings = data.static_bindings or bool(decision.static)
-        return codes, statuses
+        row_decisions = data.row_decisions.get(id(table))
+        if row_decisions is None or len(row_decisions) < table.capacity:
+            grown = np.full(table.capacity, -1, dtype=np.int32)
+            if row_decisions is not None:
+                grown[: len(row_decisions)] = row_decisions
+            row_decisions = data.row_decisions[id(table)] = grown
+        row_decisions[rows] = group_decisions[inverse]
+        return group_codes[inverse], statuses
+
+    @staticmethod
+    def _forms(data: _State, table: NodeTable, rows: IntpArray) -> tuple[IntpArray, list[int]]:
+        """(each row's form, one row position per form): rows of a form share every value the answer
+        reads. By name, every row is a form of its own."""
+        if data.by_name or not len(rows):
+            return np.arange(len(rows), dtype=np.intp), list(range(len(rows)))
+        columns = [table.label_codes(key, rows) for key in data.label_keys]
+        if data.by_csi_node:
+            infos, csi_nodes = table.infos, data.storage.csi_nodes
+            codes: dict[frozenset[str] | None, int] = {}
+            migrated = []
+            for row in rows.tolist():
+                csi = csi_nodes.get(infos[row].name) if infos[row] is not None else None
+                plugins = csi.migrated_plugins if csi is not None else None
+                migrated.append(codes.setdefault(plugins, len(codes)))
+            columns.append(np.array(migrated, dtype=np.int32))
+        if not columns:
+            return np.zeros(len(rows), dtype=np.intp), [0]
+        _, first, inverse = np.unique(np.stack(columns, axis=1), axis=0, return_index=True, return_inverse=True)
+        return inverse.reshape(-1).astype(np.intp), first.tolist()
 
     def _find_pod_volumes(self, data: _State, node: Node) -> tuple[tuple[str, ...], _Decision]:
         """FindPodVolumes: (reasons, in upstream's order; the node's decision when there are none)."""
@@ -369,16 +448,14 @@ class VolumeBinding:
 
     def score_rows(self, state: CycleState, pod: Pod, table: NodeTable, rows: IntpArray) -> Int64Array:
         data = state.get(self.name)
-        scores = np.zeros(len(rows), dtype=np.int64)
         if not isinstance(data, _State) or not data.decisions:
-            return scores
-        infos = table.infos
-        for i, row in enumerate(rows.tolist()):
-            info = infos[row]
-            decision = data.decisions.get(info.name) if info is not None else None
-            if decision is not None:
-                scores[i] = _capacity_score(decision, self.capacity_scoring)
-        return scores
+            return np.zeros(len(rows), dtype=np.int64)
+        row_decisions = data.row_decisions.get(id(table))
+        if row_decisions is None:
+            return np.zeros(len(rows), dtype=np.int64)
+        # Scores of every decision, then broadcast: nodes of one form share theirs.
+        scores = np.array([_capacity_score(d, self.capacity_scoring) for d in data.decisions] + [0], dtype=np.int64)
+        return scores[row_decisions[rows]]
 
 
 def _capacity_for(
