@@ -15,12 +15,15 @@ _V135_FILTER = [
     "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
     *_VOLUMES, "PodTopologySpread", "InterPodAffinity",
 ]  # fmt: skip
-DEFAULT_FILTER = {"v1.35": _V135_FILTER, "v1.37": ["NodeName", "NodeUnschedulable", *_V135_FILTER[2:]]}
+DEFAULT_FILTER = {
+    "v1.35": _V135_FILTER,
+    "v1.37": ["NodeName", "NodeUnschedulable", *_V135_FILTER[2:], "NodeDeclaredFeatures"],
+}
 _PRE_FILTER = [
     "NodeAffinity", "NodePorts", "NodeResourcesFit", *_VOLUMES, "PodTopologySpread", "InterPodAffinity",
     "DynamicResources",
 ]  # fmt: skip
-DEFAULT_PRE_FILTER = {"v1.35": _PRE_FILTER, "v1.37": ["NodeName", *_PRE_FILTER]}
+DEFAULT_PRE_FILTER = {"v1.35": _PRE_FILTER, "v1.37": ["NodeName", *_PRE_FILTER, "NodeDeclaredFeatures"]}
 DEFAULT_SCORE = [
     ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("VolumeBinding", 1),
     ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DynamicResources", 2),

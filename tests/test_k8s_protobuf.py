@@ -1,6 +1,6 @@
 """Kubernetes protobuf <-> Kubernetes JSON, checked against bytes and JSON that Kubernetes' own Go code made.
 
-tests/k8s_protobuf/vectors.json comes from tests/k8s_protobuf/gen (k8s.io/api v0.35): for each pod or node,
+tests/k8s_protobuf/vectors.json comes from tests/k8s_protobuf/gen (k8s.io/api v0.37): for each pod or node,
 ``obj.Marshal()``, the ``k8s\\x00`` envelope of Kubernetes' protobuf serializer, and ``json.Marshal(obj)``.
 The only normalisation: vectors that set fields podfit does not model (``modelledOnly`` false) are
 compared after dropping those fields from the Go JSON (``_prune``); every other vector must decode to

@@ -65,6 +65,8 @@ _POINTER_SCALARS = frozenset(
         "PodResourceClaim.resourceClaimName",
         "PodResourceClaim.resourceClaimTemplateName",
         "ContainerStatus.started",
+        "VolumeMount.mountPropagation",
+        "VolumeMount.recursiveReadOnly",
     }
 )
 # Go non-pointer structs: always written and always in JSON (omitempty does not apply to structs; a zero
@@ -112,6 +114,8 @@ _NO_OMITEMPTY = frozenset(
         "ContainerPort.containerPort",
         "ResourceClaim.name",
         "Volume.name",
+        "VolumeMount.name",
+        "VolumeMount.mountPath",
         "HostPathVolumeSource.path",
         "PersistentVolumeClaimVolumeSource.claimName",
         "NodeSelector.nodeSelectorTerms",

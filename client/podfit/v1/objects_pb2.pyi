@@ -441,6 +441,7 @@ class NodeStatus(_message.Message):
     CAPACITY_FIELD_NUMBER: _builtins.int
     ALLOCATABLE_FIELD_NUMBER: _builtins.int
     IMAGES_FIELD_NUMBER: _builtins.int
+    DECLARED_FEATURES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def capacity(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """Quantity strings by resource name (cpu, memory, ephemeral-storage, pods, extended resources).
@@ -457,16 +458,21 @@ class NodeStatus(_message.Message):
     def images(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerImage]:
         """status.images: the images present on the node, for ImageLocality's score."""
 
+    @_builtins.property
+    def declared_features(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """status.declaredFeatures: node features the kubelet declares (NodeDeclaredFeatures, v1.37)."""
+
     def __init__(
         self,
         *,
         capacity: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         allocatable: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         images: _abc.Iterable[Global___ContainerImage] | None = ...,
+        declared_features: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable", "capacity", b"capacity", "images", b"images"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocatable", b"allocatable", "capacity", b"capacity", "declared_features", b"declared_features", "images", b"images"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -618,6 +624,7 @@ class PodSpec(_message.Message):
     RESTART_POLICY_FIELD_NUMBER: _builtins.int
     TERMINATION_GRACE_PERIOD_SECONDS_FIELD_NUMBER: _builtins.int
     VOLUMES_FIELD_NUMBER: _builtins.int
+    HOST_USERS_FIELD_NUMBER: _builtins.int
     node_name: _builtins.str
     """A pod with a node name is bound and consumes that node's resources. Empty means pending. The node
     need not be in the cache yet: its bound pods count once it arrives.
@@ -640,6 +647,10 @@ class PodSpec(_message.Message):
     """Always (default), OnFailure or Never: whether a Succeeded pod is finished for good (drain rules)."""
     termination_grace_period_seconds: _builtins.int
     """Unset means 30 s; the drain rules judge a deleted pod long-terminating 30 s past it."""
+    host_users: _builtins.bool
+    """spec.hostUsers: false with host_network needs the node feature UserNamespacesHostNetworkSupport
+    (NodeDeclaredFeatures, v1.37).
+    """
     @_builtins.property
     def containers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Container]:
         """spec.containers: their requests add up to the pod's request; their images and host ports are what
@@ -716,15 +727,20 @@ class PodSpec(_message.Message):
         restart_policy: _builtins.str = ...,
         termination_grace_period_seconds: _builtins.int | None = ...,
         volumes: _abc.Iterable[Global___Volume] | None = ...,
+        host_users: _builtins.bool | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "_termination_grace_period_seconds", b"_termination_grace_period_seconds", "affinity", b"affinity", "priority", b"priority", "resources", b"resources", "termination_grace_period_seconds", b"termination_grace_period_seconds"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_host_users", b"_host_users", "_priority", b"_priority", "_termination_grace_period_seconds", b"_termination_grace_period_seconds", "affinity", b"affinity", "host_users", b"host_users", "priority", b"priority", "resources", b"resources", "termination_grace_period_seconds", b"termination_grace_period_seconds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_priority", b"_priority", "_termination_grace_period_seconds", b"_termination_grace_period_seconds", "affinity", b"affinity", "containers", b"containers", "host_network", b"host_network", "init_containers", b"init_containers", "node_name", b"node_name", "node_selector", b"node_selector", "overhead", b"overhead", "preemption_policy", b"preemption_policy", "priority", b"priority", "priority_class_name", b"priority_class_name", "resources", b"resources", "restart_policy", b"restart_policy", "scheduler_name", b"scheduler_name", "scheduling_gates", b"scheduling_gates", "termination_grace_period_seconds", b"termination_grace_period_seconds", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints", "volumes", b"volumes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_host_users", b"_host_users", "_priority", b"_priority", "_termination_grace_period_seconds", b"_termination_grace_period_seconds", "affinity", b"affinity", "containers", b"containers", "host_network", b"host_network", "host_users", b"host_users", "init_containers", b"init_containers", "node_name", b"node_name", "node_selector", b"node_selector", "overhead", b"overhead", "preemption_policy", b"preemption_policy", "priority", b"priority", "priority_class_name", b"priority_class_name", "resources", b"resources", "restart_policy", b"restart_policy", "scheduler_name", b"scheduler_name", "scheduling_gates", b"scheduling_gates", "termination_grace_period_seconds", b"termination_grace_period_seconds", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints", "volumes", b"volumes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__host_users: _TypeAlias = _typing.Literal["host_users"]  # noqa: Y015
+    _WhichOneofArgType__host_users: _TypeAlias = _typing.Literal["_host_users", b"_host_users"]  # noqa: Y015
     _WhichOneofReturnType__priority: _TypeAlias = _typing.Literal["priority"]  # noqa: Y015
     _WhichOneofArgType__priority: _TypeAlias = _typing.Literal["_priority", b"_priority"]  # noqa: Y015
     _WhichOneofReturnType__termination_grace_period_seconds: _TypeAlias = _typing.Literal["termination_grace_period_seconds"]  # noqa: Y015
     _WhichOneofArgType__termination_grace_period_seconds: _TypeAlias = _typing.Literal["_termination_grace_period_seconds", b"_termination_grace_period_seconds"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__host_users) -> _WhichOneofReturnType__host_users | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__priority) -> _WhichOneofReturnType__priority | None: ...
     @_typing.overload
@@ -807,6 +823,64 @@ class Volume(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Volume: _TypeAlias = Volume  # noqa: Y015
+
+@_typing.final
+class ContainerRestartRule(_message.Message):
+    """core/v1 ContainerRestartRule; only the action is read."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACTION_FIELD_NUMBER: _builtins.int
+    action: _builtins.str
+    """"RestartAllContainers" or "Restart"; kept as sent."""
+    def __init__(
+        self,
+        *,
+        action: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ContainerRestartRule: _TypeAlias = ContainerRestartRule  # noqa: Y015
+
+@_typing.final
+class VolumeMount(_message.Message):
+    """core/v1 VolumeMount; only bindMountOptions is read."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    MOUNT_PATH_FIELD_NUMBER: _builtins.int
+    READ_ONLY_FIELD_NUMBER: _builtins.int
+    BIND_MOUNT_OPTIONS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The volume's name."""
+    mount_path: _builtins.str
+    """Where it is mounted; kept as sent."""
+    read_only: _builtins.bool
+    """Kept as sent."""
+    @_builtins.property
+    def bind_mount_options(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Extra bind mount options (a node feature, VolumeBindMountOptions)."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        mount_path: _builtins.str = ...,
+        read_only: _builtins.bool = ...,
+        bind_mount_options: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bind_mount_options", b"bind_mount_options", "mount_path", b"mount_path", "name", b"name", "read_only", b"read_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VolumeMount: _TypeAlias = VolumeMount  # noqa: Y015
 
 @_typing.final
 class PersistentVolumeClaimVolumeSource(_message.Message):
@@ -1220,6 +1294,8 @@ class Container(_message.Message):
     RESOURCES_FIELD_NUMBER: _builtins.int
     PORTS_FIELD_NUMBER: _builtins.int
     RESTART_POLICY_FIELD_NUMBER: _builtins.int
+    RESTART_POLICY_RULES_FIELD_NUMBER: _builtins.int
+    VOLUME_MOUNTS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The container's name; kept as sent."""
     image: _builtins.str
@@ -1234,6 +1310,16 @@ class Container(_message.Message):
     def ports(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerPort]:
         """The container's ports; those with a host_port take part in NodePorts."""
 
+    @_builtins.property
+    def restart_policy_rules(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerRestartRule]:
+        """restartPolicyRules: a RestartAllContainers action needs the node feature
+        RestartAllContainersOnContainerExits (NodeDeclaredFeatures, v1.37).
+        """
+
+    @_builtins.property
+    def volume_mounts(self) -> _containers.RepeatedCompositeFieldContainer[Global___VolumeMount]:
+        """volumeMounts: bindMountOptions need the node feature VolumeBindMountOptions."""
+
     def __init__(
         self,
         *,
@@ -1242,10 +1328,12 @@ class Container(_message.Message):
         resources: Global___ResourceRequirements | None = ...,
         ports: _abc.Iterable[Global___ContainerPort] | None = ...,
         restart_policy: _builtins.str = ...,
+        restart_policy_rules: _abc.Iterable[Global___ContainerRestartRule] | None = ...,
+        volume_mounts: _abc.Iterable[Global___VolumeMount] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["resources", b"resources"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["image", b"image", "name", b"name", "ports", b"ports", "resources", b"resources", "restart_policy", b"restart_policy"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["image", b"image", "name", b"name", "ports", b"ports", "resources", b"resources", "restart_policy", b"restart_policy", "restart_policy_rules", b"restart_policy_rules", "volume_mounts", b"volume_mounts"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

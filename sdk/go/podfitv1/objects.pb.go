@@ -584,9 +584,11 @@ type NodeStatus struct {
 	// node does not list counts as 0; a node without "pods" fits no pod.
 	Allocatable map[string]string `protobuf:"bytes,2,rep,name=allocatable,proto3" json:"allocatable,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// status.images: the images present on the node, for ImageLocality's score.
-	Images        []*ContainerImage `protobuf:"bytes,3,rep,name=images,proto3" json:"images,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Images []*ContainerImage `protobuf:"bytes,3,rep,name=images,proto3" json:"images,omitempty"`
+	// status.declaredFeatures: node features the kubelet declares (NodeDeclaredFeatures, v1.37).
+	DeclaredFeatures []string `protobuf:"bytes,4,rep,name=declared_features,json=declaredFeatures,proto3" json:"declared_features,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -636,6 +638,13 @@ func (x *NodeStatus) GetAllocatable() map[string]string {
 func (x *NodeStatus) GetImages() []*ContainerImage {
 	if x != nil {
 		return x.Images
+	}
+	return nil
+}
+
+func (x *NodeStatus) GetDeclaredFeatures() []string {
+	if x != nil {
+		return x.DeclaredFeatures
 	}
 	return nil
 }
@@ -830,7 +839,10 @@ type PodSpec struct {
 	// Unset means 30 s; the drain rules judge a deleted pod long-terminating 30 s past it.
 	TerminationGracePeriodSeconds *int64 `protobuf:"varint,17,opt,name=termination_grace_period_seconds,json=terminationGracePeriodSeconds,proto3,oneof" json:"termination_grace_period_seconds,omitempty"`
 	// What the drain rules ask of volumes: local storage blocks a node's removal.
-	Volumes       []*Volume `protobuf:"bytes,18,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	Volumes []*Volume `protobuf:"bytes,18,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	// spec.hostUsers: false with host_network needs the node feature UserNamespacesHostNetworkSupport
+	// (NodeDeclaredFeatures, v1.37).
+	HostUsers     *bool `protobuf:"varint,19,opt,name=host_users,json=hostUsers,proto3,oneof" json:"host_users,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -991,6 +1003,13 @@ func (x *PodSpec) GetVolumes() []*Volume {
 	return nil
 }
 
+func (x *PodSpec) GetHostUsers() bool {
+	if x != nil && x.HostUsers != nil {
+		return *x.HostUsers
+	}
+	return false
+}
+
 // core/v1 Volume, reduced to the sources cluster-autoscaler's local-storage rule tells apart.
 type Volume struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1111,6 +1130,125 @@ func (x *Volume) GetRbd() *RBDVolumeSource {
 	return nil
 }
 
+// core/v1 ContainerRestartRule; only the action is read.
+type ContainerRestartRule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "RestartAllContainers" or "Restart"; kept as sent.
+	Action        string `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerRestartRule) Reset() {
+	*x = ContainerRestartRule{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerRestartRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerRestartRule) ProtoMessage() {}
+
+func (x *ContainerRestartRule) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerRestartRule.ProtoReflect.Descriptor instead.
+func (*ContainerRestartRule) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ContainerRestartRule) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+// core/v1 VolumeMount; only bindMountOptions is read.
+type VolumeMount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The volume's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Where it is mounted; kept as sent.
+	MountPath string `protobuf:"bytes,2,opt,name=mount_path,json=mountPath,proto3" json:"mount_path,omitempty"`
+	// Kept as sent.
+	ReadOnly bool `protobuf:"varint,3,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	// Extra bind mount options (a node feature, VolumeBindMountOptions).
+	BindMountOptions []string `protobuf:"bytes,4,rep,name=bind_mount_options,json=bindMountOptions,proto3" json:"bind_mount_options,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *VolumeMount) Reset() {
+	*x = VolumeMount{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeMount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeMount) ProtoMessage() {}
+
+func (x *VolumeMount) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
+func (*VolumeMount) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *VolumeMount) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *VolumeMount) GetMountPath() string {
+	if x != nil {
+		return x.MountPath
+	}
+	return ""
+}
+
+func (x *VolumeMount) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+func (x *VolumeMount) GetBindMountOptions() []string {
+	if x != nil {
+		return x.BindMountOptions
+	}
+	return nil
+}
+
 // core/v1 PersistentVolumeClaimVolumeSource.
 type PersistentVolumeClaimVolumeSource struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1124,7 +1262,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[12]
+	mi := &file_podfit_v1_objects_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1274,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[12]
+	mi := &file_podfit_v1_objects_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1287,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{12}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -1177,7 +1315,7 @@ type EphemeralVolumeSource struct {
 
 func (x *EphemeralVolumeSource) Reset() {
 	*x = EphemeralVolumeSource{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[13]
+	mi := &file_podfit_v1_objects_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1327,7 @@ func (x *EphemeralVolumeSource) String() string {
 func (*EphemeralVolumeSource) ProtoMessage() {}
 
 func (x *EphemeralVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[13]
+	mi := &file_podfit_v1_objects_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1340,7 @@ func (x *EphemeralVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EphemeralVolumeSource.ProtoReflect.Descriptor instead.
 func (*EphemeralVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{13}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *EphemeralVolumeSource) GetVolumeClaimTemplate() *PersistentVolumeClaimTemplate {
@@ -1225,7 +1363,7 @@ type PersistentVolumeClaimTemplate struct {
 
 func (x *PersistentVolumeClaimTemplate) Reset() {
 	*x = PersistentVolumeClaimTemplate{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[14]
+	mi := &file_podfit_v1_objects_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1375,7 @@ func (x *PersistentVolumeClaimTemplate) String() string {
 func (*PersistentVolumeClaimTemplate) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[14]
+	mi := &file_podfit_v1_objects_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1388,7 @@ func (x *PersistentVolumeClaimTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PersistentVolumeClaimTemplate.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimTemplate) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{14}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PersistentVolumeClaimTemplate) GetMetadata() *ObjectMeta {
@@ -1284,7 +1422,7 @@ type PersistentVolumeClaimTemplateSpec struct {
 
 func (x *PersistentVolumeClaimTemplateSpec) Reset() {
 	*x = PersistentVolumeClaimTemplateSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[15]
+	mi := &file_podfit_v1_objects_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1434,7 @@ func (x *PersistentVolumeClaimTemplateSpec) String() string {
 func (*PersistentVolumeClaimTemplateSpec) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimTemplateSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[15]
+	mi := &file_podfit_v1_objects_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1447,7 @@ func (x *PersistentVolumeClaimTemplateSpec) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimTemplateSpec.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimTemplateSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{15}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PersistentVolumeClaimTemplateSpec) GetAccessModes() []string {
@@ -1353,7 +1491,7 @@ type VolumeResourceRequirements struct {
 
 func (x *VolumeResourceRequirements) Reset() {
 	*x = VolumeResourceRequirements{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[16]
+	mi := &file_podfit_v1_objects_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1503,7 @@ func (x *VolumeResourceRequirements) String() string {
 func (*VolumeResourceRequirements) ProtoMessage() {}
 
 func (x *VolumeResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[16]
+	mi := &file_podfit_v1_objects_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1516,7 @@ func (x *VolumeResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeResourceRequirements.ProtoReflect.Descriptor instead.
 func (*VolumeResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{16}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *VolumeResourceRequirements) GetRequests() map[string]string {
@@ -1412,7 +1550,7 @@ type GCEPersistentDiskVolumeSource struct {
 
 func (x *GCEPersistentDiskVolumeSource) Reset() {
 	*x = GCEPersistentDiskVolumeSource{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[17]
+	mi := &file_podfit_v1_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1562,7 @@ func (x *GCEPersistentDiskVolumeSource) String() string {
 func (*GCEPersistentDiskVolumeSource) ProtoMessage() {}
 
 func (x *GCEPersistentDiskVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[17]
+	mi := &file_podfit_v1_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1575,7 @@ func (x *GCEPersistentDiskVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GCEPersistentDiskVolumeSource.ProtoReflect.Descriptor instead.
 func (*GCEPersistentDiskVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{17}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GCEPersistentDiskVolumeSource) GetPdName() string {
@@ -1485,7 +1623,7 @@ type AWSElasticBlockStoreVolumeSource struct {
 
 func (x *AWSElasticBlockStoreVolumeSource) Reset() {
 	*x = AWSElasticBlockStoreVolumeSource{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[18]
+	mi := &file_podfit_v1_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1635,7 @@ func (x *AWSElasticBlockStoreVolumeSource) String() string {
 func (*AWSElasticBlockStoreVolumeSource) ProtoMessage() {}
 
 func (x *AWSElasticBlockStoreVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[18]
+	mi := &file_podfit_v1_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1648,7 @@ func (x *AWSElasticBlockStoreVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AWSElasticBlockStoreVolumeSource.ProtoReflect.Descriptor instead.
 func (*AWSElasticBlockStoreVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{18}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *AWSElasticBlockStoreVolumeSource) GetVolumeId() string {
@@ -1562,7 +1700,7 @@ type ISCSIVolumeSource struct {
 
 func (x *ISCSIVolumeSource) Reset() {
 	*x = ISCSIVolumeSource{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[19]
+	mi := &file_podfit_v1_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1712,7 @@ func (x *ISCSIVolumeSource) String() string {
 func (*ISCSIVolumeSource) ProtoMessage() {}
 
 func (x *ISCSIVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[19]
+	mi := &file_podfit_v1_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1725,7 @@ func (x *ISCSIVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ISCSIVolumeSource.ProtoReflect.Descriptor instead.
 func (*ISCSIVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{19}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ISCSIVolumeSource) GetTargetPortal() string {
@@ -1651,7 +1789,7 @@ type RBDVolumeSource struct {
 
 func (x *RBDVolumeSource) Reset() {
 	*x = RBDVolumeSource{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[20]
+	mi := &file_podfit_v1_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1663,7 +1801,7 @@ func (x *RBDVolumeSource) String() string {
 func (*RBDVolumeSource) ProtoMessage() {}
 
 func (x *RBDVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[20]
+	mi := &file_podfit_v1_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +1814,7 @@ func (x *RBDVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RBDVolumeSource.ProtoReflect.Descriptor instead.
 func (*RBDVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{20}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RBDVolumeSource) GetMonitors() []string {
@@ -1727,7 +1865,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[21]
+	mi := &file_podfit_v1_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +1877,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[21]
+	mi := &file_podfit_v1_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +1890,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{21}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -1782,7 +1920,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[22]
+	mi := &file_podfit_v1_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1794,7 +1932,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[22]
+	mi := &file_podfit_v1_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1807,7 +1945,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{22}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -1838,13 +1976,18 @@ type Container struct {
 	Ports []*ContainerPort `protobuf:"bytes,4,rep,name=ports,proto3" json:"ports,omitempty"`
 	// Only "Always" is meaningful, on init containers: it makes the init container a sidecar.
 	RestartPolicy string `protobuf:"bytes,5,opt,name=restart_policy,json=restartPolicy,proto3" json:"restart_policy,omitempty"`
+	// restartPolicyRules: a RestartAllContainers action needs the node feature
+	// RestartAllContainersOnContainerExits (NodeDeclaredFeatures, v1.37).
+	RestartPolicyRules []*ContainerRestartRule `protobuf:"bytes,6,rep,name=restart_policy_rules,json=restartPolicyRules,proto3" json:"restart_policy_rules,omitempty"`
+	// volumeMounts: bindMountOptions need the node feature VolumeBindMountOptions.
+	VolumeMounts  []*VolumeMount `protobuf:"bytes,7,rep,name=volume_mounts,json=volumeMounts,proto3" json:"volume_mounts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[23]
+	mi := &file_podfit_v1_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1856,7 +1999,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[23]
+	mi := &file_podfit_v1_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1869,7 +2012,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{23}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Container) GetName() string {
@@ -1907,6 +2050,20 @@ func (x *Container) GetRestartPolicy() string {
 	return ""
 }
 
+func (x *Container) GetRestartPolicyRules() []*ContainerRestartRule {
+	if x != nil {
+		return x.RestartPolicyRules
+	}
+	return nil
+}
+
+func (x *Container) GetVolumeMounts() []*VolumeMount {
+	if x != nil {
+		return x.VolumeMounts
+	}
+	return nil
+}
+
 // core/v1 ResourceRequirements: Kubernetes quantity strings by resource name ("500m", "2Gi"), parsed
 // exactly. A malformed or negative quantity, or one beyond int64 in kube-scheduler's units (millicores
 // for cpu, units otherwise), is INVALID_ARGUMENT.
@@ -1923,7 +2080,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[24]
+	mi := &file_podfit_v1_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1935,7 +2092,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[24]
+	mi := &file_podfit_v1_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1948,7 +2105,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{24}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ResourceRequirements) GetRequests() map[string]string {
@@ -1985,7 +2142,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[25]
+	mi := &file_podfit_v1_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1997,7 +2154,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[25]
+	mi := &file_podfit_v1_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2010,7 +2167,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{25}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -2063,7 +2220,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[26]
+	mi := &file_podfit_v1_objects_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2232,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[26]
+	mi := &file_podfit_v1_objects_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2245,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{26}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -2126,7 +2283,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[27]
+	mi := &file_podfit_v1_objects_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2138,7 +2295,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[27]
+	mi := &file_podfit_v1_objects_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2151,7 +2308,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{27}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -2179,7 +2336,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[28]
+	mi := &file_podfit_v1_objects_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2191,7 +2348,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[28]
+	mi := &file_podfit_v1_objects_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2204,7 +2361,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{28}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -2227,7 +2384,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[29]
+	mi := &file_podfit_v1_objects_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2239,7 +2396,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[29]
+	mi := &file_podfit_v1_objects_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2252,7 +2409,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{29}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -2286,7 +2443,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[30]
+	mi := &file_podfit_v1_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2455,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[30]
+	mi := &file_podfit_v1_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2468,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{30}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -2349,7 +2506,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[31]
+	mi := &file_podfit_v1_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2361,7 +2518,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[31]
+	mi := &file_podfit_v1_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2374,7 +2531,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{31}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -2405,7 +2562,7 @@ type PodAffinity struct {
 
 func (x *PodAffinity) Reset() {
 	*x = PodAffinity{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[32]
+	mi := &file_podfit_v1_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2417,7 +2574,7 @@ func (x *PodAffinity) String() string {
 func (*PodAffinity) ProtoMessage() {}
 
 func (x *PodAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[32]
+	mi := &file_podfit_v1_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2430,7 +2587,7 @@ func (x *PodAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinity.ProtoReflect.Descriptor instead.
 func (*PodAffinity) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{32}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PodAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -2460,7 +2617,7 @@ type PodAntiAffinity struct {
 
 func (x *PodAntiAffinity) Reset() {
 	*x = PodAntiAffinity{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[33]
+	mi := &file_podfit_v1_objects_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2472,7 +2629,7 @@ func (x *PodAntiAffinity) String() string {
 func (*PodAntiAffinity) ProtoMessage() {}
 
 func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[33]
+	mi := &file_podfit_v1_objects_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2485,7 +2642,7 @@ func (x *PodAntiAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAntiAffinity.ProtoReflect.Descriptor instead.
 func (*PodAntiAffinity) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{33}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PodAntiAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
@@ -2525,7 +2682,7 @@ type PodAffinityTerm struct {
 
 func (x *PodAffinityTerm) Reset() {
 	*x = PodAffinityTerm{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[34]
+	mi := &file_podfit_v1_objects_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2537,7 +2694,7 @@ func (x *PodAffinityTerm) String() string {
 func (*PodAffinityTerm) ProtoMessage() {}
 
 func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[34]
+	mi := &file_podfit_v1_objects_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2550,7 +2707,7 @@ func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*PodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{34}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *PodAffinityTerm) GetLabelSelector() *LabelSelector {
@@ -2608,7 +2765,7 @@ type WeightedPodAffinityTerm struct {
 
 func (x *WeightedPodAffinityTerm) Reset() {
 	*x = WeightedPodAffinityTerm{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[35]
+	mi := &file_podfit_v1_objects_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +2777,7 @@ func (x *WeightedPodAffinityTerm) String() string {
 func (*WeightedPodAffinityTerm) ProtoMessage() {}
 
 func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[35]
+	mi := &file_podfit_v1_objects_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +2790,7 @@ func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WeightedPodAffinityTerm.ProtoReflect.Descriptor instead.
 func (*WeightedPodAffinityTerm) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{35}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WeightedPodAffinityTerm) GetWeight() int32 {
@@ -2669,7 +2826,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[36]
+	mi := &file_podfit_v1_objects_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2681,7 +2838,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[36]
+	mi := &file_podfit_v1_objects_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2694,7 +2851,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{36}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Toleration) GetKey() string {
@@ -2763,7 +2920,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[37]
+	mi := &file_podfit_v1_objects_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2775,7 +2932,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[37]
+	mi := &file_podfit_v1_objects_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2788,7 +2945,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{37}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -2859,7 +3016,7 @@ type PodSchedulingGate struct {
 
 func (x *PodSchedulingGate) Reset() {
 	*x = PodSchedulingGate{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[38]
+	mi := &file_podfit_v1_objects_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2871,7 +3028,7 @@ func (x *PodSchedulingGate) String() string {
 func (*PodSchedulingGate) ProtoMessage() {}
 
 func (x *PodSchedulingGate) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[38]
+	mi := &file_podfit_v1_objects_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2884,7 +3041,7 @@ func (x *PodSchedulingGate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodSchedulingGate.ProtoReflect.Descriptor instead.
 func (*PodSchedulingGate) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{38}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PodSchedulingGate) GetName() string {
@@ -2915,7 +3072,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[39]
+	mi := &file_podfit_v1_objects_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2927,7 +3084,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[39]
+	mi := &file_podfit_v1_objects_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2940,7 +3097,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{39}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -2990,7 +3147,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[40]
+	mi := &file_podfit_v1_objects_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3159,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[40]
+	mi := &file_podfit_v1_objects_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3172,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{40}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PodCondition) GetType() string {
@@ -3068,7 +3225,7 @@ type Namespace struct {
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[41]
+	mi := &file_podfit_v1_objects_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3080,7 +3237,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[41]
+	mi := &file_podfit_v1_objects_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3093,7 +3250,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{41}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Namespace) GetApiVersion() string {
@@ -3137,7 +3294,7 @@ type PodDisruptionBudget struct {
 
 func (x *PodDisruptionBudget) Reset() {
 	*x = PodDisruptionBudget{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[42]
+	mi := &file_podfit_v1_objects_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3149,7 +3306,7 @@ func (x *PodDisruptionBudget) String() string {
 func (*PodDisruptionBudget) ProtoMessage() {}
 
 func (x *PodDisruptionBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[42]
+	mi := &file_podfit_v1_objects_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3162,7 +3319,7 @@ func (x *PodDisruptionBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudget.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudget) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{42}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PodDisruptionBudget) GetApiVersion() string {
@@ -3218,7 +3375,7 @@ type PodDisruptionBudgetSpec struct {
 
 func (x *PodDisruptionBudgetSpec) Reset() {
 	*x = PodDisruptionBudgetSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[43]
+	mi := &file_podfit_v1_objects_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3230,7 +3387,7 @@ func (x *PodDisruptionBudgetSpec) String() string {
 func (*PodDisruptionBudgetSpec) ProtoMessage() {}
 
 func (x *PodDisruptionBudgetSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[43]
+	mi := &file_podfit_v1_objects_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3243,7 +3400,7 @@ func (x *PodDisruptionBudgetSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudgetSpec.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudgetSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{43}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *PodDisruptionBudgetSpec) GetMinAvailable() string {
@@ -3289,7 +3446,7 @@ type PodDisruptionBudgetStatus struct {
 
 func (x *PodDisruptionBudgetStatus) Reset() {
 	*x = PodDisruptionBudgetStatus{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[44]
+	mi := &file_podfit_v1_objects_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3301,7 +3458,7 @@ func (x *PodDisruptionBudgetStatus) String() string {
 func (*PodDisruptionBudgetStatus) ProtoMessage() {}
 
 func (x *PodDisruptionBudgetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[44]
+	mi := &file_podfit_v1_objects_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3314,7 +3471,7 @@ func (x *PodDisruptionBudgetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudgetStatus.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudgetStatus) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{44}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PodDisruptionBudgetStatus) GetDisruptionsAllowed() int32 {
@@ -3369,7 +3526,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[45]
+	mi := &file_podfit_v1_objects_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3381,7 +3538,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[45]
+	mi := &file_podfit_v1_objects_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3394,7 +3551,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{45}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Service) GetApiVersion() string {
@@ -3436,7 +3593,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[46]
+	mi := &file_podfit_v1_objects_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3448,7 +3605,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[46]
+	mi := &file_podfit_v1_objects_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3461,7 +3618,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{46}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ServiceSpec) GetSelector() map[string]string {
@@ -3489,7 +3646,7 @@ type ReplicationController struct {
 
 func (x *ReplicationController) Reset() {
 	*x = ReplicationController{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[47]
+	mi := &file_podfit_v1_objects_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3501,7 +3658,7 @@ func (x *ReplicationController) String() string {
 func (*ReplicationController) ProtoMessage() {}
 
 func (x *ReplicationController) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[47]
+	mi := &file_podfit_v1_objects_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3514,7 +3671,7 @@ func (x *ReplicationController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicationController.ProtoReflect.Descriptor instead.
 func (*ReplicationController) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{47}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReplicationController) GetApiVersion() string {
@@ -3558,7 +3715,7 @@ type ReplicationControllerSpec struct {
 
 func (x *ReplicationControllerSpec) Reset() {
 	*x = ReplicationControllerSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[48]
+	mi := &file_podfit_v1_objects_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3570,7 +3727,7 @@ func (x *ReplicationControllerSpec) String() string {
 func (*ReplicationControllerSpec) ProtoMessage() {}
 
 func (x *ReplicationControllerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[48]
+	mi := &file_podfit_v1_objects_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3583,7 +3740,7 @@ func (x *ReplicationControllerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicationControllerSpec.ProtoReflect.Descriptor instead.
 func (*ReplicationControllerSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{48}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ReplicationControllerSpec) GetSelector() map[string]string {
@@ -3618,7 +3775,7 @@ type ReplicaSet struct {
 
 func (x *ReplicaSet) Reset() {
 	*x = ReplicaSet{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[49]
+	mi := &file_podfit_v1_objects_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3630,7 +3787,7 @@ func (x *ReplicaSet) String() string {
 func (*ReplicaSet) ProtoMessage() {}
 
 func (x *ReplicaSet) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[49]
+	mi := &file_podfit_v1_objects_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3643,7 +3800,7 @@ func (x *ReplicaSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSet.ProtoReflect.Descriptor instead.
 func (*ReplicaSet) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{49}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReplicaSet) GetApiVersion() string {
@@ -3692,7 +3849,7 @@ type StatefulSet struct {
 
 func (x *StatefulSet) Reset() {
 	*x = StatefulSet{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[50]
+	mi := &file_podfit_v1_objects_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3704,7 +3861,7 @@ func (x *StatefulSet) String() string {
 func (*StatefulSet) ProtoMessage() {}
 
 func (x *StatefulSet) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[50]
+	mi := &file_podfit_v1_objects_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3717,7 +3874,7 @@ func (x *StatefulSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatefulSet.ProtoReflect.Descriptor instead.
 func (*StatefulSet) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{50}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *StatefulSet) GetApiVersion() string {
@@ -3765,7 +3922,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[51]
+	mi := &file_podfit_v1_objects_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3777,7 +3934,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[51]
+	mi := &file_podfit_v1_objects_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3790,7 +3947,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{51}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Job) GetApiVersion() string {
@@ -3838,7 +3995,7 @@ type DaemonSet struct {
 
 func (x *DaemonSet) Reset() {
 	*x = DaemonSet{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[52]
+	mi := &file_podfit_v1_objects_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3850,7 +4007,7 @@ func (x *DaemonSet) String() string {
 func (*DaemonSet) ProtoMessage() {}
 
 func (x *DaemonSet) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[52]
+	mi := &file_podfit_v1_objects_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3863,7 +4020,7 @@ func (x *DaemonSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonSet.ProtoReflect.Descriptor instead.
 func (*DaemonSet) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{52}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DaemonSet) GetApiVersion() string {
@@ -3910,7 +4067,7 @@ type WorkloadSpec struct {
 
 func (x *WorkloadSpec) Reset() {
 	*x = WorkloadSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[53]
+	mi := &file_podfit_v1_objects_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3922,7 +4079,7 @@ func (x *WorkloadSpec) String() string {
 func (*WorkloadSpec) ProtoMessage() {}
 
 func (x *WorkloadSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[53]
+	mi := &file_podfit_v1_objects_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3935,7 +4092,7 @@ func (x *WorkloadSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadSpec.ProtoReflect.Descriptor instead.
 func (*WorkloadSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{53}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *WorkloadSpec) GetSelector() *LabelSelector {
@@ -4010,12 +4167,13 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	"\x05Taint\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
-	"\x06effect\x18\x03 \x01(\tR\x06effect\"\xc7\x02\n" +
+	"\x06effect\x18\x03 \x01(\tR\x06effect\"\xf4\x02\n" +
 	"\n" +
 	"NodeStatus\x12?\n" +
 	"\bcapacity\x18\x01 \x03(\v2#.podfit.v1.NodeStatus.CapacityEntryR\bcapacity\x12H\n" +
 	"\vallocatable\x18\x02 \x03(\v2&.podfit.v1.NodeStatus.AllocatableEntryR\vallocatable\x121\n" +
-	"\x06images\x18\x03 \x03(\v2\x19.podfit.v1.ContainerImageR\x06images\x1a;\n" +
+	"\x06images\x18\x03 \x03(\v2\x19.podfit.v1.ContainerImageR\x06images\x12+\n" +
+	"\x11declared_features\x18\x04 \x03(\tR\x10declaredFeatures\x1a;\n" +
 	"\rCapacityEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
@@ -4032,7 +4190,7 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x121\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x15.podfit.v1.ObjectMetaR\bmetadata\x12&\n" +
 	"\x04spec\x18\x04 \x01(\v2\x12.podfit.v1.PodSpecR\x04spec\x12,\n" +
-	"\x06status\x18\x05 \x01(\v2\x14.podfit.v1.PodStatusR\x06status\"\x95\t\n" +
+	"\x06status\x18\x05 \x01(\v2\x14.podfit.v1.PodStatusR\x06status\"\xc8\t\n" +
 	"\aPodSpec\x124\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x14.podfit.v1.ContainerR\n" +
@@ -4054,7 +4212,9 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	"\fhost_network\x18\x0f \x01(\bR\vhostNetwork\x12%\n" +
 	"\x0erestart_policy\x18\x10 \x01(\tR\rrestartPolicy\x12L\n" +
 	" termination_grace_period_seconds\x18\x11 \x01(\x03H\x01R\x1dterminationGracePeriodSeconds\x88\x01\x01\x12+\n" +
-	"\avolumes\x18\x12 \x03(\v2\x11.podfit.v1.VolumeR\avolumes\x1a;\n" +
+	"\avolumes\x18\x12 \x03(\v2\x11.podfit.v1.VolumeR\avolumes\x12\"\n" +
+	"\n" +
+	"host_users\x18\x13 \x01(\bH\x02R\thostUsers\x88\x01\x01\x1a;\n" +
 	"\rOverheadEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a?\n" +
@@ -4062,7 +4222,8 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\v\n" +
 	"\t_priorityB#\n" +
-	"!_termination_grace_period_seconds\"\xde\x04\n" +
+	"!_termination_grace_period_secondsB\r\n" +
+	"\v_host_users\"\xde\x04\n" +
 	"\x06Volume\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12<\n" +
 	"\thost_path\x18\x02 \x01(\v2\x1f.podfit.v1.HostPathVolumeSourceR\bhostPath\x12<\n" +
@@ -4072,7 +4233,15 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	"\x13gce_persistent_disk\x18\x06 \x01(\v2(.podfit.v1.GCEPersistentDiskVolumeSourceR\x11gcePersistentDisk\x12b\n" +
 	"\x17aws_elastic_block_store\x18\a \x01(\v2+.podfit.v1.AWSElasticBlockStoreVolumeSourceR\x14awsElasticBlockStore\x122\n" +
 	"\x05iscsi\x18\b \x01(\v2\x1c.podfit.v1.ISCSIVolumeSourceR\x05iscsi\x12,\n" +
-	"\x03rbd\x18\t \x01(\v2\x1a.podfit.v1.RBDVolumeSourceR\x03rbd\"_\n" +
+	"\x03rbd\x18\t \x01(\v2\x1a.podfit.v1.RBDVolumeSourceR\x03rbd\".\n" +
+	"\x14ContainerRestartRule\x12\x16\n" +
+	"\x06action\x18\x01 \x01(\tR\x06action\"\x8b\x01\n" +
+	"\vVolumeMount\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"mount_path\x18\x02 \x01(\tR\tmountPath\x12\x1b\n" +
+	"\tread_only\x18\x03 \x01(\bR\breadOnly\x12,\n" +
+	"\x12bind_mount_options\x18\x04 \x03(\tR\x10bindMountOptions\"_\n" +
 	"!PersistentVolumeClaimVolumeSource\x12\x1d\n" +
 	"\n" +
 	"claim_name\x18\x01 \x01(\tR\tclaimName\x12\x1b\n" +
@@ -4128,13 +4297,15 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	"\x14EmptyDirVolumeSource\x12\x16\n" +
 	"\x06medium\x18\x01 \x01(\tR\x06medium\x12\x1d\n" +
 	"\n" +
-	"size_limit\x18\x02 \x01(\tR\tsizeLimit\"\xcb\x01\n" +
+	"size_limit\x18\x02 \x01(\tR\tsizeLimit\"\xdb\x02\n" +
 	"\tContainer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12=\n" +
 	"\tresources\x18\x03 \x01(\v2\x1f.podfit.v1.ResourceRequirementsR\tresources\x12.\n" +
 	"\x05ports\x18\x04 \x03(\v2\x18.podfit.v1.ContainerPortR\x05ports\x12%\n" +
-	"\x0erestart_policy\x18\x05 \x01(\tR\rrestartPolicy\"\x9e\x02\n" +
+	"\x0erestart_policy\x18\x05 \x01(\tR\rrestartPolicy\x12Q\n" +
+	"\x14restart_policy_rules\x18\x06 \x03(\v2\x1f.podfit.v1.ContainerRestartRuleR\x12restartPolicyRules\x12;\n" +
+	"\rvolume_mounts\x18\a \x03(\v2\x16.podfit.v1.VolumeMountR\fvolumeMounts\"\x9e\x02\n" +
 	"\x14ResourceRequirements\x12I\n" +
 	"\brequests\x18\x01 \x03(\v2-.podfit.v1.ResourceRequirements.RequestsEntryR\brequests\x12C\n" +
 	"\x06limits\x18\x02 \x03(\v2+.podfit.v1.ResourceRequirements.LimitsEntryR\x06limits\x1a;\n" +
@@ -4317,7 +4488,7 @@ func file_podfit_v1_objects_proto_rawDescGZIP() []byte {
 	return file_podfit_v1_objects_proto_rawDescData
 }
 
-var file_podfit_v1_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_podfit_v1_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
 var file_podfit_v1_objects_proto_goTypes = []any{
 	(*ObjectMeta)(nil),                        // 0: podfit.v1.ObjectMeta
 	(*OwnerReference)(nil),                    // 1: podfit.v1.OwnerReference
@@ -4331,157 +4502,161 @@ var file_podfit_v1_objects_proto_goTypes = []any{
 	(*Pod)(nil),                               // 9: podfit.v1.Pod
 	(*PodSpec)(nil),                           // 10: podfit.v1.PodSpec
 	(*Volume)(nil),                            // 11: podfit.v1.Volume
-	(*PersistentVolumeClaimVolumeSource)(nil), // 12: podfit.v1.PersistentVolumeClaimVolumeSource
-	(*EphemeralVolumeSource)(nil),             // 13: podfit.v1.EphemeralVolumeSource
-	(*PersistentVolumeClaimTemplate)(nil),     // 14: podfit.v1.PersistentVolumeClaimTemplate
-	(*PersistentVolumeClaimTemplateSpec)(nil), // 15: podfit.v1.PersistentVolumeClaimTemplateSpec
-	(*VolumeResourceRequirements)(nil),        // 16: podfit.v1.VolumeResourceRequirements
-	(*GCEPersistentDiskVolumeSource)(nil),     // 17: podfit.v1.GCEPersistentDiskVolumeSource
-	(*AWSElasticBlockStoreVolumeSource)(nil),  // 18: podfit.v1.AWSElasticBlockStoreVolumeSource
-	(*ISCSIVolumeSource)(nil),                 // 19: podfit.v1.ISCSIVolumeSource
-	(*RBDVolumeSource)(nil),                   // 20: podfit.v1.RBDVolumeSource
-	(*HostPathVolumeSource)(nil),              // 21: podfit.v1.HostPathVolumeSource
-	(*EmptyDirVolumeSource)(nil),              // 22: podfit.v1.EmptyDirVolumeSource
-	(*Container)(nil),                         // 23: podfit.v1.Container
-	(*ResourceRequirements)(nil),              // 24: podfit.v1.ResourceRequirements
-	(*ContainerPort)(nil),                     // 25: podfit.v1.ContainerPort
-	(*Affinity)(nil),                          // 26: podfit.v1.Affinity
-	(*NodeAffinity)(nil),                      // 27: podfit.v1.NodeAffinity
-	(*NodeSelector)(nil),                      // 28: podfit.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 29: podfit.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),           // 30: podfit.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),           // 31: podfit.v1.PreferredSchedulingTerm
-	(*PodAffinity)(nil),                       // 32: podfit.v1.PodAffinity
-	(*PodAntiAffinity)(nil),                   // 33: podfit.v1.PodAntiAffinity
-	(*PodAffinityTerm)(nil),                   // 34: podfit.v1.PodAffinityTerm
-	(*WeightedPodAffinityTerm)(nil),           // 35: podfit.v1.WeightedPodAffinityTerm
-	(*Toleration)(nil),                        // 36: podfit.v1.Toleration
-	(*TopologySpreadConstraint)(nil),          // 37: podfit.v1.TopologySpreadConstraint
-	(*PodSchedulingGate)(nil),                 // 38: podfit.v1.PodSchedulingGate
-	(*PodStatus)(nil),                         // 39: podfit.v1.PodStatus
-	(*PodCondition)(nil),                      // 40: podfit.v1.PodCondition
-	(*Namespace)(nil),                         // 41: podfit.v1.Namespace
-	(*PodDisruptionBudget)(nil),               // 42: podfit.v1.PodDisruptionBudget
-	(*PodDisruptionBudgetSpec)(nil),           // 43: podfit.v1.PodDisruptionBudgetSpec
-	(*PodDisruptionBudgetStatus)(nil),         // 44: podfit.v1.PodDisruptionBudgetStatus
-	(*Service)(nil),                           // 45: podfit.v1.Service
-	(*ServiceSpec)(nil),                       // 46: podfit.v1.ServiceSpec
-	(*ReplicationController)(nil),             // 47: podfit.v1.ReplicationController
-	(*ReplicationControllerSpec)(nil),         // 48: podfit.v1.ReplicationControllerSpec
-	(*ReplicaSet)(nil),                        // 49: podfit.v1.ReplicaSet
-	(*StatefulSet)(nil),                       // 50: podfit.v1.StatefulSet
-	(*Job)(nil),                               // 51: podfit.v1.Job
-	(*DaemonSet)(nil),                         // 52: podfit.v1.DaemonSet
-	(*WorkloadSpec)(nil),                      // 53: podfit.v1.WorkloadSpec
-	nil,                                       // 54: podfit.v1.ObjectMeta.LabelsEntry
-	nil,                                       // 55: podfit.v1.ObjectMeta.AnnotationsEntry
-	nil,                                       // 56: podfit.v1.LabelSelector.MatchLabelsEntry
-	nil,                                       // 57: podfit.v1.NodeStatus.CapacityEntry
-	nil,                                       // 58: podfit.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 59: podfit.v1.PodSpec.OverheadEntry
-	nil,                                       // 60: podfit.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 61: podfit.v1.VolumeResourceRequirements.RequestsEntry
-	nil,                                       // 62: podfit.v1.VolumeResourceRequirements.LimitsEntry
-	nil,                                       // 63: podfit.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 64: podfit.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 65: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
-	nil,                                       // 66: podfit.v1.ServiceSpec.SelectorEntry
-	nil,                                       // 67: podfit.v1.ReplicationControllerSpec.SelectorEntry
-	(*timestamppb.Timestamp)(nil),             // 68: google.protobuf.Timestamp
+	(*ContainerRestartRule)(nil),              // 12: podfit.v1.ContainerRestartRule
+	(*VolumeMount)(nil),                       // 13: podfit.v1.VolumeMount
+	(*PersistentVolumeClaimVolumeSource)(nil), // 14: podfit.v1.PersistentVolumeClaimVolumeSource
+	(*EphemeralVolumeSource)(nil),             // 15: podfit.v1.EphemeralVolumeSource
+	(*PersistentVolumeClaimTemplate)(nil),     // 16: podfit.v1.PersistentVolumeClaimTemplate
+	(*PersistentVolumeClaimTemplateSpec)(nil), // 17: podfit.v1.PersistentVolumeClaimTemplateSpec
+	(*VolumeResourceRequirements)(nil),        // 18: podfit.v1.VolumeResourceRequirements
+	(*GCEPersistentDiskVolumeSource)(nil),     // 19: podfit.v1.GCEPersistentDiskVolumeSource
+	(*AWSElasticBlockStoreVolumeSource)(nil),  // 20: podfit.v1.AWSElasticBlockStoreVolumeSource
+	(*ISCSIVolumeSource)(nil),                 // 21: podfit.v1.ISCSIVolumeSource
+	(*RBDVolumeSource)(nil),                   // 22: podfit.v1.RBDVolumeSource
+	(*HostPathVolumeSource)(nil),              // 23: podfit.v1.HostPathVolumeSource
+	(*EmptyDirVolumeSource)(nil),              // 24: podfit.v1.EmptyDirVolumeSource
+	(*Container)(nil),                         // 25: podfit.v1.Container
+	(*ResourceRequirements)(nil),              // 26: podfit.v1.ResourceRequirements
+	(*ContainerPort)(nil),                     // 27: podfit.v1.ContainerPort
+	(*Affinity)(nil),                          // 28: podfit.v1.Affinity
+	(*NodeAffinity)(nil),                      // 29: podfit.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 30: podfit.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 31: podfit.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),           // 32: podfit.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),           // 33: podfit.v1.PreferredSchedulingTerm
+	(*PodAffinity)(nil),                       // 34: podfit.v1.PodAffinity
+	(*PodAntiAffinity)(nil),                   // 35: podfit.v1.PodAntiAffinity
+	(*PodAffinityTerm)(nil),                   // 36: podfit.v1.PodAffinityTerm
+	(*WeightedPodAffinityTerm)(nil),           // 37: podfit.v1.WeightedPodAffinityTerm
+	(*Toleration)(nil),                        // 38: podfit.v1.Toleration
+	(*TopologySpreadConstraint)(nil),          // 39: podfit.v1.TopologySpreadConstraint
+	(*PodSchedulingGate)(nil),                 // 40: podfit.v1.PodSchedulingGate
+	(*PodStatus)(nil),                         // 41: podfit.v1.PodStatus
+	(*PodCondition)(nil),                      // 42: podfit.v1.PodCondition
+	(*Namespace)(nil),                         // 43: podfit.v1.Namespace
+	(*PodDisruptionBudget)(nil),               // 44: podfit.v1.PodDisruptionBudget
+	(*PodDisruptionBudgetSpec)(nil),           // 45: podfit.v1.PodDisruptionBudgetSpec
+	(*PodDisruptionBudgetStatus)(nil),         // 46: podfit.v1.PodDisruptionBudgetStatus
+	(*Service)(nil),                           // 47: podfit.v1.Service
+	(*ServiceSpec)(nil),                       // 48: podfit.v1.ServiceSpec
+	(*ReplicationController)(nil),             // 49: podfit.v1.ReplicationController
+	(*ReplicationControllerSpec)(nil),         // 50: podfit.v1.ReplicationControllerSpec
+	(*ReplicaSet)(nil),                        // 51: podfit.v1.ReplicaSet
+	(*StatefulSet)(nil),                       // 52: podfit.v1.StatefulSet
+	(*Job)(nil),                               // 53: podfit.v1.Job
+	(*DaemonSet)(nil),                         // 54: podfit.v1.DaemonSet
+	(*WorkloadSpec)(nil),                      // 55: podfit.v1.WorkloadSpec
+	nil,                                       // 56: podfit.v1.ObjectMeta.LabelsEntry
+	nil,                                       // 57: podfit.v1.ObjectMeta.AnnotationsEntry
+	nil,                                       // 58: podfit.v1.LabelSelector.MatchLabelsEntry
+	nil,                                       // 59: podfit.v1.NodeStatus.CapacityEntry
+	nil,                                       // 60: podfit.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 61: podfit.v1.PodSpec.OverheadEntry
+	nil,                                       // 62: podfit.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 63: podfit.v1.VolumeResourceRequirements.RequestsEntry
+	nil,                                       // 64: podfit.v1.VolumeResourceRequirements.LimitsEntry
+	nil,                                       // 65: podfit.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 66: podfit.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 67: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
+	nil,                                       // 68: podfit.v1.ServiceSpec.SelectorEntry
+	nil,                                       // 69: podfit.v1.ReplicationControllerSpec.SelectorEntry
+	(*timestamppb.Timestamp)(nil),             // 70: google.protobuf.Timestamp
 }
 var file_podfit_v1_objects_proto_depIdxs = []int32{
-	54, // 0: podfit.v1.ObjectMeta.labels:type_name -> podfit.v1.ObjectMeta.LabelsEntry
-	55, // 1: podfit.v1.ObjectMeta.annotations:type_name -> podfit.v1.ObjectMeta.AnnotationsEntry
+	56, // 0: podfit.v1.ObjectMeta.labels:type_name -> podfit.v1.ObjectMeta.LabelsEntry
+	57, // 1: podfit.v1.ObjectMeta.annotations:type_name -> podfit.v1.ObjectMeta.AnnotationsEntry
 	1,  // 2: podfit.v1.ObjectMeta.owner_references:type_name -> podfit.v1.OwnerReference
-	68, // 3: podfit.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	68, // 4: podfit.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	56, // 5: podfit.v1.LabelSelector.match_labels:type_name -> podfit.v1.LabelSelector.MatchLabelsEntry
+	70, // 3: podfit.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	70, // 4: podfit.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	58, // 5: podfit.v1.LabelSelector.match_labels:type_name -> podfit.v1.LabelSelector.MatchLabelsEntry
 	3,  // 6: podfit.v1.LabelSelector.match_expressions:type_name -> podfit.v1.LabelSelectorRequirement
 	0,  // 7: podfit.v1.Node.metadata:type_name -> podfit.v1.ObjectMeta
 	5,  // 8: podfit.v1.Node.spec:type_name -> podfit.v1.NodeSpec
 	7,  // 9: podfit.v1.Node.status:type_name -> podfit.v1.NodeStatus
 	6,  // 10: podfit.v1.NodeSpec.taints:type_name -> podfit.v1.Taint
-	57, // 11: podfit.v1.NodeStatus.capacity:type_name -> podfit.v1.NodeStatus.CapacityEntry
-	58, // 12: podfit.v1.NodeStatus.allocatable:type_name -> podfit.v1.NodeStatus.AllocatableEntry
+	59, // 11: podfit.v1.NodeStatus.capacity:type_name -> podfit.v1.NodeStatus.CapacityEntry
+	60, // 12: podfit.v1.NodeStatus.allocatable:type_name -> podfit.v1.NodeStatus.AllocatableEntry
 	8,  // 13: podfit.v1.NodeStatus.images:type_name -> podfit.v1.ContainerImage
 	0,  // 14: podfit.v1.Pod.metadata:type_name -> podfit.v1.ObjectMeta
 	10, // 15: podfit.v1.Pod.spec:type_name -> podfit.v1.PodSpec
-	39, // 16: podfit.v1.Pod.status:type_name -> podfit.v1.PodStatus
-	23, // 17: podfit.v1.PodSpec.containers:type_name -> podfit.v1.Container
-	23, // 18: podfit.v1.PodSpec.init_containers:type_name -> podfit.v1.Container
-	59, // 19: podfit.v1.PodSpec.overhead:type_name -> podfit.v1.PodSpec.OverheadEntry
-	60, // 20: podfit.v1.PodSpec.node_selector:type_name -> podfit.v1.PodSpec.NodeSelectorEntry
-	26, // 21: podfit.v1.PodSpec.affinity:type_name -> podfit.v1.Affinity
-	36, // 22: podfit.v1.PodSpec.tolerations:type_name -> podfit.v1.Toleration
-	37, // 23: podfit.v1.PodSpec.topology_spread_constraints:type_name -> podfit.v1.TopologySpreadConstraint
-	38, // 24: podfit.v1.PodSpec.scheduling_gates:type_name -> podfit.v1.PodSchedulingGate
-	24, // 25: podfit.v1.PodSpec.resources:type_name -> podfit.v1.ResourceRequirements
+	41, // 16: podfit.v1.Pod.status:type_name -> podfit.v1.PodStatus
+	25, // 17: podfit.v1.PodSpec.containers:type_name -> podfit.v1.Container
+	25, // 18: podfit.v1.PodSpec.init_containers:type_name -> podfit.v1.Container
+	61, // 19: podfit.v1.PodSpec.overhead:type_name -> podfit.v1.PodSpec.OverheadEntry
+	62, // 20: podfit.v1.PodSpec.node_selector:type_name -> podfit.v1.PodSpec.NodeSelectorEntry
+	28, // 21: podfit.v1.PodSpec.affinity:type_name -> podfit.v1.Affinity
+	38, // 22: podfit.v1.PodSpec.tolerations:type_name -> podfit.v1.Toleration
+	39, // 23: podfit.v1.PodSpec.topology_spread_constraints:type_name -> podfit.v1.TopologySpreadConstraint
+	40, // 24: podfit.v1.PodSpec.scheduling_gates:type_name -> podfit.v1.PodSchedulingGate
+	26, // 25: podfit.v1.PodSpec.resources:type_name -> podfit.v1.ResourceRequirements
 	11, // 26: podfit.v1.PodSpec.volumes:type_name -> podfit.v1.Volume
-	21, // 27: podfit.v1.Volume.host_path:type_name -> podfit.v1.HostPathVolumeSource
-	22, // 28: podfit.v1.Volume.empty_dir:type_name -> podfit.v1.EmptyDirVolumeSource
-	12, // 29: podfit.v1.Volume.persistent_volume_claim:type_name -> podfit.v1.PersistentVolumeClaimVolumeSource
-	13, // 30: podfit.v1.Volume.ephemeral:type_name -> podfit.v1.EphemeralVolumeSource
-	17, // 31: podfit.v1.Volume.gce_persistent_disk:type_name -> podfit.v1.GCEPersistentDiskVolumeSource
-	18, // 32: podfit.v1.Volume.aws_elastic_block_store:type_name -> podfit.v1.AWSElasticBlockStoreVolumeSource
-	19, // 33: podfit.v1.Volume.iscsi:type_name -> podfit.v1.ISCSIVolumeSource
-	20, // 34: podfit.v1.Volume.rbd:type_name -> podfit.v1.RBDVolumeSource
-	14, // 35: podfit.v1.EphemeralVolumeSource.volume_claim_template:type_name -> podfit.v1.PersistentVolumeClaimTemplate
+	23, // 27: podfit.v1.Volume.host_path:type_name -> podfit.v1.HostPathVolumeSource
+	24, // 28: podfit.v1.Volume.empty_dir:type_name -> podfit.v1.EmptyDirVolumeSource
+	14, // 29: podfit.v1.Volume.persistent_volume_claim:type_name -> podfit.v1.PersistentVolumeClaimVolumeSource
+	15, // 30: podfit.v1.Volume.ephemeral:type_name -> podfit.v1.EphemeralVolumeSource
+	19, // 31: podfit.v1.Volume.gce_persistent_disk:type_name -> podfit.v1.GCEPersistentDiskVolumeSource
+	20, // 32: podfit.v1.Volume.aws_elastic_block_store:type_name -> podfit.v1.AWSElasticBlockStoreVolumeSource
+	21, // 33: podfit.v1.Volume.iscsi:type_name -> podfit.v1.ISCSIVolumeSource
+	22, // 34: podfit.v1.Volume.rbd:type_name -> podfit.v1.RBDVolumeSource
+	16, // 35: podfit.v1.EphemeralVolumeSource.volume_claim_template:type_name -> podfit.v1.PersistentVolumeClaimTemplate
 	0,  // 36: podfit.v1.PersistentVolumeClaimTemplate.metadata:type_name -> podfit.v1.ObjectMeta
-	15, // 37: podfit.v1.PersistentVolumeClaimTemplate.spec:type_name -> podfit.v1.PersistentVolumeClaimTemplateSpec
-	16, // 38: podfit.v1.PersistentVolumeClaimTemplateSpec.resources:type_name -> podfit.v1.VolumeResourceRequirements
-	61, // 39: podfit.v1.VolumeResourceRequirements.requests:type_name -> podfit.v1.VolumeResourceRequirements.RequestsEntry
-	62, // 40: podfit.v1.VolumeResourceRequirements.limits:type_name -> podfit.v1.VolumeResourceRequirements.LimitsEntry
-	24, // 41: podfit.v1.Container.resources:type_name -> podfit.v1.ResourceRequirements
-	25, // 42: podfit.v1.Container.ports:type_name -> podfit.v1.ContainerPort
-	63, // 43: podfit.v1.ResourceRequirements.requests:type_name -> podfit.v1.ResourceRequirements.RequestsEntry
-	64, // 44: podfit.v1.ResourceRequirements.limits:type_name -> podfit.v1.ResourceRequirements.LimitsEntry
-	27, // 45: podfit.v1.Affinity.node_affinity:type_name -> podfit.v1.NodeAffinity
-	32, // 46: podfit.v1.Affinity.pod_affinity:type_name -> podfit.v1.PodAffinity
-	33, // 47: podfit.v1.Affinity.pod_anti_affinity:type_name -> podfit.v1.PodAntiAffinity
-	28, // 48: podfit.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.NodeSelector
-	31, // 49: podfit.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PreferredSchedulingTerm
-	29, // 50: podfit.v1.NodeSelector.node_selector_terms:type_name -> podfit.v1.NodeSelectorTerm
-	30, // 51: podfit.v1.NodeSelectorTerm.match_expressions:type_name -> podfit.v1.NodeSelectorRequirement
-	30, // 52: podfit.v1.NodeSelectorTerm.match_fields:type_name -> podfit.v1.NodeSelectorRequirement
-	29, // 53: podfit.v1.PreferredSchedulingTerm.preference:type_name -> podfit.v1.NodeSelectorTerm
-	34, // 54: podfit.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PodAffinityTerm
-	35, // 55: podfit.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.WeightedPodAffinityTerm
-	34, // 56: podfit.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PodAffinityTerm
-	35, // 57: podfit.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.WeightedPodAffinityTerm
-	2,  // 58: podfit.v1.PodAffinityTerm.label_selector:type_name -> podfit.v1.LabelSelector
-	2,  // 59: podfit.v1.PodAffinityTerm.namespace_selector:type_name -> podfit.v1.LabelSelector
-	34, // 60: podfit.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> podfit.v1.PodAffinityTerm
-	2,  // 61: podfit.v1.TopologySpreadConstraint.label_selector:type_name -> podfit.v1.LabelSelector
-	68, // 62: podfit.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	40, // 63: podfit.v1.PodStatus.conditions:type_name -> podfit.v1.PodCondition
-	68, // 64: podfit.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	0,  // 65: podfit.v1.Namespace.metadata:type_name -> podfit.v1.ObjectMeta
-	0,  // 66: podfit.v1.PodDisruptionBudget.metadata:type_name -> podfit.v1.ObjectMeta
-	43, // 67: podfit.v1.PodDisruptionBudget.spec:type_name -> podfit.v1.PodDisruptionBudgetSpec
-	44, // 68: podfit.v1.PodDisruptionBudget.status:type_name -> podfit.v1.PodDisruptionBudgetStatus
-	2,  // 69: podfit.v1.PodDisruptionBudgetSpec.selector:type_name -> podfit.v1.LabelSelector
-	65, // 70: podfit.v1.PodDisruptionBudgetStatus.disrupted_pods:type_name -> podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
-	0,  // 71: podfit.v1.Service.metadata:type_name -> podfit.v1.ObjectMeta
-	46, // 72: podfit.v1.Service.spec:type_name -> podfit.v1.ServiceSpec
-	66, // 73: podfit.v1.ServiceSpec.selector:type_name -> podfit.v1.ServiceSpec.SelectorEntry
-	0,  // 74: podfit.v1.ReplicationController.metadata:type_name -> podfit.v1.ObjectMeta
-	48, // 75: podfit.v1.ReplicationController.spec:type_name -> podfit.v1.ReplicationControllerSpec
-	67, // 76: podfit.v1.ReplicationControllerSpec.selector:type_name -> podfit.v1.ReplicationControllerSpec.SelectorEntry
-	0,  // 77: podfit.v1.ReplicaSet.metadata:type_name -> podfit.v1.ObjectMeta
-	53, // 78: podfit.v1.ReplicaSet.spec:type_name -> podfit.v1.WorkloadSpec
-	0,  // 79: podfit.v1.StatefulSet.metadata:type_name -> podfit.v1.ObjectMeta
-	53, // 80: podfit.v1.StatefulSet.spec:type_name -> podfit.v1.WorkloadSpec
-	0,  // 81: podfit.v1.Job.metadata:type_name -> podfit.v1.ObjectMeta
-	53, // 82: podfit.v1.Job.spec:type_name -> podfit.v1.WorkloadSpec
-	0,  // 83: podfit.v1.DaemonSet.metadata:type_name -> podfit.v1.ObjectMeta
-	53, // 84: podfit.v1.DaemonSet.spec:type_name -> podfit.v1.WorkloadSpec
-	2,  // 85: podfit.v1.WorkloadSpec.selector:type_name -> podfit.v1.LabelSelector
-	68, // 86: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry.value:type_name -> google.protobuf.Timestamp
-	87, // [87:87] is the sub-list for method output_type
-	87, // [87:87] is the sub-list for method input_type
-	87, // [87:87] is the sub-list for extension type_name
-	87, // [87:87] is the sub-list for extension extendee
-	0,  // [0:87] is the sub-list for field type_name
+	17, // 37: podfit.v1.PersistentVolumeClaimTemplate.spec:type_name -> podfit.v1.PersistentVolumeClaimTemplateSpec
+	18, // 38: podfit.v1.PersistentVolumeClaimTemplateSpec.resources:type_name -> podfit.v1.VolumeResourceRequirements
+	63, // 39: podfit.v1.VolumeResourceRequirements.requests:type_name -> podfit.v1.VolumeResourceRequirements.RequestsEntry
+	64, // 40: podfit.v1.VolumeResourceRequirements.limits:type_name -> podfit.v1.VolumeResourceRequirements.LimitsEntry
+	26, // 41: podfit.v1.Container.resources:type_name -> podfit.v1.ResourceRequirements
+	27, // 42: podfit.v1.Container.ports:type_name -> podfit.v1.ContainerPort
+	12, // 43: podfit.v1.Container.restart_policy_rules:type_name -> podfit.v1.ContainerRestartRule
+	13, // 44: podfit.v1.Container.volume_mounts:type_name -> podfit.v1.VolumeMount
+	65, // 45: podfit.v1.ResourceRequirements.requests:type_name -> podfit.v1.ResourceRequirements.RequestsEntry
+	66, // 46: podfit.v1.ResourceRequirements.limits:type_name -> podfit.v1.ResourceRequirements.LimitsEntry
+	29, // 47: podfit.v1.Affinity.node_affinity:type_name -> podfit.v1.NodeAffinity
+	34, // 48: podfit.v1.Affinity.pod_affinity:type_name -> podfit.v1.PodAffinity
+	35, // 49: podfit.v1.Affinity.pod_anti_affinity:type_name -> podfit.v1.PodAntiAffinity
+	30, // 50: podfit.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.NodeSelector
+	33, // 51: podfit.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PreferredSchedulingTerm
+	31, // 52: podfit.v1.NodeSelector.node_selector_terms:type_name -> podfit.v1.NodeSelectorTerm
+	32, // 53: podfit.v1.NodeSelectorTerm.match_expressions:type_name -> podfit.v1.NodeSelectorRequirement
+	32, // 54: podfit.v1.NodeSelectorTerm.match_fields:type_name -> podfit.v1.NodeSelectorRequirement
+	31, // 55: podfit.v1.PreferredSchedulingTerm.preference:type_name -> podfit.v1.NodeSelectorTerm
+	36, // 56: podfit.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PodAffinityTerm
+	37, // 57: podfit.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.WeightedPodAffinityTerm
+	36, // 58: podfit.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PodAffinityTerm
+	37, // 59: podfit.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.WeightedPodAffinityTerm
+	2,  // 60: podfit.v1.PodAffinityTerm.label_selector:type_name -> podfit.v1.LabelSelector
+	2,  // 61: podfit.v1.PodAffinityTerm.namespace_selector:type_name -> podfit.v1.LabelSelector
+	36, // 62: podfit.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> podfit.v1.PodAffinityTerm
+	2,  // 63: podfit.v1.TopologySpreadConstraint.label_selector:type_name -> podfit.v1.LabelSelector
+	70, // 64: podfit.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	42, // 65: podfit.v1.PodStatus.conditions:type_name -> podfit.v1.PodCondition
+	70, // 66: podfit.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	0,  // 67: podfit.v1.Namespace.metadata:type_name -> podfit.v1.ObjectMeta
+	0,  // 68: podfit.v1.PodDisruptionBudget.metadata:type_name -> podfit.v1.ObjectMeta
+	45, // 69: podfit.v1.PodDisruptionBudget.spec:type_name -> podfit.v1.PodDisruptionBudgetSpec
+	46, // 70: podfit.v1.PodDisruptionBudget.status:type_name -> podfit.v1.PodDisruptionBudgetStatus
+	2,  // 71: podfit.v1.PodDisruptionBudgetSpec.selector:type_name -> podfit.v1.LabelSelector
+	67, // 72: podfit.v1.PodDisruptionBudgetStatus.disrupted_pods:type_name -> podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
+	0,  // 73: podfit.v1.Service.metadata:type_name -> podfit.v1.ObjectMeta
+	48, // 74: podfit.v1.Service.spec:type_name -> podfit.v1.ServiceSpec
+	68, // 75: podfit.v1.ServiceSpec.selector:type_name -> podfit.v1.ServiceSpec.SelectorEntry
+	0,  // 76: podfit.v1.ReplicationController.metadata:type_name -> podfit.v1.ObjectMeta
+	50, // 77: podfit.v1.ReplicationController.spec:type_name -> podfit.v1.ReplicationControllerSpec
+	69, // 78: podfit.v1.ReplicationControllerSpec.selector:type_name -> podfit.v1.ReplicationControllerSpec.SelectorEntry
+	0,  // 79: podfit.v1.ReplicaSet.metadata:type_name -> podfit.v1.ObjectMeta
+	55, // 80: podfit.v1.ReplicaSet.spec:type_name -> podfit.v1.WorkloadSpec
+	0,  // 81: podfit.v1.StatefulSet.metadata:type_name -> podfit.v1.ObjectMeta
+	55, // 82: podfit.v1.StatefulSet.spec:type_name -> podfit.v1.WorkloadSpec
+	0,  // 83: podfit.v1.Job.metadata:type_name -> podfit.v1.ObjectMeta
+	55, // 84: podfit.v1.Job.spec:type_name -> podfit.v1.WorkloadSpec
+	0,  // 85: podfit.v1.DaemonSet.metadata:type_name -> podfit.v1.ObjectMeta
+	55, // 86: podfit.v1.DaemonSet.spec:type_name -> podfit.v1.WorkloadSpec
+	2,  // 87: podfit.v1.WorkloadSpec.selector:type_name -> podfit.v1.LabelSelector
+	70, // 88: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry.value:type_name -> google.protobuf.Timestamp
+	89, // [89:89] is the sub-list for method output_type
+	89, // [89:89] is the sub-list for method input_type
+	89, // [89:89] is the sub-list for extension type_name
+	89, // [89:89] is the sub-list for extension extendee
+	0,  // [0:89] is the sub-list for field type_name
 }
 
 func init() { file_podfit_v1_objects_proto_init() }
@@ -4492,19 +4667,19 @@ func file_podfit_v1_objects_proto_init() {
 	file_podfit_v1_objects_proto_msgTypes[0].OneofWrappers = []any{}
 	file_podfit_v1_objects_proto_msgTypes[1].OneofWrappers = []any{}
 	file_podfit_v1_objects_proto_msgTypes[10].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[15].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[36].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[37].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[43].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[48].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[53].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[17].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[38].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[39].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[45].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[50].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[55].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podfit_v1_objects_proto_rawDesc), len(file_podfit_v1_objects_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   68,
+			NumMessages:   70,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

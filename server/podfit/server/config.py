@@ -23,7 +23,7 @@ from podfit.server.framework.interfaces import (
     PreScorePlugin,
     ScorePlugin,
 )
-from podfit.server.framework.profile import DEFAULT_MULTI_POINT, Profile, WeightedScorePlugin
+from podfit.server.framework.profile import Profile, WeightedScorePlugin, default_plugins
 from podfit.server.framework.versions import DEFAULT_VERSION, VERSIONS, KubeSchedulerVersion, parse_version
 from podfit.server.model import ValidationError
 from podfit.server.model.objects import DEFAULT_SCHEDULER_NAME
@@ -227,7 +227,7 @@ def _profile(name: str, spec: ProfileSpec, version: KubeSchedulerVersion) -> Pro
         if key != "multiPoint" and key not in POINTS:
             raise ConfigError(f"{where}.plugins.{key}: unknown extension point")
     mp_enabled, mp_disabled = _plugin_set(plugins.get("multiPoint"), f"{where}.plugins.multiPoint")
-    multi_point = _merge(DEFAULT_MULTI_POINT[version.name], mp_enabled, mp_disabled)
+    multi_point = _merge(default_plugins(version.name, features), mp_enabled, mp_disabled)
     seen: set[str] = set()
     for plugin_name, _ in multi_point:
         if plugin_name in seen:

@@ -149,6 +149,15 @@ func fullPod() *v1.Pod {
 					Stdin:                    true,
 					StdinOnce:                true,
 					TTY:                      true,
+					RestartPolicyRules:       []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers}},
+					VolumeMounts: []v1.VolumeMount{
+						{
+							Name: "data", ReadOnly: true, MountPath: "/data", SubPath: "app", SubPathExpr: "$(POD)",
+							MountPropagation:  ptr(v1.MountPropagationHostToContainer),
+							RecursiveReadOnly: ptr(v1.RecursiveReadOnlyIfPossible),
+							BindMountOptions:  []string{"nosuid"},
+						},
+					},
 				},
 				{Name: "bare"},
 			},
@@ -346,7 +355,14 @@ func zeroPod() *v1.Pod {
 				{Name: "empty-host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Type: ptr(v1.HostPathType(""))}}},
 				{Name: "zero-size", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: ptr(q("0"))}}},
 			},
-			InitContainers:                []v1.Container{{Name: "i", RestartPolicy: ptr(v1.ContainerRestartPolicy(""))}},
+			InitContainers: []v1.Container{{
+				Name:          "i",
+				RestartPolicy: ptr(v1.ContainerRestartPolicy("")),
+				VolumeMounts: []v1.VolumeMount{{
+					MountPropagation:  ptr(v1.MountPropagationMode("")),
+					RecursiveReadOnly: ptr(v1.RecursiveReadOnlyMode("")),
+				}},
+			}},
 			TerminationGracePeriodSeconds: ptr(int64(0)),
 			ActiveDeadlineSeconds:         ptr(int64(0)),
 			AutomountServiceAccountToken:  ptr(false),
@@ -492,6 +508,7 @@ func fullNode() *v1.Node {
 				{Names: []string{"huge:1"}, SizeBytes: 9_000_000_000_000_000_000},
 				{Names: []string{"unknown-size:1"}},
 			},
+			DeclaredFeatures: []string{"UserNamespacesHostNetworkSupport", "VolumeBindMountOptions"},
 		},
 	}
 }

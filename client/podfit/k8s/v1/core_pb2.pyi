@@ -573,6 +573,8 @@ class Container(_message.Message):
     TTY_FIELD_NUMBER: _builtins.int
     TERMINATIONMESSAGEPOLICY_FIELD_NUMBER: _builtins.int
     RESTARTPOLICY_FIELD_NUMBER: _builtins.int
+    RESTARTPOLICYRULES_FIELD_NUMBER: _builtins.int
+    VOLUMEMOUNTS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     image: _builtins.str
     workingDir: _builtins.str
@@ -592,6 +594,10 @@ class Container(_message.Message):
     def ports(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerPort]: ...
     @_builtins.property
     def resources(self) -> Global___ResourceRequirements: ...
+    @_builtins.property
+    def restartPolicyRules(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerRestartRule]: ...
+    @_builtins.property
+    def volumeMounts(self) -> _containers.RepeatedCompositeFieldContainer[Global___VolumeMount]: ...
     def __init__(
         self,
         *,
@@ -609,14 +615,76 @@ class Container(_message.Message):
         tty: _builtins.bool | None = ...,
         terminationMessagePolicy: _builtins.str | None = ...,
         restartPolicy: _builtins.str | None = ...,
+        restartPolicyRules: _abc.Iterable[Global___ContainerRestartRule] | None = ...,
+        volumeMounts: _abc.Iterable[Global___VolumeMount] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["image", b"image", "imagePullPolicy", b"imagePullPolicy", "name", b"name", "resources", b"resources", "restartPolicy", b"restartPolicy", "stdin", b"stdin", "stdinOnce", b"stdinOnce", "terminationMessagePath", b"terminationMessagePath", "terminationMessagePolicy", b"terminationMessagePolicy", "tty", b"tty", "workingDir", b"workingDir"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["args", b"args", "command", b"command", "image", b"image", "imagePullPolicy", b"imagePullPolicy", "name", b"name", "ports", b"ports", "resources", b"resources", "restartPolicy", b"restartPolicy", "stdin", b"stdin", "stdinOnce", b"stdinOnce", "terminationMessagePath", b"terminationMessagePath", "terminationMessagePolicy", b"terminationMessagePolicy", "tty", b"tty", "workingDir", b"workingDir"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["args", b"args", "command", b"command", "image", b"image", "imagePullPolicy", b"imagePullPolicy", "name", b"name", "ports", b"ports", "resources", b"resources", "restartPolicy", b"restartPolicy", "restartPolicyRules", b"restartPolicyRules", "stdin", b"stdin", "stdinOnce", b"stdinOnce", "terminationMessagePath", b"terminationMessagePath", "terminationMessagePolicy", b"terminationMessagePolicy", "tty", b"tty", "volumeMounts", b"volumeMounts", "workingDir", b"workingDir"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Container: _TypeAlias = Container  # noqa: Y015
+
+@_typing.final
+class ContainerRestartRule(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACTION_FIELD_NUMBER: _builtins.int
+    action: _builtins.str
+    def __init__(
+        self,
+        *,
+        action: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ContainerRestartRule: _TypeAlias = ContainerRestartRule  # noqa: Y015
+
+@_typing.final
+class VolumeMount(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    READONLY_FIELD_NUMBER: _builtins.int
+    MOUNTPATH_FIELD_NUMBER: _builtins.int
+    SUBPATH_FIELD_NUMBER: _builtins.int
+    MOUNTPROPAGATION_FIELD_NUMBER: _builtins.int
+    SUBPATHEXPR_FIELD_NUMBER: _builtins.int
+    RECURSIVEREADONLY_FIELD_NUMBER: _builtins.int
+    BINDMOUNTOPTIONS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    readOnly: _builtins.bool
+    mountPath: _builtins.str
+    subPath: _builtins.str
+    mountPropagation: _builtins.str
+    subPathExpr: _builtins.str
+    recursiveReadOnly: _builtins.str
+    @_builtins.property
+    def bindMountOptions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str | None = ...,
+        readOnly: _builtins.bool | None = ...,
+        mountPath: _builtins.str | None = ...,
+        subPath: _builtins.str | None = ...,
+        mountPropagation: _builtins.str | None = ...,
+        subPathExpr: _builtins.str | None = ...,
+        recursiveReadOnly: _builtins.str | None = ...,
+        bindMountOptions: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["mountPath", b"mountPath", "mountPropagation", b"mountPropagation", "name", b"name", "readOnly", b"readOnly", "recursiveReadOnly", b"recursiveReadOnly", "subPath", b"subPath", "subPathExpr", b"subPathExpr"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bindMountOptions", b"bindMountOptions", "mountPath", b"mountPath", "mountPropagation", b"mountPropagation", "name", b"name", "readOnly", b"readOnly", "recursiveReadOnly", b"recursiveReadOnly", "subPath", b"subPath", "subPathExpr", b"subPathExpr"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VolumeMount: _TypeAlias = VolumeMount  # noqa: Y015
 
 @_typing.final
 class ContainerPort(_message.Message):
@@ -1764,6 +1832,7 @@ class NodeStatus(_message.Message):
     DAEMONENDPOINTS_FIELD_NUMBER: _builtins.int
     NODEINFO_FIELD_NUMBER: _builtins.int
     IMAGES_FIELD_NUMBER: _builtins.int
+    DECLAREDFEATURES_FIELD_NUMBER: _builtins.int
     phase: _builtins.str
     @_builtins.property
     def capacity(self) -> _containers.MessageMap[_builtins.str, Global___Quantity]: ...
@@ -1779,6 +1848,8 @@ class NodeStatus(_message.Message):
     def nodeInfo(self) -> Global___NodeSystemInfo: ...
     @_builtins.property
     def images(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerImage]: ...
+    @_builtins.property
+    def declaredFeatures(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
         self,
         *,
@@ -1790,10 +1861,11 @@ class NodeStatus(_message.Message):
         daemonEndpoints: Global___NodeDaemonEndpoints | None = ...,
         nodeInfo: Global___NodeSystemInfo | None = ...,
         images: _abc.Iterable[Global___ContainerImage] | None = ...,
+        declaredFeatures: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["daemonEndpoints", b"daemonEndpoints", "nodeInfo", b"nodeInfo", "phase", b"phase"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["addresses", b"addresses", "allocatable", b"allocatable", "capacity", b"capacity", "conditions", b"conditions", "daemonEndpoints", b"daemonEndpoints", "images", b"images", "nodeInfo", b"nodeInfo", "phase", b"phase"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["addresses", b"addresses", "allocatable", b"allocatable", "capacity", b"capacity", "conditions", b"conditions", "daemonEndpoints", b"daemonEndpoints", "declaredFeatures", b"declaredFeatures", "images", b"images", "nodeInfo", b"nodeInfo", "phase", b"phase"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -43,6 +43,7 @@ DYNAMIC_RESOURCES = "DynamicResources"
 DEFAULT_PREEMPTION = "DefaultPreemption"
 NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 IMAGE_LOCALITY = "ImageLocality"
+NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 DEFAULT_BINDER = "DefaultBinder"
 
 # (plugin, score weight) in upstream's multi-point order, per version. Weight 0 = not a score plugin.
@@ -70,6 +71,15 @@ _V135_MULTI_POINT: tuple[tuple[str, int], ...] = (
 # v1.37 runs NodeName first (it restricts the candidates at PreFilter).
 _V137_MULTI_POINT = ((SCHEDULING_GATES, 0), (NODE_NAME, 0), (NODE_UNSCHEDULABLE, 0), *_V135_MULTI_POINT[3:])
 DEFAULT_MULTI_POINT: dict[str, tuple[tuple[str, int], ...]] = {"v1.35": _V135_MULTI_POINT, "v1.37": _V137_MULTI_POINT}
+
+
+def default_plugins(version: str, features: Features) -> tuple[tuple[str, int], ...]:
+    """The version's default multi-point plugins with upstream's applyFeatureGates: NodeDeclaredFeatures
+    is appended when its gate is on (GA and locked on in v1.37)."""
+    plugins = DEFAULT_MULTI_POINT[version]
+    if features.enable_node_declared_features:
+        plugins = (*plugins, (NODE_DECLARED_FEATURES, 0))
+    return plugins
 
 
 @dataclass(frozen=True)

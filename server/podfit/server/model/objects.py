@@ -259,6 +259,8 @@ class Node:
     taints: tuple[Taint, ...] = ()
     allocatable: Resources = field(default_factory=dict)
     images: tuple[ImageState, ...] = ()
+    # status.declaredFeatures: the node features the kubelet declares (NodeDeclaredFeatures).
+    declared_features: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +313,8 @@ class Pod:
     restart_policy: str = ""
     termination_grace_period_seconds: int | None = None
     volumes: tuple[Volume, ...] = ()
+    # The node features the spec needs (component-helpers' nodedeclaredfeatures inference).
+    required_node_features: frozenset[str] = frozenset()
 
     @property
     def key(self) -> str:
@@ -853,7 +857,37 @@ def pod_spec_fields(spec: Mapping[str, Any], sp: str) -> dict[str, Any]:
             spec.get("terminationGracePeriodSeconds"), f"{sp}.terminationGracePeriodSeconds"
         ),
         "volumes": _volumes(spec.get("volumes"), f"{sp}.volumes"),
+        "required_node_features": _required_node_features(spec, sp),
     }
+
+
+# Node-declared features a pod spec needs, as component-helpers' nodedeclaredfeatures infers them for
+# scheduling (the features whose InferForScheduling can be true).
+USER_NAMESPACES_HOST_NETWORK = "UserNamespacesHostNetworkSupport"
+RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
+VOLUME_BIND_MOUNT_OPTIONS = "VolumeBindMountOptions"
+
+
+def _required_node_features(spec: Mapping[str, Any], sp: str) -> frozenset[str]:
+    features = set()
+    host_users = spec.get("hostUsers")
+    if host_users is not None and not _boolean(host_users, f"{sp}.hostUsers") and spec.get("hostNetwork") is True:
+        features.add(USER_NAMESPACES_HOST_NETWORK)
+    groups = (("containers", True), ("initContainers", True), ("ephemeralContainers", False))
+    for key, restart_rules in groups:
+        for i, item in enumerate(_sequence(spec.get(key), f"{sp}.{key}")):
+            where = f"{sp}.{key}[{i}]"
+            container = _mapping(item, where)
+            if restart_rules:
+                for j, rule in enumerate(_sequence(container.get("restartPolicyRules"), f"{where}.restartPolicyRules")):
+                    action = _mapping(rule, f"{where}.restartPolicyRules[{j}]").get("action")
+                    if action == "RestartAllContainers":
+                        features.add(RESTART_ALL_CONTAINERS)
+            for j, mount in enumerate(_sequence(container.get("volumeMounts"), f"{where}.volumeMounts")):
+                options = _mapping(mount, f"{where}.volumeMounts[{j}]").get("bindMountOptions")
+                if _sequence(options, f"{where}.volumeMounts[{j}].bindMountOptions"):
+                    features.add(VOLUME_BIND_MOUNT_OPTIONS)
+    return frozenset(features)
 
 
 def _volumes(value: Any, path: str) -> tuple[Volume, ...]:
@@ -978,6 +1012,7 @@ def node_from_k8s(data: Mapping[str, Any], path: str = "node") -> Node:
         taints=tuple(taints),
         allocatable=allocatable,
         images=tuple(images),
+        declared_features=frozenset(_strings(status.get("declaredFeatures"), f"{path}.status.declaredFeatures")),
     )
 
 

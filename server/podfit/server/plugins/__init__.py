@@ -25,6 +25,7 @@ PLUGIN_MODULES: dict[str, str] = {
     "DefaultPreemption": "default_preemption",
     "NodeResourcesBalancedAllocation": "node_resources_balanced_allocation",
     "ImageLocality": "image_locality",
+    "NodeDeclaredFeatures": "node_declared_features",
 }
 
 
