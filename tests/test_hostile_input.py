@@ -462,3 +462,185 @@ async def test_a_stream_that_ends_mid_feed_leaves_no_reader_behind() -> None:
         await asyncio.sleep(0)
     left = [t for t in asyncio.all_tasks() - before if not t.done() and t is not asyncio.current_task()]
     assert left == []
+
+
+def _node_created_in(seconds: int, nanos: int = 0) -> cc.ClusterObject:
+    obj = cc.ClusterObject()
+    obj.node.metadata.name = "n"
+    obj.node.metadata.creation_timestamp.seconds = seconds
+    obj.node.metadata.creation_timestamp.nanos = nanos
+    return obj
+
+
+YEAR_10000 = 253402300800
+BEFORE_YEAR_1 = -62135596801
+
+
+def _pdb_disrupted_at(seconds: int) -> cc.ClusterObject:
+    obj = cc.ClusterObject()
+    obj.pod_disruption_budget.metadata.name = "budget"
+    obj.pod_disruption_budget.status.disrupted_pods["web-1"].seconds = seconds
+    return obj
+
+
+def _drain_at(seconds: int, nanos: int) -> sim.SimulateDrainRequest:
+    request = sim.SimulateDrainRequest(node_names=["n1"])
+    request.now.seconds, request.now.nanos = seconds, nanos
+    return request
+
+
+def _pod_json(cpu: str) -> cc.ClusterObject:
+    pod = make_pod("q").req(cpu=cpu).json()
+    return cc.ClusterObject(kubernetes_json=json.dumps(pod).encode())
+
+
+def _apply_node_version(version: str) -> cc.ApplyRequest:
+    node = make_node("n1").json()
+    node["metadata"]["resourceVersion"] = version
+    return cc.ApplyRequest(updates=[cc.Update(upsert=cc.ClusterObject(kubernetes_json=json.dumps(node).encode()))])
+
+
+# Input that once answered INTERNAL: (method, request, the field the refusal names).
+ONCE_INTERNAL: dict[str, tuple[str, Any, str]] = {
+    "a typed node created in year 10000": (
+        "/podfit.v1.ClusterCache/Replace",
+        cc.ReplaceRequest(kind=cc.OBJECT_KIND_NODE, objects=[_node_created_in(YEAR_10000)]),
+        "objects[0].node.metadata.creationTimestamp",
+    ),
+    "a timestamp with nanos -1": (
+        "/podfit.v1.ClusterCache/Replace",
+        cc.ReplaceRequest(kind=cc.OBJECT_KIND_NODE, objects=[_node_created_in(0, -1)]),
+        "objects[0].node.metadata.creationTimestamp",
+    ),
+    "a PDB's disrupted pod before year 1": (
+        "/podfit.v1.ClusterCache/Replace",
+        cc.ReplaceRequest(kind=cc.OBJECT_KIND_POD_DISRUPTION_BUDGET, objects=[_pdb_disrupted_at(BEFORE_YEAR_1)]),
+        "objects[0].pod_disruption_budget.status.disruptedPods.web-1",
+    ),
+    "a Simulate template created in year 10000": (
+        "/podfit.v1.Simulation/Simulate",
+        sim.SimulateRequest(
+            scenario=sim.Scenario(add_nodes=[sim.HypotheticalNodes(template=_node_created_in(YEAR_10000), count=1)])
+        ),
+        "scenario.add_nodes[0].template.node.metadata.creationTimestamp",
+    ),
+    "a drain at nanos -1": ("/podfit.v1.Simulation/SimulateDrain", _drain_at(0, -1), "now"),
+    "a drain in year 10000": ("/podfit.v1.Simulation/SimulateDrain", _drain_at(YEAR_10000, 0), "now"),
+    "a quantity of 4,301 digits": (
+        "/podfit.v1.ClusterCache/Replace",
+        cc.ReplaceRequest(kind=cc.OBJECT_KIND_POD, objects=[_pod_json("1" + "0" * 4300)]),
+        "objects[0].pod.spec.containers[0].resources.requests.cpu",
+    ),
+    "a fraction of 4,303 digits": (
+        "/podfit.v1.ClusterCache/Replace",
+        cc.ReplaceRequest(kind=cc.OBJECT_KIND_POD, objects=[_pod_json("0." + "0" * 4300 + "1")]),
+        "objects[0].pod.spec.containers[0].resources.requests.cpu",
+    ),
+    "a resourceVersion of superscript two": (
+        "/podfit.v1.ClusterCache/Apply",
+        _apply_node_version("²"),
+        "updates[0].upsert.node.metadata.resourceVersion",
+    ),
+    "a resourceVersion of a circled one": (
+        "/podfit.v1.ClusterCache/Apply",
+        _apply_node_version("①"),
+        "updates[0].upsert.node.metadata.resourceVersion",
+    ),
+    "a resourceVersion of an Arabic-Indic three": (
+        "/podfit.v1.ClusterCache/Apply",
+        _apply_node_version("٣"),
+        "updates[0].upsert.node.metadata.resourceVersion",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(ONCE_INTERNAL), ids=list(ONCE_INTERNAL))
+async def test_input_that_once_answered_internal_is_invalid_argument_at_its_field(
+    live: LiveServer, channel: grpc.aio.Channel, case: str
+) -> None:
+    method, request, field = ONCE_INTERNAL[case]
+    # A cached node of resourceVersion 1, so that a later version is compared with it.
+    node = make_node("n1").capacity(cpu="4", memory="8Gi", pods="10").json()
+    node["metadata"]["resourceVersion"] = "1"
+    await live.client.apply([node])
+    call = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call(request.SerializeToString(), timeout=10)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT, caught.value.details()
+    assert _field_violation(caught.value) == field
+    assert (await live.client.stats()).generation == 1
+
+
+async def test_a_batch_with_the_largest_sequence_and_a_truncated_field_is_refused_in_band(
+    live: LiveServer, channel: grpc.aio.Channel
+) -> None:
+    largest = 2**64 - 1
+    truncated = b"\x08" + b"\xff" * 9 + b"\x01" + b"\x12\x0a\x01"
+    dated = cc.StreamRequest(sequence=5, updates=[cc.Update(upsert=_node_created_in(YEAR_10000))]).SerializeToString()
+
+    async def send() -> AsyncIterator[bytes]:
+        for request in (truncated, dated, _batch(6, make_pod("after").json())):
+            yield request
+
+    stream = channel.stream_stream(
+        "/podfit.v1.ClusterCache/Stream", request_serializer=None, response_deserializer=cc.StreamResponse.FromString
+    )
+    acks = [ack async for ack in stream(send(), timeout=20)]
+    assert [a.sequence for a in acks] == [largest, 5, 6]
+    assert [a.error_field for a in acks] == ["updates[0]", "updates[0].upsert.node.metadata.creationTimestamp", ""]
+    assert [o.pod.metadata.name for o in (await live.client.list("Pod")).objects] == ["after"]
+
+
+HEAD = b"POST /scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+
+
+async def _exchange(port: int, request: bytes, trickle: bytes = b"", every: float = 0.0) -> bytes:
+    """Sends ``request``, then ``trickle`` one byte every ``every`` seconds until an answer comes; the answer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(request)
+        for byte in trickle:
+            try:
+                first = await asyncio.wait_for(reader.read(65536), timeout=every)
+            except TimeoutError:
+                writer.write(bytes([byte]))
+                continue
+            return first + await asyncio.wait_for(reader.read(), timeout=10)
+        return await asyncio.wait_for(reader.read(), timeout=10)
+    finally:
+        writer.close()
+
+
+async def test_a_corrupt_deflate_body_is_a_400(live: LiveServer, caplog: pytest.LogCaptureFixture) -> None:
+    body = b"this is not deflate"
+    request = HEAD + b"Content-Encoding: deflate\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body
+    answer = await _exchange(live.running.extender_port, request)
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:80]
+    assert b"request body cannot be read" in answer
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_a_trickling_body_is_dropped_after_the_idle_timeout() -> None:
+    server = await start_live_server(Settings(extender_idle_timeout_seconds=0.5))
+    try:
+        started = asyncio.get_running_loop().time()
+        request = HEAD + b"Content-Length: 100\r\n\r\n"
+        answer = await _exchange(server.running.extender_port, request, trickle=b" " * 20, every=0.2)
+        assert answer.startswith(b"HTTP/1.1 408 "), answer[:80]
+        assert asyncio.get_running_loop().time() - started < 3
+    finally:
+        await server.client.close()
+        await server.running.stop(0)
+
+
+async def test_a_client_that_leaves_is_neither_an_error_nor_a_500(
+    live: LiveServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="podfit.server")
+    _reader, writer = await asyncio.open_connection("127.0.0.1", live.running.extender_port)
+    writer.write(HEAD + b'Content-Length: 100\r\n\r\n{"Pod":')
+    await writer.drain()
+    writer.close()
+    await asyncio.sleep(0.3)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("closed the connection" in r.getMessage() for r in caplog.records)

@@ -32,6 +32,11 @@ class QuantityError(ValueError):
     """A string that Kubernetes would not accept as a quantity."""
 
 
+# Far beyond any real quantity (int64 holds 19 digits), and far below Python's 4,300-digit limit on
+# integer text, which would otherwise fail as an internal error.
+MAX_DIGITS = 1000
+
+
 def parse_quantity(text: str | int | float) -> Fraction:
     """Returns the exact value of a Kubernetes quantity such as ``"500m"``, ``"1Gi"`` or ``"2e3"``."""
     if type(text) is str:
@@ -58,6 +63,8 @@ def _parse_string(text: str) -> Fraction:
             f"quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}"
         )
     sign, number, suffix = match.groups()
+    if len(number) > MAX_DIGITS:
+        raise QuantityError(f"quantities may have at most {MAX_DIGITS} digits: {text[:40]!r}... has {len(number)}")
     magnitude = Fraction(number)
     if suffix in _BINARY:
         magnitude *= _BINARY[suffix]

@@ -39,7 +39,7 @@ def _version_order(new: str, old: str) -> int:
     """-1 when ``new`` is older than ``old``, 0 when equal or incomparable, 1 when newer."""
     if not new or not old:
         return 0
-    if new.isdigit() and old.isdigit():
+    if new.isascii() and new.isdigit() and old.isascii() and old.isdigit():
         a, b = int(new), int(old)
         return (a > b) - (a < b)
     return 0 if new == old else 1

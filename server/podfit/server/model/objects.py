@@ -575,6 +575,15 @@ def _weighted_terms(value: Any, path: str) -> tuple[WeightedPodAffinityTerm, ...
     return tuple(result)
 
 
+def resource_version(value: Any, path: str) -> str:
+    """metadata.resourceVersion: opaque, but what the API server writes is ASCII; other text (Unicode
+    digits such as "²" among it) is refused rather than compared."""
+    text = _string(value, path)
+    if not text.isascii():
+        raise ValidationError(path, f"must be ASCII text (a version the API server wrote), not {echo(text)}")
+    return text
+
+
 def _meta(data: Mapping[str, Any], path: str) -> Mapping[str, Any]:
     meta = _mapping(data.get("metadata"), f"{path}.metadata")
     if not _string(meta.get("name"), f"{path}.metadata.name"):
@@ -655,7 +664,7 @@ def pod_from_parts(
         name=_string(meta.get("name"), f"{path}.metadata.name"),
         namespace=_string(meta.get("namespace"), f"{path}.metadata.namespace") or DEFAULT_NAMESPACE,
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
         labels=_string_map(meta.get("labels"), f"{path}.metadata.labels"),
         annotations=_string_map(meta.get("annotations"), f"{path}.metadata.annotations"),
         owner_references=_owner_references(meta.get("ownerReferences"), f"{path}.metadata.ownerReferences"),
@@ -1006,7 +1015,7 @@ def node_from_k8s(data: Mapping[str, Any], path: str = "node") -> Node:
     return Node(
         name=_string(meta.get("name"), f"{path}.metadata.name"),
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
         labels=_string_map(meta.get("labels"), f"{path}.metadata.labels"),
         unschedulable=bool(spec.get("unschedulable")),
         taints=tuple(taints),
@@ -1023,7 +1032,7 @@ def namespace_from_k8s(data: Mapping[str, Any], path: str = "namespace") -> Name
         name=_string(meta.get("name"), f"{path}.metadata.name"),
         labels=_string_map(meta.get("labels"), f"{path}.metadata.labels"),
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
     )
 
 
@@ -1055,7 +1064,7 @@ def pdb_from_k8s(data: Mapping[str, Any], path: str = "podDisruptionBudget") -> 
         min_available=_int_or_string(spec.get("minAvailable"), f"{path}.spec.minAvailable"),
         max_unavailable=_int_or_string(spec.get("maxUnavailable"), f"{path}.spec.maxUnavailable"),
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
     )
 
 
@@ -1080,7 +1089,7 @@ def workload_from_k8s(kind: Kind, data: Mapping[str, Any], path: str) -> Workloa
         namespace=_string(meta.get("namespace"), f"{path}.metadata.namespace") or DEFAULT_NAMESPACE,
         selector=selector,
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
         replicas=replicas,
     )
 

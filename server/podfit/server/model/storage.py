@@ -33,6 +33,7 @@ from podfit.server.model.objects import (
     _time,
     canonical_amount,
     parse_label_selector,
+    resource_version,
 )
 
 BETA_STORAGE_CLASS_ANNOTATION = "volume.beta.kubernetes.io/storage-class"
@@ -212,7 +213,7 @@ def storage_class_from_k8s(data: Mapping[str, Any], path: str = "storageClass") 
         volume_binding_mode=mode,
         allowed_topologies=tuple(terms),
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
     )
 
 
@@ -256,7 +257,7 @@ def persistent_volume_from_k8s(data: Mapping[str, Any], path: str = "persistentV
         gce_pd_name=_string(gce.get("pdName"), f"{path}.spec.gcePersistentDisk.pdName"),
         aws_volume_id=_string(aws.get("volumeID"), f"{path}.spec.awsElasticBlockStore.volumeID"),
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
     )
 
 
@@ -284,7 +285,7 @@ def persistent_volume_claim_from_k8s(
         volume_mode=_string(spec.get("volumeMode"), f"{path}.spec.volumeMode") or "Filesystem",
         selector=parse_label_selector(spec.get("selector"), f"{path}.spec.selector"),
         phase=_string(status.get("phase"), f"{path}.status.phase"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
     )
 
 
@@ -312,7 +313,7 @@ def csi_node_from_k8s(data: Mapping[str, Any], path: str = "csiNode") -> CSINode
         drivers=tuple(drivers),
         migrated_plugins=frozenset(p.strip() for p in migrated.split(",") if p.strip()),
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
     )
 
 
@@ -327,7 +328,7 @@ def csi_driver_from_k8s(data: Mapping[str, Any], path: str = "csiDriver") -> CSI
             spec.get("preventPodSchedulingIfMissing"), f"{path}.spec.preventPodSchedulingIfMissing"
         ),
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
     )
 
 
@@ -342,7 +343,7 @@ def csi_storage_capacity_from_k8s(data: Mapping[str, Any], path: str = "csiStora
         maximum_volume_size=_quantity(data.get("maximumVolumeSize"), f"{path}.maximumVolumeSize"),
         node_topology=parse_label_selector(data.get("nodeTopology"), f"{path}.nodeTopology"),
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
     )
 
 
@@ -357,7 +358,7 @@ def volume_attachment_from_k8s(data: Mapping[str, Any], path: str = "volumeAttac
         node_name=_string(spec.get("nodeName"), f"{path}.spec.nodeName"),
         persistent_volume_name=_string(source.get("persistentVolumeName"), f"{path}.spec.source.persistentVolumeName"),
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
-        resource_version=_string(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
     )
 
 

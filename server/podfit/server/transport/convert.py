@@ -22,6 +22,7 @@ from podfit.server.model.objects import (
     object_from_k8s,
     pod_spec_fields,
     preempted_by_scheduler,
+    resource_version,
 )
 from podfit.server.service import (
     CachedPod,
@@ -99,6 +100,48 @@ def _seconds(message: Any, field: str, path: str) -> float | None:
         raise ValidationError(path, "must be an RFC 3339 time between years 1 and 9999") from None
 
 
+# google.protobuf.Timestamp's valid range: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z.
+_MIN_SECONDS, _MAX_SECONDS = -62135596800, 253402300799
+_TIMESTAMP = "google.protobuf.Timestamp"
+
+
+def check_timestamps(message: Any, path: str) -> None:
+    """Refuses a Timestamp anywhere in ``message`` outside protobuf's range (years 1 to 9999, nanos in
+    [0, 1e9)), at its field path: JSON conversion and time arithmetic would fail on it later."""
+    for field, value in message.ListFields():
+        if field.type != field.TYPE_MESSAGE:
+            continue
+        where = f"{path}.{field.json_name}"
+        if field.message_type.GetOptions().map_entry:
+            value_field = field.message_type.fields_by_name["value"]
+            if value_field.type == value_field.TYPE_MESSAGE:
+                for key, item in value.items():
+                    _check_one(item, f"{where}.{key}")
+        elif field.is_repeated:
+            for i, item in enumerate(value):
+                _check_one(item, f"{where}[{i}]")
+        else:
+            _check_one(value, where)
+
+
+def _check_one(message: Any, path: str) -> None:
+    if message.DESCRIPTOR.full_name == _TIMESTAMP:
+        if not (_MIN_SECONDS <= message.seconds <= _MAX_SECONDS and 0 <= message.nanos < 1_000_000_000):
+            raise ValidationError(path, "must be an RFC 3339 time between years 1 and 9999")
+    else:
+        check_timestamps(message, path)
+
+
+def optional_time(message: Any, field: str) -> float | None:
+    """A request's Timestamp field in seconds (None when unset), refused at ``field`` when out of range."""
+    if not message.HasField(field):
+        return None
+    stamp = getattr(message, field)
+    _check_one(stamp, field)
+    seconds: float = stamp.ToNanoseconds() / 1e9
+    return seconds
+
+
 def pod_from_message(message: ob.Pod, path: str) -> Pod:
     """A Pod from its typed message: metadata and status are read field by field (every value is
     already typed, so only presence rules remain to check); the spec goes through the Kubernetes JSON
@@ -106,13 +149,15 @@ def pod_from_message(message: ob.Pod, path: str) -> Pod:
     meta = message.metadata
     if not meta.name:
         raise ValidationError(f"{path}.metadata.name", "is required")
+    check_timestamps(meta, f"{path}.metadata")
+    check_timestamps(message.status, f"{path}.status")
     fields = _SPECS.fields(message.spec, f"{path}.spec")
     status = message.status
     return Pod(
         name=meta.name,
         namespace=meta.namespace or DEFAULT_NAMESPACE,
         uid=meta.uid,
-        resource_version=meta.resource_version,
+        resource_version=resource_version(meta.resource_version, f"{path}.metadata.resourceVersion"),
         labels=dict(meta.labels),
         annotations=dict(meta.annotations),
         owner_references=tuple(
@@ -145,6 +190,7 @@ def upsert_from_object(obj: cc.ClusterObject, path: str, expected_kind: Kind | N
     if isinstance(message, ob.Pod):
         domain = pod_from_message(message, f"{path}.pod")
     else:
+        check_timestamps(message, f"{path}.{KINDS[kind.value][0]}")
         manifest: dict[str, Any] = json_format.MessageToDict(message)
         domain = object_from_k8s(kind, manifest, f"{path}.{KINDS[kind.value][0]}")
     typed = cc.ClusterObject()
@@ -163,7 +209,8 @@ def delete_from_key(key: cc.ObjectKey, path: str) -> Delete:
     kind = kind_from_enum(key.kind, f"{path}.kind")
     if not key.name:
         raise ValidationError(f"{path}.name", "is required")
-    return Delete(kind, key.namespace if kind.namespaced else "", key.name, key.resource_version)
+    version = resource_version(key.resource_version, f"{path}.resource_version")
+    return Delete(kind, key.namespace if kind.namespaced else "", key.name, version)
 
 
 def changes_from_updates(updates: Any, path: str = "updates") -> list[Change]:

@@ -50,7 +50,8 @@ class Undecodable:
     def varint(self, name: str) -> int:
         """A top-level integer field read from the raw bytes (0 when absent or unreadable), so a stream
         can still say which request it refuses."""
-        number = self.message_type.DESCRIPTOR.fields_by_name[name].number
+        field = self.message_type.DESCRIPTOR.fields_by_name[name]
+        number = field.number
         found = 0
         try:
             for field_number, wire_type, value in _fields(self.data):
@@ -58,6 +59,9 @@ class Undecodable:
                     found = int(value) & 0xFFFFFFFFFFFFFFFF
         except _Malformed:
             pass
+        if field.type in (FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_UINT32):
+            # Unsigned (a Stream sequence): 2^64-1 is a sequence, not -1.
+            return found if field.type == FieldDescriptor.TYPE_UINT64 else found & 0xFFFFFFFF
         return found if found < 1 << 63 else found - (1 << 64)
 
 

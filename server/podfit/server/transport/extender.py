@@ -13,6 +13,7 @@ On a server started with --wait-for-sync, every verb answers 503 (``{"Error": ..
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 
 import msgspec
 from aiohttp import web
+from aiohttp.web_protocol import RequestPayloadError
 from podfit.k8s.limits import UntrustedInputError, bounded, check_json
 from podfit.server.cache.cluster_cache import UpdateRejected
 from podfit.server.engine import Decision, UnknownProfileError
@@ -38,6 +40,10 @@ REASON_NOT_CACHED = "node(s) not found in podfit's cache"
 CACHE_NOT_SYNCED = "CACHE_NOT_SYNCED"
 BIND_DISABLED = "the bind verb is disabled on this server (podfit-server --extender-bind enables it)"
 MAX_BODY_BYTES = web.AppKey("max_body_bytes", int)
+# How long a request body may take to arrive (the connection idle timeout, as for slow headers).
+BODY_TIMEOUT = web.AppKey("body_timeout", float)
+# What the request metrics count for a client that went away before its answer (nginx's convention).
+CLIENT_CLOSED_REQUEST = 499
 # kube-scheduler's extender client keeps connections alive between calls; this closes forgotten ones.
 DEFAULT_IDLE_TIMEOUT_SECONDS = 60.0
 
@@ -78,8 +84,25 @@ _NAMES = msgspec.json.Decoder(list[str] | None)
 _NODE_LIST = msgspec.json.Decoder(_NodeList)
 
 
+class ClientGone(Exception):
+    """The client closed the connection before its request body arrived: nobody is left to answer."""
+
+
 async def _body(request: web.Request) -> Args:
-    raw = await request.read()
+    """The request body decoded; a body that cannot be decompressed is a 400, one that takes longer than
+    the idle timeout to arrive ends in 408 (and the connection closes), a client that leaves is ClientGone."""
+    try:
+        raw = await asyncio.wait_for(request.read(), request.app[BODY_TIMEOUT])
+    except RequestPayloadError as exc:
+        raise BadRequest(f"request body cannot be read: {bounded(str(exc).strip(), 200)}") from None
+    except TimeoutError:
+        raise web.HTTPRequestTimeout(
+            text=msgspec.json.encode({"Error": "the request body did not arrive within the idle timeout"}).decode(),
+            content_type="application/json",
+            headers={"Connection": "close"},
+        ) from None
+    except ConnectionError:
+        raise ClientGone from None
     try:
         return _FIELDS.decode(raw)
     except msgspec.ValidationError:
@@ -282,6 +305,10 @@ def _route(handler: Handler, verb: str, service: SchedulingService) -> Callable[
             return _json_response(await handler(await _body(request)))
         except CacheNotSyncedError as exc:
             return _json_response({"Error": f"{verb}: {exc}", "reason": CACHE_NOT_SYNCED}, status=503)
+        except ClientGone:
+            # Not an error of podfit's: counted apart, logged at debug level only.
+            log.debug("extender %s: the client closed the connection before sending its request", verb)
+            return _json_response({"Error": f"{verb}: the client went away"}, status=CLIENT_CLOSED_REQUEST)
         except (BadRequest, ValidationError, UnknownProfileError, UpdateRejected, RecursionError, UnicodeError) as exc:
             message = bounded(f"{verb}: {exc}" if str(exc) else f"{verb}: the request cannot be processed")
             _log_rejected(logging.INFO, "rejected extender %s: %s", verb, bounded(str(exc), 200))
@@ -306,12 +333,14 @@ def build_app(
     max_body_bytes: int = 64 * 1024 * 1024,
     *,
     bind: bool = False,
+    body_timeout: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
 ) -> web.Application:
     """The extender's routes; ``bind`` off answers the bind verb 403, since it is the one verb that
     changes the cache."""
     extender = Extender(service)
     app = web.Application(client_max_size=max_body_bytes)
     app[MAX_BODY_BYTES] = max_body_bytes
+    app[BODY_TIMEOUT] = body_timeout
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
     for verb, handler in (
         ("filter", extender.filter),
@@ -362,10 +391,13 @@ async def start_extender(
     """Serves the extender; a connection without a request in progress (idle, or still sending its
     headers) is closed after ``idle_timeout`` seconds."""
     runner = web.AppRunner(
-        build_app(service, prefix, max_body_bytes, bind=bind),
+        build_app(service, prefix, max_body_bytes, bind=bind, body_timeout=idle_timeout),
         access_log=None,
         handle_signals=False,
         keepalive_timeout=idle_timeout,
+        # A body the handler could not read (corrupt, or too slow) is not drained afterwards: the
+        # connection closes once the answer is sent.
+        lingering_time=0,
     )
     await runner.setup()
     site = web.TCPSite(runner, host, port, ssl_context=ssl_context, reuse_address=True)

@@ -385,7 +385,7 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         self, request: sim.SimulateDrainRequest, context: grpc.aio.ServicerContext
     ) -> sim.SimulateDrainResponse:
         options = convert.drain_options(request.options, "options")
-        now = request.now.ToNanoseconds() / 1e9 if request.HasField("now") else None
+        now = convert.optional_time(request, "now")
         version = request.kube_scheduler_version
         result = self.service.simulate_drain(list(request.node_names), options, now, request.scheduler_name, version)
         annotate(nodes=len(request.node_names))
