@@ -222,3 +222,42 @@ def test_every_podfit_rpc_has_a_role() -> None:
     }
     assert methods == set(METHOD_ROLES)
     assert {name.split()[0] for name, *_ in CALLS} >= {m.rsplit("/", 1)[1] for m in methods}, "each RPC is tested"
+
+
+@pytest.mark.parametrize(
+    ("headers", "allowed"),
+    [
+        pytest.param([("authorization", f"Bearer {TOKENS['admin']}")], True, id="Bearer"),
+        pytest.param([("authorization", f"bearer {TOKENS['admin']}")], True, id="the scheme in lower case"),
+        pytest.param([("authorization", f"BEARER {TOKENS['admin']}")], True, id="the scheme in upper case"),
+        pytest.param(
+            [("authorization", f"Bearer {TOKENS['admin']}"), ("authorization", f"Bearer {TOKENS['read']}")],
+            False,
+            id="two authorization headers",
+        ),
+        pytest.param(
+            [("authorization", f"Bearer {TOKENS['admin']}"), ("authorization", f"Bearer {TOKENS['admin']}")],
+            False,
+            id="the same token twice",
+        ),
+        pytest.param([("authorization", f"Basic {TOKENS['admin']}")], False, id="another scheme"),
+    ],
+)
+async def test_the_authorization_header_is_read_as_rfc_6750_says(
+    server: RunningServer, headers: list[tuple[str, str]], allowed: bool
+) -> None:
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
+    try:
+        stats = channel.unary_unary(
+            "/podfit.v1.ClusterCache/Stats",
+            request_serializer=cc.StatsRequest.SerializeToString,
+            response_deserializer=cc.StatsResponse.FromString,
+        )
+        if allowed:
+            assert (await stats(cc.StatsRequest(), metadata=headers, timeout=5)).server_epoch
+        else:
+            with pytest.raises(grpc.aio.AioRpcError) as caught:
+                await stats(cc.StatsRequest(), metadata=headers, timeout=5)
+            assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        await channel.close()

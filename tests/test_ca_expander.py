@@ -226,12 +226,28 @@ async def test_the_listener_is_tls_only_and_serves_only_the_expander(expander: E
     [
         pytest.param(["--ca-expander-addr", "localhost:9443"], "needs tls.certFile", id="no certificate"),
         pytest.param(["--ca-expander-addr", "nowhere"], "must be HOST:PORT", id="not an address"),
+        pytest.param(
+            ["--ca-expander-addr", "0.0.0.0:9443", "--tls-cert-file", "c", "--tls-key-file", "k"],
+            "cannot authenticate callers",
+            id="off loopback without the explicit opt-in",
+        ),
+        pytest.param(
+            ["--extender-bind", "--auth-token-file", "t"],
+            "extender.bind: the bind verb changes the cache",
+            id="a bind verb without client certificates while tokens guard every other write",
+        ),
     ],
 )
 def test_expander_settings_are_checked(argv: list[str], message: str) -> None:
     with pytest.raises(SettingsError) as raised:
         resolve(argv, {})
     assert message in str(raised.value)
+
+
+def test_expander_off_loopback_serves_once_the_operator_opts_in() -> None:
+    argv = ["--ca-expander-addr", "0.0.0.0:9443", "--tls-cert-file", "c", "--tls-key-file", "k"]
+    settings = resolve([*argv, "--ca-expander-unauthenticated"], {})
+    assert (settings.ca_expander_addr, settings.ca_expander_unauthenticated) == ("0.0.0.0:9443", True)
 
 
 def test_expander_is_off_by_default() -> None:

@@ -994,3 +994,24 @@ def test_the_image_installs_every_distribution_the_code_imports() -> None:
                 if not dists & installed:
                     missing.add(f"{where}: {module} ({', '.join(sorted(dists)) or 'not installed here'})")
     assert not missing, "imported but not installed in the image:\n" + "\n".join(sorted(missing))
+
+
+def _policies() -> list[Mapping[str, Any]]:
+    return [d.body for d in API_DOCS if d.kind == "NetworkPolicy"]
+
+
+def test_metrics_are_reachable_only_from_the_scrapers_namespace() -> None:
+    """/metrics is plain HTTP: every ingress rule that opens its port names a source, and only the
+    labelled scraper namespace; the authenticated listeners and the probes stay open to all."""
+    metrics_rules = [
+        rule
+        for policy in _policies()
+        for rule in policy["spec"].get("ingress", [])
+        if any(port["port"] == 9464 for port in rule.get("ports", []))
+    ]
+    assert metrics_rules, "no policy names the metrics port"
+    for rule in metrics_rules:
+        assert rule.get("from") == [{"namespaceSelector": {"matchLabels": {"podfit.io/metrics-scraper": "true"}}}]
+    policy = _one("NetworkPolicy", "podfit")
+    open_ports = {p["port"] for rule in policy["spec"]["ingress"] if "from" not in rule for p in rule["ports"]}
+    assert open_ports == {50051, 8888, 8081}

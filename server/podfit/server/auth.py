@@ -196,12 +196,17 @@ class RoleAuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         self._log_denial = _DenialLog()
 
     def identify(self, metadata: Any) -> Identity | None:
-        supplied = ""
-        for key, value in metadata or ():
-            if key == "authorization":
-                supplied = value if isinstance(value, str) else value.decode(errors="replace")
-        scheme, _, token = supplied.partition(" ")
-        if scheme != "Bearer" or not token:
+        """The caller's identity; None for no token, an unknown one, or two authorization headers (which
+        one a proxy forwards is not for podfit to guess). The scheme is case-insensitive (RFC 6750)."""
+        supplied = [
+            value if isinstance(value, str) else value.decode(errors="replace")
+            for key, value in metadata or ()
+            if key == "authorization"
+        ]
+        if len(supplied) != 1:
+            return None
+        scheme, _, token = supplied[0].partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
             return None
         return self._tokens.get(_digest(token.strip()))
 

@@ -46,6 +46,9 @@ class Settings:
     # cluster-autoscaler's gRPC expander (grpcplugin.Expander); "" or "off" disables it. Always TLS, with
     # the certificate above: cluster-autoscaler refuses plaintext and presents no client certificate.
     ca_expander_addr: str = "off"
+    # The expander authenticates no caller (cluster-autoscaler presents no client certificate): off
+    # loopback it serves only when the operator says so here.
+    ca_expander_unauthenticated: bool = False
     # Prometheus /metrics over plain HTTP; "" or "off" disables it. Loopback by default: a deployment that
     # wants it scraped says 0.0.0.0:9464 (deploy/kubernetes does). 9464 is OpenTelemetry's Prometheus port.
     metrics_addr: str = "127.0.0.1:9464"
@@ -115,6 +118,7 @@ _SOURCES = {
     "extender_max_body_bytes": ("extender.maxBodyBytes", "PODFIT_EXTENDER_MAX_BODY_BYTES"),
     "extender_idle_timeout_seconds": ("extender.idleTimeoutSeconds", "PODFIT_EXTENDER_IDLE_TIMEOUT_SECONDS"),
     "ca_expander_addr": ("caExpander.addr", "PODFIT_CA_EXPANDER_ADDR"),
+    "ca_expander_unauthenticated": ("caExpander.unauthenticated", "PODFIT_CA_EXPANDER_UNAUTHENTICATED"),
     "metrics_addr": ("metrics.addr", "PODFIT_METRICS_ADDR"),
     "max_message_bytes": ("maxMessageBytes", "PODFIT_MAX_MESSAGE_BYTES"),
     "tls_cert_file": ("tls.certFile", "PODFIT_TLS_CERT_FILE"),
@@ -249,6 +253,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--metrics-addr", help="HOST:PORT to serve Prometheus /metrics on, or 'off' (default 127.0.0.1:9464)"
+    )
+    parser.add_argument(
+        "--ca-expander-unauthenticated",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve the CA expander off loopback although it cannot authenticate callers (keep it reachable "
+        "only from cluster-autoscaler, e.g. with a NetworkPolicy)",
     )
     parser.add_argument("--max-message-bytes", type=int, help="largest request/response accepted (default 64 MiB)")
     parser.add_argument("--tls-cert-file", help="serve TLS with this PEM certificate chain")
@@ -392,6 +403,20 @@ def check_exposure(settings: Settings) -> None:
     """Refuses a listener reachable from other hosts when nothing authenticates its callers: gRPC needs a
     bearer token or client certificates, the extender client certificates (kube-scheduler sends no
     token). TLS alone authenticates the server, not the caller. insecure_listen_any overrides."""
+    expander = settings.ca_expander_addr
+    if expander not in ("", "off") and not is_loopback(expander) and not settings.ca_expander_unauthenticated:
+        raise SettingsError(
+            f"caExpander.addr: {expander} is reachable from other hosts and the expander cannot authenticate "
+            "callers (cluster-autoscaler presents no client certificate); set caExpander.unauthenticated "
+            "(--ca-expander-unauthenticated) to serve it anyway, or listen on 127.0.0.1"
+        )
+    tokens_set = bool(settings.auth_token_file or settings.auth_tokens_file)
+    if settings.extender_enabled and settings.extender_bind and tokens_set and not settings.tls_client_ca_file:
+        raise SettingsError(
+            "extender.bind: the bind verb changes the cache, and with auth tokens configured every write must "
+            "be authenticated; kube-scheduler sends no token, so set tls.clientCAFile (client certificates) "
+            "or turn extender.bind off"
+        )
     if settings.insecure_listen_any:
         return
     client_certs = bool(settings.tls_client_ca_file)
