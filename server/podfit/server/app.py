@@ -230,6 +230,7 @@ async def create_server(
             memo_backend=settings.memo_backend,
             memo_options=settings.memo_options,
             wait_for_sync=settings.wait_for_sync,
+            limits=settings.limits,
         )
     drain = Drain()
     # Telemetry outermost: refused calls count in the RPC metrics too (operators alert on them).

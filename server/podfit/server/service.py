@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from aiocache import Cache
+from podfit.server.budget import Limits
 from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache, Entry, UpdateRejected, Upsert
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Decision, Engine, pod_signature
@@ -223,8 +224,11 @@ class SchedulingService:
         memo_options: Mapping[str, Any] | None = None,
         memo_max_entries: int = 1024,
         wait_for_sync: bool = False,
+        limits: Limits | None = None,
     ) -> None:
         self.cache = ClusterCache()
+        # Per-request limits, checked before any work (podfit.server.budget).
+        self.limits = limits or Limits()
         # This process's cache id, new at every start: a restart empties the cache, and a feeder that sees
         # another epoch knows it must resync in full.
         self.epoch = uuid.uuid4().hex
@@ -600,6 +604,7 @@ class SchedulingService:
         an intermediate state. Without ``details`` the results keep only each decision's outcome.
         """
         self.require_synced()
+        self.limits.check("pods", len(pods), self.limits.pods_per_request, "pods", "podsPerRequest")
         engine = self.engine.at_version(version)
         resolved: builtins.list[tuple[Pod, bytes]] = []
         seen: dict[str, int] = {}
@@ -656,6 +661,10 @@ class SchedulingService:
     ) -> SimulationResult:
         """A scenario and placements on a fork of the current snapshot; the cache never changes."""
         self.require_synced()
+        limits = self.limits
+        added = sum(count for _, count in scenario.add_nodes)
+        limits.check("scenario.add_nodes", added, limits.hypothetical_nodes, "nodes added", "hypotheticalNodes")
+        limits.check("pods", len(pods), limits.pods_per_request, "pods", "podsPerRequest")
         engine = self.engine.at_version(version)
         started = time.perf_counter()
         result = simulate(engine, self.cache.snapshot(), scenario, self._resolve_all(pods, "pods"), scheduler_name)
@@ -672,6 +681,11 @@ class SchedulingService:
         """cluster-autoscaler's estimate per (node group id, template, max new nodes), each on its own
         fork of one snapshot: (the snapshot's generation, the estimates in order)."""
         self.require_synced()
+        limits = self.limits
+        total = sum(len(group) for group in groups)
+        limits.check("groups", total, limits.pods_per_request, "pods in all groups", "podsPerRequest")
+        # As cluster-autoscaler's --max-nodes-per-scaleup caps a node group's room, never an error.
+        node_groups = [(i, t, min(room, limits.new_nodes_per_estimate)) for i, t, room in node_groups]
         engine = self.engine.at_version(version)
         started = time.perf_counter()
         pods = [self._resolve_all(group, f"groups[{i}].pods") for i, group in enumerate(groups)]
@@ -694,6 +708,7 @@ class SchedulingService:
         """cluster-autoscaler's removal simulation of ``node_names`` on a fork of the current snapshot.
         ``now`` (seconds since the epoch) judges terminating pods; the server's clock when None."""
         self.require_synced()
+        self.limits.check("node_names", len(node_names), self.limits.drain_nodes, "nodes", "drainNodes")
         engine = self.engine.at_version(version)
         started = time.perf_counter()
         # Terminal pods are in the cache but on no NodeInfo; the drain rules see them too.
@@ -715,6 +730,11 @@ class SchedulingService:
     ) -> tuple[builtins.list[int], builtins.list[OptionScore]]:
         """cluster-autoscaler's gRPC expander: the best scale-up options by podfit's simulation."""
         self.require_synced()
+        limits = self.limits
+        limits.check("options", len(options), limits.expansion_options, "options", "expansionOptions")
+        for i, option in enumerate(options):
+            limits.check(f"options[{i}].pod", len(option.pods), limits.pods_per_option, "pods", "podsPerOption")
+        options = [dataclasses.replace(o, node_count=min(o.node_count, limits.new_nodes_per_estimate)) for o in options]
         started = time.perf_counter()
         result = best_options(self.engine, self.cache.snapshot(), options, scheduler_name)
         self.telemetry.decision_latency(time.perf_counter() - started, "expander")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from podfit.server.budget import Limits
 from podfit.server.framework.versions import DEFAULT_VERSION, parse_feature_gates, parse_version
 from podfit.server.model import ValidationError
 
@@ -78,6 +79,13 @@ class Settings:
     # Refuse decisions (FAILED_PRECONDITION, the extender's 503) and report NOT_SERVING until a feeder's
     # MarkSynced says its initial list of every kind is in the cache; off: synced from the start.
     wait_for_sync: bool = False
+    # Per-request limits (podfit.server.budget.Limits), checked before any work.
+    limits_hypothetical_nodes: int = 10_000
+    limits_pods_per_request: int = 10_000
+    limits_drain_nodes: int = 1_000
+    limits_new_nodes_per_estimate: int = 1_000
+    limits_expansion_options: int = 1_000
+    limits_pods_per_option: int = 10_000
     # The kube-scheduler version decisions answer as unless a profile or a request says otherwise.
     kube_scheduler_version: str = DEFAULT_VERSION
     # kube-scheduler's --feature-gates: "A=true,B=false" (or a mapping in the file), for every version.
@@ -86,6 +94,17 @@ class Settings:
     scheduler_configuration: Mapping[str, Any] | None = field(default=None, compare=False)
     # Per profile (scheduler name): the version it answers as, overriding kube_scheduler_version.
     profile_versions: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            hypothetical_nodes=self.limits_hypothetical_nodes,
+            pods_per_request=self.limits_pods_per_request,
+            drain_nodes=self.limits_drain_nodes,
+            new_nodes_per_estimate=self.limits_new_nodes_per_estimate,
+            expansion_options=self.limits_expansion_options,
+            pods_per_option=self.limits_pods_per_option,
+        )
 
     @property
     def feature_gate_overrides(self) -> dict[str, bool]:
@@ -137,6 +156,12 @@ _SOURCES = {
     "shutdown_delay_seconds": ("shutdownDelaySeconds", "PODFIT_SHUTDOWN_DELAY_SECONDS"),
     "wait_for_sync": ("waitForSync", "PODFIT_WAIT_FOR_SYNC"),
     "kube_scheduler_version": ("kubeSchedulerVersion", "PODFIT_KUBE_SCHEDULER_VERSION"),
+    "limits_hypothetical_nodes": ("limits.hypotheticalNodes", "PODFIT_LIMITS_HYPOTHETICAL_NODES"),
+    "limits_pods_per_request": ("limits.podsPerRequest", "PODFIT_LIMITS_PODS_PER_REQUEST"),
+    "limits_drain_nodes": ("limits.drainNodes", "PODFIT_LIMITS_DRAIN_NODES"),
+    "limits_new_nodes_per_estimate": ("limits.newNodesPerEstimate", "PODFIT_LIMITS_NEW_NODES_PER_ESTIMATE"),
+    "limits_expansion_options": ("limits.expansionOptions", "PODFIT_LIMITS_EXPANSION_OPTIONS"),
+    "limits_pods_per_option": ("limits.podsPerOption", "PODFIT_LIMITS_PODS_PER_OPTION"),
     "feature_gates": ("featureGates", "PODFIT_FEATURE_GATES"),
 }
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
@@ -327,6 +352,9 @@ def resolve(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None
 
 
 def validate(settings: Settings) -> None:
+    for name, (key, _) in _SOURCES.items():
+        if name.startswith("limits_") and not 1 <= getattr(settings, name) <= 10_000_000:
+            raise SettingsError(f"{key}: {getattr(settings, name)} must be between 1 and 10000000")
     try:
         parse_version(settings.kube_scheduler_version, "kubeSchedulerVersion")
     except ValidationError as exc:

@@ -24,6 +24,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from podfit.server.budget import check_deadline
 from podfit.server.cache.overlay import Overlay
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Engine
@@ -98,6 +99,7 @@ def estimate(
         placed_before = len(result.scheduled)
         remaining = pods
         for k, pod in enumerate(pods):
+            check_deadline()
             name = placer.fits_any(pod, listed, range(existing, len(listed)))
             if name is None:
                 remaining = pods[k:]
@@ -106,6 +108,7 @@ def estimate(
         else:
             remaining = []
         for pod in remaining:
+            check_deadline()
             if last and placer.fits(pod, last):
                 place(pod, last)
                 continue

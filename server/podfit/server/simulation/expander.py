@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from podfit.server.budget import check_deadline
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Engine
 from podfit.server.model import Node, Pod
@@ -65,7 +66,10 @@ def best_options(
     engine: Engine, snapshot: Snapshot, options: Sequence[ExpansionOption], scheduler_name: str = ""
 ) -> tuple[list[int], list[OptionScore]]:
     """The indexes of the best options (ties in request order), and every option's score."""
-    scores = [score_option(engine, snapshot, option, scheduler_name) for option in options]
+    scores = []
+    for option in options:
+        check_deadline()
+        scores.append(score_option(engine, snapshot, option, scheduler_name))
     if not scores:
         return [], scores
     best = min(scores)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
+from podfit.server.budget import check_deadline
 from podfit.server.cache.overlay import Overlay
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Engine
@@ -83,6 +84,7 @@ def simulate_removal(
     )
     result = RemovalSimulation(base_generation=snapshot.generation)
     for name in node_names:
+        check_deadline()
         drain = pods_to_move(pods_of.get(name, ()), snapshot.controllers, tracker, options, now)
         removal = NodeRemoval(name, drain)
         result.nodes.append(removal)

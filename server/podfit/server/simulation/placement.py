@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from podfit.server.budget import check_deadline
 from podfit.server.cache.overlay import Overlay
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Engine
@@ -37,6 +38,7 @@ class PredicateChecker:
         node the pod fits, or None (also when PreFilter rejects the pod or it is gated)."""
         start, chunk = 0, FIRST_CHUNK
         while start < len(positions):
+            check_deadline()
             part = positions[start : start + chunk]
             decision, _, outcome = self.engine.decide(
                 pod, (), self.scheduler_name, score=False, snapshot=snapshot, positions=part

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
+from podfit.server.budget import check_deadline
 from podfit.server.cache.overlay import Overlay, OverlayError
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Decision, Engine
@@ -76,6 +77,7 @@ def _apply(overlay: Overlay, scenario: Scenario) -> list[str]:
         if count < 0:
             raise ValidationError(f"scenario.add_nodes[{i}].count", "must not be negative")
         for _ in range(count):
+            check_deadline()
             name = f"{template.name}-sim-{len(added)}"
             node = dataclasses.replace(template, name=name, uid="", labels={**template.labels, HOSTNAME: name})
             at(f"scenario.add_nodes[{i}]", partial(overlay.add_node, node))

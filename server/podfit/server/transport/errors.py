@@ -14,6 +14,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from podfit.k8s.convert import ConversionError
 from podfit.k8s.limits import bounded
+from podfit.server.budget import DeadlineExceeded, deadline_scope
 from podfit.server.engine import UnknownProfileError
 from podfit.server.model import ValidationError
 from podfit.server.service import CacheNotSyncedError, NotFoundError, StalePodError
@@ -90,6 +91,8 @@ def status_for(exc: BaseException) -> status_pb2.Status:
             ]
         )
         return _status(code_pb2.FAILED_PRECONDITION, str(exc), failure, "EXPIRED")
+    if isinstance(exc, DeadlineExceeded):
+        return _status(code_pb2.DEADLINE_EXCEEDED, str(exc), None, "DEADLINE_EXCEEDED")
     if isinstance(exc, NotFoundError):
         return _status(code_pb2.NOT_FOUND, str(exc), None, "NOT_FOUND")
     if isinstance(exc, StalePodError):
@@ -152,7 +155,15 @@ REJECTED_LOG = RateLimitedLog(log)
 _unexpected_log = RateLimitedLog(log)
 
 # Request faults answered with their own status; anything else is logged as a bug and answered INTERNAL.
-_EXPECTED = (ValidationError, ConversionError, UnknownProfileError, NotFoundError, CacheNotSyncedError, ExpiredError)
+_EXPECTED = (
+    ValidationError,
+    ConversionError,
+    UnknownProfileError,
+    NotFoundError,
+    CacheNotSyncedError,
+    ExpiredError,
+    DeadlineExceeded,
+)
 # Refused input worth a line in the log (a miss on a Get is not).
 _REJECTED = (ValidationError, ConversionError, UnknownProfileError, RecursionError, UnicodeError)
 
@@ -186,7 +197,9 @@ def unary_errors(
     @functools.wraps(method)
     async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext) -> Resp:
         try:
-            return await method(self, request, context)
+            # The simulation loops check the caller's deadline between steps (podfit.server.budget).
+            with deadline_scope(context.time_remaining()):
+                return await method(self, request, context)
         except grpc.aio.AbortError:
             raise
         except Exception as exc:

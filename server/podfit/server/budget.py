@@ -1,0 +1,63 @@
+"""What one question may cost: size limits decided before the work starts, and the caller's deadline
+checked while it runs.
+
+Limits bound memory (a scenario of a million template nodes, an estimate allowed 2^31 new nodes); the
+deadline bounds time: the simulation loops call ``check_deadline`` between steps, so a heavy call ends
+with DEADLINE_EXCEEDED shortly after its deadline instead of running on for minutes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from podfit.server.model import ValidationError
+
+
+class DeadlineExceeded(Exception):
+    """The call's deadline passed while it was being answered."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-request limits (PodfitConfiguration ``limits``); each is checked before any work."""
+
+    # Template nodes one Simulate scenario may add (the sum of add_nodes counts).
+    hypothetical_nodes: int = 10_000
+    # Pods per Simulate, per EstimateScaleUp (all groups) and per ScheduleBatch.
+    pods_per_request: int = 10_000
+    # Nodes one SimulateDrain may remove.
+    drain_nodes: int = 1_000
+    # New nodes an estimate may add per node group: cluster-autoscaler's --max-nodes-per-scaleup
+    # default. A node group allowing more is capped, as cluster-autoscaler caps it.
+    new_nodes_per_estimate: int = 1_000
+    # Options (node groups) per BestOptions call, and pods per option.
+    expansion_options: int = 1_000
+    pods_per_option: int = 10_000
+
+    def check(self, field: str, count: int, limit: int, what: str, setting: str) -> None:
+        if count > limit:
+            raise ValidationError(field, f"{count} {what}: at most {limit} per request (limits.{setting})")
+
+
+_deadline: ContextVar[float | None] = ContextVar("podfit_deadline", default=None)
+
+
+@contextmanager
+def deadline_scope(seconds: float | None) -> Iterator[None]:
+    """Work inside runs until ``seconds`` from now (None: no deadline)."""
+    token = _deadline.set(None if seconds is None else time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def check_deadline() -> None:
+    """Raises DeadlineExceeded once the current call's deadline has passed."""
+    deadline = _deadline.get()
+    if deadline is not None and time.monotonic() > deadline:
+        raise DeadlineExceeded("the deadline passed before the answer was complete")

@@ -1,0 +1,127 @@
+"""A question's cost is bounded: size limits are checked before any work (naming the field and the
+setting), an estimate's node group room is capped as cluster-autoscaler caps it, and a heavy call ends
+with DEADLINE_EXCEEDED at its deadline while the server keeps answering."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from podfit.client import PodfitError
+from podfit.server.settings import Settings, SettingsError, resolve
+from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import scheduler_pb2 as sc
+from podfit.v1 import simulation_pb2 as sim
+
+from tests.builders import make_node, make_pod
+from tests.conftest import LiveServer, start_live_server
+
+INT32_MAX = 2**31 - 1
+
+
+def _json(obj: dict[str, Any]) -> cc.ClusterObject:
+    return cc.ClusterObject(kubernetes_json=json.dumps(obj).encode())
+
+
+def _pod_ref(name: str) -> sc.PodReference:
+    return sc.PodReference(kubernetes_json=json.dumps(make_pod(name).req(cpu="100m").json()).encode())
+
+
+TEMPLATE = _json(make_node("template").capacity(cpu="4", memory="8Gi", pods="110").json())
+
+
+def _simulate(*counts: int, pods: int = 0) -> sim.SimulateRequest:
+    scenario = sim.Scenario(add_nodes=[sim.HypotheticalNodes(template=TEMPLATE, count=c) for c in counts])
+    return sim.SimulateRequest(scenario=scenario, pods=[_pod_ref(f"p{i}") for i in range(pods)])
+
+
+OVER_LIMIT = {
+    "a million template nodes": (
+        "/podfit.v1.Simulation/Simulate", _simulate(1_000_000), "scenario.add_nodes", "limits.hypotheticalNodes"),
+    "three groups of 2^31-1 nodes in a 100-byte request": (
+        "/podfit.v1.Simulation/Simulate", _simulate(INT32_MAX, INT32_MAX, INT32_MAX), "scenario.add_nodes",
+        "limits.hypotheticalNodes"),
+    "more pods than a Simulate may place": (
+        "/podfit.v1.Simulation/Simulate", _simulate(1, pods=11), "pods", "limits.podsPerRequest"),
+    "a drain of more nodes than allowed": (
+        "/podfit.v1.Simulation/SimulateDrain", sim.SimulateDrainRequest(node_names=[f"n{i}" for i in range(6)]),
+        "node_names", "limits.drainNodes"),
+    "an estimate of more pods than allowed": (
+        "/podfit.v1.Simulation/EstimateScaleUp",
+        sim.EstimateScaleUpRequest(groups=[sim.PodGroup(pods=[_pod_ref(f"p{i}") for i in range(11)])]),
+        "groups", "limits.podsPerRequest"),
+    "a batch of more pods than allowed": (
+        "/podfit.v1.Scheduler/ScheduleBatch",
+        sc.ScheduleBatchRequest(pods=[_pod_ref(f"p{i}") for i in range(11)]), "pods", "limits.podsPerRequest"),
+}  # fmt: skip
+
+
+@pytest.fixture
+async def small_limits() -> Any:
+    settings = Settings(limits_pods_per_request=10, limits_drain_nodes=5, limits_hypothetical_nodes=100)
+    server = await start_live_server(settings)
+    yield server
+    await server.client.close()
+    await server.running.stop(0)
+
+
+@pytest.mark.parametrize("case", list(OVER_LIMIT), ids=list(OVER_LIMIT))
+async def test_a_request_over_a_limit_is_refused_before_any_work(small_limits: LiveServer, case: str) -> None:
+    method, request, field, setting = OVER_LIMIT[case]
+    channel = grpc.aio.insecure_channel(small_limits.target)
+    try:
+        call = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
+        started = time.monotonic()
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await call(request.SerializeToString(), timeout=10)
+        assert time.monotonic() - started < 2
+    finally:
+        await channel.close()
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.details().startswith(f"{field}: ")
+    assert setting in caught.value.details()
+
+
+async def test_an_estimate_room_of_2_31_nodes_is_capped_as_cluster_autoscaler_caps_it() -> None:
+    server = await start_live_server(Settings(limits_new_nodes_per_estimate=3))
+    try:
+        template = make_node("t").capacity(cpu="1", memory="4Gi", pods="110").json()
+        pods = [make_pod(f"p{i}").req(cpu="1").json() for i in range(10)]
+        response = await server.client.estimate_scale_up([pods], [("group", template, 0, INT32_MAX)])
+        (estimate,) = response.estimates
+        assert (estimate.node_count, len(estimate.scheduled), len(estimate.unscheduled)) == (3, 3, 7)
+    finally:
+        await server.client.close()
+        await server.running.stop(0)
+
+
+async def test_a_heavy_call_ends_at_its_deadline_and_the_server_answers_on(live: LiveServer) -> None:
+    await live.client.apply([make_node(f"n{i:04d}").capacity(cpu="1", pods="110").json() for i in range(2000)])
+    # 5,000 pods that fit nowhere but on the 5,000 template nodes: far more than 0.3 s of work.
+    request = _simulate(5000)
+    request.pods.extend(
+        sc.PodReference(kubernetes_json=json.dumps(make_pod(f"p{i}").req(cpu="2").json()).encode()) for i in range(5000)
+    )
+    started = time.monotonic()
+    with pytest.raises(PodfitError) as caught:
+        await live.client._call(live.client.simulation.Simulate, request, 0.3)
+    assert caught.value.code is grpc.StatusCode.DEADLINE_EXCEEDED
+    assert time.monotonic() - started < 1.5
+    health = health_pb2_grpc.HealthStub(live.client._channel)
+    answer = await health.Check(health_pb2.HealthCheckRequest(), timeout=2)
+    assert answer.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_limits_are_settings(tmp_path: Any) -> None:
+    path = tmp_path / "podfit.yaml"
+    path.write_text("kind: PodfitConfiguration\nlimits: {drainNodes: 7, podsPerRequest: 20}\n")
+    settings = resolve(["--config", str(path)], environ={"PODFIT_LIMITS_HYPOTHETICAL_NODES": "50"})
+    assert (settings.limits.drain_nodes, settings.limits.pods_per_request) == (7, 20)
+    assert settings.limits.hypothetical_nodes == 50
+    assert resolve([], environ={}).limits.new_nodes_per_estimate == 1000
+    with pytest.raises(SettingsError, match=r"limits\.drainNodes: 0 must be between 1 and 10000000"):
+        resolve([], environ={"PODFIT_LIMITS_DRAIN_NODES": "0"})
