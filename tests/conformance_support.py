@@ -5,6 +5,7 @@ The gRPC runner (``podfit conformance``) is the yardstick; this is the fast path
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -16,7 +17,9 @@ from podfit.server.engine import Decision, Engine
 from podfit.server.model import Kind
 from podfit.server.model.objects import object_from_k8s, pod_from_k8s
 
-CASES = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "cases-public.jsonl"
+from tests.corpora import corpus
+
+CASES = corpus("cases-public.jsonl")
 
 _CASE_KINDS = (
     ("nodes", Kind.NODE),
@@ -36,7 +39,7 @@ _CASE_KINDS = (
 
 
 def load_cases(path: Path = CASES) -> Iterator[dict[str, Any]]:
-    with path.open() as lines:
+    with gzip.open(path, "rt") if path.suffix == ".gz" else path.open() as lines:
         for line in lines:
             if line.strip():
                 yield json.loads(line)

@@ -20,16 +20,17 @@ from typing import Any
 import pytest
 import yaml
 from podfit.client.cli import COMMANDS, SUPPORTED_OUTPUTS
-from podfit.client.conformance import LocalServer
+from podfit.client.conformance import LocalServer, load_cases
 
 from tests.builders import make_node, make_pod
+from tests.corpora import corpus
 
 PODFIT = str(Path(sys.executable).parent / "podfit")
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "deploy" / "examples"
 CLUSTER = str(EXAMPLES / "cluster.yaml")
 POD = str(EXAMPLES / "pod.yaml")
-CASES = ROOT.parent / "shared" / "conformance" / "cases-public.jsonl"
+CASES = corpus("cases-public.jsonl")
 BENCH = ["bench", "SchedulingBasic/6Nodes_10Pods", "--decisions", "5"]
 
 
@@ -525,10 +526,8 @@ def _on_terminal(argv: list[str]) -> tuple[int, str, str]:
 
 
 def _small_cases(tmp_path: Path) -> str:
-    if not CASES.exists():
-        pytest.fail(f"{CASES} is missing: the shared conformance corpus is part of the workspace")
     path = tmp_path / "cases.jsonl"
-    path.write_text("".join(CASES.read_text().splitlines(keepends=True)[:3]))
+    path.write_text("".join(json.dumps(case) + "\n" for case in load_cases(CASES)[:3]))
     return str(path)
 
 

@@ -10,17 +10,17 @@ from podfit.client.conformance import case_version, load_cases, run_cases
 from podfit.client.conformance_compare import Report, compare_answers, compare_case
 
 from tests.conftest import LiveServer
+from tests.corpora import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFORMANCE = ROOT.parent / "shared" / "conformance"
 CORPORA = {
-    "v1.35.4": CONFORMANCE / "cases-public.jsonl",
-    "v1.37.2": CONFORMANCE / "v1.37" / "cases-public.jsonl",
+    "v1.35.4": corpus("cases-public.jsonl"),
+    "v1.37.2": corpus("v1.37/cases-public.jsonl"),
 }
 # Volumes: the same storage cases answered by each version (STORAGE-DRA.md, v1.37/VERSIONS.md).
 STORAGE_CORPORA = {
-    "v1.35.4": CONFORMANCE / "storage" / "cases-public.jsonl",
-    "v1.37.2": CONFORMANCE / "v1.37" / "storage-public.jsonl",
+    "v1.35.4": corpus("storage/cases-public.jsonl"),
+    "v1.37.2": corpus("v1.37/storage-public.jsonl"),
 }
 
 

@@ -3,14 +3,13 @@ PDB accounting across several nodes, and the model fields drain needs."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
+from podfit.client.conformance import load_cases
 from podfit.server.model import Kind, Pod, PodDisruptionBudget, ValidationError, Volume, WorkloadSelector
 from podfit.server.model.objects import pdb_from_k8s, pod_from_k8s, workload_from_k8s
 from podfit.server.simulation.drain import (
@@ -23,9 +22,9 @@ from podfit.server.simulation.drain import (
 )
 
 from tests.builders import make_pdb
+from tests.corpora import corpus
 
-CASES_FILE = Path(__file__).resolve().parents[1] / ".." / "shared" / "conformance" / "drain" / "cases-public.jsonl"
-CASES = [json.loads(line) for line in CASES_FILE.read_text().splitlines() if line.strip()]
+CASES = load_cases(corpus("drain/cases-public.jsonl"))
 NOW = "2024-06-25T12:00:00Z"
 
 

@@ -13,12 +13,13 @@ import grpc
 import pytest
 from podfit.client import PodfitError
 from podfit.client.cli import main
+from podfit.client.conformance import load_cases
 from podfit.v1 import simulation_pb2 as sim
 
 from tests.builders import make_node, make_pod
 from tests.conftest import LiveServer
+from tests.corpora import corpus as corpus_file
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "conformance"
 ZONE = "topology.kubernetes.io/zone"
 WEB = {"matchLabels": {"app": "web"}}
 
@@ -244,8 +245,8 @@ def test_conformance_replays_cluster_autoscaler_corpora(
     corpus: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``podfit conformance`` on each public corpus of cluster-autoscaler's answers, every case passing."""
-    cases = SHARED / corpus / "cases-public.jsonl"
-    total = sum(1 for line in cases.read_text().splitlines() if line.strip())
+    cases = corpus_file(f"{corpus}/cases-public.jsonl")
+    total = len(load_cases(cases))
     report = tmp_path / "report.json"
     code = main(["conformance", str(cases), "--report-json", str(report)])
     out = capsys.readouterr().out

@@ -1,13 +1,13 @@
 """cluster-autoscaler's binpacking estimator, replayed on every public case it answered itself
-(``../shared/conformance/estimate``): node count, placed and unplaced pods, group order and counts."""
+(``tests/conformance/estimate``, vendored from ``../shared/conformance/estimate``): node count, placed
+and unplaced pods, group order and counts."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from podfit.client.conformance import load_cases
 from podfit.server.cache.cluster_cache import ClusterCache, Upsert
 from podfit.server.config import default_profile
 from podfit.server.engine import Engine
@@ -15,12 +15,13 @@ from podfit.server.model import Kind
 from podfit.server.model.objects import node_from_k8s, pod_from_k8s
 from podfit.server.simulation.estimator import estimate
 
-CASES = Path(__file__).resolve().parents[1].parent / "shared" / "conformance" / "estimate" / "cases-public.jsonl"
+from tests.corpora import corpus
+
+CASES = corpus("estimate/cases-public.jsonl")
 
 
 def _cases() -> list[dict[str, Any]]:
-    with CASES.open() as lines:
-        return [json.loads(line) for line in lines if line.strip()]
+    return load_cases(CASES)
 
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda case: case["id"])

@@ -4,7 +4,6 @@ real kube-scheduler v1.35.4 and an extender (shared/conformance/extender-wire)."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -14,9 +13,10 @@ from podfit.v1 import scheduler_pb2 as sc
 
 from tests.builders import make_node, make_pod
 from tests.conftest import LiveServer
+from tests.corpora import corpus
 
-WIRE = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "extender-wire"
-CASES = WIRE.parent / "cases-public.jsonl"
+WIRE = corpus("extender-wire")
+CASES = corpus("cases-public.jsonl")
 FILTER_KEYS = ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]
 
 
@@ -25,7 +25,7 @@ def wire(name: str) -> Any:
 
 
 def wire_case(case_id: str) -> dict[str, Any]:
-    return next(c for c in load_cases(WIRE / "wire-cases.jsonl") if c["id"] == case_id)
+    return next(c for c in load_cases(corpus("extender-wire/wire-cases.jsonl")) if c["id"] == case_id)
 
 
 async def load(live: LiveServer, case: dict[str, Any]) -> None:

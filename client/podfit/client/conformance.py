@@ -8,6 +8,7 @@ shared/conformance/*/FORMAT.md.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import re
@@ -69,7 +70,9 @@ def check_case_keys(case: Mapping[str, Any]) -> None:
 
 
 def load_cases(path: str | Path) -> list[dict[str, Any]]:
-    with open(path) as lines:
+    """The cases of a JSON Lines file, gzip-compressed when its name ends in ``.gz``."""
+    opener: Any = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt") as lines:
         return [json.loads(line) for line in lines if line.strip()]
 
 
