@@ -8,6 +8,8 @@ import fcntl
 import json
 import os
 import pty
+import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -122,12 +124,19 @@ OUTPUT_CASES: list[tuple[list[str], str, Any]] = [
     (["conformance", "cases.jsonl"], "name", REFUSED),
     (["feed", "--kubeconfig", "k.yaml"], "json", REFUSED),
     (["completion", "bash"], "yaml", REFUSED),
+    (["wait-ready", "--timeout", "1"], "json", REFUSED),
 ]
 
 
 def test_the_output_table_covers_every_command() -> None:
     """A command added without deciding its -o support fails here."""
-    assert {argv[0] for argv, _, _ in OUTPUT_CASES} == set(COMMANDS) | {"bench", "conformance", "feed", "completion"}
+    assert {argv[0] for argv, _, _ in OUTPUT_CASES} == set(COMMANDS) | {
+        "bench",
+        "conformance",
+        "feed",
+        "completion",
+        "wait-ready",
+    }
     assert set(SUPPORTED_OUTPUTS) == {argv[0] for argv, _, _ in OUTPUT_CASES}
 
 
@@ -564,3 +573,47 @@ def test_progress_bar_only_on_a_terminal(target: str, tmp_path: Path, terminal: 
         assert label in err and "%|" in err
     else:
         assert err == ""
+
+
+README_START = (
+    "(nohup {server} {flags} > {log} 2>&1 & echo $! > {pid}) && "
+    "{podfit} --target {target} wait-ready --pid-file {pid} --log {log} --timeout 30"
+)
+
+
+def _start_as_the_readme_does(tmp_path: Path, flags: str, target: str) -> subprocess.CompletedProcess[str]:
+    """The README's start, as written there (a server in the background, then wait-ready)."""
+    command = README_START.format(
+        server=Path(sys.executable).parent / "podfit-server",
+        podfit=PODFIT,
+        flags=flags,
+        log=tmp_path / "podfit-server.log",
+        pid=tmp_path / ".podfit-server.pid",
+        target=target,
+    )
+    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60)
+
+
+def test_the_readme_start_fails_loudly_when_the_server_cannot_start(tmp_path: Path) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        busy = held.getsockname()[1]
+        flags = f"--grpc-addr 127.0.0.1:{busy} --extender-addr off --metrics-addr off"
+        result = _start_as_the_readme_does(tmp_path, flags, f"127.0.0.1:{busy}")
+    assert result.returncode == 1
+    assert "did not start" in result.stderr and f"grpcAddr: cannot listen on 127.0.0.1:{busy}" in result.stderr
+
+
+def test_the_readme_start_returns_once_the_server_answers(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    flags = f"--grpc-addr 127.0.0.1:{port} --extender-addr off --metrics-addr off"
+    result = _start_as_the_readme_does(tmp_path, flags, f"127.0.0.1:{port}")
+    pid = int((tmp_path / ".podfit-server.pid").read_text())
+    try:
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == f"podfit-server is serving on 127.0.0.1:{port}"
+    finally:
+        os.kill(pid, signal.SIGTERM)

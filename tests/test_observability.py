@@ -392,6 +392,17 @@ def _failure_cases(tmp: Path, busy: int, pki: dict[str, Path]) -> dict[str, tupl
             ["extender.addr: cannot listen", "--extender-addr"],
         ),
         "metrics port in use": (["--metrics-addr", f"127.0.0.1:{busy}"], ["metrics.addr: cannot listen"]),
+        "every port in use, named at once": (
+            [
+                "--grpc-addr",
+                f"127.0.0.1:{busy}",
+                "--extender-addr",
+                f"localhost:{busy}",
+                "--metrics-addr",
+                f"0.0.0.0:{busy}",
+            ],
+            ["3 listeners cannot open", "grpcAddr: cannot", "extender.addr: cannot", "metrics.addr: cannot"],
+        ),
         "a missing certificate file": (
             ["--tls-cert-file", str(tmp / "absent.pem"), "--tls-key-file", str(pki["server_key"])],
             ["tls.certFile: cannot read", "No such file"],
@@ -425,6 +436,7 @@ FAILURES = [
     "grpc port in use",
     "extender port in use",
     "metrics port in use",
+    "every port in use, named at once",
     "a missing certificate file",
     "a certificate that is not PEM",
     "the key of another certificate",

@@ -8,8 +8,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import sys
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -605,6 +607,69 @@ def _flag(value: str) -> bool:
     raise argparse.ArgumentTypeError(f"{value!r} is not true or false")
 
 
+def _alive(pid_file: str | None) -> tuple[bool, int | None]:
+    """(whether the process of the PID file still runs, its pid); (True, None) without a PID file."""
+    if not pid_file:
+        return True, None
+    try:
+        with open(pid_file) as handle:
+            pid = int(handle.read().strip())
+    except (OSError, ValueError):
+        return False, None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False, pid
+    except PermissionError:
+        pass
+    # A child that exited but was not reaped yet (a zombie) has ended too.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            if stat.read().rsplit(")", 1)[-1].split()[0] == "Z":
+                return False, pid
+    except OSError:
+        pass
+    return True, pid
+
+
+def _last_line(log: str | None) -> str:
+    if not log:
+        return ""
+    try:
+        with open(log, errors="replace") as handle:
+            lines = [line.strip() for line in handle if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+def cmd_wait_ready(args: argparse.Namespace, config: ChannelConfig) -> int:
+    """Polls the server's health until it serves; exits 1 at once, with the server's last log line, if
+    its process has ended (a busy port, a bad setting), or after --timeout."""
+    deadline = time.monotonic() + args.timeout
+    with Client(config=config) as client:
+        while True:
+            alive, pid = _alive(args.pid_file)
+            if not alive:
+                why = _last_line(args.log) or "no log line"
+                which = f" (pid {pid})" if pid else ""
+                print(f"podfit: podfit-server{which} did not start: {why}", file=sys.stderr)
+                return 1
+            try:
+                client.stats(timeout=1)
+            except PodfitError:
+                if time.monotonic() > deadline:
+                    print(
+                        f"podfit: podfit-server did not answer on {config.target} within {args.timeout:g} s",
+                        file=sys.stderr,
+                    )
+                    return 1
+                time.sleep(0.2)
+                continue
+            print(f"podfit-server is serving on {config.target}")
+            return 0
+
+
 def cmd_stats(client: Client, args: argparse.Namespace) -> int:
     response = client.stats()
     if not _emit(response, args.output):
@@ -767,6 +832,13 @@ def build_parser() -> argparse.ArgumentParser:
                 help="several pods: assume none of them unless every one fits (gang scheduling)",
             )
     sub.add_parser("stats", help="cache statistics")
+    p = sub.add_parser(
+        "wait-ready",
+        help="wait until podfit-server answers; fail with its error if it stopped (for start-up scripts)",
+    )
+    p.add_argument("--pid-file", help="the server's PID file: fail at once if that process has ended")
+    p.add_argument("--log", help="the server's log: its last line is the error shown when it ended")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait (default 60)")
     p = sub.add_parser("simulate", help="what if: a scenario (kind: Scenario), then pods placed in it")
     p.add_argument("-f", "--filename", action="append", required=True, help="scenario and pod documents (repeatable)")
     p.add_argument("--scheduler-name", default="", help="profile (default: each pod's schedulerName)")
@@ -880,6 +952,7 @@ SUPPORTED_OUTPUTS: dict[str, frozenset[str]] = {
     "bench": _DATA,
     "conformance": _DATA,
     "feed": frozenset({"table"}),
+    "wait-ready": frozenset({"table"}),
     "completion": frozenset({"table"}),
 }
 
@@ -935,7 +1008,6 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    import os
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -971,6 +1043,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_bench(args, config)
         if args.command == "feed":
             return cmd_feed(args, config)
+        if args.command == "wait-ready":
+            return cmd_wait_ready(args, config)
         with Client(config=config) as client:
             return COMMANDS[args.command](client, args)
     except _NotFound as exc:

@@ -32,12 +32,21 @@ def preflight(settings: Settings) -> None:
     if settings.memo_backend not in ("memory", "redis", "memcached"):
         raise SettingsError(f"memo.backend: {settings.memo_backend!r} must be memory, redis or memcached")
     seen: set[str] = set()
+    busy: list[str] = []
     for name, key, flag in _LISTENERS:
         addr = getattr(settings, name)
         if addr in ("", "off") or addr in seen:
             continue
         seen.add(addr)
-        check_listen(key, addr, flag)
+        try:
+            check_listen(key, addr, flag)
+        except SettingsError as exc:
+            busy.append(str(exc))
+    # Every listener that cannot open, in one message: fixing them one start at a time is tedious.
+    if len(busy) == 1:
+        raise SettingsError(busy[0])
+    if busy:
+        raise SettingsError(f"{len(busy)} listeners cannot open: " + "; ".join(busy))
 
 
 def listen_error(key: str, addr: str, flag: str, reason: str = "") -> SettingsError:
