@@ -5,6 +5,7 @@ and clear errors."""
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -270,3 +271,27 @@ async def test_the_worked_example_runs_as_written(expander: Expander, pki: dict[
     out, err = await asyncio.wait_for(process.communicate(), timeout=60)
     assert process.returncode == 0, err.decode()
     assert out.decode().splitlines() == ["small: 3 node(s) for 6 pods"]
+
+
+def _listeners(settings: Any) -> set[tuple[str, str]]:
+    """(host, port) of every listener a server would open; localhost counts as 127.0.0.1."""
+    addrs = (settings.grpc_addr, settings.extender_addr, settings.metrics_addr, settings.ca_expander_addr)
+    found = set()
+    for addr in addrs:
+        if addr in ("", "off"):
+            continue
+        host, _, port = addr.rpartition(":")
+        found.add(("127.0.0.1" if host in ("localhost", "") else host, port))
+    return found
+
+
+def test_the_readme_expander_example_runs_beside_the_quick_start_server() -> None:
+    """The README's expander example starts a second podfit-server: none of its listeners may be one the
+    quick-start server (embedded defaults) already holds."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    command = re.search(r"\.venv/bin/podfit-server (--grpc-addr localhost:\d+ .*?)&\n", readme, re.S)
+    assert command, "the README's expander example is gone"
+    argv = command.group(1).replace("\\\n", " ").split()
+    example = _listeners(resolve(argv, {}))
+    quick_start = _listeners(resolve([], {}))
+    assert example and not example & quick_start, example & quick_start
