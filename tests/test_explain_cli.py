@@ -174,3 +174,35 @@ def test_schedule_of_one_file_with_several_pods_is_still_a_batch(server: str, tm
     lines = podfit(server, "schedule", "-f", str(path)).stdout.splitlines()
     assert lines[0].split() == ["NAMESPACE", "NAME", "NODE", "OUTCOME"]
     assert lines[-1].startswith("placed 2/2 pods")
+
+
+ROOM = {"memory": "4Gi", "pods": "10"}
+BOUND_CLUSTER = [
+    {"kind": "Node", "metadata": {"name": "full"}, "status": {"allocatable": {"cpu": "2", **ROOM}}},
+    {"kind": "Node", "metadata": {"name": "small"}, "status": {"allocatable": {"cpu": "1", **ROOM}}},
+    {"kind": "Pod", "metadata": {"name": "big", "namespace": "shop"},
+     "spec": {"nodeName": "full", "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        pytest.param("schedule", "selected node: full", id="schedule"),
+        pytest.param("explain", "shop/big: fits: full is chosen (1 of 2 nodes fit)", id="explain"),
+    ],
+)
+def test_a_bound_pod_named_is_answered_as_if_pending_again(
+    server: str, tmp_path: Path, command: str, expected: str
+) -> None:
+    """big fills its node: asked about by name, its own reservation there does not count against it (else
+    kube-scheduler's view of it pending again would not be "Insufficient cpu" on its own node)."""
+    path = tmp_path / "bound.yaml"
+    path.write_text(yaml.safe_dump_all(BOUND_CLUSTER))
+    assert podfit(server, "apply", "--replace", "-f", str(path)).returncode == 0
+    result = podfit(server, command, "big", "-n", "shop")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == expected
+    verdicts = podfit(server, "-o", "json", "filter", "big", "-n", "shop")
+    nodes = {n["nodeName"]: n.get("fits", False) for n in json.loads(verdicts.stdout)["nodes"]}
+    assert nodes == {"full": True, "small": False}

@@ -19,6 +19,7 @@ from typing import Any
 from aiocache import Cache
 from podfit.server.budget import Limits
 from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache, Entry, UpdateRejected, Upsert
+from podfit.server.cache.overlay import Overlay
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Decision, Engine, pod_signature
 from podfit.server.framework.cycle_state import CycleState
@@ -437,6 +438,17 @@ class SchedulingService:
                 log.warning("decision memo unavailable, deciding without it: %s: %s", type(exc).__name__, exc)
             return None
 
+    def _pending_view(self, given: PodInput, pod: Pod) -> tuple[Pod, Snapshot | None]:
+        """A cached pod that is bound, asked about by name, is answered as kube-scheduler would see it
+        pending again: without its node and without its own reservation on that node (a snapshot where
+        it is not bound). Any other pod: as given, on the current snapshot (None)."""
+        if not isinstance(given, CachedPod) or not pod.node_name or pod.terminal:
+            return pod, None
+        overlay = Overlay(self.cache.snapshot())
+        if overlay.node(pod.node_name) is not None:
+            overlay.remove_pod(pod)
+        return dataclasses.replace(pod, node_name=""), overlay.snapshot()
+
     def _decide_now(
         self,
         engine: Engine,
@@ -445,9 +457,10 @@ class SchedulingService:
         scheduler_name: str,
         score: bool = True,
         signature: str | None = None,
+        snapshot: Snapshot | None = None,
     ) -> tuple[Decision, CycleState, FilterOutcome | None, Snapshot]:
         started = time.perf_counter()
-        snapshot = self.cache.snapshot()
+        snapshot = snapshot or self.cache.snapshot()
         decision, state, outcome = engine.decide(
             pod, node_names, scheduler_name, score=score, snapshot=snapshot, signature=signature
         )
@@ -474,11 +487,17 @@ class SchedulingService:
         self.require_synced()
         engine = self.engine.at_version(version)
         resolved, _ = self.resolve(pod)
+        resolved, pending = self._pending_view(pod, resolved)
         signature = pod_signature(resolved)
-        key, decision = await self._recall(resolved, signature, node_names, scheduler_name, score, version)
-        if decision is not None and (decision.explained or not explain):
-            return decision
-        decision, state, _, snapshot = self._decide_now(engine, resolved, node_names, scheduler_name, score, signature)
+        key: str | None = None
+        if pending is None:
+            # A pending view's snapshot is not the cache's: its answers are not memoised.
+            key, decision = await self._recall(resolved, signature, node_names, scheduler_name, score, version)
+            if decision is not None and (decision.explained or not explain):
+                return decision
+        decision, state, _, snapshot = self._decide_now(
+            engine, resolved, node_names, scheduler_name, score, signature, pending
+        )
         if explain:
             self._explain(engine, decision, resolved, state, snapshot, scheduler_name, True)
         await self._remember(key, decision)
@@ -516,6 +535,20 @@ class SchedulingService:
         self.require_synced()
         engine = self.engine.at_version(version)
         resolved, source = self.resolve(pod)
+        if not assume:
+            resolved, pending = self._pending_view(pod, resolved)
+            if pending is not None:
+                return self._schedule_now(
+                    engine,
+                    resolved,
+                    source,
+                    node_names,
+                    scheduler_name,
+                    False,
+                    preempt,
+                    self.cache.apply,
+                    snapshot=pending,
+                )
         if assume:
             self._check_current(resolved)
         signature = pod_signature(resolved)
@@ -556,8 +589,11 @@ class SchedulingService:
         preempt: bool,
         apply: Callable[[Iterable[Change]], BatchResult],
         signature: str | None = None,
+        snapshot: Snapshot | None = None,
     ) -> ScheduleResult:
-        decision, state, outcome, snapshot = self._decide_now(engine, pod, node_names, scheduler_name, True, signature)
+        decision, state, outcome, snapshot = self._decide_now(
+            engine, pod, node_names, scheduler_name, True, signature, snapshot
+        )
         result = ScheduleResult.of(pod, decision)
         if decision.selected:
             if assume:
@@ -789,9 +825,10 @@ class SchedulingService:
         self.require_synced()
         engine = self.engine.at_version(version)
         resolved, _ = self.resolve(pod)
+        resolved, pending = self._pending_view(pod, resolved)
         started = time.perf_counter()
         generation = self.cache.generation
-        result = engine.preempt(resolved, node_names, scheduler_name)
+        result = engine.preempt(resolved, node_names, scheduler_name, snapshot=pending)
         self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
         return result, generation
 

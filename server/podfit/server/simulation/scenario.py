@@ -117,6 +117,7 @@ def simulate(
     result = SimulationResult(base_generation=snapshot.generation)
     placed: dict[str, list[str]] = {name: [] for name in added}
     for pod in pods:
+        check_deadline()
         decision, _, _ = engine.decide(pod, (), scheduler_name, snapshot=overlay.snapshot())
         if decision.selected:
             overlay.bind_pod(dataclasses.replace(pod, node_name=decision.selected, nominated_node_name=""))
