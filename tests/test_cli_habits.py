@@ -104,19 +104,19 @@ OUTPUT_CASES: list[tuple[list[str], str, Any]] = [
     (["filter", "-f", POD], "yaml", lambda out: len(yaml.safe_load(out)["nodes"]) == 3),
     (["filter", "-f", POD], "name", REFUSED),
     (["score", "-f", POD], "yaml", lambda out: "scores" in yaml.safe_load(out)),
-    (["score", "-f", POD], "wide", REFUSED),
+    (["score", "-f", POD], "wide", lambda out: out.startswith("NODE") and "node-b" in out),
     (["schedule", "-f", POD], "yaml", lambda out: yaml.safe_load(out)["selectedNode"] == "node-b"),
     (["schedule", "-f", POD], "name", REFUSED),
     (["explain", "-f", POD], "yaml", lambda out: isinstance(yaml.safe_load(out), dict)),
     (["explain", "-f", POD], "wide", REFUSED),
     (["preempt", "-f", str(EXAMPLES / "urgent-pod.yaml")], "yaml", lambda out: "victims" in yaml.safe_load(out)),
-    (["preempt", "-f", str(EXAMPLES / "urgent-pod.yaml")], "wide", REFUSED),
+    (["preempt", "-f", str(EXAMPLES / "urgent-pod.yaml")], "wide", lambda out: out.startswith("preemption: evict")),
     (["stats"], "yaml", lambda out: yaml.safe_load(out)["nodes"] == 3),
     (["stats"], "wide", REFUSED),
     (["simulate", "-f", str(EXAMPLES / "scenario.yaml")], "json", lambda out: "placements" in json.loads(out)),
     (["simulate", "-f", str(EXAMPLES / "scenario.yaml")], "name", REFUSED),
     (["estimate", "-f", str(EXAMPLES / "node-groups.yaml")], "yaml", lambda out: "estimates" in yaml.safe_load(out)),
-    (["estimate", "-f", str(EXAMPLES / "node-groups.yaml")], "wide", REFUSED),
+    (["estimate", "-f", str(EXAMPLES / "node-groups.yaml")], "wide", lambda out: out.startswith("NODE GROUP")),
     (["drain", "node-a", "--dry-run"], "json", lambda out: json.loads(out)["nodes"][0]["nodeName"] == "node-a"),
     (["drain", "node-a", "--dry-run"], "name", REFUSED),
     (BENCH, "json", lambda out: json.loads(out)["workloads"][BENCH[1]]["decisions"] == 5),
@@ -617,3 +617,75 @@ def test_the_readme_start_returns_once_the_server_answers(tmp_path: Path) -> Non
         assert result.stdout.strip() == f"podfit-server is serving on 127.0.0.1:{port}"
     finally:
         os.kill(pid, signal.SIGTERM)
+
+
+# -- output that scales -----------------------------------------------------------------------------
+
+
+def node_rows(out: str) -> list[str]:
+    return [line.split()[0] for line in out.splitlines() if line.startswith("n-")]
+
+
+@pytest.fixture
+def wide_cluster(target: str, tmp_path: Path) -> str:
+    """30 nodes: the first 25 too small for the pod, the last 5 fit it (and tie)."""
+    nodes = [
+        make_node(f"n-{i:02}").capacity(cpu="1" if i < 25 else "8", memory="8Gi", pods="10").json() for i in range(30)
+    ]
+    reset(target, write(tmp_path / "c.yaml", nodes))
+    return write(tmp_path / "pod.yaml", [make_pod("big").req(cpu="2").json()])
+
+
+@pytest.mark.parametrize(
+    ("command", "default_rows", "summary"),
+    [
+        pytest.param("filter", 20, "... and 10 more; -o wide for all", id="filter"),
+        pytest.param("score", 5, "", id="score-only-feasible"),
+    ],
+)
+def test_tables_show_the_top_rows_and_wide_shows_all(
+    target: str, wide_cluster: str, command: str, default_rows: int, summary: str
+) -> None:
+    short = podfit("--target", target, command, "-f", wide_cluster)
+    assert short.returncode == 0, short.stderr
+    shown = node_rows(short.stdout)
+    assert len(shown) == default_rows
+    assert (summary in short.stdout) if summary else ("more; -o wide" not in short.stdout)
+    if command == "filter":
+        # The nodes that fit come first, so a capped table still shows them.
+        assert shown[:5] == [f"n-{i}" for i in range(25, 30)]
+    full = podfit("--target", target, command, "-f", wide_cluster, "-o", "wide")
+    assert full.returncode == 0, full.stderr
+    assert len(node_rows(full.stdout)) == (30 if command == "filter" else 5)
+    assert "more; -o wide" not in full.stdout
+
+
+def test_schedule_names_a_few_ties_and_wide_names_all(target: str, tmp_path: Path) -> None:
+    nodes = [make_node(f"n-{i:02}").capacity(cpu="8", memory="8Gi", pods="10").json() for i in range(30)]
+    reset(target, write(tmp_path / "c.yaml", nodes))
+    pod = write(tmp_path / "pod.yaml", [make_pod("p").req(cpu="1").json()])
+    short = podfit("--target", target, "schedule", "-f", pod)
+    assert short.returncode == 0, short.stderr
+    first = short.stdout.splitlines()[0]
+    assert first.endswith(" and 25 more)") and first.count("n-") == 6, first
+    assert len(node_rows(short.stdout)) == 20 and "... and 10 more; -o wide for all" in short.stdout
+    full = podfit("--target", target, "schedule", "-f", pod, "-o", "wide")
+    assert full.stdout.splitlines()[0].count("n-") == 31
+    assert len(node_rows(full.stdout)) == 30
+
+
+def test_estimate_names_a_few_unscheduled_pods(target: str, tmp_path: Path) -> None:
+    group = {
+        "kind": "NodeGroup",
+        "id": "tiny",
+        "currentSize": 0,
+        "maxSize": 1,
+        "template": make_node("tiny").capacity(cpu="1", memory="8Gi", pods="10").json(),
+    }
+    pods = [make_pod(f"p-{i:02}").req(cpu="1").owner("ReplicaSet", "rs").json() for i in range(12)]
+    path = write(tmp_path / "groups.yaml", [group, *pods])
+    short = podfit("--target", target, "estimate", "-f", path)
+    assert short.returncode == 0, short.stderr
+    assert " and 6 more" in short.stdout and short.stdout.count("default/p-") == 5, short.stdout
+    full = podfit("--target", target, "estimate", "-f", path, "-o", "wide")
+    assert full.stdout.count("default/p-") == 11, full.stdout

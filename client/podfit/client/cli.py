@@ -49,6 +49,34 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in cells)
 
 
+# Rows a default table shows; the rest are summarised in one line. ``-o wide`` (and json/yaml) keep all,
+# so a 5,000-node cluster gives a readable answer by default and the whole answer on request.
+_TOP = 20
+# Names a default table lists in one cell (ties, unscheduled pods) before summarising the rest.
+_TOP_NAMES = 5
+
+
+def _capped(rows: Sequence[Sequence[Any]], wide: bool, limit: int = _TOP) -> tuple[Sequence[Sequence[Any]], str]:
+    """The rows a table shows and the line that says what it left out (empty when nothing was)."""
+    if wide or len(rows) <= limit:
+        return rows, ""
+    return rows[:limit], f"... and {len(rows) - limit:,} more; -o wide for all"
+
+
+def _names(names: Sequence[str], wide: bool) -> str:
+    """A list of names for one cell or line, cut to a few unless ``-o wide``."""
+    if wide or len(names) <= _TOP_NAMES:
+        return ", ".join(names)
+    return f"{', '.join(names[:_TOP_NAMES])} and {len(names) - _TOP_NAMES:,} more"
+
+
+def _print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], wide: bool) -> None:
+    shown, rest = _capped(rows, wide)
+    print(_table(headers, shown))
+    if rest:
+        print(rest)
+
+
 def _json(message: Message) -> str:
     return json_format.MessageToJson(message, always_print_fields_with_no_presence=True, indent=2)
 
@@ -77,6 +105,7 @@ def _nodes(args: argparse.Namespace) -> list[str]:
 
 
 def _verdict_rows(nodes: Sequence[sc.NodeVerdict]) -> list[list[Any]]:
+    """Nodes that fit first (stable), so a capped table shows them before the rejections."""
     return [
         [
             v.node_name,
@@ -85,11 +114,12 @@ def _verdict_rows(nodes: Sequence[sc.NodeVerdict]) -> list[list[Any]]:
             rq.STATUS_CODE_NAMES.get(v.code, "?"),
             "; ".join(v.reasons) or "-",
         ]
-        for v in nodes
+        for v in sorted(nodes, key=lambda v: not v.fits)
     ]
 
 
-def _score_table(scores: Sequence[sc.NodeScore]) -> str:
+def _score_table(scores: Sequence[sc.NodeScore], wide: bool = True) -> str:
+    """Best first (stable, so equal totals keep the server's order), the top rows unless ``wide``."""
     plugins: list[str] = []
     for score in scores:
         for p in score.plugins:
@@ -97,18 +127,22 @@ def _score_table(scores: Sequence[sc.NodeScore]) -> str:
                 plugins.append(p.plugin)
     rows = [
         [s.node_name, s.total, *[next((p.score for p in s.plugins if p.plugin == name), "-") for name in plugins]]
-        for s in scores
+        for s in sorted(scores, key=lambda s: -s.total)
     ]
-    return _table(["NODE", "TOTAL", *plugins], rows)
+    shown, rest = _capped(rows, wide)
+    return _table(["NODE", "TOTAL", *plugins], shown) + (f"\n{rest}" if rest else "")
 
 
-def _preemption_text(p: sc.PreemptResponse) -> str:
+def _preemption_text(p: sc.PreemptResponse, wide: bool = True) -> str:
     if not p.nominated_node:
         return f"preemption: no node ({p.message or 'not helpful'})"
     lines = [f"preemption: evict on node {p.nominated_node} ({p.num_pdb_violations} PDB violations)"]
     if p.node_ties and list(p.node_ties) != [p.nominated_node]:
-        lines.append(f"equally good nodes: {', '.join(p.node_ties)}")
-    lines.append(_table(["NAMESPACE", "NAME", "PRIORITY"], [[v.namespace, v.name, v.priority] for v in p.victims]))
+        lines.append(f"equally good nodes: {_names(p.node_ties, wide)}")
+    victims, rest = _capped([[v.namespace, v.name, v.priority] for v in p.victims], wide)
+    lines.append(_table(["NAMESPACE", "NAME", "PRIORITY"], victims))
+    if rest:
+        lines.append(rest)
     return "\n".join(lines)
 
 
@@ -369,7 +403,7 @@ def cmd_filter(client: Client, args: argparse.Namespace) -> int:
         return 0
     if response.unschedulable_message:
         print(response.unschedulable_message)
-    print(_table(["NODE", "FITS", "PLUGIN", "CODE", "REASONS"], _verdict_rows(response.nodes)))
+    _print_table(["NODE", "FITS", "PLUGIN", "CODE", "REASONS"], _verdict_rows(response.nodes), args.output == "wide")
     print(f"{response.feasible_count}/{len(response.nodes)} nodes fit (generation {response.generation})")
     return 0
 
@@ -385,7 +419,7 @@ def cmd_score(client: Client, args: argparse.Namespace) -> int:
     elif not response.scores:
         print("no node fits")
     else:
-        print(_score_table(response.scores))
+        print(_score_table(response.scores, args.output == "wide"))
     return 0
 
 
@@ -415,17 +449,18 @@ def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
     if response.gated:
         print(f"gated: {response.message}")
         return 0
+    wide = args.output == "wide"
     if response.selected_node:
-        ties = f" (tied: {', '.join(response.best_nodes)})" if len(response.best_nodes) > 1 else ""
+        ties = f" (tied: {_names(response.best_nodes, wide)})" if len(response.best_nodes) > 1 else ""
         print(f"selected node: {response.selected_node}{ties}")
         if args.assume:
             print(f"assumed at generation {response.assumed_generation}")
-        print(_score_table(response.scores))
+        print(_score_table(response.scores, wide))
     else:
         print(response.unschedulable_message or "no node fits")
-        print(_table(["NODE", "FITS", "PLUGIN", "CODE", "REASONS"], _verdict_rows(response.nodes)))
+        _print_table(["NODE", "FITS", "PLUGIN", "CODE", "REASONS"], _verdict_rows(response.nodes), wide)
         if response.HasField("preemption"):
-            print(_preemption_text(response.preemption))
+            print(_preemption_text(response.preemption, wide))
     return 0
 
 
@@ -454,7 +489,7 @@ def _schedule_batch(client: Client, args: argparse.Namespace, pods: list[Any]) -
         else:
             outcome = "no node fits"
         rows.append([meta.get("namespace") or "default", meta.get("name", ""), answer.selected_node or "-", outcome])
-    print(_table(["NAMESPACE", "NAME", "NODE", "OUTCOME"], rows))
+    _print_table(["NAMESPACE", "NAME", "NODE", "OUTCOME"], rows, args.output == "wide")
     if args.all_or_nothing and not response.all_placed:
         print(f"not every pod fits: nothing assumed (all-or-nothing; generation {response.generation})")
     else:
@@ -467,7 +502,7 @@ def cmd_preempt(client: Client, args: argparse.Namespace) -> int:
         _pod_arg(args), _nodes(args), args.scheduler_name, kube_scheduler_version=args.kube_scheduler_version
     )
     if not _emit(response, args.output):
-        print(_preemption_text(response))
+        print(_preemption_text(response, args.output == "wide"))
     return 0
 
 
@@ -522,14 +557,15 @@ def cmd_simulate(client: Client, args: argparse.Namespace) -> int:
         else:
             outcome = f"no node fits ({sum(1 for v in p.rejections if not v.fits)} nodes rejected it)"
         rows.append([p.namespace, p.name, p.node_name or "-", outcome])
-    print(_table(["NAMESPACE", "NAME", "NODE", "OUTCOME"], rows))
+    wide = args.output == "wide"
+    _print_table(["NAMESPACE", "NAME", "NODE", "OUTCOME"], rows, wide)
     if response.hypothetical_nodes:
         print()
         nodes = [
             [n.node_name, len(n.pods), _percent(n.cpu), _percent(n.memory), _percent(n.pods_fraction)]
             for n in response.hypothetical_nodes
         ]
-        print(_table(["HYPOTHETICAL NODE", "PODS", "CPU", "MEMORY", "POD SLOTS"], nodes))
+        _print_table(["HYPOTHETICAL NODE", "PODS", "CPU", "MEMORY", "POD SLOTS"], nodes, wide)
     placed = sum(1 for p in response.placements if p.node_name)
     print(f"\nplaced {placed}/{len(response.placements)} pods (forked from generation {response.base_generation})")
     return 0
@@ -542,11 +578,12 @@ def cmd_estimate(client: Client, args: argparse.Namespace) -> int:
     response = client.estimate_scale_up(groups, node_groups, request.scheduler_name)
     if _emit(response, args.output):
         return 0
+    wide = args.output == "wide"
     rows = [
-        [e.node_group_id, e.node_count, len(e.scheduled), len(e.unscheduled), ", ".join(e.unscheduled) or "-"]
+        [e.node_group_id, e.node_count, len(e.scheduled), len(e.unscheduled), _names(e.unscheduled, wide) or "-"]
         for e in response.estimates
     ]
-    print(_table(["NODE GROUP", "NEW NODES", "SCHEDULED", "UNSCHEDULED", "UNSCHEDULED PODS"], rows))
+    _print_table(["NODE GROUP", "NEW NODES", "SCHEDULED", "UNSCHEDULED", "UNSCHEDULED PODS"], rows, wide)
     plural = "" if len(groups) == 1 else "s"
     print(f"\n{len(groups)} equivalence group{plural} (forked from generation {response.base_generation})")
     return 0
@@ -583,14 +620,15 @@ def cmd_drain(client: Client, args: argparse.Namespace) -> int:
         else:
             why = "-"
         rows.append([n.node_name, "yes" if n.removable else "no", n.unremovable_reason or "-", why])
-    print(_table(["NODE", "REMOVABLE", "REASON", "BLOCKING POD"], rows))
+    wide = args.output == "wide"
+    _print_table(["NODE", "REMOVABLE", "REASON", "BLOCKING POD"], rows, wide)
     for n in response.nodes:
         if not n.removable:
             continue
         print(f"\n{n.node_name}: {len(n.pods_to_move)} pods to move, {len(n.daemonset_pods)} DaemonSet pods stay")
         if n.pods_to_move:
             moves = [[m.namespace, m.name, m.node_name or "- (terminal)"] for m in n.pods_to_move]
-            print(_table(["NAMESPACE", "NAME", "DESTINATION"], moves))
+            _print_table(["NAMESPACE", "NAME", "DESTINATION"], moves, wide)
         if n.HasField("pdb") and not (n.pdb.can_remove and n.pdb.in_parallel):
             b = n.pdb.blocking_pod
             print(f"PDB: {'one at a time' if n.pdb.can_remove else 'blocks removal'} ({b.namespace}/{b.name})")
@@ -948,7 +986,8 @@ SUPPORTED_OUTPUTS: dict[str, frozenset[str]] = {
     "get": frozenset(OUTPUTS),
     "describe": frozenset({"table"}),
     "explain": _DATA,
-    **{name: _DATA for name in ("filter", "score", "schedule", "preempt", "stats", "simulate", "estimate", "drain")},
+    **{name: _DATA | {"wide"} for name in ("filter", "score", "schedule", "preempt", "simulate", "estimate", "drain")},
+    "stats": _DATA,
     "bench": _DATA,
     "conformance": _DATA,
     "feed": frozenset({"table"}),
