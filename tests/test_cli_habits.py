@@ -689,3 +689,25 @@ def test_estimate_names_a_few_unscheduled_pods(target: str, tmp_path: Path) -> N
     assert " and 6 more" in short.stdout and short.stdout.count("default/p-") == 5, short.stdout
     full = podfit("--target", target, "estimate", "-f", path, "-o", "wide")
     assert full.stdout.count("default/p-") == 11, full.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        pytest.param(
+            ["schedul", "-f", POD], 'unknown command "schedul" for "podfit"; did you mean "schedule"?', id="typo"
+        ),
+        pytest.param(
+            ["--target", "127.0.0.1:1", "explian", "-f", POD],
+            'unknown command "explian" for "podfit"; did you mean "explain"?',
+            id="after-global-flags",
+        ),
+        pytest.param(
+            ["zzzz"], 'unknown command "zzzz" for "podfit" (commands: apply, delete, get,', id="no-close-match"
+        ),
+    ],
+)
+def test_a_mistyped_subcommand_gets_did_you_mean(argv: list[str], error: str) -> None:
+    done = podfit(*argv)
+    assert done.returncode == 2 and done.stdout == ""
+    assert error in done.stderr.splitlines()[-1], done.stderr

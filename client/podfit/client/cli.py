@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import os
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -811,11 +812,26 @@ def cmd_feed(args: argparse.Namespace, config: ChannelConfig) -> int:
     return run(args, config)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, plus kubectl's "did you mean" for a mistyped subcommand."""
+
+    commands: Collection[str] = ()
+
+    def error(self, message: str) -> Any:
+        typo = re.match(r"argument command: invalid choice: '?([^' ]*)'?", message)
+        if typo and self.commands:
+            close = difflib.get_close_matches(typo.group(1), self.commands, n=1)
+            message = f'unknown command "{typo.group(1)}" for "podfit"'
+            message += f'; did you mean "{close[0]}"?' if close else f" (commands: {', '.join(self.commands)})"
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="podfit", description="Client for the podfit scheduling-decision service.")
+    parser = _Parser(prog="podfit", description="Client for the podfit scheduling-decision service.")
     parser.add_argument("--version", action="version", version=f"podfit {_version()}")
     _global_flags(parser, defaults=True)
     sub = parser.add_subparsers(dest="command", required=True)
+    parser.commands = sub.choices  # filled in as the subcommands are added below
 
     p = sub.add_parser("apply", help="upsert objects from files, directories or stdin")
     p.add_argument("-f", "--filename", action="append", required=True, help="file, directory or - (repeatable)")
