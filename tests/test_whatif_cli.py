@@ -95,7 +95,7 @@ def test_drain_dry_run(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["drain", "node-a"], "add --dry-run", id="drain without --dry-run"),
+        pytest.param(["drain", "node-a"], "podfit: drain only simulates: add --dry-run", id="drain without --dry-run"),
         pytest.param(["drain", "--dry-run", "--now", "yesterday", "node-a"], "RFC 3339", id="unreadable --now"),
         pytest.param(["drain", "--dry-run", "--now", "2026-11-24T12:00:00", "node-a"], "time zone", id="naive --now"),
         pytest.param(["drain", "--dry-run", "nope"], "node_names[0]", id="unknown node"),
@@ -107,6 +107,7 @@ def test_drain_errors_are_one_line(
     code, out, err = run(capsys, server, *args)
     assert code == 1 and out == ""
     assert message in err and len(err.strip().splitlines()) == 1
+    assert not err.startswith("podfit: podfit"), err
 
 
 def test_drain_flag_values_are_checked(server: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -94,7 +94,7 @@ def _pod_arg(args: argparse.Namespace) -> Any:
     prod``), or the one manifest of ``-f``; exactly one of the two."""
     files = args.filename if isinstance(args.filename, list) else [args.filename] if args.filename else []
     if bool(args.pod) == bool(files):
-        raise ValueError(f"podfit {args.command}: name a cached pod (POD [-n NAMESPACE]) or give -f FILE, not both")
+        raise ValueError(f"{args.command}: name a cached pod (POD [-n NAMESPACE]) or give -f FILE, not both")
     if args.pod:
         return args.pod if "/" in args.pod else f"{args.namespace or 'default'}/{args.pod}"
     # schedule takes several pods (a batch); the other commands exactly one.
@@ -592,7 +592,7 @@ def cmd_estimate(client: Client, args: argparse.Namespace) -> int:
 
 def cmd_drain(client: Client, args: argparse.Namespace) -> int:
     if not args.dry_run:
-        raise ValueError("podfit drain only simulates: add --dry-run (nothing is ever evicted)")
+        raise ValueError("drain only simulates: add --dry-run (nothing is ever evicted)")
     now = None
     if args.now:
         try:
