@@ -212,6 +212,12 @@ def test_get_nodes_shows_status_taints_and_the_schedulers_allocation(target: str
             id="-A adds NAMESPACE",
         ),
         pytest.param(
+            ["-A", "get", "pods"],
+            ["NAMESPACE", "NAME", "PHASE", "NODE", "PRIORITY", "AGE"],
+            ["default", "shop", "shop"],
+            id="-A before the subcommand",
+        ),
+        pytest.param(
             ["get", "pods", "--all-namespaces", "-o", "wide"],
             ["NAMESPACE", "NAME", "PHASE", "NODE", "PRIORITY", "AGE", "NOMINATED-NODE", "SCHEDULER", "GATES"],
             ["default", "shop", "shop"],
@@ -711,3 +717,9 @@ def test_a_mistyped_subcommand_gets_did_you_mean(argv: list[str], error: str) ->
     done = podfit(*argv)
     assert done.returncode == 2 and done.stdout == ""
     assert error in done.stderr.splitlines()[-1], done.stderr
+
+
+def test_all_namespaces_is_refused_where_it_means_nothing() -> None:
+    done = podfit("-A", "schedule", "-f", POD)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == "podfit schedule: error: -A/--all-namespaces applies to get only"

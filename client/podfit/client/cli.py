@@ -830,6 +830,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="podfit", description="Client for the podfit scheduling-decision service.")
     parser.add_argument("--version", action="version", version=f"podfit {_version()}")
     _global_flags(parser, defaults=True)
+    parser.add_argument("-A", "--all-namespaces", action="store_true", help="get: every namespace")
     sub = parser.add_subparsers(dest="command", required=True)
     parser.commands = sub.choices  # filled in as the subcommands are added below
 
@@ -845,7 +846,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("get", help="show cached objects")
     p.add_argument("kind")
     p.add_argument("name", nargs="?")
-    p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace (default: -n or default)")
+    # Also accepted before the subcommand (``podfit -A get pods``), where the top-level parser sets it.
+    p.add_argument(
+        "-A",
+        "--all-namespaces",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="every namespace (default: -n or default)",
+    )
     p.add_argument("-l", "--selector", help="label selector, e.g. app=web,tier!=db")
     p = sub.add_parser("describe", help="a node or a pod in detail: labels, taints, allocation, pods")
     p.add_argument("kind", help="node or pod")
@@ -1072,6 +1080,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Like argparse's own usage errors: one line, exit 2.
         allowed = ", ".join(o for o in OUTPUTS if o in supported)
         print(f"podfit {args.command}: error: -o {args.output} is not supported here (use {allowed})", file=sys.stderr)
+        return 2
+    if args.all_namespaces and args.command != "get":
+        print(f"podfit {args.command}: error: -A/--all-namespaces applies to get only", file=sys.stderr)
         return 2
     if args.command == "completion":
         print(_completion(parser, args.shell), end="")
