@@ -723,3 +723,35 @@ def test_all_namespaces_is_refused_where_it_means_nothing() -> None:
     done = podfit("-A", "schedule", "-f", POD)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == "podfit schedule: error: -A/--all-namespaces applies to get only"
+
+
+def counters(body: Any, path: str = "") -> dict[str, Any]:
+    """Every generation-like field of a JSON/YAML answer, by path."""
+    found: dict[str, Any] = {}
+    items = body.items() if isinstance(body, dict) else enumerate(body) if isinstance(body, list) else ()
+    for key, value in items:
+        where = f"{path}.{key}"
+        if isinstance(key, str) and key.lower().endswith("generation"):
+            found[where] = value
+        found.update(counters(value, where))
+    return found
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param(["stats"], id="stats"),
+        pytest.param(["schedule", "-f", POD], id="schedule"),
+        pytest.param(["filter", "-f", POD], id="filter"),
+        pytest.param(["apply", "--replace", "-f", CLUSTER], id="apply-replace"),
+        pytest.param(["simulate", "-f", str(EXAMPLES / "scenario.yaml")], id="simulate"),
+    ],
+)
+@pytest.mark.parametrize("output", ["json", "yaml"])
+def test_generations_are_numbers_in_json_and_yaml(target: str, argv: list[str], output: str) -> None:
+    reset(target)
+    done = podfit("--target", target, *argv, "-o", output)
+    assert done.returncode == 0, done.stderr
+    found = counters(json.loads(done.stdout) if output == "json" else yaml.safe_load(done.stdout))
+    assert found, "no generation in the answer"
+    assert all(type(v) is int and v >= 0 for v in found.values()), found

@@ -1,6 +1,6 @@
 """``podfit``: the command-line client, with kubectl's habits. Readable tables by default, ``-o json|yaml``
-for the protobuf JSON mapping of the response (``-o wide|name`` where kubectl has them; a command refuses an
-output it cannot honour rather than ignoring it). Errors are one line on stderr and a non-zero exit, never a
+for the protobuf JSON mapping of the response with 64-bit counters as numbers (``-o wide|name`` where
+kubectl has them; a command refuses an output it cannot honour rather than ignoring it). Errors are one line on stderr and a non-zero exit, never a
 traceback."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from podfit.client import _requests as rq
 from podfit.client import cli_views, whatif
@@ -78,8 +79,45 @@ def _print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], wide: bo
         print(rest)
 
 
+_INT64 = frozenset({FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64})
+
+
+def _data(message: Message) -> dict[str, Any]:
+    """The protobuf JSON mapping of ``message``, but with 64-bit integers (generations, epochs) as numbers,
+    as kubectl prints resourceVersion-like counters: the mapping's strings would make ``jq '.generation > 7'``
+    compare text. Protobuf's JSON parser accepts numbers for these fields, so the output still parses back."""
+    body = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+    _int64_as_numbers(message, body)
+    return body
+
+
+def _int64_as_numbers(message: Message, body: dict[str, Any]) -> None:
+    for field in message.DESCRIPTOR.fields:
+        if field.json_name not in body:
+            continue
+        value = getattr(message, field.name)
+        entry = field.message_type
+        if entry is not None and entry.GetOptions().map_entry:
+            target = entry.fields_by_name["value"]
+            for key, item in value.items():
+                if target.cpp_type in _INT64:
+                    body[field.json_name][str(key)] = int(item)
+                elif target.message_type is not None and not target.message_type.full_name.startswith("google."):
+                    _int64_as_numbers(item, body[field.json_name][str(key)])
+        elif entry is not None:
+            if entry.full_name.startswith("google."):
+                continue  # well-known types have JSON forms of their own (Timestamp, Struct, ...)
+            if field.is_repeated:
+                for item, item_body in zip(value, body[field.json_name], strict=True):
+                    _int64_as_numbers(item, item_body)
+            else:
+                _int64_as_numbers(value, body[field.json_name])
+        elif field.cpp_type in _INT64:
+            body[field.json_name] = [int(v) for v in value] if field.is_repeated else int(value)
+
+
 def _json(message: Message) -> str:
-    return json_format.MessageToJson(message, always_print_fields_with_no_presence=True, indent=2)
+    return json.dumps(_data(message), indent=2)
 
 
 def _single_pod(path: str, namespace: str | None = None) -> Any:
@@ -216,9 +254,7 @@ def cmd_apply(client: Client, args: argparse.Namespace) -> int:
             by_kind[FIELD_TO_KIND[str(obj.WhichOneof("object"))]].append(obj)
         responses = {kind: client.replace(kind, objs) for kind, objs in by_kind.items()}
         if args.output in ("json", "yaml"):
-            body = {
-                k: json_format.MessageToDict(r, always_print_fields_with_no_presence=True) for k, r in responses.items()
-            }
+            body = {k: _data(r) for k, r in responses.items()}
             _print_data(body, args.output)
         elif args.output == "name":
             for obj in objects:
@@ -529,8 +565,7 @@ def _emit(message: Message, output: str) -> bool:
     elif output == "yaml":
         import yaml
 
-        body = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
-        print(yaml.safe_dump(body, sort_keys=False), end="")
+        print(yaml.safe_dump(_data(message), sort_keys=False), end="")
     else:
         return False
     return True
