@@ -1,7 +1,7 @@
 """``podfit``: the command-line client, with kubectl's habits. Readable tables by default, ``-o json|yaml``
 for the protobuf JSON mapping of the response with 64-bit counters as numbers (``-o wide|name`` where
-kubectl has them; a command refuses an output it cannot honour rather than ignoring it). Errors are one line on stderr and a non-zero exit, never a
-traceback."""
+kubectl has them; a command refuses an output it cannot honour rather than ignoring it). Errors are one
+line on stderr and a non-zero exit, never a traceback."""
 
 from __future__ import annotations
 
