@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import signal
 import socket
 import struct
@@ -755,3 +756,29 @@ def test_generations_are_numbers_in_json_and_yaml(target: str, argv: list[str], 
     found = counters(json.loads(done.stdout) if output == "json" else yaml.safe_load(done.stdout))
     assert found, "no generation in the answer"
     assert all(type(v) is int and v >= 0 for v in found.values()), found
+
+
+@pytest.mark.parametrize(
+    ("argv", "header", "row"),
+    [
+        pytest.param(
+            ["get", "pdb", "-n", "shop"],
+            "NAME  MIN AVAILABLE  MAX UNAVAILABLE  ALLOWED DISRUPTIONS  AGE",
+            "web   1              N/A              0                    <unknown>",
+            id="pdb",
+        ),
+        pytest.param(
+            ["-A", "get", "poddisruptionbudgets"],
+            "NAMESPACE  NAME  MIN AVAILABLE  MAX UNAVAILABLE  ALLOWED DISRUPTIONS  AGE",
+            "shop       web   1              N/A              0                    <unknown>",
+            id="pdb -A",
+        ),
+    ],
+)
+def test_get_pdb_shows_kubectls_budget_columns(target: str, argv: list[str], header: str, row: str) -> None:
+    reset(target)
+    done = podfit("--target", target, *argv)
+    assert done.returncode == 0, done.stderr
+    # Columns are separated by two or more spaces (a header such as "MIN AVAILABLE" has one inside).
+    table = [re.split(r" {2,}", line.strip()) for line in done.stdout.splitlines()]
+    assert table == [re.split(r" {2,}", header), re.split(r" {2,}", row)]

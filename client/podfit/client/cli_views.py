@@ -4,7 +4,7 @@ requested figures are the scheduler's own, never re-derived here)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
@@ -167,13 +167,33 @@ def other_rows(
     kind: str, manifests: Sequence[Mapping[str, Any]], all_namespaces: bool
 ) -> tuple[list[str], list[list[Any]]]:
     namespaced = kind not in CLUSTER_SCOPED and all_namespaces
-    headers = [*(["NAMESPACE"] if namespaced else []), "NAME", "AGE"]
+    columns = _KIND_COLUMNS.get(kind, ())
+    headers = [*(["NAMESPACE"] if namespaced else []), "NAME", *(title for title, _ in columns), "AGE"]
     rows = []
     for m in manifests:
         meta = m.get("metadata") or {}
         prefix = [meta.get("namespace") or "default"] if namespaced else []
-        rows.append([*prefix, meta.get("name", ""), age(meta.get("creationTimestamp"))])
+        cells = [cell(m) for _, cell in columns]
+        rows.append([*prefix, meta.get("name", ""), *cells, age(meta.get("creationTimestamp"))])
     return headers, rows
+
+
+def _spec_value(key: str) -> Callable[[Mapping[str, Any]], str]:
+    def cell(m: Mapping[str, Any]) -> str:
+        value = (m.get("spec") or {}).get(key)
+        return "N/A" if value is None else str(value)
+
+    return cell
+
+
+# kubectl's extra columns per kind (its printers in pkg/printers/internalversion), where a user looks for them.
+_KIND_COLUMNS: dict[str, tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...]] = {
+    "PodDisruptionBudget": (
+        ("MIN AVAILABLE", _spec_value("minAvailable")),
+        ("MAX UNAVAILABLE", _spec_value("maxUnavailable")),
+        ("ALLOWED DISRUPTIONS", lambda m: str((m.get("status") or {}).get("disruptionsAllowed", 0))),
+    ),
+}
 
 
 def _section(title: str, items: Sequence[str], width: int = 22) -> list[str]:
