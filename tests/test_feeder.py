@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -600,3 +602,46 @@ def test_load_api_client_from_a_kubeconfig(kubeconfig: Path, fake: FakeApiServer
         assert api.configuration.host == fake.url and api.configuration.connection_pool_maxsize == 7
     finally:
         api.close()
+
+
+async def test_an_api_server_that_is_down_costs_one_line_per_backoff(tmp_path: Path) -> None:
+    """No urllib3 retry chatter: each failed attempt is one line naming the kind, the URL and the cause."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "down", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {}}],
+                "contexts": [{"name": "c", "context": {"cluster": "down", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    log_file = tmp_path / "feed.log"
+    with log_file.open("wb") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "podfit.client.cli", "--target", "127.0.0.1:1", "feed",
+            "--kubeconfig", str(kubeconfig), "--kinds", "nodes",
+            cwd=ROOT, stdout=asyncio.subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+    try:
+        await asyncio.sleep(3.5)
+        process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(process.wait(), 10) == 0, log_file.read_text()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    lines = [line for line in log_file.read_text().splitlines() if "WARNING" in line or "Retrying" in line]
+    failures = [line for line in lines if "sync failed: " in line]
+    # Backoff from 0.8 s doubling with up to 50% jitter: 2 to 5 attempts in 3.5 s, and nothing else.
+    assert 2 <= len(failures) <= 5 and len(lines) == len(failures), "\n".join(lines)
+    url = f"http://127.0.0.1:{port}/api/v1/nodes"
+    assert all(f"sync failed: list Node at {url}: " in line and "Connection refused" in line for line in failures), (
+        failures[0]
+    )

@@ -47,6 +47,9 @@ def load_api_client(kubeconfig: str | None, context: str | None, pool_size: int 
         ) from None
     # One connection per watch and per concurrent list, without urllib3 discarding pooled connections.
     configuration.connection_pool_maxsize = pool_size
+    # The feeder retries with its own backoff and one log line per attempt; urllib3's own retries would
+    # add three more attempts, each logging a warning, for every request to an API server that is down.
+    configuration.retries = 0
     return client.ApiClient(configuration)
 
 

@@ -46,8 +46,19 @@ log = logging.getLogger("podfit.feed")
 T = TypeVar("T")
 Key = tuple[str, str, str]  # kind, namespace, name
 
+
+class ListFailed(Exception):
+    """A list of one kind failed: says which kind and which URL, which the client library's errors do not."""
+
+    def __init__(self, kind: str, url: str, cause: BaseException) -> None:
+        super().__init__(f"list {kind} at {url}: {_describe(cause)}")
+        self.kind = kind
+        self.url = url
+
+
 # What a broken or refused API server connection raises; the feeder retries these with backoff.
 _API_ERRORS: tuple[type[BaseException], ...] = (
+    ListFailed,
     ApiException,
     urllib3.exceptions.HTTPError,
     http.client.HTTPException,
@@ -355,9 +366,18 @@ class Feeder:
             log.warning("skipping %s %s/%s: %s", kind, meta.get("namespace", ""), meta.get("name", ""), exc)
             return None
 
+    def _url(self, spec: KindSpec) -> str:
+        """The collection URL a list of ``spec`` asks (namespaced when the feed is), for error messages."""
+        path = spec.path
+        if spec.namespaced and self.scope.namespace:
+            prefix, _, resource = path.rpartition("/")
+            path = f"{prefix}/namespaces/{self.scope.namespace}/{resource}"
+        return f"{getattr(self.api.configuration, 'host', '')}{path}"
+
     async def _list(self, spec: KindSpec) -> tuple[str, list[cc.ClusterObject]]:
         """A consistent, paginated list (no resourceVersion: the newest state, as a relist needs)."""
         method, arguments = self.scope.call(self.api, spec)
+        url = self._url(spec)
 
         def fetch() -> tuple[str, list[dict[str, Any]]]:
             # In the thread: conversion of a large list must not stall the event loop.
@@ -388,7 +408,10 @@ class Feeder:
                     return str(metadata.get("resourceVersion") or ""), items
 
         def fetch_and_convert() -> tuple[str, list[cc.ClusterObject], int]:
-            version, items = fetch()
+            try:
+                version, items = fetch()
+            except _API_ERRORS as exc:
+                raise ListFailed(spec.kind, url, exc) from exc
             objects = [o for o in (self._convert(spec.kind, item) for item in items) if o is not None]
             return version, objects, len(items) - len(objects)
 
@@ -729,5 +752,10 @@ class Feeder:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, ApiException):
         return f"HTTP {exc.status} {exc.reason}"
+    if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
+        exc = exc.reason  # "Max retries exceeded with url ... (Caused by ...)": the cause is the news
+    if isinstance(exc, urllib3.exceptions.NewConnectionError):
+        # "<HTTPSConnection(host=..., port=...) at 0x..>: Failed to establish a new connection: [Errno 111] ..."
+        return str(exc).split(">: ", 1)[-1]
     text = str(exc) or type(exc).__name__
     return text.splitlines()[0] if text else type(exc).__name__
