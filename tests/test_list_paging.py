@@ -109,6 +109,7 @@ async def test_a_token_is_bound_to_its_listing(live: LiveServer) -> None:
         cc.ListRequest(kind=cc.OBJECT_KIND_POD, namespace="kube-system"),
         cc.ListRequest(kind=cc.OBJECT_KIND_POD, label_selector="app=web"),
         cc.ListRequest(kind=cc.OBJECT_KIND_POD, pod_filter=cc.POD_PHASE_FILTER_BOUND),
+        cc.ListRequest(kind=cc.OBJECT_KIND_POD, field_selector="spec.nodeName=n1"),
     ):
         other.continue_token = first.continue_token
         error = await _refusal(live, other)
@@ -122,3 +123,51 @@ async def test_a_negative_limit_is_invalid(live: LiveServer) -> None:
     error = await _refusal(live, cc.ListRequest(kind=cc.OBJECT_KIND_NODE, limit=-1))
     assert error.code == grpc.StatusCode.INVALID_ARGUMENT
     assert error.field_violations[0][0] == "limit"
+
+
+@pytest.mark.parametrize(
+    ("kind", "selector", "names"),
+    [
+        pytest.param("Pod", "spec.nodeName=n1", ["a", "c"], id="a node's pods"),
+        pytest.param("Pod", "spec.nodeName==n2", ["b"], id="double equals"),
+        pytest.param("Pod", "spec.nodeName=", ["pending"], id="empty value: unbound pods"),
+        pytest.param("Pod", "spec.nodeName!=n1,metadata.name!=pending", ["b"], id="terms are ANDed"),
+        pytest.param("Pod", "metadata.namespace=default,metadata.name=c", ["c"], id="metadata fields"),
+        pytest.param("Node", "metadata.name=n2", ["n2"], id="nodes by name"),
+        pytest.param("Pod", "", ["a", "b", "c", "pending"], id="empty selects all"),
+    ],
+)
+async def test_field_selectors_select_on_the_server(
+    live: LiveServer, kind: str, selector: str, names: list[str]
+) -> None:
+    await live.client.apply(
+        [
+            make_node("n1").json(),
+            make_node("n2").json(),
+            make_pod("a").node("n1").json(),
+            make_pod("b").node("n2").json(),
+            make_pod("c").node("n1").json(),
+            make_pod("pending").json(),
+        ]
+    )
+    assert _names(await live.client.list(kind, field_selector=selector)) == names
+
+
+@pytest.mark.parametrize(
+    ("kind", "selector", "says"),
+    [
+        pytest.param("Node", "spec.nodeName=n1", "field label not supported: spec.nodeName", id="pod field on nodes"),
+        pytest.param("Pod", "status.phase=Running", "field label not supported: status.phase", id="unknown field"),
+        pytest.param("Pod", "spec.nodeName", "is not field=value", id="no operator"),
+        pytest.param("Pod", "spec.nodeName=a,,", "empty term", id="empty term"),
+    ],
+)
+async def test_bad_field_selectors_are_invalid_at_their_field(
+    live: LiveServer, kind: str, selector: str, says: str
+) -> None:
+    request = cc.ListRequest(
+        kind=cc.OBJECT_KIND_NODE if kind == "Node" else cc.OBJECT_KIND_POD, field_selector=selector
+    )
+    error = await _refusal(live, request)
+    assert error.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.field_violations[0][0] == "field_selector" and says in error.field_violations[0][1], error

@@ -94,7 +94,12 @@ def replace_request(kind: str, objects: Any) -> cc.ReplaceRequest:
 
 
 def list_request(
-    kind: str, namespace: str = "", label_selector: str = "", pod_filter: str = "", limit: int = 0
+    kind: str,
+    namespace: str = "",
+    label_selector: str = "",
+    pod_filter: str = "",
+    limit: int = 0,
+    field_selector: str = "",
 ) -> cc.ListRequest:
     filters = {
         "": cc.POD_PHASE_FILTER_UNSPECIFIED,
@@ -107,6 +112,7 @@ def list_request(
         label_selector=label_selector,
         pod_filter=filters[pod_filter],
         limit=limit,
+        field_selector=field_selector,
     )
 
 

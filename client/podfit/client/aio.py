@@ -71,10 +71,15 @@ class AsyncClient:
         label_selector: str = "",
         pod_filter: str = "",
         timeout: float | None = None,
+        *,
+        field_selector: str = "",
     ) -> cc.ListResponse:
-        """Every matching object in one answer, however many pages the server splits it into."""
+        """Every matching object in one answer, however many pages the server splits it into;
+        ``field_selector`` as kubectl's (``spec.nodeName=node-a``), evaluated by the server."""
         merged = cc.ListResponse()
-        async for page in self.list_pages(kind, namespace, label_selector, pod_filter, timeout=timeout):
+        async for page in self.list_pages(
+            kind, namespace, label_selector, pod_filter, timeout=timeout, field_selector=field_selector
+        ):
             rq.merge_page(merged, page)
         return merged
 
@@ -87,10 +92,11 @@ class AsyncClient:
         *,
         limit: int = 0,
         timeout: float | None = None,
+        field_selector: str = "",
     ) -> AsyncIterator[cc.ListResponse]:
         """The List pages in turn (at most ``limit`` objects each; 0: as many as fit), following
         continue_token; ``timeout`` applies to each page."""
-        request = rq.list_request(kind, namespace, label_selector, pod_filter, limit)
+        request = rq.list_request(kind, namespace, label_selector, pod_filter, limit, field_selector)
         while True:
             page = await self._call(self.cache.List, request, timeout)
             yield page

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 Predicate = Callable[[Mapping[str, str]], bool]
 
@@ -76,3 +76,26 @@ def parse_label_selector(text: str) -> Predicate:
         else:
             raise ValueError(f"invalid label selector requirement {part.strip()!r}")
     return lambda labels: all(check(labels) for check in checks)
+
+
+_FIELD = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(==|=|!=)\s*([A-Za-z0-9_.:-]*)\s*$")
+
+
+def parse_field_selector(text: str, fields: Collection[str]) -> Predicate:
+    """A predicate over an object's selectable fields (name -> value), as kube-apiserver's fieldSelector:
+    comma-joined ``field=value``/``==``/``!=`` terms over the given ``fields`` only; raises ValueError
+    naming the term it cannot parse or the field it does not know."""
+    checks: list[Predicate] = []
+    for term in text.split(","):
+        if not term.strip():
+            if text.strip():
+                raise ValueError(f"empty term in {text!r}")
+            continue
+        match = _FIELD.match(term)
+        if not match:
+            raise ValueError(f"{term.strip()!r} is not field=value, field==value or field!=value")
+        field, operator, value = match.groups()
+        if field not in fields:
+            raise ValueError(f"field label not supported: {field} (supported: {', '.join(sorted(fields))})")
+        checks.append(_not_equal(field, value) if operator == "!=" else _equal(field, value))
+    return lambda values: all(check(values) for check in checks)

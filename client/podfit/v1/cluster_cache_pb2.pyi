@@ -797,6 +797,7 @@ class ListRequest(_message.Message):
     POD_FILTER_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
     CONTINUE_TOKEN_FIELD_NUMBER: _builtins.int
+    FIELD_SELECTOR_FIELD_NUMBER: _builtins.int
     kind: Global___ObjectKind.ValueType
     """The kind to list; required."""
     namespace: _builtins.str
@@ -823,6 +824,12 @@ class ListRequest(_message.Message):
     server_epoch: the cache it paged through is gone) is FAILED_PRECONDITION, like Kubernetes' 410
     Expired: list again from the start.
     """
+    field_selector: _builtins.str
+    """A Kubernetes field selector ("spec.nodeName=node-a", "metadata.name!=x,metadata.namespace=shop"):
+    terms joined by commas, each with =, == or !=. Every kind takes metadata.name and
+    metadata.namespace; pods also take spec.nodeName (so `describe node` asks for one node's pods
+    instead of every pod). Another field, or a malformed term, is INVALID_ARGUMENT; empty selects all.
+    """
     def __init__(
         self,
         *,
@@ -832,10 +839,11 @@ class ListRequest(_message.Message):
         pod_filter: Global___PodPhaseFilter.ValueType = ...,
         limit: _builtins.int = ...,
         continue_token: _builtins.str = ...,
+        field_selector: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["continue_token", b"continue_token", "kind", b"kind", "label_selector", b"label_selector", "limit", b"limit", "namespace", b"namespace", "pod_filter", b"pod_filter"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["continue_token", b"continue_token", "field_selector", b"field_selector", "kind", b"kind", "label_selector", b"label_selector", "limit", b"limit", "namespace", b"namespace", "pod_filter", b"pod_filter"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

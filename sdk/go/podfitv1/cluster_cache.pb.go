@@ -1566,6 +1566,11 @@ type ListRequest struct {
 	// server_epoch: the cache it paged through is gone) is FAILED_PRECONDITION, like Kubernetes' 410
 	// Expired: list again from the start.
 	ContinueToken string `protobuf:"bytes,6,opt,name=continue_token,json=continueToken,proto3" json:"continue_token,omitempty"`
+	// A Kubernetes field selector ("spec.nodeName=node-a", "metadata.name!=x,metadata.namespace=shop"):
+	// terms joined by commas, each with =, == or !=. Every kind takes metadata.name and
+	// metadata.namespace; pods also take spec.nodeName (so `describe node` asks for one node's pods
+	// instead of every pod). Another field, or a malformed term, is INVALID_ARGUMENT; empty selects all.
+	FieldSelector string `protobuf:"bytes,7,opt,name=field_selector,json=fieldSelector,proto3" json:"field_selector,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1638,6 +1643,13 @@ func (x *ListRequest) GetLimit() int32 {
 func (x *ListRequest) GetContinueToken() string {
 	if x != nil {
 		return x.ContinueToken
+	}
+	return ""
+}
+
+func (x *ListRequest) GetFieldSelector() string {
+	if x != nil {
+		return x.FieldSelector
 	}
 	return ""
 }
@@ -2261,7 +2273,7 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\tpod_count\x18\x03 \x01(\x05R\bpodCount\x1a<\n" +
 	"\x0eRequestedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf4\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9b\x02\n" +
 	"\vListRequest\x12)\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x15.podfit.v1.ObjectKindR\x04kind\x12\x1c\n" +
 	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12%\n" +
@@ -2269,7 +2281,8 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\n" +
 	"pod_filter\x18\x04 \x01(\x0e2\x19.podfit.v1.PodPhaseFilterR\tpodFilter\x12\x14\n" +
 	"\x05limit\x18\x05 \x01(\x05R\x05limit\x12%\n" +
-	"\x0econtinue_token\x18\x06 \x01(\tR\rcontinueToken\"\xa4\x02\n" +
+	"\x0econtinue_token\x18\x06 \x01(\tR\rcontinueToken\x12%\n" +
+	"\x0efield_selector\x18\a \x01(\tR\rfieldSelector\"\xa4\x02\n" +
 	"\fListResponse\x122\n" +
 	"\aobjects\x18\x01 \x03(\v2\x18.podfit.v1.ClusterObjectR\aobjects\x12\x1e\n" +
 	"\n" +

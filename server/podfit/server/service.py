@@ -206,6 +206,19 @@ def bound_source(source: bytes, node_name: str) -> bytes:
     return obj.SerializeToString(deterministic=True)
 
 
+def field_selector_keys(kind: Kind) -> frozenset[str]:
+    """The fields List's field_selector takes for ``kind`` (kube-apiserver's common two, plus the pod's node)."""
+    common = frozenset({"metadata.name", "metadata.namespace"})
+    return common | {"spec.nodeName"} if kind is Kind.POD else common
+
+
+def selectable_fields(obj: object) -> dict[str, str]:
+    fields = {"metadata.name": getattr(obj, "name", ""), "metadata.namespace": getattr(obj, "namespace", "")}
+    if isinstance(obj, Pod):
+        fields["spec.nodeName"] = obj.node_name
+    return fields
+
+
 class SchedulingService:
     """The cache, snapshots, memo and assume behind every transport, one method per RPC flow.
 
@@ -312,9 +325,10 @@ class SchedulingService:
         namespace: str = "",
         labels: Callable[[Mapping[str, str]], bool] | None = None,
         bound: bool | None = None,
+        fields: Callable[[Mapping[str, str]], bool] | None = None,
     ) -> builtins.list[Entry]:
-        """Cached objects of ``kind``, optionally in one namespace, matching a label predicate, and (for
-        pods) bound or not."""
+        """Cached objects of ``kind``, optionally in one namespace, matching a label predicate, (for
+        pods) bound or not, and matching a field predicate over ``selectable_fields``."""
         found = []
         for entry in self.cache.entries(kind):
             obj = entry.obj
@@ -323,6 +337,8 @@ class SchedulingService:
             if labels is not None and not labels(getattr(obj, "labels", {})):
                 continue
             if bound is not None and isinstance(obj, Pod) and bool(obj.node_name) != bound:
+                continue
+            if fields is not None and not fields(selectable_fields(obj)):
                 continue
             found.append(entry)
         return found

@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator, Sequence
 import grpc
 from podfit.k8s.convert import KIND_TO_ENUM
 from podfit.k8s.limits import bounded
-from podfit.k8s.selector import parse_label_selector
+from podfit.k8s.selector import parse_field_selector, parse_label_selector
 from podfit.server.cache.cluster_cache import BatchResult, Change, Delete, Entry, Outcome, UpdateRejected, Upsert
 from podfit.server.model import Kind, ValidationError
-from podfit.server.service import PodInput, PodRejected, SchedulingService
+from podfit.server.service import PodInput, PodRejected, SchedulingService, field_selector_keys
 from podfit.server.telemetry import annotate
 from podfit.server.transport import convert, paging
 from podfit.server.transport.decoding import Undecodable, accepts_undecodable
@@ -180,12 +180,16 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
             matches = parse_label_selector(request.label_selector)
         except ValueError as exc:
             raise ValidationError("label_selector", str(exc)) from exc
+        try:
+            fields = parse_field_selector(request.field_selector, field_selector_keys(kind))
+        except ValueError as exc:
+            raise ValidationError("field_selector", str(exc)) from exc
         if request.limit < 0:
             raise ValidationError("limit", "must not be negative")
         bound = None if not request.pod_filter else request.pod_filter == cc.POD_PHASE_FILTER_BOUND
         listing = paging.listing_of(request)
         after = paging.position(request.continue_token, listing, self.service.epoch)
-        entries = self.service.list(kind, request.namespace, matches, bound)
+        entries = self.service.list(kind, request.namespace, matches, bound, fields if request.field_selector else None)
         page, remaining = paging.page(entries, after, request.limit)
         response = cc.ListResponse(
             generation=self.service.generation,

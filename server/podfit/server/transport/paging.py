@@ -30,7 +30,9 @@ _VERSION = 1
 
 def listing_of(request: cc.ListRequest) -> str:
     """What a token is bound to: every field of the request but limit and the token itself."""
-    spelled = json.dumps([request.kind, request.namespace, request.label_selector, request.pod_filter])
+    spelled = json.dumps(
+        [request.kind, request.namespace, request.label_selector, request.pod_filter, request.field_selector]
+    )
     return hashlib.blake2b(spelled.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
@@ -65,7 +67,8 @@ def position(continue_token: str, listing: str, epoch: str) -> tuple[str, str] |
     if bound_to != listing:
         raise ValidationError(
             "continue_token",
-            "was issued for a different listing: kind, namespace, label_selector and pod_filter must stay the same",
+            "was issued for a different listing: kind, namespace, label_selector, field_selector and pod_filter "
+            "must stay the same",
         )
     return namespace, name
 
