@@ -22,6 +22,7 @@ type callConfig struct {
 	allOrNothing      bool
 	namespace         string
 	labelSelector     string
+	fieldSelector     string
 	podFilter         podfitv1.PodPhaseFilter
 	limit             int32
 	continueToken     string
@@ -49,6 +50,7 @@ const (
 	optLimit
 	optContinue
 	optKubeSchedulerVersion
+	optFieldSelector
 )
 
 // The request field each option sets, to name a refused one.
@@ -70,6 +72,7 @@ var optionFields = []struct {
 	{optLimit, "limit"},
 	{optContinue, "continue_token"},
 	{optKubeSchedulerVersion, "kube_scheduler_version"},
+	{optFieldSelector, "field_selector"},
 }
 
 // The options every call that decides takes: which profile, answering as which version.
@@ -147,6 +150,13 @@ func InNamespace(namespace string) CallOption {
 // LabelSelector lists only the objects a Kubernetes label selector ("app=web,tier!=db") matches (List).
 func LabelSelector(selector string) CallOption {
 	return func(c *callConfig) { c.labelSelector = selector; c.mark(optLabelSelector) }
+}
+
+// FieldSelector lists only the objects a Kubernetes field selector matches (List), evaluated by the
+// server: metadata.name and metadata.namespace for every kind, and spec.nodeName for pods
+// ("spec.nodeName=node-a" is one node's pods).
+func FieldSelector(selector string) CallOption {
+	return func(c *callConfig) { c.fieldSelector = selector; c.mark(optFieldSelector) }
 }
 
 // Limit makes List return one page of at most n objects (as Kubernetes' limit); the page's

@@ -129,11 +129,13 @@ func (c *Client) Get(ctx context.Context, kind, namespace, name string) (*podfit
 	return call(ctx, c.Cache.Get, &podfitv1.GetRequest{Key: key})
 }
 
-// List returns the cached objects of kind; InNamespace, LabelSelector, PendingPods and BoundPods
-// narrow it. The server splits a big answer into pages; List follows them and returns every object,
+// List returns the cached objects of kind; InNamespace, LabelSelector, FieldSelector, PendingPods and
+// BoundPods narrow it. The server splits a big answer into pages; List follows them and returns every object,
 // unless Limit or ContinueFrom asks for one page (whose ContinueToken is empty on the last).
 func (c *Client) List(ctx context.Context, kind string, opts ...CallOption) (*podfitv1.ListResponse, error) {
-	config, err := newCallConfig("List", opts, optNamespace|optLabelSelector|optPodFilter|optLimit|optContinue)
+	config, err := newCallConfig(
+		"List", opts, optNamespace|optLabelSelector|optFieldSelector|optPodFilter|optLimit|optContinue,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +147,7 @@ func (c *Client) List(ctx context.Context, kind string, opts ...CallOption) (*po
 		Kind:          objectKind,
 		Namespace:     config.namespace,
 		LabelSelector: config.labelSelector,
+		FieldSelector: config.fieldSelector,
 		PodFilter:     config.podFilter,
 		Limit:         config.limit,
 		ContinueToken: config.continueToken,

@@ -538,6 +538,13 @@ func TestApplyTakesObjectsAsTheCallerHoldsThem(t *testing.T) {
 	if err != nil || len(pods.GetObjects()) != 1 {
 		t.Fatalf("List(pending pods of shop) = %v, %v", pods, err)
 	}
+	named, err := client.List(ctx, "Pod", podfit.FieldSelector("metadata.name=from-struct,metadata.namespace=shop"))
+	if err != nil || len(named.GetObjects()) != 1 || named.GetObjects()[0].GetPod().GetMetadata().GetName() != "from-struct" {
+		t.Fatalf("List(field selector) = %v, %v", named, err)
+	}
+	if _, err := client.List(ctx, "nodes", podfit.FieldSelector("spec.nodeName=x")); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("List(nodes by spec.nodeName): %v, want InvalidArgument", err)
+	}
 	deleted, err := client.Delete(ctx, "Pod", "shop", "from-struct")
 	if err != nil || deleted.GetAppliedCount() != 1 {
 		t.Fatalf("Delete = %v, %v", deleted, err)

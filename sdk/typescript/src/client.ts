@@ -113,6 +113,9 @@ export interface ListOptions extends CallOptions {
   namespace?: string;
   /** A Kubernetes label selector ("app=web,tier!=db"). */
   labelSelector?: string;
+  /** A Kubernetes field selector, evaluated by the server: metadata.name, metadata.namespace, and pods'
+   * spec.nodeName ("spec.nodeName=node-a" is one node's pods). */
+  fieldSelector?: string;
   /** Pods only: "pending" (no node) or "bound". */
   podFilter?: "" | "pending" | "bound";
   /** listPages: at most this many objects per page (Kubernetes' limit); 0 or unset: as many as fit. */
@@ -334,6 +337,7 @@ export class PodfitClient {
       kind: objectKind(kind),
       namespace: options.namespace ?? "",
       labelSelector: options.labelSelector ?? "",
+      fieldSelector: options.fieldSelector ?? "",
       podFilter,
       limit: options.limit ?? 0,
       continueToken: "",

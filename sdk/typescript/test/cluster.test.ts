@@ -137,6 +137,10 @@ describe("the example cluster", () => {
     assert.deepEqual(nodes.objects.map((o) => unwrap(o)?.metadata?.name), ["node-a", "node-b"]);
     const bound = await client.list("Pod", { namespace: "shop", podFilter: "bound" });
     assert.equal(bound.objects.length, 2);
+    const onNodeA = await client.list("Pod", { fieldSelector: "spec.nodeName=node-a" });
+    assert.ok(onNodeA.objects.length > 0);
+    assert.ok(onNodeA.objects.every((o) => o.object.case === "pod" && o.object.value.spec?.nodeName === "node-a"));
+    assert.ok(onNodeA.objects.length < (await client.list("Pod", { podFilter: "bound" })).objects.length);
     const pages: v1.ListResponse[] = [];
     for await (const page of client.listPages("nodes", { labelSelector: "disktype=ssd", limit: 1 })) {
       pages.push(page);
