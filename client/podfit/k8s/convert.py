@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from podfit.k8s import protobuf
 from podfit.k8s.errors import ConversionError as ConversionError  # re-exported: where converters raise it
@@ -129,22 +130,48 @@ def manifest_to_object(data: Mapping[str, Any], kind: str | None = None) -> cc.C
 
 
 # proto3 JSON writes int64 as strings; Kubernetes JSON has numbers there.
-_INT64_FIELDS = frozenset({"sizeBytes", "tolerationSeconds"})
+_INT64 = frozenset({FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64})
 
 
-def _int64_as_numbers(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {
-            k: int(v) if k in _INT64_FIELDS and isinstance(v, str) else _int64_as_numbers(v) for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_int64_as_numbers(v) for v in value]
-    return value
+def message_to_data(message: Message, *, all_fields: bool = False) -> dict[str, Any]:
+    """The protobuf JSON mapping of ``message`` with its 64-bit integers as JSON numbers, as Kubernetes JSON
+    writes them (``generation``, ``sizeBytes``, ``tolerationSeconds``) and people compare them; the
+    mapping's strings are only there for JavaScript, and protobuf's parser accepts either. ``all_fields``
+    also writes fields left at their defaults."""
+    body: dict[str, Any] = json_format.MessageToDict(message, always_print_fields_with_no_presence=all_fields)
+    _int64_as_numbers(message, body)
+    return body
+
+
+def _int64_as_numbers(message: Message, body: dict[str, Any]) -> None:
+    """Rewrites ``body`` (``message``'s JSON mapping) in place, led by the descriptors rather than key names."""
+    for field in message.DESCRIPTOR.fields:
+        if field.json_name not in body:
+            continue
+        value = getattr(message, field.name)
+        entry = field.message_type
+        if entry is not None and entry.GetOptions().map_entry:
+            target = entry.fields_by_name["value"]
+            for key, item in value.items():
+                if target.cpp_type in _INT64:
+                    body[field.json_name][str(key)] = int(item)
+                elif target.message_type is not None and not target.message_type.full_name.startswith("google."):
+                    _int64_as_numbers(item, body[field.json_name][str(key)])
+        elif entry is not None:
+            if entry.full_name.startswith("google."):
+                continue  # well-known types have JSON forms of their own (Timestamp, Struct, ...)
+            if field.is_repeated:
+                for item, item_body in zip(value, body[field.json_name], strict=True):
+                    _int64_as_numbers(item, item_body)
+            else:
+                _int64_as_numbers(value, body[field.json_name])
+        elif field.cpp_type in _INT64:
+            body[field.json_name] = [int(v) for v in value] if field.is_repeated else int(value)
 
 
 def message_to_manifest(message: Message, kind: str) -> dict[str, Any]:
     """The Kubernetes JSON of a typed message (apiVersion/kind filled in when absent)."""
-    data: dict[str, Any] = _int64_as_numbers(json_format.MessageToDict(message))
+    data = message_to_data(message)
     data.setdefault("kind", kind)
     data.setdefault("apiVersion", _API_VERSIONS[kind])
     return data
