@@ -18,7 +18,6 @@ from datetime import datetime
 from typing import Any
 
 from google.protobuf import json_format
-from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from podfit.client import _requests as rq
 from podfit.client import cli_views, whatif
@@ -33,6 +32,7 @@ from podfit.k8s.convert import (
     KINDS,
     ConversionError,
     canonical_kind,
+    message_to_data,
     object_to_manifest,
 )
 from podfit.v1 import cluster_cache_pb2 as cc
@@ -79,41 +79,10 @@ def _print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], wide: bo
         print(rest)
 
 
-_INT64 = frozenset({FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64})
-
-
 def _data(message: Message) -> dict[str, Any]:
-    """The protobuf JSON mapping of ``message``, but with 64-bit integers (generations, epochs) as numbers,
-    as kubectl prints resourceVersion-like counters: the mapping's strings would make ``jq '.generation > 7'``
-    compare text. Protobuf's JSON parser accepts numbers for these fields, so the output still parses back."""
-    body = json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
-    _int64_as_numbers(message, body)
-    return body
-
-
-def _int64_as_numbers(message: Message, body: dict[str, Any]) -> None:
-    for field in message.DESCRIPTOR.fields:
-        if field.json_name not in body:
-            continue
-        value = getattr(message, field.name)
-        entry = field.message_type
-        if entry is not None and entry.GetOptions().map_entry:
-            target = entry.fields_by_name["value"]
-            for key, item in value.items():
-                if target.cpp_type in _INT64:
-                    body[field.json_name][str(key)] = int(item)
-                elif target.message_type is not None and not target.message_type.full_name.startswith("google."):
-                    _int64_as_numbers(item, body[field.json_name][str(key)])
-        elif entry is not None:
-            if entry.full_name.startswith("google."):
-                continue  # well-known types have JSON forms of their own (Timestamp, Struct, ...)
-            if field.is_repeated:
-                for item, item_body in zip(value, body[field.json_name], strict=True):
-                    _int64_as_numbers(item, item_body)
-            else:
-                _int64_as_numbers(value, body[field.json_name])
-        elif field.cpp_type in _INT64:
-            body[field.json_name] = [int(v) for v in value] if field.is_repeated else int(value)
+    """What ``-o json|yaml`` prints: every field, 64-bit counters (generations) as numbers, so that
+    ``jq '.generation > 7'`` compares numbers, not text."""
+    return message_to_data(message, all_fields=True)
 
 
 def _json(message: Message) -> str:
@@ -157,7 +126,7 @@ def _verdict_rows(nodes: Sequence[sc.NodeVerdict]) -> list[list[Any]]:
     ]
 
 
-def _score_table(scores: Sequence[sc.NodeScore], wide: bool = True) -> str:
+def _print_scores(scores: Sequence[sc.NodeScore], wide: bool) -> None:
     """Best first (stable, so equal totals keep the server's order), the top rows unless ``wide``."""
     plugins: list[str] = []
     for score in scores:
@@ -168,11 +137,10 @@ def _score_table(scores: Sequence[sc.NodeScore], wide: bool = True) -> str:
         [s.node_name, s.total, *[next((p.score for p in s.plugins if p.plugin == name), "-") for name in plugins]]
         for s in sorted(scores, key=lambda s: -s.total)
     ]
-    shown, rest = _capped(rows, wide)
-    return _table(["NODE", "TOTAL", *plugins], shown) + (f"\n{rest}" if rest else "")
+    _print_table(["NODE", "TOTAL", *plugins], rows, wide)
 
 
-def _preemption_text(p: sc.PreemptResponse, wide: bool = True) -> str:
+def _preemption_text(p: sc.PreemptResponse, wide: bool) -> str:
     if not p.nominated_node:
         return f"preemption: no node ({p.message or 'not helpful'})"
     lines = [f"preemption: evict on node {p.nominated_node} ({p.num_pdb_violations} PDB violations)"]
@@ -457,7 +425,7 @@ def cmd_score(client: Client, args: argparse.Namespace) -> int:
     elif not response.scores:
         print("no node fits")
     else:
-        print(_score_table(response.scores, args.output == "wide"))
+        _print_scores(response.scores, args.output == "wide")
     return 0
 
 
@@ -493,7 +461,7 @@ def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
         print(f"selected node: {response.selected_node}{ties}")
         if args.assume:
             print(f"assumed at generation {response.assumed_generation}")
-        print(_score_table(response.scores, wide))
+        _print_scores(response.scores, wide)
     else:
         print(response.unschedulable_message or "no node fits")
         _print_table(["NODE", "FITS", "PLUGIN", "CODE", "REASONS"], _verdict_rows(response.nodes), wide)
