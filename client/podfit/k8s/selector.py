@@ -78,9 +78,6 @@ def parse_label_selector(text: str) -> Predicate:
     return lambda labels: all(check(labels) for check in checks)
 
 
-_FIELD = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*(==|=|!=)\s*([A-Za-z0-9_.:-]*)\s*$")
-
-
 def parse_field_selector(text: str, fields: Collection[str]) -> Predicate:
     """A predicate over an object's selectable fields (name -> value), as kube-apiserver's fieldSelector:
     comma-joined ``field=value``/``==``/``!=`` terms over the given ``fields`` only; raises ValueError
@@ -91,7 +88,7 @@ def parse_field_selector(text: str, fields: Collection[str]) -> Predicate:
             if text.strip():
                 raise ValueError(f"empty term in {text!r}")
             continue
-        match = _FIELD.match(term)
+        match = _CMP.match(term)  # the label selector's equality terms, over field names
         if not match:
             raise ValueError(f"{term.strip()!r} is not field=value, field==value or field!=value")
         field, operator, value = match.groups()
