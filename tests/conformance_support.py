@@ -35,6 +35,9 @@ _CASE_KINDS = (
     ("csidrivers", Kind.CSI_DRIVER),
     ("csistoragecapacities", Kind.CSI_STORAGE_CAPACITY),
     ("volumeattachments", Kind.VOLUME_ATTACHMENT),
+    ("deviceclasses", Kind.DEVICE_CLASS),
+    ("resourceslices", Kind.RESOURCE_SLICE),
+    ("resourceclaims", Kind.RESOURCE_CLAIM),
 )
 
 
@@ -87,7 +90,8 @@ def evaluate_case(case: Mapping[str, Any]) -> dict[str, Any]:
     decision, _, _ = engine.decide(pod, snapshot=snapshot)
     answer = decision_to_expect(decision)
     answer["postfilter"] = ""
-    if not decision.gated and not decision.best:
+    answer["status"] = decision.message
+    if not decision.gated and not decision.failed and not decision.best:
         result = engine.preempt(pod, snapshot=snapshot)
         answer["preemption"] = {
             "node": result.nominated_node,

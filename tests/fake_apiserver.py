@@ -80,6 +80,9 @@ RESOURCES = {
         Resource("CSIDriver", "storage.k8s.io", "v1", "csidrivers", False),
         Resource("CSIStorageCapacity", "storage.k8s.io", "v1", "csistoragecapacities", True),
         Resource("VolumeAttachment", "storage.k8s.io", "v1", "volumeattachments", False),
+        Resource("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", False),
+        Resource("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", False),
+        Resource("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", True),
     )
 }
 _BY_PATH = {(r.group, r.version, r.plural): r for r in RESOURCES.values()}

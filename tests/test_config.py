@@ -13,7 +13,7 @@ from podfit.server.settings import SettingsError, resolve
 _VOLUMES = ["VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone"]
 _V135_FILTER = [
     "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
-    *_VOLUMES, "PodTopologySpread", "InterPodAffinity",
+    *_VOLUMES, "PodTopologySpread", "InterPodAffinity", "DynamicResources",
 ]  # fmt: skip
 DEFAULT_FILTER = {
     "v1.35": _V135_FILTER,
@@ -45,7 +45,7 @@ def test_default_profile_matches_kube_scheduler(version: str) -> None:
     assert [p.name for p in profile.filter] == DEFAULT_FILTER[version]
     assert [(s.plugin.name, s.weight) for s in profile.score] == DEFAULT_SCORE
     assert [p.name for p in profile.pre_filter] == DEFAULT_PRE_FILTER[version]
-    assert [p.name for p in profile.pre_enqueue] == ["SchedulingGates"]
+    assert [p.name for p in profile.pre_enqueue] == ["SchedulingGates", "DynamicResources"]
     assert [p.name for p in profile.post_filter] == ["DynamicResources", "DefaultPreemption"]
     assert profile.version.name == version
 

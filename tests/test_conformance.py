@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from podfit.client.conformance import case_version, load_cases, run_cases
+from podfit.client.conformance import case_version, filter_expect, load_cases, run_cases
 from podfit.client.conformance_compare import Report, compare_answers, compare_case
 
 from tests.conftest import LiveServer
@@ -22,12 +22,18 @@ STORAGE_CORPORA = {
     "v1.35.4": corpus("storage/cases-public.jsonl"),
     "v1.37.2": corpus("v1.37/storage-public.jsonl"),
 }
+# Devices: the DRA cases answered by each version.
+DRA_CORPORA = {
+    "v1.35.4": corpus("dra/cases-public.jsonl"),
+    "v1.37.2": corpus("v1.37/dra-public.jsonl"),
+}
 
 
 @pytest.mark.parametrize(
     ("corpus", "release"),
     [pytest.param(CORPORA, r, id=f"scheduling {r}") for r in sorted(CORPORA)]
-    + [pytest.param(STORAGE_CORPORA, r, id=f"storage {r}") for r in sorted(STORAGE_CORPORA)],
+    + [pytest.param(STORAGE_CORPORA, r, id=f"storage {r}") for r in sorted(STORAGE_CORPORA)]
+    + [pytest.param(DRA_CORPORA, r, id=f"dra {r}") for r in sorted(DRA_CORPORA)],
 )
 async def test_every_public_case_passes_on_every_field(live: LiveServer, corpus: dict[str, Path], release: str) -> None:
     cases = load_cases(corpus[release])
@@ -136,3 +142,28 @@ def test_answers_of_several_rpcs(
         assert (report.checks[check].match, report.checks[check].total) == (match, total)
     if not passes:
         assert report.failures[0]["diff"].startswith("Schedule: best")
+
+
+_SCORE_ERROR = 'running Score plugins: plugin "DynamicResources" failed with: number of allocations 1 is smaller'
+_FILTER_ERROR = 'running "DynamicResources" filter plugin: class gpu: selector #0: CEL runtime error: no such key: x'
+_FITS = {"n": {"fits": True, "plugin": "", "reasons": [], "code": "Success"}}
+
+
+@pytest.mark.parametrize(
+    ("expect", "filter_status"),
+    [
+        pytest.param(_case({"status": _SCORE_ERROR, "filter": _FITS}), "", id="a Score error is not Filter's"),
+        pytest.param(_case({"status": _FILTER_ERROR}), _FILTER_ERROR, id="a Filter error is Filter's"),
+        pytest.param(
+            _case({"gated": True, "status": "SchedulingGates: waiting"}),
+            "SchedulingGates: waiting",
+            id="a PreEnqueue message is every RPC's",
+        ),
+        pytest.param(_case({"filter": _FITS}), "", id="no error"),
+    ],
+)
+def test_filter_rpc_expectation(expect: dict[str, object], filter_status: str) -> None:
+    assert filter_expect(expect)["status"] == filter_status
+    report = Report()
+    answers = {"Filter": {"status": filter_status}, "Score": {"status": expect["status"]}}
+    assert compare_answers(report, "case", expect, answers, {"Filter": filter_expect(expect)})

@@ -72,6 +72,9 @@ FEEDER_KINDS = [
     ("storage.k8s.io", "csidrivers"),
     ("storage.k8s.io", "csistoragecapacities"),
     ("storage.k8s.io", "volumeattachments"),
+    ("resource.k8s.io", "deviceclasses"),
+    ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "resourceclaims"),
 ]
 FEEDER_VERBS = {"list", "watch"}
 

@@ -593,6 +593,9 @@ def test_kinds_are_chosen_by_kubectl_names() -> None:
         "CSIDriver",
         "CSIStorageCapacity",
         "VolumeAttachment",
+        "DeviceClass",
+        "ResourceSlice",
+        "ResourceClaim",
     }
 
 

@@ -11,6 +11,7 @@ from podfit.server.cache.cluster_cache import Upsert
 from podfit.server.config import default_profile
 from podfit.server.engine import UnknownProfileError
 from podfit.server.model import Kind, ValidationError
+from podfit.server.model.objects import object_from_k8s
 from podfit.server.service import CachedPod, GivenPod, NotFoundError, PodRejected, SchedulingService
 from podfit.v1 import cluster_cache_pb2 as cc
 
@@ -243,3 +244,87 @@ def test_a_batch_without_details_keeps_only_the_outcome(details: bool) -> None:
         assert (result.decision is not None) is details
         if result.decision is not None:
             assert result.decision.best == ["n2"] and len(result.decision.verdicts) == 2
+
+
+# -- devices ---------------------------------------------------------------------------------------
+
+
+def _device_cluster(gpus: int) -> SchedulingService:
+    """One node publishing ``gpus`` GPUs, a GPU class, and claims c0..c2 for one GPU each."""
+    svc = SchedulingService({"default-scheduler": default_profile()})
+    driver = "gpu.example.com"
+    manifests: list[dict[str, Any]] = [
+        {
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        },
+        {
+            "kind": "ResourceSlice",
+            "metadata": {"name": "n1-gpu"},
+            "spec": {
+                "driver": driver,
+                "nodeName": "n1",
+                "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": f"gpu-{i}"} for i in range(gpus)],
+            },
+        },
+    ]
+    manifests += [
+        {
+            "kind": "ResourceClaim",
+            "metadata": {"name": f"c{i}", "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}},
+        }
+        for i in range(3)
+    ]
+    node = make_node("n1").capacity(cpu="8", memory="8Gi", pods="10")
+    changes = [Upsert(Kind.NODE, node.obj(), to_cluster_object(node.json()).SerializeToString())]
+    for manifest in manifests:
+        kind = Kind(manifest["kind"])
+        changes.append(
+            Upsert(kind, object_from_k8s(kind, manifest, kind.value), to_cluster_object(manifest).SerializeToString())
+        )
+    svc.apply(changes)
+    return svc
+
+
+def _claiming(name: str, claim: str) -> Any:
+    pod = make_pod(name).uid(f"uid-{name}")
+    pod.spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim}]
+    return given(pod)
+
+
+@pytest.mark.parametrize(
+    ("gpus", "selected", "devices"),
+    [
+        pytest.param(2, ["n1", "n1", ""], ["gpu-0", "gpu-1", None], id="each pod takes the next free GPU"),
+        pytest.param(1, ["n1", "", ""], ["gpu-0", None, None], id="a held GPU is not given twice"),
+    ],
+)
+def test_assume_allocates_and_reserves_claims(gpus: int, selected: list[str], devices: list[str | None]) -> None:
+    svc = _device_cluster(gpus)
+    placement = svc.schedule_batch([_claiming(f"p{i}", f"c{i}") for i in range(3)])
+    assert [r.selected for r in placement.results] == selected
+    for i, device in enumerate(devices):
+        entry = svc.get(Kind.RESOURCE_CLAIM, "default", f"c{i}")
+        assert entry is not None
+        claim = entry.obj
+        typed = cc.ClusterObject.FromString(entry.source).resource_claim
+        if device is None:
+            assert claim.allocation is None and not claim.reserved_for  # type: ignore[union-attr]
+            assert not typed.status.HasField("allocation")
+            continue
+        assert [d.device for d in claim.allocation] == [device]  # type: ignore[union-attr]
+        assert claim.reserved_for == (("pods", f"p{i}", f"uid-p{i}"),)  # type: ignore[union-attr]
+        assert [r.device for r in typed.status.allocation.devices.results] == [device]
+        assert typed.status.allocation.node_selector.node_selector_terms[0].match_fields[0].values == ["n1"]
+        assert [r.uid for r in typed.status.reserved_for] == [f"uid-p{i}"]
+
+
+def test_an_undone_batch_releases_the_devices() -> None:
+    svc = _device_cluster(1)
+    before = contents(svc)
+    placement = svc.schedule_batch([_claiming("p0", "c0"), _claiming("p1", "c1")], all_or_nothing=True)
+    assert not placement.all_placed
+    assert contents(svc) == before

@@ -31,6 +31,9 @@ var kinds = map[string]podfitv1.ObjectKind{
 	"CSIDriver":             podfitv1.ObjectKind_OBJECT_KIND_CSI_DRIVER,
 	"CSIStorageCapacity":    podfitv1.ObjectKind_OBJECT_KIND_CSI_STORAGE_CAPACITY,
 	"VolumeAttachment":      podfitv1.ObjectKind_OBJECT_KIND_VOLUME_ATTACHMENT,
+	"DeviceClass":           podfitv1.ObjectKind_OBJECT_KIND_DEVICE_CLASS,
+	"ResourceSlice":         podfitv1.ObjectKind_OBJECT_KIND_RESOURCE_SLICE,
+	"ResourceClaim":         podfitv1.ObjectKind_OBJECT_KIND_RESOURCE_CLAIM,
 }
 
 // kubectl's spellings, as the Python SDK and the CLI accept them (besides each kind in lower case).
@@ -65,6 +68,9 @@ var kindAliases = map[string]string{
 	"csidrivers":             "CSIDriver",
 	"csistoragecapacities":   "CSIStorageCapacity",
 	"volumeattachments":      "VolumeAttachment",
+	"deviceclasses":          "DeviceClass",
+	"resourceslices":         "ResourceSlice",
+	"resourceclaims":         "ResourceClaim",
 }
 
 func canonicalKind(kind string) (string, bool) {

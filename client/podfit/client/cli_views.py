@@ -14,7 +14,17 @@ from podfit.v1 import cluster_cache_pb2 as cc
 
 # Kinds without a namespace; every other kind podfit holds is namespaced.
 CLUSTER_SCOPED = frozenset(
-    {"Node", "Namespace", "StorageClass", "PersistentVolume", "CSINode", "CSIDriver", "VolumeAttachment"}
+    {
+        "Node",
+        "Namespace",
+        "StorageClass",
+        "PersistentVolume",
+        "CSINode",
+        "CSIDriver",
+        "VolumeAttachment",
+        "DeviceClass",
+        "ResourceSlice",
+    }
 )
 # The node lifecycle controller's taints for a node whose Ready condition is False or Unknown; the cache
 # keeps no node conditions (the scheduler reads these taints instead), so STATUS is derived from them.

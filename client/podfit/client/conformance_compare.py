@@ -90,18 +90,24 @@ def compare_case(report: Report, case_id: str, expect: Mapping[str, Any], actual
 
 
 def compare_answers(
-    report: Report, case_id: str, expect: Mapping[str, Any], answers: Mapping[str, Mapping[str, Any]]
+    report: Report,
+    case_id: str,
+    expect: Mapping[str, Any],
+    answers: Mapping[str, Mapping[str, Any]],
+    expects: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> bool:
     """Adds one case answered by several RPCs: ``answers`` maps an RPC name to what it answered, in the
     ``expect`` shape but with only the fields that RPC gives. Every field present is judged exactly
-    against ``expect`` and tallied under its check; a case passes when every one matches."""
+    against ``expect`` (or the RPC's own entry in ``expects``) and tallied under its check; a case passes
+    when every one matches."""
     diffs: list[str] = []
     report.total += 1
     for source, actual in answers.items():
         where = f"{source}: " if source else ""
+        wanted = (expects or {}).get(source, expect)
         for check, judge in _JUDGES.items():
             if check in actual:
-                diffs.extend(f"{where}{d}" for d in judge(report, expect, actual))
+                diffs.extend(f"{where}{d}" for d in judge(report, wanted, actual))
     return _finish(report, case_id, diffs)
 
 

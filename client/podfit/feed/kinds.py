@@ -71,6 +71,9 @@ ALL_KINDS: tuple[KindSpec, ...] = (
     KindSpec(
         "VolumeAttachment", "StorageV1Api", "volume_attachment", False, "/apis/storage.k8s.io/v1/volumeattachments"
     ),
+    KindSpec("DeviceClass", "ResourceV1Api", "device_class", False, "/apis/resource.k8s.io/v1/deviceclasses"),
+    KindSpec("ResourceSlice", "ResourceV1Api", "resource_slice", False, "/apis/resource.k8s.io/v1/resourceslices"),
+    KindSpec("ResourceClaim", "ResourceV1Api", "resource_claim", True, "/apis/resource.k8s.io/v1/resourceclaims"),
 )
 assert {k.kind for k in ALL_KINDS} == set(KINDS)
 

@@ -19,6 +19,7 @@ from podfit.k8s.errors import ConversionError as ConversionError  # re-exported:
 from podfit.k8s.limits import UntrustedInputError, bounded, check_json, echo
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import objects_pb2 as ob
+from podfit.v1 import resource_pb2 as rs
 from podfit.v1 import storage_pb2 as st
 
 # Kubernetes kind -> (ClusterObject oneof field, message class, ObjectKind enum value).
@@ -48,6 +49,9 @@ KINDS: dict[str, tuple[str, type[Message], int]] = {
     "CSIDriver": ("csi_driver", st.CSIDriver, cc.OBJECT_KIND_CSI_DRIVER),
     "CSIStorageCapacity": ("csi_storage_capacity", st.CSIStorageCapacity, cc.OBJECT_KIND_CSI_STORAGE_CAPACITY),
     "VolumeAttachment": ("volume_attachment", st.VolumeAttachment, cc.OBJECT_KIND_VOLUME_ATTACHMENT),
+    "DeviceClass": ("device_class", rs.DeviceClass, cc.OBJECT_KIND_DEVICE_CLASS),
+    "ResourceSlice": ("resource_slice", rs.ResourceSlice, cc.OBJECT_KIND_RESOURCE_SLICE),
+    "ResourceClaim": ("resource_claim", rs.ResourceClaim, cc.OBJECT_KIND_RESOURCE_CLAIM),
 }
 FIELD_TO_KIND = {field: kind for kind, (field, _, _) in KINDS.items()}
 ENUM_TO_KIND = {enum: kind for kind, (_, _, enum) in KINDS.items()}
@@ -85,6 +89,9 @@ KIND_ALIASES = {
     "csidrivers": "CSIDriver",
     "csistoragecapacities": "CSIStorageCapacity",
     "volumeattachments": "VolumeAttachment",
+    "deviceclasses": "DeviceClass",
+    "resourceslices": "ResourceSlice",
+    "resourceclaims": "ResourceClaim",
 }
 
 

@@ -23,10 +23,11 @@ _sym_db = _symbol_database.Default()
 
 
 from podfit.v1 import objects_pb2 as podfit_dot_v1_dot_objects__pb2
+from podfit.v1 import resource_pb2 as podfit_dot_v1_dot_resource__pb2
 from podfit.v1 import storage_pb2 as podfit_dot_v1_dot_storage__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpodfit/v1/cluster_cache.proto\x12\tpodfit.v1\x1a\x17podfit/v1/objects.proto\x1a\x17podfit/v1/storage.proto\"\xb0\x07\n\rClusterObject\x12\x1f\n\x04node\x18\x01 \x01(\x0b\x32\x0f.podfit.v1.NodeH\x00\x12\x1d\n\x03pod\x18\x02 \x01(\x0b\x32\x0e.podfit.v1.PodH\x00\x12)\n\tnamespace\x18\x03 \x01(\x0b\x32\x14.podfit.v1.NamespaceH\x00\x12?\n\x15pod_disruption_budget\x18\x04 \x01(\x0b\x32\x1e.podfit.v1.PodDisruptionBudgetH\x00\x12%\n\x07service\x18\x05 \x01(\x0b\x32\x12.podfit.v1.ServiceH\x00\x12,\n\x0breplica_set\x18\x06 \x01(\x0b\x32\x15.podfit.v1.ReplicaSetH\x00\x12.\n\x0cstateful_set\x18\x07 \x01(\x0b\x32\x16.podfit.v1.StatefulSetH\x00\x12\x42\n\x16replication_controller\x18\x08 \x01(\x0b\x32 .podfit.v1.ReplicationControllerH\x00\x12\x1d\n\x03job\x18\t \x01(\x0b\x32\x0e.podfit.v1.JobH\x00\x12*\n\ndaemon_set\x18\n \x01(\x0b\x32\x14.podfit.v1.DaemonSetH\x00\x12\x30\n\rstorage_class\x18\x11 \x01(\x0b\x32\x17.podfit.v1.StorageClassH\x00\x12\x38\n\x11persistent_volume\x18\x12 \x01(\x0b\x32\x1b.podfit.v1.PersistentVolumeH\x00\x12\x43\n\x17persistent_volume_claim\x18\x13 \x01(\x0b\x32 .podfit.v1.PersistentVolumeClaimH\x00\x12&\n\x08\x63si_node\x18\x14 \x01(\x0b\x32\x12.podfit.v1.CSINodeH\x00\x12*\n\ncsi_driver\x18\x15 \x01(\x0b\x32\x14.podfit.v1.CSIDriverH\x00\x12=\n\x14\x63si_storage_capacity\x18\x16 \x01(\x0b\x32\x1d.podfit.v1.CSIStorageCapacityH\x00\x12\x38\n\x11volume_attachment\x18\x17 \x01(\x0b\x32\x1b.podfit.v1.VolumeAttachmentH\x00\x12\x19\n\x0fkubernetes_json\x18\x0f \x01(\x0cH\x00\x12<\n\x13kubernetes_protobuf\x18\x10 \x01(\x0b\x32\x1d.podfit.v1.KubernetesProtobufH\x00\x42\x08\n\x06object\"0\n\x12KubernetesProtobuf\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"k\n\tObjectKey\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.podfit.v1.ObjectKind\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x18\n\x10resource_version\x18\x04 \x01(\t\"i\n\x06Update\x12*\n\x06upsert\x18\x01 \x01(\x0b\x32\x18.podfit.v1.ClusterObjectH\x00\x12&\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x14.podfit.v1.ObjectKeyH\x00\x42\x0b\n\toperation\"\\\n\x0cUpdateResult\x12!\n\x03key\x18\x01 \x01(\x0b\x32\x14.podfit.v1.ObjectKey\x12)\n\x07outcome\x18\x02 \x01(\x0e\x32\x18.podfit.v1.UpdateOutcome\"2\n\x0c\x41pplyRequest\x12\"\n\x07updates\x18\x01 \x03(\x0b\x32\x11.podfit.v1.Update\"\xa8\x01\n\rApplyResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12(\n\x07results\x18\x02 \x03(\x0b\x32\x17.podfit.v1.UpdateResult\x12\x15\n\rapplied_count\x18\x03 \x01(\x05\x12\x13\n\x0bstale_count\x18\x04 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x05 \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x06 \x01(\t\"`\n\x0eReplaceRequest\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.podfit.v1.ObjectKind\x12)\n\x07objects\x18\x02 \x03(\x0b\x32\x18.podfit.v1.ClusterObject\"\x83\x01\n\x0fReplaceResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\x16\n\x0eupserted_count\x18\x02 \x01(\x05\x12\x15\n\rdeleted_count\x18\x03 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x04 \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x05 \x01(\t\"E\n\rStreamRequest\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\"\n\x07updates\x18\x02 \x03(\x0b\x32\x11.podfit.v1.Update\"\xb5\x01\n\x0eStreamResponse\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x15\n\rapplied_count\x18\x03 \x01(\x05\x12\x13\n\x0bstale_count\x18\x04 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x05 \x01(\x05\x12\r\n\x05\x65rror\x18\x06 \x01(\t\x12\x13\n\x0b\x65rror_field\x18\x07 \x01(\t\x12\x14\n\x0cserver_epoch\x18\x08 \x01(\t\"/\n\nGetRequest\x12!\n\x03key\x18\x01 \x01(\x0b\x32\x14.podfit.v1.ObjectKey\"\x95\x01\n\x0bGetResponse\x12(\n\x06object\x18\x01 \x01(\x0b\x32\x18.podfit.v1.ClusterObject\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\x12\x32\n\x0fnode_allocation\x18\x04 \x01(\x0b\x32\x19.podfit.v1.NodeAllocation\"\xa5\x01\n\x0eNodeAllocation\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12;\n\trequested\x18\x02 \x03(\x0b\x32(.podfit.v1.NodeAllocation.RequestedEntry\x12\x11\n\tpod_count\x18\x03 \x01(\x05\x1a\x30\n\x0eRequestedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xcb\x01\n\x0bListRequest\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.podfit.v1.ObjectKind\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12-\n\npod_filter\x18\x04 \x01(\x0e\x32\x19.podfit.v1.PodPhaseFilter\x12\r\n\x05limit\x18\x05 \x01(\x05\x12\x16\n\x0e\x63ontinue_token\x18\x06 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x07 \x01(\t\"\xce\x01\n\x0cListResponse\x12)\n\x07objects\x18\x01 \x03(\x0b\x32\x18.podfit.v1.ClusterObject\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\x12\x16\n\x0e\x63ontinue_token\x18\x04 \x01(\t\x12\x1c\n\x14remaining_item_count\x18\x05 \x01(\x03\x12\x33\n\x10node_allocations\x18\x06 \x03(\x0b\x32\x19.podfit.v1.NodeAllocation\"\x0e\n\x0cStatsRequest\"\x81\x06\n\rStatsResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\r\n\x05nodes\x18\x02 \x01(\x05\x12\x0c\n\x04pods\x18\x03 \x01(\x05\x12\x12\n\nbound_pods\x18\x04 \x01(\x05\x12\x14\n\x0cpending_pods\x18\x05 \x01(\x05\x12\x12\n\ngated_pods\x18\x06 \x01(\x05\x12\x12\n\nnamespaces\x18\x07 \x01(\x05\x12\x1e\n\x16pod_disruption_budgets\x18\x08 \x01(\x05\x12\x10\n\x08services\x18\t \x01(\x05\x12\x14\n\x0creplica_sets\x18\n \x01(\x05\x12\x15\n\rstateful_sets\x18\x0b \x01(\x05\x12\x1f\n\x17replication_controllers\x18\x0c \x01(\x05\x12\x1d\n\x15memory_bytes_estimate\x18\r \x01(\x03\x12\x0c\n\x04jobs\x18\x0e \x01(\x05\x12\x13\n\x0b\x64\x61\x65mon_sets\x18\x0f \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x10 \x01(\t\x12\x0e\n\x06synced\x18\x11 \x01(\x08\x12\x1e\n\x16kube_scheduler_version\x18\x12 \x01(\t\x12)\n!supported_kube_scheduler_versions\x18\x13 \x03(\t\x12G\n\x10profile_versions\x18\x14 \x03(\x0b\x32-.podfit.v1.StatsResponse.ProfileVersionsEntry\x12\x17\n\x0fstorage_classes\x18\x15 \x01(\x05\x12\x1a\n\x12persistent_volumes\x18\x16 \x01(\x05\x12 \n\x18persistent_volume_claims\x18\x17 \x01(\x05\x12\x11\n\tcsi_nodes\x18\x18 \x01(\x05\x12\x13\n\x0b\x63si_drivers\x18\x19 \x01(\x05\x12\x1e\n\x16\x63si_storage_capacities\x18\x1a \x01(\x05\x12\x1a\n\x12volume_attachments\x18\x1b \x01(\x05\x1a\x36\n\x14ProfileVersionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"#\n\x11MarkSyncedRequest\x12\x0e\n\x06\x66\x65\x65\x64\x65r\x18\x01 \x01(\t\">\n\x12MarkSyncedResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\x14\n\x0cserver_epoch\x18\x02 \x01(\t*\xad\x04\n\nObjectKind\x12\x1b\n\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10OBJECT_KIND_NODE\x10\x01\x12\x13\n\x0fOBJECT_KIND_POD\x10\x02\x12\x19\n\x15OBJECT_KIND_NAMESPACE\x10\x03\x12%\n!OBJECT_KIND_POD_DISRUPTION_BUDGET\x10\x04\x12\x17\n\x13OBJECT_KIND_SERVICE\x10\x05\x12\x1b\n\x17OBJECT_KIND_REPLICA_SET\x10\x06\x12\x1c\n\x18OBJECT_KIND_STATEFUL_SET\x10\x07\x12&\n\"OBJECT_KIND_REPLICATION_CONTROLLER\x10\x08\x12\x13\n\x0fOBJECT_KIND_JOB\x10\t\x12\x1a\n\x16OBJECT_KIND_DAEMON_SET\x10\n\x12\x1d\n\x19OBJECT_KIND_STORAGE_CLASS\x10\x0b\x12!\n\x1dOBJECT_KIND_PERSISTENT_VOLUME\x10\x0c\x12\'\n#OBJECT_KIND_PERSISTENT_VOLUME_CLAIM\x10\r\x12\x18\n\x14OBJECT_KIND_CSI_NODE\x10\x0e\x12\x1a\n\x16OBJECT_KIND_CSI_DRIVER\x10\x0f\x12$\n OBJECT_KIND_CSI_STORAGE_CAPACITY\x10\x10\x12!\n\x1dOBJECT_KIND_VOLUME_ATTACHMENT\x10\x11*\x83\x01\n\rUpdateOutcome\x12\x1e\n\x1aUPDATE_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n\x16UPDATE_OUTCOME_APPLIED\x10\x01\x12\x18\n\x14UPDATE_OUTCOME_STALE\x10\x02\x12\x1c\n\x18UPDATE_OUTCOME_UNCHANGED\x10\x03*l\n\x0ePodPhaseFilter\x12 \n\x1cPOD_PHASE_FILTER_UNSPECIFIED\x10\x00\x12\x1c\n\x18POD_PHASE_FILTER_PENDING\x10\x01\x12\x1a\n\x16POD_PHASE_FILTER_BOUND\x10\x02\x32\xc5\x03\n\x0c\x43lusterCache\x12:\n\x05\x41pply\x12\x17.podfit.v1.ApplyRequest\x1a\x18.podfit.v1.ApplyResponse\x12@\n\x07Replace\x12\x19.podfit.v1.ReplaceRequest\x1a\x1a.podfit.v1.ReplaceResponse\x12\x41\n\x06Stream\x12\x18.podfit.v1.StreamRequest\x1a\x19.podfit.v1.StreamResponse(\x01\x30\x01\x12\x34\n\x03Get\x12\x15.podfit.v1.GetRequest\x1a\x16.podfit.v1.GetResponse\x12\x37\n\x04List\x12\x16.podfit.v1.ListRequest\x1a\x17.podfit.v1.ListResponse\x12:\n\x05Stats\x12\x17.podfit.v1.StatsRequest\x1a\x18.podfit.v1.StatsResponse\x12I\n\nMarkSynced\x12\x1c.podfit.v1.MarkSyncedRequest\x1a\x1d.podfit.v1.MarkSyncedResponseB3Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dpodfit/v1/cluster_cache.proto\x12\tpodfit.v1\x1a\x17podfit/v1/objects.proto\x1a\x18podfit/v1/resource.proto\x1a\x17podfit/v1/storage.proto\"\xc8\x08\n\rClusterObject\x12\x1f\n\x04node\x18\x01 \x01(\x0b\x32\x0f.podfit.v1.NodeH\x00\x12\x1d\n\x03pod\x18\x02 \x01(\x0b\x32\x0e.podfit.v1.PodH\x00\x12)\n\tnamespace\x18\x03 \x01(\x0b\x32\x14.podfit.v1.NamespaceH\x00\x12?\n\x15pod_disruption_budget\x18\x04 \x01(\x0b\x32\x1e.podfit.v1.PodDisruptionBudgetH\x00\x12%\n\x07service\x18\x05 \x01(\x0b\x32\x12.podfit.v1.ServiceH\x00\x12,\n\x0breplica_set\x18\x06 \x01(\x0b\x32\x15.podfit.v1.ReplicaSetH\x00\x12.\n\x0cstateful_set\x18\x07 \x01(\x0b\x32\x16.podfit.v1.StatefulSetH\x00\x12\x42\n\x16replication_controller\x18\x08 \x01(\x0b\x32 .podfit.v1.ReplicationControllerH\x00\x12\x1d\n\x03job\x18\t \x01(\x0b\x32\x0e.podfit.v1.JobH\x00\x12*\n\ndaemon_set\x18\n \x01(\x0b\x32\x14.podfit.v1.DaemonSetH\x00\x12\x30\n\rstorage_class\x18\x11 \x01(\x0b\x32\x17.podfit.v1.StorageClassH\x00\x12\x38\n\x11persistent_volume\x18\x12 \x01(\x0b\x32\x1b.podfit.v1.PersistentVolumeH\x00\x12\x43\n\x17persistent_volume_claim\x18\x13 \x01(\x0b\x32 .podfit.v1.PersistentVolumeClaimH\x00\x12&\n\x08\x63si_node\x18\x14 \x01(\x0b\x32\x12.podfit.v1.CSINodeH\x00\x12*\n\ncsi_driver\x18\x15 \x01(\x0b\x32\x14.podfit.v1.CSIDriverH\x00\x12=\n\x14\x63si_storage_capacity\x18\x16 \x01(\x0b\x32\x1d.podfit.v1.CSIStorageCapacityH\x00\x12\x38\n\x11volume_attachment\x18\x17 \x01(\x0b\x32\x1b.podfit.v1.VolumeAttachmentH\x00\x12.\n\x0c\x64\x65vice_class\x18\x18 \x01(\x0b\x32\x16.podfit.v1.DeviceClassH\x00\x12\x32\n\x0eresource_slice\x18\x19 \x01(\x0b\x32\x18.podfit.v1.ResourceSliceH\x00\x12\x32\n\x0eresource_claim\x18\x1a \x01(\x0b\x32\x18.podfit.v1.ResourceClaimH\x00\x12\x19\n\x0fkubernetes_json\x18\x0f \x01(\x0cH\x00\x12<\n\x13kubernetes_protobuf\x18\x10 \x01(\x0b\x32\x1d.podfit.v1.KubernetesProtobufH\x00\x42\x08\n\x06object\"0\n\x12KubernetesProtobuf\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x02 \x01(\x0c\"k\n\tObjectKey\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.podfit.v1.ObjectKind\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x18\n\x10resource_version\x18\x04 \x01(\t\"i\n\x06Update\x12*\n\x06upsert\x18\x01 \x01(\x0b\x32\x18.podfit.v1.ClusterObjectH\x00\x12&\n\x06\x64\x65lete\x18\x02 \x01(\x0b\x32\x14.podfit.v1.ObjectKeyH\x00\x42\x0b\n\toperation\"\\\n\x0cUpdateResult\x12!\n\x03key\x18\x01 \x01(\x0b\x32\x14.podfit.v1.ObjectKey\x12)\n\x07outcome\x18\x02 \x01(\x0e\x32\x18.podfit.v1.UpdateOutcome\"2\n\x0c\x41pplyRequest\x12\"\n\x07updates\x18\x01 \x03(\x0b\x32\x11.podfit.v1.Update\"\xa8\x01\n\rApplyResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12(\n\x07results\x18\x02 \x03(\x0b\x32\x17.podfit.v1.UpdateResult\x12\x15\n\rapplied_count\x18\x03 \x01(\x05\x12\x13\n\x0bstale_count\x18\x04 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x05 \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x06 \x01(\t\"`\n\x0eReplaceRequest\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.podfit.v1.ObjectKind\x12)\n\x07objects\x18\x02 \x03(\x0b\x32\x18.podfit.v1.ClusterObject\"\x83\x01\n\x0fReplaceResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\x16\n\x0eupserted_count\x18\x02 \x01(\x05\x12\x15\n\rdeleted_count\x18\x03 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x04 \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x05 \x01(\t\"E\n\rStreamRequest\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\"\n\x07updates\x18\x02 \x03(\x0b\x32\x11.podfit.v1.Update\"\xb5\x01\n\x0eStreamResponse\x12\x10\n\x08sequence\x18\x01 \x01(\x04\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x15\n\rapplied_count\x18\x03 \x01(\x05\x12\x13\n\x0bstale_count\x18\x04 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x05 \x01(\x05\x12\r\n\x05\x65rror\x18\x06 \x01(\t\x12\x13\n\x0b\x65rror_field\x18\x07 \x01(\t\x12\x14\n\x0cserver_epoch\x18\x08 \x01(\t\"/\n\nGetRequest\x12!\n\x03key\x18\x01 \x01(\x0b\x32\x14.podfit.v1.ObjectKey\"\x95\x01\n\x0bGetResponse\x12(\n\x06object\x18\x01 \x01(\x0b\x32\x18.podfit.v1.ClusterObject\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\x12\x32\n\x0fnode_allocation\x18\x04 \x01(\x0b\x32\x19.podfit.v1.NodeAllocation\"\xa5\x01\n\x0eNodeAllocation\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12;\n\trequested\x18\x02 \x03(\x0b\x32(.podfit.v1.NodeAllocation.RequestedEntry\x12\x11\n\tpod_count\x18\x03 \x01(\x05\x1a\x30\n\x0eRequestedEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xcb\x01\n\x0bListRequest\x12#\n\x04kind\x18\x01 \x01(\x0e\x32\x15.podfit.v1.ObjectKind\x12\x11\n\tnamespace\x18\x02 \x01(\t\x12\x16\n\x0elabel_selector\x18\x03 \x01(\t\x12-\n\npod_filter\x18\x04 \x01(\x0e\x32\x19.podfit.v1.PodPhaseFilter\x12\r\n\x05limit\x18\x05 \x01(\x05\x12\x16\n\x0e\x63ontinue_token\x18\x06 \x01(\t\x12\x16\n\x0e\x66ield_selector\x18\x07 \x01(\t\"\xce\x01\n\x0cListResponse\x12)\n\x07objects\x18\x01 \x03(\x0b\x32\x18.podfit.v1.ClusterObject\x12\x12\n\ngeneration\x18\x02 \x01(\x03\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\x12\x16\n\x0e\x63ontinue_token\x18\x04 \x01(\t\x12\x1c\n\x14remaining_item_count\x18\x05 \x01(\x03\x12\x33\n\x10node_allocations\x18\x06 \x03(\x0b\x32\x19.podfit.v1.NodeAllocation\"\x0e\n\x0cStatsRequest\"\xcb\x06\n\rStatsResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\r\n\x05nodes\x18\x02 \x01(\x05\x12\x0c\n\x04pods\x18\x03 \x01(\x05\x12\x12\n\nbound_pods\x18\x04 \x01(\x05\x12\x14\n\x0cpending_pods\x18\x05 \x01(\x05\x12\x12\n\ngated_pods\x18\x06 \x01(\x05\x12\x12\n\nnamespaces\x18\x07 \x01(\x05\x12\x1e\n\x16pod_disruption_budgets\x18\x08 \x01(\x05\x12\x10\n\x08services\x18\t \x01(\x05\x12\x14\n\x0creplica_sets\x18\n \x01(\x05\x12\x15\n\rstateful_sets\x18\x0b \x01(\x05\x12\x1f\n\x17replication_controllers\x18\x0c \x01(\x05\x12\x1d\n\x15memory_bytes_estimate\x18\r \x01(\x03\x12\x0c\n\x04jobs\x18\x0e \x01(\x05\x12\x13\n\x0b\x64\x61\x65mon_sets\x18\x0f \x01(\x05\x12\x14\n\x0cserver_epoch\x18\x10 \x01(\t\x12\x0e\n\x06synced\x18\x11 \x01(\x08\x12\x1e\n\x16kube_scheduler_version\x18\x12 \x01(\t\x12)\n!supported_kube_scheduler_versions\x18\x13 \x03(\t\x12G\n\x10profile_versions\x18\x14 \x03(\x0b\x32-.podfit.v1.StatsResponse.ProfileVersionsEntry\x12\x17\n\x0fstorage_classes\x18\x15 \x01(\x05\x12\x1a\n\x12persistent_volumes\x18\x16 \x01(\x05\x12 \n\x18persistent_volume_claims\x18\x17 \x01(\x05\x12\x11\n\tcsi_nodes\x18\x18 \x01(\x05\x12\x13\n\x0b\x63si_drivers\x18\x19 \x01(\x05\x12\x1e\n\x16\x63si_storage_capacities\x18\x1a \x01(\x05\x12\x1a\n\x12volume_attachments\x18\x1b \x01(\x05\x12\x16\n\x0e\x64\x65vice_classes\x18\x1c \x01(\x05\x12\x17\n\x0fresource_slices\x18\x1d \x01(\x05\x12\x17\n\x0fresource_claims\x18\x1e \x01(\x05\x1a\x36\n\x14ProfileVersionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"#\n\x11MarkSyncedRequest\x12\x0e\n\x06\x66\x65\x65\x64\x65r\x18\x01 \x01(\t\">\n\x12MarkSyncedResponse\x12\x12\n\ngeneration\x18\x01 \x01(\x03\x12\x14\n\x0cserver_epoch\x18\x02 \x01(\t*\x8b\x05\n\nObjectKind\x12\x1b\n\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10OBJECT_KIND_NODE\x10\x01\x12\x13\n\x0fOBJECT_KIND_POD\x10\x02\x12\x19\n\x15OBJECT_KIND_NAMESPACE\x10\x03\x12%\n!OBJECT_KIND_POD_DISRUPTION_BUDGET\x10\x04\x12\x17\n\x13OBJECT_KIND_SERVICE\x10\x05\x12\x1b\n\x17OBJECT_KIND_REPLICA_SET\x10\x06\x12\x1c\n\x18OBJECT_KIND_STATEFUL_SET\x10\x07\x12&\n\"OBJECT_KIND_REPLICATION_CONTROLLER\x10\x08\x12\x13\n\x0fOBJECT_KIND_JOB\x10\t\x12\x1a\n\x16OBJECT_KIND_DAEMON_SET\x10\n\x12\x1d\n\x19OBJECT_KIND_STORAGE_CLASS\x10\x0b\x12!\n\x1dOBJECT_KIND_PERSISTENT_VOLUME\x10\x0c\x12\'\n#OBJECT_KIND_PERSISTENT_VOLUME_CLAIM\x10\r\x12\x18\n\x14OBJECT_KIND_CSI_NODE\x10\x0e\x12\x1a\n\x16OBJECT_KIND_CSI_DRIVER\x10\x0f\x12$\n OBJECT_KIND_CSI_STORAGE_CAPACITY\x10\x10\x12!\n\x1dOBJECT_KIND_VOLUME_ATTACHMENT\x10\x11\x12\x1c\n\x18OBJECT_KIND_DEVICE_CLASS\x10\x12\x12\x1e\n\x1aOBJECT_KIND_RESOURCE_SLICE\x10\x13\x12\x1e\n\x1aOBJECT_KIND_RESOURCE_CLAIM\x10\x14*\x83\x01\n\rUpdateOutcome\x12\x1e\n\x1aUPDATE_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n\x16UPDATE_OUTCOME_APPLIED\x10\x01\x12\x18\n\x14UPDATE_OUTCOME_STALE\x10\x02\x12\x1c\n\x18UPDATE_OUTCOME_UNCHANGED\x10\x03*l\n\x0ePodPhaseFilter\x12 \n\x1cPOD_PHASE_FILTER_UNSPECIFIED\x10\x00\x12\x1c\n\x18POD_PHASE_FILTER_PENDING\x10\x01\x12\x1a\n\x16POD_PHASE_FILTER_BOUND\x10\x02\x32\xc5\x03\n\x0c\x43lusterCache\x12:\n\x05\x41pply\x12\x17.podfit.v1.ApplyRequest\x1a\x18.podfit.v1.ApplyResponse\x12@\n\x07Replace\x12\x19.podfit.v1.ReplaceRequest\x1a\x1a.podfit.v1.ReplaceResponse\x12\x41\n\x06Stream\x12\x18.podfit.v1.StreamRequest\x1a\x19.podfit.v1.StreamResponse(\x01\x30\x01\x12\x34\n\x03Get\x12\x15.podfit.v1.GetRequest\x1a\x16.podfit.v1.GetResponse\x12\x37\n\x04List\x12\x16.podfit.v1.ListRequest\x1a\x17.podfit.v1.ListResponse\x12:\n\x05Stats\x12\x17.podfit.v1.StatsRequest\x1a\x18.podfit.v1.StatsResponse\x12I\n\nMarkSynced\x12\x1c.podfit.v1.MarkSyncedRequest\x1a\x1d.podfit.v1.MarkSyncedResponseB3Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,56 +39,56 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NODEALLOCATION_REQUESTEDENTRY']._serialized_options = b'8\001'
   _globals['_STATSRESPONSE_PROFILEVERSIONSENTRY']._loaded_options = None
   _globals['_STATSRESPONSE_PROFILEVERSIONSENTRY']._serialized_options = b'8\001'
-  _globals['_OBJECTKIND']._serialized_start=3785
-  _globals['_OBJECTKIND']._serialized_end=4342
-  _globals['_UPDATEOUTCOME']._serialized_start=4345
-  _globals['_UPDATEOUTCOME']._serialized_end=4476
-  _globals['_PODPHASEFILTER']._serialized_start=4478
-  _globals['_PODPHASEFILTER']._serialized_end=4586
-  _globals['_CLUSTEROBJECT']._serialized_start=95
-  _globals['_CLUSTEROBJECT']._serialized_end=1039
-  _globals['_KUBERNETESPROTOBUF']._serialized_start=1041
-  _globals['_KUBERNETESPROTOBUF']._serialized_end=1089
-  _globals['_OBJECTKEY']._serialized_start=1091
-  _globals['_OBJECTKEY']._serialized_end=1198
-  _globals['_UPDATE']._serialized_start=1200
-  _globals['_UPDATE']._serialized_end=1305
-  _globals['_UPDATERESULT']._serialized_start=1307
-  _globals['_UPDATERESULT']._serialized_end=1399
-  _globals['_APPLYREQUEST']._serialized_start=1401
-  _globals['_APPLYREQUEST']._serialized_end=1451
-  _globals['_APPLYRESPONSE']._serialized_start=1454
-  _globals['_APPLYRESPONSE']._serialized_end=1622
-  _globals['_REPLACEREQUEST']._serialized_start=1624
-  _globals['_REPLACEREQUEST']._serialized_end=1720
-  _globals['_REPLACERESPONSE']._serialized_start=1723
-  _globals['_REPLACERESPONSE']._serialized_end=1854
-  _globals['_STREAMREQUEST']._serialized_start=1856
-  _globals['_STREAMREQUEST']._serialized_end=1925
-  _globals['_STREAMRESPONSE']._serialized_start=1928
-  _globals['_STREAMRESPONSE']._serialized_end=2109
-  _globals['_GETREQUEST']._serialized_start=2111
-  _globals['_GETREQUEST']._serialized_end=2158
-  _globals['_GETRESPONSE']._serialized_start=2161
-  _globals['_GETRESPONSE']._serialized_end=2310
-  _globals['_NODEALLOCATION']._serialized_start=2313
-  _globals['_NODEALLOCATION']._serialized_end=2478
-  _globals['_NODEALLOCATION_REQUESTEDENTRY']._serialized_start=2430
-  _globals['_NODEALLOCATION_REQUESTEDENTRY']._serialized_end=2478
-  _globals['_LISTREQUEST']._serialized_start=2481
-  _globals['_LISTREQUEST']._serialized_end=2684
-  _globals['_LISTRESPONSE']._serialized_start=2687
-  _globals['_LISTRESPONSE']._serialized_end=2893
-  _globals['_STATSREQUEST']._serialized_start=2895
-  _globals['_STATSREQUEST']._serialized_end=2909
-  _globals['_STATSRESPONSE']._serialized_start=2912
-  _globals['_STATSRESPONSE']._serialized_end=3681
-  _globals['_STATSRESPONSE_PROFILEVERSIONSENTRY']._serialized_start=3627
-  _globals['_STATSRESPONSE_PROFILEVERSIONSENTRY']._serialized_end=3681
-  _globals['_MARKSYNCEDREQUEST']._serialized_start=3683
-  _globals['_MARKSYNCEDREQUEST']._serialized_end=3718
-  _globals['_MARKSYNCEDRESPONSE']._serialized_start=3720
-  _globals['_MARKSYNCEDRESPONSE']._serialized_end=3782
-  _globals['_CLUSTERCACHE']._serialized_start=4589
-  _globals['_CLUSTERCACHE']._serialized_end=5042
+  _globals['_OBJECTKIND']._serialized_start=4037
+  _globals['_OBJECTKIND']._serialized_end=4688
+  _globals['_UPDATEOUTCOME']._serialized_start=4691
+  _globals['_UPDATEOUTCOME']._serialized_end=4822
+  _globals['_PODPHASEFILTER']._serialized_start=4824
+  _globals['_PODPHASEFILTER']._serialized_end=4932
+  _globals['_CLUSTEROBJECT']._serialized_start=121
+  _globals['_CLUSTEROBJECT']._serialized_end=1217
+  _globals['_KUBERNETESPROTOBUF']._serialized_start=1219
+  _globals['_KUBERNETESPROTOBUF']._serialized_end=1267
+  _globals['_OBJECTKEY']._serialized_start=1269
+  _globals['_OBJECTKEY']._serialized_end=1376
+  _globals['_UPDATE']._serialized_start=1378
+  _globals['_UPDATE']._serialized_end=1483
+  _globals['_UPDATERESULT']._serialized_start=1485
+  _globals['_UPDATERESULT']._serialized_end=1577
+  _globals['_APPLYREQUEST']._serialized_start=1579
+  _globals['_APPLYREQUEST']._serialized_end=1629
+  _globals['_APPLYRESPONSE']._serialized_start=1632
+  _globals['_APPLYRESPONSE']._serialized_end=1800
+  _globals['_REPLACEREQUEST']._serialized_start=1802
+  _globals['_REPLACEREQUEST']._serialized_end=1898
+  _globals['_REPLACERESPONSE']._serialized_start=1901
+  _globals['_REPLACERESPONSE']._serialized_end=2032
+  _globals['_STREAMREQUEST']._serialized_start=2034
+  _globals['_STREAMREQUEST']._serialized_end=2103
+  _globals['_STREAMRESPONSE']._serialized_start=2106
+  _globals['_STREAMRESPONSE']._serialized_end=2287
+  _globals['_GETREQUEST']._serialized_start=2289
+  _globals['_GETREQUEST']._serialized_end=2336
+  _globals['_GETRESPONSE']._serialized_start=2339
+  _globals['_GETRESPONSE']._serialized_end=2488
+  _globals['_NODEALLOCATION']._serialized_start=2491
+  _globals['_NODEALLOCATION']._serialized_end=2656
+  _globals['_NODEALLOCATION_REQUESTEDENTRY']._serialized_start=2608
+  _globals['_NODEALLOCATION_REQUESTEDENTRY']._serialized_end=2656
+  _globals['_LISTREQUEST']._serialized_start=2659
+  _globals['_LISTREQUEST']._serialized_end=2862
+  _globals['_LISTRESPONSE']._serialized_start=2865
+  _globals['_LISTRESPONSE']._serialized_end=3071
+  _globals['_STATSREQUEST']._serialized_start=3073
+  _globals['_STATSREQUEST']._serialized_end=3087
+  _globals['_STATSRESPONSE']._serialized_start=3090
+  _globals['_STATSRESPONSE']._serialized_end=3933
+  _globals['_STATSRESPONSE_PROFILEVERSIONSENTRY']._serialized_start=3879
+  _globals['_STATSRESPONSE_PROFILEVERSIONSENTRY']._serialized_end=3933
+  _globals['_MARKSYNCEDREQUEST']._serialized_start=3935
+  _globals['_MARKSYNCEDREQUEST']._serialized_end=3970
+  _globals['_MARKSYNCEDRESPONSE']._serialized_start=3972
+  _globals['_MARKSYNCEDRESPONSE']._serialized_end=4034
+  _globals['_CLUSTERCACHE']._serialized_start=4935
+  _globals['_CLUSTERCACHE']._serialized_end=5388
 # @@protoc_insertion_point(module_scope)

@@ -9,6 +9,7 @@ from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from podfit.v1 import objects_pb2 as _objects_pb2
+from podfit.v1 import resource_pb2 as _resource_pb2
 from podfit.v1 import storage_pb2 as _storage_pb2
 import builtins as _builtins
 import sys
@@ -69,6 +70,12 @@ class _ObjectKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ObjectKind
     """A storage.k8s.io/v1 CSIStorageCapacity."""
     OBJECT_KIND_VOLUME_ATTACHMENT: _ObjectKind.ValueType  # 17
     """A storage.k8s.io/v1 VolumeAttachment (cluster-scoped)."""
+    OBJECT_KIND_DEVICE_CLASS: _ObjectKind.ValueType  # 18
+    """A resource.k8s.io/v1 DeviceClass (cluster-scoped)."""
+    OBJECT_KIND_RESOURCE_SLICE: _ObjectKind.ValueType  # 19
+    """A resource.k8s.io/v1 ResourceSlice (cluster-scoped)."""
+    OBJECT_KIND_RESOURCE_CLAIM: _ObjectKind.ValueType  # 20
+    """A resource.k8s.io/v1 ResourceClaim."""
 
 class ObjectKind(_ObjectKind, metaclass=_ObjectKindEnumTypeWrapper):
     """The kinds of object the cache holds."""
@@ -115,6 +122,12 @@ OBJECT_KIND_CSI_STORAGE_CAPACITY: ObjectKind.ValueType  # 16
 """A storage.k8s.io/v1 CSIStorageCapacity."""
 OBJECT_KIND_VOLUME_ATTACHMENT: ObjectKind.ValueType  # 17
 """A storage.k8s.io/v1 VolumeAttachment (cluster-scoped)."""
+OBJECT_KIND_DEVICE_CLASS: ObjectKind.ValueType  # 18
+"""A resource.k8s.io/v1 DeviceClass (cluster-scoped)."""
+OBJECT_KIND_RESOURCE_SLICE: ObjectKind.ValueType  # 19
+"""A resource.k8s.io/v1 ResourceSlice (cluster-scoped)."""
+OBJECT_KIND_RESOURCE_CLAIM: ObjectKind.ValueType  # 20
+"""A resource.k8s.io/v1 ResourceClaim."""
 Global___ObjectKind: _TypeAlias = ObjectKind  # noqa: Y015
 
 class _UpdateOutcome:
@@ -194,6 +207,9 @@ class ClusterObject(_message.Message):
     CSI_DRIVER_FIELD_NUMBER: _builtins.int
     CSI_STORAGE_CAPACITY_FIELD_NUMBER: _builtins.int
     VOLUME_ATTACHMENT_FIELD_NUMBER: _builtins.int
+    DEVICE_CLASS_FIELD_NUMBER: _builtins.int
+    RESOURCE_SLICE_FIELD_NUMBER: _builtins.int
+    RESOURCE_CLAIM_FIELD_NUMBER: _builtins.int
     KUBERNETES_JSON_FIELD_NUMBER: _builtins.int
     KUBERNETES_PROTOBUF_FIELD_NUMBER: _builtins.int
     kubernetes_json: _builtins.bytes
@@ -271,6 +287,18 @@ class ClusterObject(_message.Message):
         """A storage.k8s.io/v1 VolumeAttachment."""
 
     @_builtins.property
+    def device_class(self) -> _resource_pb2.DeviceClass:
+        """A resource.k8s.io/v1 DeviceClass."""
+
+    @_builtins.property
+    def resource_slice(self) -> _resource_pb2.ResourceSlice:
+        """A resource.k8s.io/v1 ResourceSlice."""
+
+    @_builtins.property
+    def resource_claim(self) -> _resource_pb2.ResourceClaim:
+        """A resource.k8s.io/v1 ResourceClaim."""
+
+    @_builtins.property
     def kubernetes_protobuf(self) -> Global___KubernetesProtobuf:
         """A Pod or Node in Kubernetes' protobuf encoding."""
 
@@ -294,14 +322,17 @@ class ClusterObject(_message.Message):
         csi_driver: _storage_pb2.CSIDriver | None = ...,
         csi_storage_capacity: _storage_pb2.CSIStorageCapacity | None = ...,
         volume_attachment: _storage_pb2.VolumeAttachment | None = ...,
+        device_class: _resource_pb2.DeviceClass | None = ...,
+        resource_slice: _resource_pb2.ResourceSlice | None = ...,
+        resource_claim: _resource_pb2.ResourceClaim | None = ...,
         kubernetes_json: _builtins.bytes = ...,
         kubernetes_protobuf: Global___KubernetesProtobuf | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["csi_driver", b"csi_driver", "csi_node", b"csi_node", "csi_storage_capacity", b"csi_storage_capacity", "daemon_set", b"daemon_set", "job", b"job", "kubernetes_json", b"kubernetes_json", "kubernetes_protobuf", b"kubernetes_protobuf", "namespace", b"namespace", "node", b"node", "object", b"object", "persistent_volume", b"persistent_volume", "persistent_volume_claim", b"persistent_volume_claim", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set", "storage_class", b"storage_class", "volume_attachment", b"volume_attachment"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["csi_driver", b"csi_driver", "csi_node", b"csi_node", "csi_storage_capacity", b"csi_storage_capacity", "daemon_set", b"daemon_set", "device_class", b"device_class", "job", b"job", "kubernetes_json", b"kubernetes_json", "kubernetes_protobuf", b"kubernetes_protobuf", "namespace", b"namespace", "node", b"node", "object", b"object", "persistent_volume", b"persistent_volume", "persistent_volume_claim", b"persistent_volume_claim", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "resource_claim", b"resource_claim", "resource_slice", b"resource_slice", "service", b"service", "stateful_set", b"stateful_set", "storage_class", b"storage_class", "volume_attachment", b"volume_attachment"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["csi_driver", b"csi_driver", "csi_node", b"csi_node", "csi_storage_capacity", b"csi_storage_capacity", "daemon_set", b"daemon_set", "job", b"job", "kubernetes_json", b"kubernetes_json", "kubernetes_protobuf", b"kubernetes_protobuf", "namespace", b"namespace", "node", b"node", "object", b"object", "persistent_volume", b"persistent_volume", "persistent_volume_claim", b"persistent_volume_claim", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "service", b"service", "stateful_set", b"stateful_set", "storage_class", b"storage_class", "volume_attachment", b"volume_attachment"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["csi_driver", b"csi_driver", "csi_node", b"csi_node", "csi_storage_capacity", b"csi_storage_capacity", "daemon_set", b"daemon_set", "device_class", b"device_class", "job", b"job", "kubernetes_json", b"kubernetes_json", "kubernetes_protobuf", b"kubernetes_protobuf", "namespace", b"namespace", "node", b"node", "object", b"object", "persistent_volume", b"persistent_volume", "persistent_volume_claim", b"persistent_volume_claim", "pod", b"pod", "pod_disruption_budget", b"pod_disruption_budget", "replica_set", b"replica_set", "replication_controller", b"replication_controller", "resource_claim", b"resource_claim", "resource_slice", b"resource_slice", "service", b"service", "stateful_set", b"stateful_set", "storage_class", b"storage_class", "volume_attachment", b"volume_attachment"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_object: _TypeAlias = _typing.Literal["node", "pod", "namespace", "pod_disruption_budget", "service", "replica_set", "stateful_set", "replication_controller", "job", "daemon_set", "storage_class", "persistent_volume", "persistent_volume_claim", "csi_node", "csi_driver", "csi_storage_capacity", "volume_attachment", "kubernetes_json", "kubernetes_protobuf"]  # noqa: Y015
+    _WhichOneofReturnType_object: _TypeAlias = _typing.Literal["node", "pod", "namespace", "pod_disruption_budget", "service", "replica_set", "stateful_set", "replication_controller", "job", "daemon_set", "storage_class", "persistent_volume", "persistent_volume_claim", "csi_node", "csi_driver", "csi_storage_capacity", "volume_attachment", "device_class", "resource_slice", "resource_claim", "kubernetes_json", "kubernetes_protobuf"]  # noqa: Y015
     _WhichOneofArgType_object: _TypeAlias = _typing.Literal["object", b"object"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_object) -> _WhichOneofReturnType_object | None: ...
 
@@ -970,6 +1001,9 @@ class StatsResponse(_message.Message):
     CSI_DRIVERS_FIELD_NUMBER: _builtins.int
     CSI_STORAGE_CAPACITIES_FIELD_NUMBER: _builtins.int
     VOLUME_ATTACHMENTS_FIELD_NUMBER: _builtins.int
+    DEVICE_CLASSES_FIELD_NUMBER: _builtins.int
+    RESOURCE_SLICES_FIELD_NUMBER: _builtins.int
+    RESOURCE_CLAIMS_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The current cache generation: 0 for a new cache, one step up for every batch that changed something
     (an Apply, Replace or Stream batch, or a pod assumed by Schedule).
@@ -1030,6 +1064,12 @@ class StatsResponse(_message.Message):
     """CSIStorageCapacities in the cache."""
     volume_attachments: _builtins.int
     """VolumeAttachments in the cache."""
+    device_classes: _builtins.int
+    """DeviceClasses in the cache."""
+    resource_slices: _builtins.int
+    """ResourceSlices in the cache."""
+    resource_claims: _builtins.int
+    """ResourceClaims in the cache."""
     @_builtins.property
     def supported_kube_scheduler_versions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Every kube-scheduler version a request may name, as "v1.35.4", "v1.37.2"."""
@@ -1068,10 +1108,13 @@ class StatsResponse(_message.Message):
         csi_drivers: _builtins.int = ...,
         csi_storage_capacities: _builtins.int = ...,
         volume_attachments: _builtins.int = ...,
+        device_classes: _builtins.int = ...,
+        resource_slices: _builtins.int = ...,
+        resource_claims: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_pods", b"bound_pods", "csi_drivers", b"csi_drivers", "csi_nodes", b"csi_nodes", "csi_storage_capacities", b"csi_storage_capacities", "daemon_sets", b"daemon_sets", "gated_pods", b"gated_pods", "generation", b"generation", "jobs", b"jobs", "kube_scheduler_version", b"kube_scheduler_version", "memory_bytes_estimate", b"memory_bytes_estimate", "namespaces", b"namespaces", "nodes", b"nodes", "pending_pods", b"pending_pods", "persistent_volume_claims", b"persistent_volume_claims", "persistent_volumes", b"persistent_volumes", "pod_disruption_budgets", b"pod_disruption_budgets", "pods", b"pods", "profile_versions", b"profile_versions", "replica_sets", b"replica_sets", "replication_controllers", b"replication_controllers", "server_epoch", b"server_epoch", "services", b"services", "stateful_sets", b"stateful_sets", "storage_classes", b"storage_classes", "supported_kube_scheduler_versions", b"supported_kube_scheduler_versions", "synced", b"synced", "volume_attachments", b"volume_attachments"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_pods", b"bound_pods", "csi_drivers", b"csi_drivers", "csi_nodes", b"csi_nodes", "csi_storage_capacities", b"csi_storage_capacities", "daemon_sets", b"daemon_sets", "device_classes", b"device_classes", "gated_pods", b"gated_pods", "generation", b"generation", "jobs", b"jobs", "kube_scheduler_version", b"kube_scheduler_version", "memory_bytes_estimate", b"memory_bytes_estimate", "namespaces", b"namespaces", "nodes", b"nodes", "pending_pods", b"pending_pods", "persistent_volume_claims", b"persistent_volume_claims", "persistent_volumes", b"persistent_volumes", "pod_disruption_budgets", b"pod_disruption_budgets", "pods", b"pods", "profile_versions", b"profile_versions", "replica_sets", b"replica_sets", "replication_controllers", b"replication_controllers", "resource_claims", b"resource_claims", "resource_slices", b"resource_slices", "server_epoch", b"server_epoch", "services", b"services", "stateful_sets", b"stateful_sets", "storage_classes", b"storage_classes", "supported_kube_scheduler_versions", b"supported_kube_scheduler_versions", "synced", b"synced", "volume_attachments", b"volume_attachments"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

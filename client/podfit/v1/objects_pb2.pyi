@@ -625,6 +625,7 @@ class PodSpec(_message.Message):
     TERMINATION_GRACE_PERIOD_SECONDS_FIELD_NUMBER: _builtins.int
     VOLUMES_FIELD_NUMBER: _builtins.int
     HOST_USERS_FIELD_NUMBER: _builtins.int
+    RESOURCE_CLAIMS_FIELD_NUMBER: _builtins.int
     node_name: _builtins.str
     """A pod with a node name is bound and consumes that node's resources. Empty means pending. The node
     need not be in the cache yet: its bound pods count once it arrives.
@@ -706,6 +707,12 @@ class PodSpec(_message.Message):
     def volumes(self) -> _containers.RepeatedCompositeFieldContainer[Global___Volume]:
         """What the drain rules ask of volumes: local storage blocks a node's removal."""
 
+    @_builtins.property
+    def resource_claims(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodResourceClaim]:
+        """spec.resourceClaims: the ResourceClaims (by name, or made from a template) whose devices the pod
+        needs; DynamicResources allocates them.
+        """
+
     def __init__(
         self,
         *,
@@ -728,10 +735,11 @@ class PodSpec(_message.Message):
         termination_grace_period_seconds: _builtins.int | None = ...,
         volumes: _abc.Iterable[Global___Volume] | None = ...,
         host_users: _builtins.bool | None = ...,
+        resource_claims: _abc.Iterable[Global___PodResourceClaim] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_host_users", b"_host_users", "_priority", b"_priority", "_termination_grace_period_seconds", b"_termination_grace_period_seconds", "affinity", b"affinity", "host_users", b"host_users", "priority", b"priority", "resources", b"resources", "termination_grace_period_seconds", b"termination_grace_period_seconds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_host_users", b"_host_users", "_priority", b"_priority", "_termination_grace_period_seconds", b"_termination_grace_period_seconds", "affinity", b"affinity", "containers", b"containers", "host_network", b"host_network", "host_users", b"host_users", "init_containers", b"init_containers", "node_name", b"node_name", "node_selector", b"node_selector", "overhead", b"overhead", "preemption_policy", b"preemption_policy", "priority", b"priority", "priority_class_name", b"priority_class_name", "resources", b"resources", "restart_policy", b"restart_policy", "scheduler_name", b"scheduler_name", "scheduling_gates", b"scheduling_gates", "termination_grace_period_seconds", b"termination_grace_period_seconds", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints", "volumes", b"volumes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_host_users", b"_host_users", "_priority", b"_priority", "_termination_grace_period_seconds", b"_termination_grace_period_seconds", "affinity", b"affinity", "containers", b"containers", "host_network", b"host_network", "host_users", b"host_users", "init_containers", b"init_containers", "node_name", b"node_name", "node_selector", b"node_selector", "overhead", b"overhead", "preemption_policy", b"preemption_policy", "priority", b"priority", "priority_class_name", b"priority_class_name", "resource_claims", b"resource_claims", "resources", b"resources", "restart_policy", b"restart_policy", "scheduler_name", b"scheduler_name", "scheduling_gates", b"scheduling_gates", "termination_grace_period_seconds", b"termination_grace_period_seconds", "tolerations", b"tolerations", "topology_spread_constraints", b"topology_spread_constraints", "volumes", b"volumes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__host_users: _TypeAlias = _typing.Literal["host_users"]  # noqa: Y015
     _WhichOneofArgType__host_users: _TypeAlias = _typing.Literal["_host_users", b"_host_users"]  # noqa: Y015
@@ -1930,6 +1938,7 @@ class PodStatus(_message.Message):
     NOMINATED_NODE_NAME_FIELD_NUMBER: _builtins.int
     START_TIME_FIELD_NUMBER: _builtins.int
     CONDITIONS_FIELD_NUMBER: _builtins.int
+    RESOURCE_CLAIM_STATUSES_FIELD_NUMBER: _builtins.int
     phase: _builtins.str
     """Pending, Running, Succeeded, Failed, Unknown. Succeeded and Failed pods are ignored by scheduling."""
     nominated_node_name: _builtins.str
@@ -1949,6 +1958,10 @@ class PodStatus(_message.Message):
         to its node from preempting again (DefaultPreemption's eligibility check).
         """
 
+    @_builtins.property
+    def resource_claim_statuses(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodResourceClaimStatus]:
+        """status.resourceClaimStatuses: the claim made for each template entry of spec.resourceClaims."""
+
     def __init__(
         self,
         *,
@@ -1956,14 +1969,80 @@ class PodStatus(_message.Message):
         nominated_node_name: _builtins.str = ...,
         start_time: _timestamp_pb2.Timestamp | None = ...,
         conditions: _abc.Iterable[Global___PodCondition] | None = ...,
+        resource_claim_statuses: _abc.Iterable[Global___PodResourceClaimStatus] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["start_time", b"start_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["conditions", b"conditions", "nominated_node_name", b"nominated_node_name", "phase", b"phase", "start_time", b"start_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["conditions", b"conditions", "nominated_node_name", b"nominated_node_name", "phase", b"phase", "resource_claim_statuses", b"resource_claim_statuses", "start_time", b"start_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___PodStatus: _TypeAlias = PodStatus  # noqa: Y015
+
+@_typing.final
+class PodResourceClaim(_message.Message):
+    """core/v1 PodResourceClaim: exactly one of resource_claim_name and resource_claim_template_name."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    RESOURCE_CLAIM_NAME_FIELD_NUMBER: _builtins.int
+    RESOURCE_CLAIM_TEMPLATE_NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The entry's name, unique in the pod."""
+    resource_claim_name: _builtins.str
+    """A ResourceClaim in the pod's namespace."""
+    resource_claim_template_name: _builtins.str
+    """A ResourceClaimTemplate; the claim made from it is named in status.resourceClaimStatuses."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        resource_claim_name: _builtins.str | None = ...,
+        resource_claim_template_name: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_resource_claim_name", b"_resource_claim_name", "_resource_claim_template_name", b"_resource_claim_template_name", "resource_claim_name", b"resource_claim_name", "resource_claim_template_name", b"resource_claim_template_name"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_resource_claim_name", b"_resource_claim_name", "_resource_claim_template_name", b"_resource_claim_template_name", "name", b"name", "resource_claim_name", b"resource_claim_name", "resource_claim_template_name", b"resource_claim_template_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__resource_claim_name: _TypeAlias = _typing.Literal["resource_claim_name"]  # noqa: Y015
+    _WhichOneofArgType__resource_claim_name: _TypeAlias = _typing.Literal["_resource_claim_name", b"_resource_claim_name"]  # noqa: Y015
+    _WhichOneofReturnType__resource_claim_template_name: _TypeAlias = _typing.Literal["resource_claim_template_name"]  # noqa: Y015
+    _WhichOneofArgType__resource_claim_template_name: _TypeAlias = _typing.Literal["_resource_claim_template_name", b"_resource_claim_template_name"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__resource_claim_name) -> _WhichOneofReturnType__resource_claim_name | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__resource_claim_template_name) -> _WhichOneofReturnType__resource_claim_template_name | None: ...
+
+Global___PodResourceClaim: _TypeAlias = PodResourceClaim  # noqa: Y015
+
+@_typing.final
+class PodResourceClaimStatus(_message.Message):
+    """core/v1 PodResourceClaimStatus."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    RESOURCE_CLAIM_NAME_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The spec.resourceClaims entry it belongs to."""
+    resource_claim_name: _builtins.str
+    """The ResourceClaim made for the entry; unset means the pod needs no claim for it."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        resource_claim_name: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_resource_claim_name", b"_resource_claim_name", "resource_claim_name", b"resource_claim_name"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_resource_claim_name", b"_resource_claim_name", "name", b"name", "resource_claim_name", b"resource_claim_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__resource_claim_name: _TypeAlias = _typing.Literal["resource_claim_name"]  # noqa: Y015
+    _WhichOneofArgType__resource_claim_name: _TypeAlias = _typing.Literal["_resource_claim_name", b"_resource_claim_name"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__resource_claim_name) -> _WhichOneofReturnType__resource_claim_name | None: ...
+
+Global___PodResourceClaimStatus: _TypeAlias = PodResourceClaimStatus  # noqa: Y015
 
 @_typing.final
 class PodCondition(_message.Message):

@@ -66,6 +66,12 @@ const (
 	ObjectKind_OBJECT_KIND_CSI_STORAGE_CAPACITY ObjectKind = 16
 	// A storage.k8s.io/v1 VolumeAttachment (cluster-scoped).
 	ObjectKind_OBJECT_KIND_VOLUME_ATTACHMENT ObjectKind = 17
+	// A resource.k8s.io/v1 DeviceClass (cluster-scoped).
+	ObjectKind_OBJECT_KIND_DEVICE_CLASS ObjectKind = 18
+	// A resource.k8s.io/v1 ResourceSlice (cluster-scoped).
+	ObjectKind_OBJECT_KIND_RESOURCE_SLICE ObjectKind = 19
+	// A resource.k8s.io/v1 ResourceClaim.
+	ObjectKind_OBJECT_KIND_RESOURCE_CLAIM ObjectKind = 20
 )
 
 // Enum value maps for ObjectKind.
@@ -89,6 +95,9 @@ var (
 		15: "OBJECT_KIND_CSI_DRIVER",
 		16: "OBJECT_KIND_CSI_STORAGE_CAPACITY",
 		17: "OBJECT_KIND_VOLUME_ATTACHMENT",
+		18: "OBJECT_KIND_DEVICE_CLASS",
+		19: "OBJECT_KIND_RESOURCE_SLICE",
+		20: "OBJECT_KIND_RESOURCE_CLAIM",
 	}
 	ObjectKind_value = map[string]int32{
 		"OBJECT_KIND_UNSPECIFIED":             0,
@@ -109,6 +118,9 @@ var (
 		"OBJECT_KIND_CSI_DRIVER":              15,
 		"OBJECT_KIND_CSI_STORAGE_CAPACITY":    16,
 		"OBJECT_KIND_VOLUME_ATTACHMENT":       17,
+		"OBJECT_KIND_DEVICE_CLASS":            18,
+		"OBJECT_KIND_RESOURCE_SLICE":          19,
+		"OBJECT_KIND_RESOURCE_CLAIM":          20,
 	}
 )
 
@@ -275,6 +287,9 @@ type ClusterObject struct {
 	//	*ClusterObject_CsiDriver
 	//	*ClusterObject_CsiStorageCapacity
 	//	*ClusterObject_VolumeAttachment
+	//	*ClusterObject_DeviceClass
+	//	*ClusterObject_ResourceSlice
+	//	*ClusterObject_ResourceClaim
 	//	*ClusterObject_KubernetesJson
 	//	*ClusterObject_KubernetesProtobuf
 	Object        isClusterObject_Object `protobuf_oneof:"object"`
@@ -472,6 +487,33 @@ func (x *ClusterObject) GetVolumeAttachment() *VolumeAttachment {
 	return nil
 }
 
+func (x *ClusterObject) GetDeviceClass() *DeviceClass {
+	if x != nil {
+		if x, ok := x.Object.(*ClusterObject_DeviceClass); ok {
+			return x.DeviceClass
+		}
+	}
+	return nil
+}
+
+func (x *ClusterObject) GetResourceSlice() *ResourceSlice {
+	if x != nil {
+		if x, ok := x.Object.(*ClusterObject_ResourceSlice); ok {
+			return x.ResourceSlice
+		}
+	}
+	return nil
+}
+
+func (x *ClusterObject) GetResourceClaim() *ResourceClaim {
+	if x != nil {
+		if x, ok := x.Object.(*ClusterObject_ResourceClaim); ok {
+			return x.ResourceClaim
+		}
+	}
+	return nil
+}
+
 func (x *ClusterObject) GetKubernetesJson() []byte {
 	if x != nil {
 		if x, ok := x.Object.(*ClusterObject_KubernetesJson); ok {
@@ -579,6 +621,21 @@ type ClusterObject_VolumeAttachment struct {
 	VolumeAttachment *VolumeAttachment `protobuf:"bytes,23,opt,name=volume_attachment,json=volumeAttachment,proto3,oneof"`
 }
 
+type ClusterObject_DeviceClass struct {
+	// A resource.k8s.io/v1 DeviceClass.
+	DeviceClass *DeviceClass `protobuf:"bytes,24,opt,name=device_class,json=deviceClass,proto3,oneof"`
+}
+
+type ClusterObject_ResourceSlice struct {
+	// A resource.k8s.io/v1 ResourceSlice.
+	ResourceSlice *ResourceSlice `protobuf:"bytes,25,opt,name=resource_slice,json=resourceSlice,proto3,oneof"`
+}
+
+type ClusterObject_ResourceClaim struct {
+	// A resource.k8s.io/v1 ResourceClaim.
+	ResourceClaim *ResourceClaim `protobuf:"bytes,26,opt,name=resource_claim,json=resourceClaim,proto3,oneof"`
+}
+
 type ClusterObject_KubernetesJson struct {
 	// Any of the kinds above as its Kubernetes JSON (UTF-8, e.g. what `kubectl get -o json` prints). Its
 	// `kind` is required and says what it is (case-insensitive; kubectl's plurals and short names such as
@@ -625,6 +682,12 @@ func (*ClusterObject_CsiDriver) isClusterObject_Object() {}
 func (*ClusterObject_CsiStorageCapacity) isClusterObject_Object() {}
 
 func (*ClusterObject_VolumeAttachment) isClusterObject_Object() {}
+
+func (*ClusterObject_DeviceClass) isClusterObject_Object() {}
+
+func (*ClusterObject_ResourceSlice) isClusterObject_Object() {}
+
+func (*ClusterObject_ResourceClaim) isClusterObject_Object() {}
 
 func (*ClusterObject_KubernetesJson) isClusterObject_Object() {}
 
@@ -1848,8 +1911,14 @@ type StatsResponse struct {
 	CsiStorageCapacities int32 `protobuf:"varint,26,opt,name=csi_storage_capacities,json=csiStorageCapacities,proto3" json:"csi_storage_capacities,omitempty"`
 	// VolumeAttachments in the cache.
 	VolumeAttachments int32 `protobuf:"varint,27,opt,name=volume_attachments,json=volumeAttachments,proto3" json:"volume_attachments,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// DeviceClasses in the cache.
+	DeviceClasses int32 `protobuf:"varint,28,opt,name=device_classes,json=deviceClasses,proto3" json:"device_classes,omitempty"`
+	// ResourceSlices in the cache.
+	ResourceSlices int32 `protobuf:"varint,29,opt,name=resource_slices,json=resourceSlices,proto3" json:"resource_slices,omitempty"`
+	// ResourceClaims in the cache.
+	ResourceClaims int32 `protobuf:"varint,30,opt,name=resource_claims,json=resourceClaims,proto3" json:"resource_claims,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *StatsResponse) Reset() {
@@ -2071,6 +2140,27 @@ func (x *StatsResponse) GetVolumeAttachments() int32 {
 	return 0
 }
 
+func (x *StatsResponse) GetDeviceClasses() int32 {
+	if x != nil {
+		return x.DeviceClasses
+	}
+	return 0
+}
+
+func (x *StatsResponse) GetResourceSlices() int32 {
+	if x != nil {
+		return x.ResourceSlices
+	}
+	return 0
+}
+
+func (x *StatsResponse) GetResourceClaims() int32 {
+	if x != nil {
+		return x.ResourceClaims
+	}
+	return 0
+}
+
 // A feeder's word that the cache holds the whole cluster, for ClusterCache.MarkSynced.
 type MarkSyncedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2177,7 +2267,8 @@ var File_podfit_v1_cluster_cache_proto protoreflect.FileDescriptor
 
 const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\n" +
-	"\x1dpodfit/v1/cluster_cache.proto\x12\tpodfit.v1\x1a\x17podfit/v1/objects.proto\x1a\x17podfit/v1/storage.proto\"\xb9\t\n" +
+	"\x1dpodfit/v1/cluster_cache.proto\x12\tpodfit.v1\x1a\x17podfit/v1/objects.proto\x1a\x18podfit/v1/resource.proto\x1a\x17podfit/v1/storage.proto\"\xfc\n" +
+	"\n" +
 	"\rClusterObject\x12%\n" +
 	"\x04node\x18\x01 \x01(\v2\x0f.podfit.v1.NodeH\x00R\x04node\x12\"\n" +
 	"\x03pod\x18\x02 \x01(\v2\x0e.podfit.v1.PodH\x00R\x03pod\x124\n" +
@@ -2199,7 +2290,10 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\n" +
 	"csi_driver\x18\x15 \x01(\v2\x14.podfit.v1.CSIDriverH\x00R\tcsiDriver\x12Q\n" +
 	"\x14csi_storage_capacity\x18\x16 \x01(\v2\x1d.podfit.v1.CSIStorageCapacityH\x00R\x12csiStorageCapacity\x12J\n" +
-	"\x11volume_attachment\x18\x17 \x01(\v2\x1b.podfit.v1.VolumeAttachmentH\x00R\x10volumeAttachment\x12)\n" +
+	"\x11volume_attachment\x18\x17 \x01(\v2\x1b.podfit.v1.VolumeAttachmentH\x00R\x10volumeAttachment\x12;\n" +
+	"\fdevice_class\x18\x18 \x01(\v2\x16.podfit.v1.DeviceClassH\x00R\vdeviceClass\x12A\n" +
+	"\x0eresource_slice\x18\x19 \x01(\v2\x18.podfit.v1.ResourceSliceH\x00R\rresourceSlice\x12A\n" +
+	"\x0eresource_claim\x18\x1a \x01(\v2\x18.podfit.v1.ResourceClaimH\x00R\rresourceClaim\x12)\n" +
 	"\x0fkubernetes_json\x18\x0f \x01(\fH\x00R\x0ekubernetesJson\x12P\n" +
 	"\x13kubernetes_protobuf\x18\x10 \x01(\v2\x1d.podfit.v1.KubernetesProtobufH\x00R\x12kubernetesProtobufB\b\n" +
 	"\x06object\"<\n" +
@@ -2292,7 +2386,8 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x0econtinue_token\x18\x04 \x01(\tR\rcontinueToken\x120\n" +
 	"\x14remaining_item_count\x18\x05 \x01(\x03R\x12remainingItemCount\x12D\n" +
 	"\x10node_allocations\x18\x06 \x03(\v2\x19.podfit.v1.NodeAllocationR\x0fnodeAllocations\"\x0e\n" +
-	"\fStatsRequest\"\xa5\t\n" +
+	"\fStatsRequest\"\x9e\n" +
+	"\n" +
 	"\rStatsResponse\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
@@ -2329,7 +2424,10 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\vcsi_drivers\x18\x19 \x01(\x05R\n" +
 	"csiDrivers\x124\n" +
 	"\x16csi_storage_capacities\x18\x1a \x01(\x05R\x14csiStorageCapacities\x12-\n" +
-	"\x12volume_attachments\x18\x1b \x01(\x05R\x11volumeAttachments\x1aB\n" +
+	"\x12volume_attachments\x18\x1b \x01(\x05R\x11volumeAttachments\x12%\n" +
+	"\x0edevice_classes\x18\x1c \x01(\x05R\rdeviceClasses\x12'\n" +
+	"\x0fresource_slices\x18\x1d \x01(\x05R\x0eresourceSlices\x12'\n" +
+	"\x0fresource_claims\x18\x1e \x01(\x05R\x0eresourceClaims\x1aB\n" +
 	"\x14ProfileVersionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"+\n" +
@@ -2339,7 +2437,7 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x01 \x01(\x03R\n" +
 	"generation\x12!\n" +
-	"\fserver_epoch\x18\x02 \x01(\tR\vserverEpoch*\xad\x04\n" +
+	"\fserver_epoch\x18\x02 \x01(\tR\vserverEpoch*\x8b\x05\n" +
 	"\n" +
 	"ObjectKind\x12\x1b\n" +
 	"\x17OBJECT_KIND_UNSPECIFIED\x10\x00\x12\x14\n" +
@@ -2360,7 +2458,10 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x14OBJECT_KIND_CSI_NODE\x10\x0e\x12\x1a\n" +
 	"\x16OBJECT_KIND_CSI_DRIVER\x10\x0f\x12$\n" +
 	" OBJECT_KIND_CSI_STORAGE_CAPACITY\x10\x10\x12!\n" +
-	"\x1dOBJECT_KIND_VOLUME_ATTACHMENT\x10\x11*\x83\x01\n" +
+	"\x1dOBJECT_KIND_VOLUME_ATTACHMENT\x10\x11\x12\x1c\n" +
+	"\x18OBJECT_KIND_DEVICE_CLASS\x10\x12\x12\x1e\n" +
+	"\x1aOBJECT_KIND_RESOURCE_SLICE\x10\x13\x12\x1e\n" +
+	"\x1aOBJECT_KIND_RESOURCE_CLAIM\x10\x14*\x83\x01\n" +
 	"\rUpdateOutcome\x12\x1e\n" +
 	"\x1aUPDATE_OUTCOME_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16UPDATE_OUTCOME_APPLIED\x10\x01\x12\x18\n" +
@@ -2437,6 +2538,9 @@ var file_podfit_v1_cluster_cache_proto_goTypes = []any{
 	(*CSIDriver)(nil),             // 39: podfit.v1.CSIDriver
 	(*CSIStorageCapacity)(nil),    // 40: podfit.v1.CSIStorageCapacity
 	(*VolumeAttachment)(nil),      // 41: podfit.v1.VolumeAttachment
+	(*DeviceClass)(nil),           // 42: podfit.v1.DeviceClass
+	(*ResourceSlice)(nil),         // 43: podfit.v1.ResourceSlice
+	(*ResourceClaim)(nil),         // 44: podfit.v1.ResourceClaim
 }
 var file_podfit_v1_cluster_cache_proto_depIdxs = []int32{
 	25, // 0: podfit.v1.ClusterObject.node:type_name -> podfit.v1.Node
@@ -2456,45 +2560,48 @@ var file_podfit_v1_cluster_cache_proto_depIdxs = []int32{
 	39, // 14: podfit.v1.ClusterObject.csi_driver:type_name -> podfit.v1.CSIDriver
 	40, // 15: podfit.v1.ClusterObject.csi_storage_capacity:type_name -> podfit.v1.CSIStorageCapacity
 	41, // 16: podfit.v1.ClusterObject.volume_attachment:type_name -> podfit.v1.VolumeAttachment
-	4,  // 17: podfit.v1.ClusterObject.kubernetes_protobuf:type_name -> podfit.v1.KubernetesProtobuf
-	0,  // 18: podfit.v1.ObjectKey.kind:type_name -> podfit.v1.ObjectKind
-	3,  // 19: podfit.v1.Update.upsert:type_name -> podfit.v1.ClusterObject
-	5,  // 20: podfit.v1.Update.delete:type_name -> podfit.v1.ObjectKey
-	5,  // 21: podfit.v1.UpdateResult.key:type_name -> podfit.v1.ObjectKey
-	1,  // 22: podfit.v1.UpdateResult.outcome:type_name -> podfit.v1.UpdateOutcome
-	6,  // 23: podfit.v1.ApplyRequest.updates:type_name -> podfit.v1.Update
-	7,  // 24: podfit.v1.ApplyResponse.results:type_name -> podfit.v1.UpdateResult
-	0,  // 25: podfit.v1.ReplaceRequest.kind:type_name -> podfit.v1.ObjectKind
-	3,  // 26: podfit.v1.ReplaceRequest.objects:type_name -> podfit.v1.ClusterObject
-	6,  // 27: podfit.v1.StreamRequest.updates:type_name -> podfit.v1.Update
-	5,  // 28: podfit.v1.GetRequest.key:type_name -> podfit.v1.ObjectKey
-	3,  // 29: podfit.v1.GetResponse.object:type_name -> podfit.v1.ClusterObject
-	16, // 30: podfit.v1.GetResponse.node_allocation:type_name -> podfit.v1.NodeAllocation
-	23, // 31: podfit.v1.NodeAllocation.requested:type_name -> podfit.v1.NodeAllocation.RequestedEntry
-	0,  // 32: podfit.v1.ListRequest.kind:type_name -> podfit.v1.ObjectKind
-	2,  // 33: podfit.v1.ListRequest.pod_filter:type_name -> podfit.v1.PodPhaseFilter
-	3,  // 34: podfit.v1.ListResponse.objects:type_name -> podfit.v1.ClusterObject
-	16, // 35: podfit.v1.ListResponse.node_allocations:type_name -> podfit.v1.NodeAllocation
-	24, // 36: podfit.v1.StatsResponse.profile_versions:type_name -> podfit.v1.StatsResponse.ProfileVersionsEntry
-	8,  // 37: podfit.v1.ClusterCache.Apply:input_type -> podfit.v1.ApplyRequest
-	10, // 38: podfit.v1.ClusterCache.Replace:input_type -> podfit.v1.ReplaceRequest
-	12, // 39: podfit.v1.ClusterCache.Stream:input_type -> podfit.v1.StreamRequest
-	14, // 40: podfit.v1.ClusterCache.Get:input_type -> podfit.v1.GetRequest
-	17, // 41: podfit.v1.ClusterCache.List:input_type -> podfit.v1.ListRequest
-	19, // 42: podfit.v1.ClusterCache.Stats:input_type -> podfit.v1.StatsRequest
-	21, // 43: podfit.v1.ClusterCache.MarkSynced:input_type -> podfit.v1.MarkSyncedRequest
-	9,  // 44: podfit.v1.ClusterCache.Apply:output_type -> podfit.v1.ApplyResponse
-	11, // 45: podfit.v1.ClusterCache.Replace:output_type -> podfit.v1.ReplaceResponse
-	13, // 46: podfit.v1.ClusterCache.Stream:output_type -> podfit.v1.StreamResponse
-	15, // 47: podfit.v1.ClusterCache.Get:output_type -> podfit.v1.GetResponse
-	18, // 48: podfit.v1.ClusterCache.List:output_type -> podfit.v1.ListResponse
-	20, // 49: podfit.v1.ClusterCache.Stats:output_type -> podfit.v1.StatsResponse
-	22, // 50: podfit.v1.ClusterCache.MarkSynced:output_type -> podfit.v1.MarkSyncedResponse
-	44, // [44:51] is the sub-list for method output_type
-	37, // [37:44] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	42, // 17: podfit.v1.ClusterObject.device_class:type_name -> podfit.v1.DeviceClass
+	43, // 18: podfit.v1.ClusterObject.resource_slice:type_name -> podfit.v1.ResourceSlice
+	44, // 19: podfit.v1.ClusterObject.resource_claim:type_name -> podfit.v1.ResourceClaim
+	4,  // 20: podfit.v1.ClusterObject.kubernetes_protobuf:type_name -> podfit.v1.KubernetesProtobuf
+	0,  // 21: podfit.v1.ObjectKey.kind:type_name -> podfit.v1.ObjectKind
+	3,  // 22: podfit.v1.Update.upsert:type_name -> podfit.v1.ClusterObject
+	5,  // 23: podfit.v1.Update.delete:type_name -> podfit.v1.ObjectKey
+	5,  // 24: podfit.v1.UpdateResult.key:type_name -> podfit.v1.ObjectKey
+	1,  // 25: podfit.v1.UpdateResult.outcome:type_name -> podfit.v1.UpdateOutcome
+	6,  // 26: podfit.v1.ApplyRequest.updates:type_name -> podfit.v1.Update
+	7,  // 27: podfit.v1.ApplyResponse.results:type_name -> podfit.v1.UpdateResult
+	0,  // 28: podfit.v1.ReplaceRequest.kind:type_name -> podfit.v1.ObjectKind
+	3,  // 29: podfit.v1.ReplaceRequest.objects:type_name -> podfit.v1.ClusterObject
+	6,  // 30: podfit.v1.StreamRequest.updates:type_name -> podfit.v1.Update
+	5,  // 31: podfit.v1.GetRequest.key:type_name -> podfit.v1.ObjectKey
+	3,  // 32: podfit.v1.GetResponse.object:type_name -> podfit.v1.ClusterObject
+	16, // 33: podfit.v1.GetResponse.node_allocation:type_name -> podfit.v1.NodeAllocation
+	23, // 34: podfit.v1.NodeAllocation.requested:type_name -> podfit.v1.NodeAllocation.RequestedEntry
+	0,  // 35: podfit.v1.ListRequest.kind:type_name -> podfit.v1.ObjectKind
+	2,  // 36: podfit.v1.ListRequest.pod_filter:type_name -> podfit.v1.PodPhaseFilter
+	3,  // 37: podfit.v1.ListResponse.objects:type_name -> podfit.v1.ClusterObject
+	16, // 38: podfit.v1.ListResponse.node_allocations:type_name -> podfit.v1.NodeAllocation
+	24, // 39: podfit.v1.StatsResponse.profile_versions:type_name -> podfit.v1.StatsResponse.ProfileVersionsEntry
+	8,  // 40: podfit.v1.ClusterCache.Apply:input_type -> podfit.v1.ApplyRequest
+	10, // 41: podfit.v1.ClusterCache.Replace:input_type -> podfit.v1.ReplaceRequest
+	12, // 42: podfit.v1.ClusterCache.Stream:input_type -> podfit.v1.StreamRequest
+	14, // 43: podfit.v1.ClusterCache.Get:input_type -> podfit.v1.GetRequest
+	17, // 44: podfit.v1.ClusterCache.List:input_type -> podfit.v1.ListRequest
+	19, // 45: podfit.v1.ClusterCache.Stats:input_type -> podfit.v1.StatsRequest
+	21, // 46: podfit.v1.ClusterCache.MarkSynced:input_type -> podfit.v1.MarkSyncedRequest
+	9,  // 47: podfit.v1.ClusterCache.Apply:output_type -> podfit.v1.ApplyResponse
+	11, // 48: podfit.v1.ClusterCache.Replace:output_type -> podfit.v1.ReplaceResponse
+	13, // 49: podfit.v1.ClusterCache.Stream:output_type -> podfit.v1.StreamResponse
+	15, // 50: podfit.v1.ClusterCache.Get:output_type -> podfit.v1.GetResponse
+	18, // 51: podfit.v1.ClusterCache.List:output_type -> podfit.v1.ListResponse
+	20, // 52: podfit.v1.ClusterCache.Stats:output_type -> podfit.v1.StatsResponse
+	22, // 53: podfit.v1.ClusterCache.MarkSynced:output_type -> podfit.v1.MarkSyncedResponse
+	47, // [47:54] is the sub-list for method output_type
+	40, // [40:47] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_podfit_v1_cluster_cache_proto_init() }
@@ -2503,6 +2610,7 @@ func file_podfit_v1_cluster_cache_proto_init() {
 		return
 	}
 	file_podfit_v1_objects_proto_init()
+	file_podfit_v1_resource_proto_init()
 	file_podfit_v1_storage_proto_init()
 	file_podfit_v1_cluster_cache_proto_msgTypes[0].OneofWrappers = []any{
 		(*ClusterObject_Node)(nil),
@@ -2522,6 +2630,9 @@ func file_podfit_v1_cluster_cache_proto_init() {
 		(*ClusterObject_CsiDriver)(nil),
 		(*ClusterObject_CsiStorageCapacity)(nil),
 		(*ClusterObject_VolumeAttachment)(nil),
+		(*ClusterObject_DeviceClass)(nil),
+		(*ClusterObject_ResourceSlice)(nil),
+		(*ClusterObject_ResourceClaim)(nil),
 		(*ClusterObject_KubernetesJson)(nil),
 		(*ClusterObject_KubernetesProtobuf)(nil),
 	}

@@ -842,9 +842,12 @@ type PodSpec struct {
 	Volumes []*Volume `protobuf:"bytes,18,rep,name=volumes,proto3" json:"volumes,omitempty"`
 	// spec.hostUsers: false with host_network needs the node feature UserNamespacesHostNetworkSupport
 	// (NodeDeclaredFeatures, v1.37).
-	HostUsers     *bool `protobuf:"varint,19,opt,name=host_users,json=hostUsers,proto3,oneof" json:"host_users,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	HostUsers *bool `protobuf:"varint,19,opt,name=host_users,json=hostUsers,proto3,oneof" json:"host_users,omitempty"`
+	// spec.resourceClaims: the ResourceClaims (by name, or made from a template) whose devices the pod
+	// needs; DynamicResources allocates them.
+	ResourceClaims []*PodResourceClaim `protobuf:"bytes,20,rep,name=resource_claims,json=resourceClaims,proto3" json:"resource_claims,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -1008,6 +1011,13 @@ func (x *PodSpec) GetHostUsers() bool {
 		return *x.HostUsers
 	}
 	return false
+}
+
+func (x *PodSpec) GetResourceClaims() []*PodResourceClaim {
+	if x != nil {
+		return x.ResourceClaims
+	}
+	return nil
 }
 
 // core/v1 Volume, reduced to the sources cluster-autoscaler's local-storage rule tells apart.
@@ -3065,9 +3075,11 @@ type PodStatus struct {
 	// status.conditions. Preemption reads the first DisruptionTarget condition: True with reason
 	// PreemptionByScheduler marks a terminating pod as evicted by preemption, which keeps a pod nominated
 	// to its node from preempting again (DefaultPreemption's eligibility check).
-	Conditions    []*PodCondition `protobuf:"bytes,4,rep,name=conditions,proto3" json:"conditions,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Conditions []*PodCondition `protobuf:"bytes,4,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	// status.resourceClaimStatuses: the claim made for each template entry of spec.resourceClaims.
+	ResourceClaimStatuses []*PodResourceClaimStatus `protobuf:"bytes,5,rep,name=resource_claim_statuses,json=resourceClaimStatuses,proto3" json:"resource_claim_statuses,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *PodStatus) Reset() {
@@ -3128,6 +3140,132 @@ func (x *PodStatus) GetConditions() []*PodCondition {
 	return nil
 }
 
+func (x *PodStatus) GetResourceClaimStatuses() []*PodResourceClaimStatus {
+	if x != nil {
+		return x.ResourceClaimStatuses
+	}
+	return nil
+}
+
+// core/v1 PodResourceClaim: exactly one of resource_claim_name and resource_claim_template_name.
+type PodResourceClaim struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The entry's name, unique in the pod.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// A ResourceClaim in the pod's namespace.
+	ResourceClaimName *string `protobuf:"bytes,2,opt,name=resource_claim_name,json=resourceClaimName,proto3,oneof" json:"resource_claim_name,omitempty"`
+	// A ResourceClaimTemplate; the claim made from it is named in status.resourceClaimStatuses.
+	ResourceClaimTemplateName *string `protobuf:"bytes,3,opt,name=resource_claim_template_name,json=resourceClaimTemplateName,proto3,oneof" json:"resource_claim_template_name,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
+}
+
+func (x *PodResourceClaim) Reset() {
+	*x = PodResourceClaim{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodResourceClaim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodResourceClaim) ProtoMessage() {}
+
+func (x *PodResourceClaim) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodResourceClaim.ProtoReflect.Descriptor instead.
+func (*PodResourceClaim) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *PodResourceClaim) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodResourceClaim) GetResourceClaimName() string {
+	if x != nil && x.ResourceClaimName != nil {
+		return *x.ResourceClaimName
+	}
+	return ""
+}
+
+func (x *PodResourceClaim) GetResourceClaimTemplateName() string {
+	if x != nil && x.ResourceClaimTemplateName != nil {
+		return *x.ResourceClaimTemplateName
+	}
+	return ""
+}
+
+// core/v1 PodResourceClaimStatus.
+type PodResourceClaimStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The spec.resourceClaims entry it belongs to.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The ResourceClaim made for the entry; unset means the pod needs no claim for it.
+	ResourceClaimName *string `protobuf:"bytes,2,opt,name=resource_claim_name,json=resourceClaimName,proto3,oneof" json:"resource_claim_name,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *PodResourceClaimStatus) Reset() {
+	*x = PodResourceClaimStatus{}
+	mi := &file_podfit_v1_objects_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodResourceClaimStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodResourceClaimStatus) ProtoMessage() {}
+
+func (x *PodResourceClaimStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_objects_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodResourceClaimStatus.ProtoReflect.Descriptor instead.
+func (*PodResourceClaimStatus) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *PodResourceClaimStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodResourceClaimStatus) GetResourceClaimName() string {
+	if x != nil && x.ResourceClaimName != nil {
+		return *x.ResourceClaimName
+	}
+	return ""
+}
+
 // A core/v1 PodCondition.
 type PodCondition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3147,7 +3285,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[42]
+	mi := &file_podfit_v1_objects_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3159,7 +3297,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[42]
+	mi := &file_podfit_v1_objects_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3172,7 +3310,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{42}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PodCondition) GetType() string {
@@ -3225,7 +3363,7 @@ type Namespace struct {
 
 func (x *Namespace) Reset() {
 	*x = Namespace{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[43]
+	mi := &file_podfit_v1_objects_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3237,7 +3375,7 @@ func (x *Namespace) String() string {
 func (*Namespace) ProtoMessage() {}
 
 func (x *Namespace) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[43]
+	mi := &file_podfit_v1_objects_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3250,7 +3388,7 @@ func (x *Namespace) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Namespace.ProtoReflect.Descriptor instead.
 func (*Namespace) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{43}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Namespace) GetApiVersion() string {
@@ -3294,7 +3432,7 @@ type PodDisruptionBudget struct {
 
 func (x *PodDisruptionBudget) Reset() {
 	*x = PodDisruptionBudget{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[44]
+	mi := &file_podfit_v1_objects_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3306,7 +3444,7 @@ func (x *PodDisruptionBudget) String() string {
 func (*PodDisruptionBudget) ProtoMessage() {}
 
 func (x *PodDisruptionBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[44]
+	mi := &file_podfit_v1_objects_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3319,7 +3457,7 @@ func (x *PodDisruptionBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudget.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudget) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{44}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PodDisruptionBudget) GetApiVersion() string {
@@ -3375,7 +3513,7 @@ type PodDisruptionBudgetSpec struct {
 
 func (x *PodDisruptionBudgetSpec) Reset() {
 	*x = PodDisruptionBudgetSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[45]
+	mi := &file_podfit_v1_objects_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3387,7 +3525,7 @@ func (x *PodDisruptionBudgetSpec) String() string {
 func (*PodDisruptionBudgetSpec) ProtoMessage() {}
 
 func (x *PodDisruptionBudgetSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[45]
+	mi := &file_podfit_v1_objects_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3400,7 +3538,7 @@ func (x *PodDisruptionBudgetSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudgetSpec.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudgetSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{45}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PodDisruptionBudgetSpec) GetMinAvailable() string {
@@ -3446,7 +3584,7 @@ type PodDisruptionBudgetStatus struct {
 
 func (x *PodDisruptionBudgetStatus) Reset() {
 	*x = PodDisruptionBudgetStatus{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[46]
+	mi := &file_podfit_v1_objects_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3458,7 +3596,7 @@ func (x *PodDisruptionBudgetStatus) String() string {
 func (*PodDisruptionBudgetStatus) ProtoMessage() {}
 
 func (x *PodDisruptionBudgetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[46]
+	mi := &file_podfit_v1_objects_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3471,7 +3609,7 @@ func (x *PodDisruptionBudgetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDisruptionBudgetStatus.ProtoReflect.Descriptor instead.
 func (*PodDisruptionBudgetStatus) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{46}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PodDisruptionBudgetStatus) GetDisruptionsAllowed() int32 {
@@ -3526,7 +3664,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[47]
+	mi := &file_podfit_v1_objects_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3538,7 +3676,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[47]
+	mi := &file_podfit_v1_objects_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3551,7 +3689,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{47}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Service) GetApiVersion() string {
@@ -3593,7 +3731,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[48]
+	mi := &file_podfit_v1_objects_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3605,7 +3743,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[48]
+	mi := &file_podfit_v1_objects_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3618,7 +3756,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{48}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ServiceSpec) GetSelector() map[string]string {
@@ -3646,7 +3784,7 @@ type ReplicationController struct {
 
 func (x *ReplicationController) Reset() {
 	*x = ReplicationController{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[49]
+	mi := &file_podfit_v1_objects_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3658,7 +3796,7 @@ func (x *ReplicationController) String() string {
 func (*ReplicationController) ProtoMessage() {}
 
 func (x *ReplicationController) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[49]
+	mi := &file_podfit_v1_objects_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3671,7 +3809,7 @@ func (x *ReplicationController) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicationController.ProtoReflect.Descriptor instead.
 func (*ReplicationController) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{49}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReplicationController) GetApiVersion() string {
@@ -3715,7 +3853,7 @@ type ReplicationControllerSpec struct {
 
 func (x *ReplicationControllerSpec) Reset() {
 	*x = ReplicationControllerSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[50]
+	mi := &file_podfit_v1_objects_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3727,7 +3865,7 @@ func (x *ReplicationControllerSpec) String() string {
 func (*ReplicationControllerSpec) ProtoMessage() {}
 
 func (x *ReplicationControllerSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[50]
+	mi := &file_podfit_v1_objects_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3740,7 +3878,7 @@ func (x *ReplicationControllerSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicationControllerSpec.ProtoReflect.Descriptor instead.
 func (*ReplicationControllerSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{50}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReplicationControllerSpec) GetSelector() map[string]string {
@@ -3775,7 +3913,7 @@ type ReplicaSet struct {
 
 func (x *ReplicaSet) Reset() {
 	*x = ReplicaSet{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[51]
+	mi := &file_podfit_v1_objects_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3787,7 +3925,7 @@ func (x *ReplicaSet) String() string {
 func (*ReplicaSet) ProtoMessage() {}
 
 func (x *ReplicaSet) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[51]
+	mi := &file_podfit_v1_objects_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3800,7 +3938,7 @@ func (x *ReplicaSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSet.ProtoReflect.Descriptor instead.
 func (*ReplicaSet) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{51}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReplicaSet) GetApiVersion() string {
@@ -3849,7 +3987,7 @@ type StatefulSet struct {
 
 func (x *StatefulSet) Reset() {
 	*x = StatefulSet{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[52]
+	mi := &file_podfit_v1_objects_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3861,7 +3999,7 @@ func (x *StatefulSet) String() string {
 func (*StatefulSet) ProtoMessage() {}
 
 func (x *StatefulSet) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[52]
+	mi := &file_podfit_v1_objects_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3874,7 +4012,7 @@ func (x *StatefulSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatefulSet.ProtoReflect.Descriptor instead.
 func (*StatefulSet) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{52}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *StatefulSet) GetApiVersion() string {
@@ -3922,7 +4060,7 @@ type Job struct {
 
 func (x *Job) Reset() {
 	*x = Job{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[53]
+	mi := &file_podfit_v1_objects_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3934,7 +4072,7 @@ func (x *Job) String() string {
 func (*Job) ProtoMessage() {}
 
 func (x *Job) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[53]
+	mi := &file_podfit_v1_objects_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3947,7 +4085,7 @@ func (x *Job) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Job.ProtoReflect.Descriptor instead.
 func (*Job) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{53}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Job) GetApiVersion() string {
@@ -3995,7 +4133,7 @@ type DaemonSet struct {
 
 func (x *DaemonSet) Reset() {
 	*x = DaemonSet{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[54]
+	mi := &file_podfit_v1_objects_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4007,7 +4145,7 @@ func (x *DaemonSet) String() string {
 func (*DaemonSet) ProtoMessage() {}
 
 func (x *DaemonSet) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[54]
+	mi := &file_podfit_v1_objects_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4020,7 +4158,7 @@ func (x *DaemonSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonSet.ProtoReflect.Descriptor instead.
 func (*DaemonSet) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{54}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DaemonSet) GetApiVersion() string {
@@ -4067,7 +4205,7 @@ type WorkloadSpec struct {
 
 func (x *WorkloadSpec) Reset() {
 	*x = WorkloadSpec{}
-	mi := &file_podfit_v1_objects_proto_msgTypes[55]
+	mi := &file_podfit_v1_objects_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4079,7 +4217,7 @@ func (x *WorkloadSpec) String() string {
 func (*WorkloadSpec) ProtoMessage() {}
 
 func (x *WorkloadSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_objects_proto_msgTypes[55]
+	mi := &file_podfit_v1_objects_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4092,7 +4230,7 @@ func (x *WorkloadSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkloadSpec.ProtoReflect.Descriptor instead.
 func (*WorkloadSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{55}
+	return file_podfit_v1_objects_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *WorkloadSpec) GetSelector() *LabelSelector {
@@ -4190,7 +4328,8 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x121\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x15.podfit.v1.ObjectMetaR\bmetadata\x12&\n" +
 	"\x04spec\x18\x04 \x01(\v2\x12.podfit.v1.PodSpecR\x04spec\x12,\n" +
-	"\x06status\x18\x05 \x01(\v2\x14.podfit.v1.PodStatusR\x06status\"\xc8\t\n" +
+	"\x06status\x18\x05 \x01(\v2\x14.podfit.v1.PodStatusR\x06status\"\x8e\n" +
+	"\n" +
 	"\aPodSpec\x124\n" +
 	"\n" +
 	"containers\x18\x01 \x03(\v2\x14.podfit.v1.ContainerR\n" +
@@ -4214,7 +4353,8 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	" termination_grace_period_seconds\x18\x11 \x01(\x03H\x01R\x1dterminationGracePeriodSeconds\x88\x01\x01\x12+\n" +
 	"\avolumes\x18\x12 \x03(\v2\x11.podfit.v1.VolumeR\avolumes\x12\"\n" +
 	"\n" +
-	"host_users\x18\x13 \x01(\bH\x02R\thostUsers\x88\x01\x01\x1a;\n" +
+	"host_users\x18\x13 \x01(\bH\x02R\thostUsers\x88\x01\x01\x12D\n" +
+	"\x0fresource_claims\x18\x14 \x03(\v2\x1b.podfit.v1.PodResourceClaimR\x0eresourceClaims\x1a;\n" +
 	"\rOverheadEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a?\n" +
@@ -4380,7 +4520,7 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	"\x10match_label_keys\x18\b \x03(\tR\x0ematchLabelKeysB\x0e\n" +
 	"\f_min_domains\"'\n" +
 	"\x11PodSchedulingGate\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xc5\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xa0\x02\n" +
 	"\tPodStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12.\n" +
 	"\x13nominated_node_name\x18\x02 \x01(\tR\x11nominatedNodeName\x129\n" +
@@ -4388,7 +4528,18 @@ const file_podfit_v1_objects_proto_rawDesc = "" +
 	"start_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x127\n" +
 	"\n" +
 	"conditions\x18\x04 \x03(\v2\x17.podfit.v1.PodConditionR\n" +
-	"conditions\"\xba\x01\n" +
+	"conditions\x12Y\n" +
+	"\x17resource_claim_statuses\x18\x05 \x03(\v2!.podfit.v1.PodResourceClaimStatusR\x15resourceClaimStatuses\"\xda\x01\n" +
+	"\x10PodResourceClaim\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
+	"\x13resource_claim_name\x18\x02 \x01(\tH\x00R\x11resourceClaimName\x88\x01\x01\x12D\n" +
+	"\x1cresource_claim_template_name\x18\x03 \x01(\tH\x01R\x19resourceClaimTemplateName\x88\x01\x01B\x16\n" +
+	"\x14_resource_claim_nameB\x1f\n" +
+	"\x1d_resource_claim_template_name\"y\n" +
+	"\x16PodResourceClaimStatus\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
+	"\x13resource_claim_name\x18\x02 \x01(\tH\x00R\x11resourceClaimName\x88\x01\x01B\x16\n" +
+	"\x14_resource_claim_name\"\xba\x01\n" +
 	"\fPodCondition\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x16\n" +
@@ -4488,7 +4639,7 @@ func file_podfit_v1_objects_proto_rawDescGZIP() []byte {
 	return file_podfit_v1_objects_proto_rawDescData
 }
 
-var file_podfit_v1_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 70)
+var file_podfit_v1_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 72)
 var file_podfit_v1_objects_proto_goTypes = []any{
 	(*ObjectMeta)(nil),                        // 0: podfit.v1.ObjectMeta
 	(*OwnerReference)(nil),                    // 1: podfit.v1.OwnerReference
@@ -4532,131 +4683,135 @@ var file_podfit_v1_objects_proto_goTypes = []any{
 	(*TopologySpreadConstraint)(nil),          // 39: podfit.v1.TopologySpreadConstraint
 	(*PodSchedulingGate)(nil),                 // 40: podfit.v1.PodSchedulingGate
 	(*PodStatus)(nil),                         // 41: podfit.v1.PodStatus
-	(*PodCondition)(nil),                      // 42: podfit.v1.PodCondition
-	(*Namespace)(nil),                         // 43: podfit.v1.Namespace
-	(*PodDisruptionBudget)(nil),               // 44: podfit.v1.PodDisruptionBudget
-	(*PodDisruptionBudgetSpec)(nil),           // 45: podfit.v1.PodDisruptionBudgetSpec
-	(*PodDisruptionBudgetStatus)(nil),         // 46: podfit.v1.PodDisruptionBudgetStatus
-	(*Service)(nil),                           // 47: podfit.v1.Service
-	(*ServiceSpec)(nil),                       // 48: podfit.v1.ServiceSpec
-	(*ReplicationController)(nil),             // 49: podfit.v1.ReplicationController
-	(*ReplicationControllerSpec)(nil),         // 50: podfit.v1.ReplicationControllerSpec
-	(*ReplicaSet)(nil),                        // 51: podfit.v1.ReplicaSet
-	(*StatefulSet)(nil),                       // 52: podfit.v1.StatefulSet
-	(*Job)(nil),                               // 53: podfit.v1.Job
-	(*DaemonSet)(nil),                         // 54: podfit.v1.DaemonSet
-	(*WorkloadSpec)(nil),                      // 55: podfit.v1.WorkloadSpec
-	nil,                                       // 56: podfit.v1.ObjectMeta.LabelsEntry
-	nil,                                       // 57: podfit.v1.ObjectMeta.AnnotationsEntry
-	nil,                                       // 58: podfit.v1.LabelSelector.MatchLabelsEntry
-	nil,                                       // 59: podfit.v1.NodeStatus.CapacityEntry
-	nil,                                       // 60: podfit.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 61: podfit.v1.PodSpec.OverheadEntry
-	nil,                                       // 62: podfit.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 63: podfit.v1.VolumeResourceRequirements.RequestsEntry
-	nil,                                       // 64: podfit.v1.VolumeResourceRequirements.LimitsEntry
-	nil,                                       // 65: podfit.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 66: podfit.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 67: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
-	nil,                                       // 68: podfit.v1.ServiceSpec.SelectorEntry
-	nil,                                       // 69: podfit.v1.ReplicationControllerSpec.SelectorEntry
-	(*timestamppb.Timestamp)(nil),             // 70: google.protobuf.Timestamp
+	(*PodResourceClaim)(nil),                  // 42: podfit.v1.PodResourceClaim
+	(*PodResourceClaimStatus)(nil),            // 43: podfit.v1.PodResourceClaimStatus
+	(*PodCondition)(nil),                      // 44: podfit.v1.PodCondition
+	(*Namespace)(nil),                         // 45: podfit.v1.Namespace
+	(*PodDisruptionBudget)(nil),               // 46: podfit.v1.PodDisruptionBudget
+	(*PodDisruptionBudgetSpec)(nil),           // 47: podfit.v1.PodDisruptionBudgetSpec
+	(*PodDisruptionBudgetStatus)(nil),         // 48: podfit.v1.PodDisruptionBudgetStatus
+	(*Service)(nil),                           // 49: podfit.v1.Service
+	(*ServiceSpec)(nil),                       // 50: podfit.v1.ServiceSpec
+	(*ReplicationController)(nil),             // 51: podfit.v1.ReplicationController
+	(*ReplicationControllerSpec)(nil),         // 52: podfit.v1.ReplicationControllerSpec
+	(*ReplicaSet)(nil),                        // 53: podfit.v1.ReplicaSet
+	(*StatefulSet)(nil),                       // 54: podfit.v1.StatefulSet
+	(*Job)(nil),                               // 55: podfit.v1.Job
+	(*DaemonSet)(nil),                         // 56: podfit.v1.DaemonSet
+	(*WorkloadSpec)(nil),                      // 57: podfit.v1.WorkloadSpec
+	nil,                                       // 58: podfit.v1.ObjectMeta.LabelsEntry
+	nil,                                       // 59: podfit.v1.ObjectMeta.AnnotationsEntry
+	nil,                                       // 60: podfit.v1.LabelSelector.MatchLabelsEntry
+	nil,                                       // 61: podfit.v1.NodeStatus.CapacityEntry
+	nil,                                       // 62: podfit.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 63: podfit.v1.PodSpec.OverheadEntry
+	nil,                                       // 64: podfit.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 65: podfit.v1.VolumeResourceRequirements.RequestsEntry
+	nil,                                       // 66: podfit.v1.VolumeResourceRequirements.LimitsEntry
+	nil,                                       // 67: podfit.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 68: podfit.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 69: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
+	nil,                                       // 70: podfit.v1.ServiceSpec.SelectorEntry
+	nil,                                       // 71: podfit.v1.ReplicationControllerSpec.SelectorEntry
+	(*timestamppb.Timestamp)(nil),             // 72: google.protobuf.Timestamp
 }
 var file_podfit_v1_objects_proto_depIdxs = []int32{
-	56, // 0: podfit.v1.ObjectMeta.labels:type_name -> podfit.v1.ObjectMeta.LabelsEntry
-	57, // 1: podfit.v1.ObjectMeta.annotations:type_name -> podfit.v1.ObjectMeta.AnnotationsEntry
+	58, // 0: podfit.v1.ObjectMeta.labels:type_name -> podfit.v1.ObjectMeta.LabelsEntry
+	59, // 1: podfit.v1.ObjectMeta.annotations:type_name -> podfit.v1.ObjectMeta.AnnotationsEntry
 	1,  // 2: podfit.v1.ObjectMeta.owner_references:type_name -> podfit.v1.OwnerReference
-	70, // 3: podfit.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	70, // 4: podfit.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	58, // 5: podfit.v1.LabelSelector.match_labels:type_name -> podfit.v1.LabelSelector.MatchLabelsEntry
+	72, // 3: podfit.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	72, // 4: podfit.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	60, // 5: podfit.v1.LabelSelector.match_labels:type_name -> podfit.v1.LabelSelector.MatchLabelsEntry
 	3,  // 6: podfit.v1.LabelSelector.match_expressions:type_name -> podfit.v1.LabelSelectorRequirement
 	0,  // 7: podfit.v1.Node.metadata:type_name -> podfit.v1.ObjectMeta
 	5,  // 8: podfit.v1.Node.spec:type_name -> podfit.v1.NodeSpec
 	7,  // 9: podfit.v1.Node.status:type_name -> podfit.v1.NodeStatus
 	6,  // 10: podfit.v1.NodeSpec.taints:type_name -> podfit.v1.Taint
-	59, // 11: podfit.v1.NodeStatus.capacity:type_name -> podfit.v1.NodeStatus.CapacityEntry
-	60, // 12: podfit.v1.NodeStatus.allocatable:type_name -> podfit.v1.NodeStatus.AllocatableEntry
+	61, // 11: podfit.v1.NodeStatus.capacity:type_name -> podfit.v1.NodeStatus.CapacityEntry
+	62, // 12: podfit.v1.NodeStatus.allocatable:type_name -> podfit.v1.NodeStatus.AllocatableEntry
 	8,  // 13: podfit.v1.NodeStatus.images:type_name -> podfit.v1.ContainerImage
 	0,  // 14: podfit.v1.Pod.metadata:type_name -> podfit.v1.ObjectMeta
 	10, // 15: podfit.v1.Pod.spec:type_name -> podfit.v1.PodSpec
 	41, // 16: podfit.v1.Pod.status:type_name -> podfit.v1.PodStatus
 	25, // 17: podfit.v1.PodSpec.containers:type_name -> podfit.v1.Container
 	25, // 18: podfit.v1.PodSpec.init_containers:type_name -> podfit.v1.Container
-	61, // 19: podfit.v1.PodSpec.overhead:type_name -> podfit.v1.PodSpec.OverheadEntry
-	62, // 20: podfit.v1.PodSpec.node_selector:type_name -> podfit.v1.PodSpec.NodeSelectorEntry
+	63, // 19: podfit.v1.PodSpec.overhead:type_name -> podfit.v1.PodSpec.OverheadEntry
+	64, // 20: podfit.v1.PodSpec.node_selector:type_name -> podfit.v1.PodSpec.NodeSelectorEntry
 	28, // 21: podfit.v1.PodSpec.affinity:type_name -> podfit.v1.Affinity
 	38, // 22: podfit.v1.PodSpec.tolerations:type_name -> podfit.v1.Toleration
 	39, // 23: podfit.v1.PodSpec.topology_spread_constraints:type_name -> podfit.v1.TopologySpreadConstraint
 	40, // 24: podfit.v1.PodSpec.scheduling_gates:type_name -> podfit.v1.PodSchedulingGate
 	26, // 25: podfit.v1.PodSpec.resources:type_name -> podfit.v1.ResourceRequirements
 	11, // 26: podfit.v1.PodSpec.volumes:type_name -> podfit.v1.Volume
-	23, // 27: podfit.v1.Volume.host_path:type_name -> podfit.v1.HostPathVolumeSource
-	24, // 28: podfit.v1.Volume.empty_dir:type_name -> podfit.v1.EmptyDirVolumeSource
-	14, // 29: podfit.v1.Volume.persistent_volume_claim:type_name -> podfit.v1.PersistentVolumeClaimVolumeSource
-	15, // 30: podfit.v1.Volume.ephemeral:type_name -> podfit.v1.EphemeralVolumeSource
-	19, // 31: podfit.v1.Volume.gce_persistent_disk:type_name -> podfit.v1.GCEPersistentDiskVolumeSource
-	20, // 32: podfit.v1.Volume.aws_elastic_block_store:type_name -> podfit.v1.AWSElasticBlockStoreVolumeSource
-	21, // 33: podfit.v1.Volume.iscsi:type_name -> podfit.v1.ISCSIVolumeSource
-	22, // 34: podfit.v1.Volume.rbd:type_name -> podfit.v1.RBDVolumeSource
-	16, // 35: podfit.v1.EphemeralVolumeSource.volume_claim_template:type_name -> podfit.v1.PersistentVolumeClaimTemplate
-	0,  // 36: podfit.v1.PersistentVolumeClaimTemplate.metadata:type_name -> podfit.v1.ObjectMeta
-	17, // 37: podfit.v1.PersistentVolumeClaimTemplate.spec:type_name -> podfit.v1.PersistentVolumeClaimTemplateSpec
-	18, // 38: podfit.v1.PersistentVolumeClaimTemplateSpec.resources:type_name -> podfit.v1.VolumeResourceRequirements
-	63, // 39: podfit.v1.VolumeResourceRequirements.requests:type_name -> podfit.v1.VolumeResourceRequirements.RequestsEntry
-	64, // 40: podfit.v1.VolumeResourceRequirements.limits:type_name -> podfit.v1.VolumeResourceRequirements.LimitsEntry
-	26, // 41: podfit.v1.Container.resources:type_name -> podfit.v1.ResourceRequirements
-	27, // 42: podfit.v1.Container.ports:type_name -> podfit.v1.ContainerPort
-	12, // 43: podfit.v1.Container.restart_policy_rules:type_name -> podfit.v1.ContainerRestartRule
-	13, // 44: podfit.v1.Container.volume_mounts:type_name -> podfit.v1.VolumeMount
-	65, // 45: podfit.v1.ResourceRequirements.requests:type_name -> podfit.v1.ResourceRequirements.RequestsEntry
-	66, // 46: podfit.v1.ResourceRequirements.limits:type_name -> podfit.v1.ResourceRequirements.LimitsEntry
-	29, // 47: podfit.v1.Affinity.node_affinity:type_name -> podfit.v1.NodeAffinity
-	34, // 48: podfit.v1.Affinity.pod_affinity:type_name -> podfit.v1.PodAffinity
-	35, // 49: podfit.v1.Affinity.pod_anti_affinity:type_name -> podfit.v1.PodAntiAffinity
-	30, // 50: podfit.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.NodeSelector
-	33, // 51: podfit.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PreferredSchedulingTerm
-	31, // 52: podfit.v1.NodeSelector.node_selector_terms:type_name -> podfit.v1.NodeSelectorTerm
-	32, // 53: podfit.v1.NodeSelectorTerm.match_expressions:type_name -> podfit.v1.NodeSelectorRequirement
-	32, // 54: podfit.v1.NodeSelectorTerm.match_fields:type_name -> podfit.v1.NodeSelectorRequirement
-	31, // 55: podfit.v1.PreferredSchedulingTerm.preference:type_name -> podfit.v1.NodeSelectorTerm
-	36, // 56: podfit.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PodAffinityTerm
-	37, // 57: podfit.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.WeightedPodAffinityTerm
-	36, // 58: podfit.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PodAffinityTerm
-	37, // 59: podfit.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.WeightedPodAffinityTerm
-	2,  // 60: podfit.v1.PodAffinityTerm.label_selector:type_name -> podfit.v1.LabelSelector
-	2,  // 61: podfit.v1.PodAffinityTerm.namespace_selector:type_name -> podfit.v1.LabelSelector
-	36, // 62: podfit.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> podfit.v1.PodAffinityTerm
-	2,  // 63: podfit.v1.TopologySpreadConstraint.label_selector:type_name -> podfit.v1.LabelSelector
-	70, // 64: podfit.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	42, // 65: podfit.v1.PodStatus.conditions:type_name -> podfit.v1.PodCondition
-	70, // 66: podfit.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	0,  // 67: podfit.v1.Namespace.metadata:type_name -> podfit.v1.ObjectMeta
-	0,  // 68: podfit.v1.PodDisruptionBudget.metadata:type_name -> podfit.v1.ObjectMeta
-	45, // 69: podfit.v1.PodDisruptionBudget.spec:type_name -> podfit.v1.PodDisruptionBudgetSpec
-	46, // 70: podfit.v1.PodDisruptionBudget.status:type_name -> podfit.v1.PodDisruptionBudgetStatus
-	2,  // 71: podfit.v1.PodDisruptionBudgetSpec.selector:type_name -> podfit.v1.LabelSelector
-	67, // 72: podfit.v1.PodDisruptionBudgetStatus.disrupted_pods:type_name -> podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
-	0,  // 73: podfit.v1.Service.metadata:type_name -> podfit.v1.ObjectMeta
-	48, // 74: podfit.v1.Service.spec:type_name -> podfit.v1.ServiceSpec
-	68, // 75: podfit.v1.ServiceSpec.selector:type_name -> podfit.v1.ServiceSpec.SelectorEntry
-	0,  // 76: podfit.v1.ReplicationController.metadata:type_name -> podfit.v1.ObjectMeta
-	50, // 77: podfit.v1.ReplicationController.spec:type_name -> podfit.v1.ReplicationControllerSpec
-	69, // 78: podfit.v1.ReplicationControllerSpec.selector:type_name -> podfit.v1.ReplicationControllerSpec.SelectorEntry
-	0,  // 79: podfit.v1.ReplicaSet.metadata:type_name -> podfit.v1.ObjectMeta
-	55, // 80: podfit.v1.ReplicaSet.spec:type_name -> podfit.v1.WorkloadSpec
-	0,  // 81: podfit.v1.StatefulSet.metadata:type_name -> podfit.v1.ObjectMeta
-	55, // 82: podfit.v1.StatefulSet.spec:type_name -> podfit.v1.WorkloadSpec
-	0,  // 83: podfit.v1.Job.metadata:type_name -> podfit.v1.ObjectMeta
-	55, // 84: podfit.v1.Job.spec:type_name -> podfit.v1.WorkloadSpec
-	0,  // 85: podfit.v1.DaemonSet.metadata:type_name -> podfit.v1.ObjectMeta
-	55, // 86: podfit.v1.DaemonSet.spec:type_name -> podfit.v1.WorkloadSpec
-	2,  // 87: podfit.v1.WorkloadSpec.selector:type_name -> podfit.v1.LabelSelector
-	70, // 88: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry.value:type_name -> google.protobuf.Timestamp
-	89, // [89:89] is the sub-list for method output_type
-	89, // [89:89] is the sub-list for method input_type
-	89, // [89:89] is the sub-list for extension type_name
-	89, // [89:89] is the sub-list for extension extendee
-	0,  // [0:89] is the sub-list for field type_name
+	42, // 27: podfit.v1.PodSpec.resource_claims:type_name -> podfit.v1.PodResourceClaim
+	23, // 28: podfit.v1.Volume.host_path:type_name -> podfit.v1.HostPathVolumeSource
+	24, // 29: podfit.v1.Volume.empty_dir:type_name -> podfit.v1.EmptyDirVolumeSource
+	14, // 30: podfit.v1.Volume.persistent_volume_claim:type_name -> podfit.v1.PersistentVolumeClaimVolumeSource
+	15, // 31: podfit.v1.Volume.ephemeral:type_name -> podfit.v1.EphemeralVolumeSource
+	19, // 32: podfit.v1.Volume.gce_persistent_disk:type_name -> podfit.v1.GCEPersistentDiskVolumeSource
+	20, // 33: podfit.v1.Volume.aws_elastic_block_store:type_name -> podfit.v1.AWSElasticBlockStoreVolumeSource
+	21, // 34: podfit.v1.Volume.iscsi:type_name -> podfit.v1.ISCSIVolumeSource
+	22, // 35: podfit.v1.Volume.rbd:type_name -> podfit.v1.RBDVolumeSource
+	16, // 36: podfit.v1.EphemeralVolumeSource.volume_claim_template:type_name -> podfit.v1.PersistentVolumeClaimTemplate
+	0,  // 37: podfit.v1.PersistentVolumeClaimTemplate.metadata:type_name -> podfit.v1.ObjectMeta
+	17, // 38: podfit.v1.PersistentVolumeClaimTemplate.spec:type_name -> podfit.v1.PersistentVolumeClaimTemplateSpec
+	18, // 39: podfit.v1.PersistentVolumeClaimTemplateSpec.resources:type_name -> podfit.v1.VolumeResourceRequirements
+	65, // 40: podfit.v1.VolumeResourceRequirements.requests:type_name -> podfit.v1.VolumeResourceRequirements.RequestsEntry
+	66, // 41: podfit.v1.VolumeResourceRequirements.limits:type_name -> podfit.v1.VolumeResourceRequirements.LimitsEntry
+	26, // 42: podfit.v1.Container.resources:type_name -> podfit.v1.ResourceRequirements
+	27, // 43: podfit.v1.Container.ports:type_name -> podfit.v1.ContainerPort
+	12, // 44: podfit.v1.Container.restart_policy_rules:type_name -> podfit.v1.ContainerRestartRule
+	13, // 45: podfit.v1.Container.volume_mounts:type_name -> podfit.v1.VolumeMount
+	67, // 46: podfit.v1.ResourceRequirements.requests:type_name -> podfit.v1.ResourceRequirements.RequestsEntry
+	68, // 47: podfit.v1.ResourceRequirements.limits:type_name -> podfit.v1.ResourceRequirements.LimitsEntry
+	29, // 48: podfit.v1.Affinity.node_affinity:type_name -> podfit.v1.NodeAffinity
+	34, // 49: podfit.v1.Affinity.pod_affinity:type_name -> podfit.v1.PodAffinity
+	35, // 50: podfit.v1.Affinity.pod_anti_affinity:type_name -> podfit.v1.PodAntiAffinity
+	30, // 51: podfit.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.NodeSelector
+	33, // 52: podfit.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PreferredSchedulingTerm
+	31, // 53: podfit.v1.NodeSelector.node_selector_terms:type_name -> podfit.v1.NodeSelectorTerm
+	32, // 54: podfit.v1.NodeSelectorTerm.match_expressions:type_name -> podfit.v1.NodeSelectorRequirement
+	32, // 55: podfit.v1.NodeSelectorTerm.match_fields:type_name -> podfit.v1.NodeSelectorRequirement
+	31, // 56: podfit.v1.PreferredSchedulingTerm.preference:type_name -> podfit.v1.NodeSelectorTerm
+	36, // 57: podfit.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PodAffinityTerm
+	37, // 58: podfit.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.WeightedPodAffinityTerm
+	36, // 59: podfit.v1.PodAntiAffinity.required_during_scheduling_ignored_during_execution:type_name -> podfit.v1.PodAffinityTerm
+	37, // 60: podfit.v1.PodAntiAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> podfit.v1.WeightedPodAffinityTerm
+	2,  // 61: podfit.v1.PodAffinityTerm.label_selector:type_name -> podfit.v1.LabelSelector
+	2,  // 62: podfit.v1.PodAffinityTerm.namespace_selector:type_name -> podfit.v1.LabelSelector
+	36, // 63: podfit.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> podfit.v1.PodAffinityTerm
+	2,  // 64: podfit.v1.TopologySpreadConstraint.label_selector:type_name -> podfit.v1.LabelSelector
+	72, // 65: podfit.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	44, // 66: podfit.v1.PodStatus.conditions:type_name -> podfit.v1.PodCondition
+	43, // 67: podfit.v1.PodStatus.resource_claim_statuses:type_name -> podfit.v1.PodResourceClaimStatus
+	72, // 68: podfit.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	0,  // 69: podfit.v1.Namespace.metadata:type_name -> podfit.v1.ObjectMeta
+	0,  // 70: podfit.v1.PodDisruptionBudget.metadata:type_name -> podfit.v1.ObjectMeta
+	47, // 71: podfit.v1.PodDisruptionBudget.spec:type_name -> podfit.v1.PodDisruptionBudgetSpec
+	48, // 72: podfit.v1.PodDisruptionBudget.status:type_name -> podfit.v1.PodDisruptionBudgetStatus
+	2,  // 73: podfit.v1.PodDisruptionBudgetSpec.selector:type_name -> podfit.v1.LabelSelector
+	69, // 74: podfit.v1.PodDisruptionBudgetStatus.disrupted_pods:type_name -> podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry
+	0,  // 75: podfit.v1.Service.metadata:type_name -> podfit.v1.ObjectMeta
+	50, // 76: podfit.v1.Service.spec:type_name -> podfit.v1.ServiceSpec
+	70, // 77: podfit.v1.ServiceSpec.selector:type_name -> podfit.v1.ServiceSpec.SelectorEntry
+	0,  // 78: podfit.v1.ReplicationController.metadata:type_name -> podfit.v1.ObjectMeta
+	52, // 79: podfit.v1.ReplicationController.spec:type_name -> podfit.v1.ReplicationControllerSpec
+	71, // 80: podfit.v1.ReplicationControllerSpec.selector:type_name -> podfit.v1.ReplicationControllerSpec.SelectorEntry
+	0,  // 81: podfit.v1.ReplicaSet.metadata:type_name -> podfit.v1.ObjectMeta
+	57, // 82: podfit.v1.ReplicaSet.spec:type_name -> podfit.v1.WorkloadSpec
+	0,  // 83: podfit.v1.StatefulSet.metadata:type_name -> podfit.v1.ObjectMeta
+	57, // 84: podfit.v1.StatefulSet.spec:type_name -> podfit.v1.WorkloadSpec
+	0,  // 85: podfit.v1.Job.metadata:type_name -> podfit.v1.ObjectMeta
+	57, // 86: podfit.v1.Job.spec:type_name -> podfit.v1.WorkloadSpec
+	0,  // 87: podfit.v1.DaemonSet.metadata:type_name -> podfit.v1.ObjectMeta
+	57, // 88: podfit.v1.DaemonSet.spec:type_name -> podfit.v1.WorkloadSpec
+	2,  // 89: podfit.v1.WorkloadSpec.selector:type_name -> podfit.v1.LabelSelector
+	72, // 90: podfit.v1.PodDisruptionBudgetStatus.DisruptedPodsEntry.value:type_name -> google.protobuf.Timestamp
+	91, // [91:91] is the sub-list for method output_type
+	91, // [91:91] is the sub-list for method input_type
+	91, // [91:91] is the sub-list for extension type_name
+	91, // [91:91] is the sub-list for extension extendee
+	0,  // [0:91] is the sub-list for field type_name
 }
 
 func init() { file_podfit_v1_objects_proto_init() }
@@ -4670,16 +4825,18 @@ func file_podfit_v1_objects_proto_init() {
 	file_podfit_v1_objects_proto_msgTypes[17].OneofWrappers = []any{}
 	file_podfit_v1_objects_proto_msgTypes[38].OneofWrappers = []any{}
 	file_podfit_v1_objects_proto_msgTypes[39].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[45].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[50].OneofWrappers = []any{}
-	file_podfit_v1_objects_proto_msgTypes[55].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[42].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[43].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[47].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[52].OneofWrappers = []any{}
+	file_podfit_v1_objects_proto_msgTypes[57].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podfit_v1_objects_proto_rawDesc), len(file_podfit_v1_objects_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   70,
+			NumMessages:   72,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -57,6 +57,9 @@ const KINDS = {
   CSIDriver: ["csiDriver", ObjectKind.CSI_DRIVER],
   CSIStorageCapacity: ["csiStorageCapacity", ObjectKind.CSI_STORAGE_CAPACITY],
   VolumeAttachment: ["volumeAttachment", ObjectKind.VOLUME_ATTACHMENT],
+  DeviceClass: ["deviceClass", ObjectKind.DEVICE_CLASS],
+  ResourceSlice: ["resourceSlice", ObjectKind.RESOURCE_SLICE],
+  ResourceClaim: ["resourceClaim", ObjectKind.RESOURCE_CLAIM],
 } as const;
 type Kind = keyof typeof KINDS;
 
@@ -93,6 +96,9 @@ const ALIASES: Record<string, Kind> = {
   csidrivers: "CSIDriver",
   csistoragecapacities: "CSIStorageCapacity",
   volumeattachments: "VolumeAttachment",
+  deviceclasses: "DeviceClass",
+  resourceslices: "ResourceSlice",
+  resourceclaims: "ResourceClaim",
 };
 
 const encoder = new TextEncoder();

@@ -23,13 +23,15 @@ from podfit.server.config import profile_at
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.fit_error import outcome_fit_error
 from podfit.server.framework.interfaces import NO_POST_FILTER, IntpArray, PreemptionResult
-from podfit.server.framework.profile import DEFAULT_PREEMPTION, Profile
+from podfit.server.framework.profile import DEFAULT_PREEMPTION, DYNAMIC_RESOURCES, Profile
 from podfit.server.framework.runtime import FilterOutcome, Framework, NodeScores, ScoreTable
-from podfit.server.framework.status import Code, Status
+from podfit.server.framework.status import Code, FrameworkError, Status
 from podfit.server.framework.versions import parse_version
 from podfit.server.model import Pod, ValidationError
+from podfit.server.model.dra import ResourceClaim
 from podfit.server.model.objects import DEFAULT_SCHEDULER_NAME
 from podfit.server.plugins.default_preemption import DefaultPreemption
+from podfit.server.plugins.dynamic_resources import DynamicResources
 
 
 def pod_signature(pod: Pod) -> str:
@@ -65,7 +67,11 @@ class Decision:
     # The kube-scheduler release the answer reproduces (the profile's version).
     kube_scheduler_version: str = ""
     gated: bool = False
+    # The PreEnqueue message when gated; the framework error's text when ``failed``.
     message: str = ""
+    # A plugin failed with an error: kube-scheduler aborts the attempt (no verdicts when Filter failed,
+    # every verdict but no scores when Score did).
+    failed: bool = False
     outcome: FilterOutcome | None = None
     score_table: ScoreTable | None = None
     # PostFilter's answer, once ``Engine.explain`` ran it for a decision where nothing fits.
@@ -223,18 +229,25 @@ class Engine:
             positions = self.candidate_positions(snapshot, node_names)
         decision = Decision(generation=snapshot.generation, kube_scheduler_version=framework.profile.version.release)
         state = CycleState()
-        gate = framework.run_pre_enqueue(pod)
+        gate = framework.run_pre_enqueue(pod, snapshot)
         if gate is not None:
             decision.gated = True
             decision.message = f"{gate.plugin}: {gate.message}"
             return decision, state, None
         if signature is None:
             signature = pod_signature(pod)
-        outcome = framework.find_nodes_that_fit(state, pod, snapshot, positions, signature)
+        try:
+            outcome = framework.find_nodes_that_fit(state, pod, snapshot, positions, signature)
+        except FrameworkError as exc:
+            decision.failed, decision.message = True, str(exc)
+            return decision, state, None
         decision.outcome = outcome
         if score and len(outcome.feasible_index):
             framework.run_pre_score(state, pod, snapshot, outcome.rows[outcome.feasible_index])
-            decision.score_table = framework.run_score(state, pod, outcome, snapshot, signature)
+            try:
+                decision.score_table = framework.run_score(state, pod, outcome, snapshot, signature)
+            except FrameworkError as exc:
+                decision.failed, decision.message = True, str(exc)
         return decision, state, outcome
 
     def preempt(
@@ -276,6 +289,16 @@ class Engine:
             return None
         decision.post_filter = self.post_filter(pod, state, outcome, snapshot, scheduler_name)
         return decision.post_filter
+
+    def reserved_claims(
+        self, pod: Pod, node_name: str, snapshot: Snapshot, scheduler_name: str = ""
+    ) -> list[ResourceClaim]:
+        """The pod's ResourceClaims as reserving it on ``node_name`` leaves them (DynamicResources' Reserve
+        and PreBind): what the assume owner writes with the pod."""
+        plugin = self.framework_for(pod, scheduler_name).profile.plugin(DYNAMIC_RESOURCES)
+        if not isinstance(plugin, DynamicResources):
+            return []
+        return plugin.reserved_claims(pod, node_name, snapshot)
 
     def victims_on_nodes(
         self, pod: Pod, node_names: Sequence[str], scheduler_name: str = "", *, snapshot: Snapshot | None = None

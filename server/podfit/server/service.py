@@ -28,6 +28,7 @@ from podfit.server.framework.profile import Profile
 from podfit.server.framework.runtime import FilterOutcome
 from podfit.server.framework.versions import VERSIONS
 from podfit.server.model import Kind, Node, Pod, ValidationError
+from podfit.server.model.dra import ResourceClaim
 from podfit.server.simulation.drain import DrainOptions
 from podfit.server.simulation.estimator import Estimate, estimate
 from podfit.server.simulation.expander import ExpansionOption, OptionScore, best_options
@@ -195,6 +196,9 @@ class CacheStats:
     csi_drivers: int = 0
     csi_storage_capacities: int = 0
     volume_attachments: int = 0
+    device_classes: int = 0
+    resource_slices: int = 0
+    resource_claims: int = 0
 
 
 def bound_source(source: bytes, node_name: str) -> bytes:
@@ -203,6 +207,34 @@ def bound_source(source: bytes, node_name: str) -> bytes:
     obj.ParseFromString(source)
     obj.pod.spec.node_name = node_name
     obj.pod.status.nominated_node_name = ""
+    return obj.SerializeToString(deterministic=True)
+
+
+def reserved_claim_source(source: bytes, claim: ResourceClaim) -> bytes:
+    """A claim's stored form (a serialized ClusterObject) with ``claim``'s allocation and reservations."""
+    obj = cc.ClusterObject()
+    obj.ParseFromString(source)
+    status = obj.resource_claim.status
+    if claim.allocation is not None and not status.HasField("allocation"):
+        status.allocation.devices.SetInParent()
+        for device in claim.allocation:
+            result = status.allocation.devices.results.add(
+                request=device.request, driver=device.driver, pool=device.pool, device=device.device
+            )
+            if device.admin_access:
+                result.admin_access = True
+        for term in claim.allocation_node_selector or ():
+            added = status.allocation.node_selector.node_selector_terms.add()
+            for target, requirements in (
+                (added.match_expressions, term.match_expressions),
+                (added.match_fields, term.match_fields),
+            ):
+                for req in requirements:
+                    target.add(key=req.key, operator=req.operator, values=list(req.values))
+    known = {ref.uid for ref in status.reserved_for}
+    for resource, name, uid in claim.reserved_for:
+        if uid not in known:
+            status.reserved_for.add(resource=resource, name=name, uid=uid)
     return obj.SerializeToString(deterministic=True)
 
 
@@ -385,6 +417,9 @@ class SchedulingService:
             csi_drivers=cache.count(Kind.CSI_DRIVER),
             csi_storage_capacities=cache.count(Kind.CSI_STORAGE_CAPACITY),
             volume_attachments=cache.count(Kind.VOLUME_ATTACHMENT),
+            device_classes=cache.count(Kind.DEVICE_CLASS),
+            resource_slices=cache.count(Kind.RESOURCE_SLICE),
+            resource_claims=cache.count(Kind.RESOURCE_CLAIM),
         )
 
     def unknown_nodes(self, names: Sequence[str]) -> set[str]:
@@ -633,7 +668,12 @@ class SchedulingService:
         if not source:
             raise ValueError(f"pod {pod.key} was given without its source and cannot be assumed")
         bound = dataclasses.replace(pod, node_name=node_name, nominated_node_name="")
-        return apply([Upsert(Kind.POD, bound, bound_source(source, node_name))]).generation
+        changes: builtins.list[Change] = [Upsert(Kind.POD, bound, bound_source(source, node_name))]
+        for claim in self.engine.reserved_claims(pod, node_name, self.cache.snapshot()):
+            entry = self.cache.get(Kind.RESOURCE_CLAIM, claim.namespace, claim.name)
+            if entry is not None:
+                changes.append(Upsert(Kind.RESOURCE_CLAIM, claim, reserved_claim_source(entry.source, claim)))
+        return apply(changes).generation
 
     def schedule_batch(
         self,

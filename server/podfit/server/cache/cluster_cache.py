@@ -19,9 +19,9 @@ from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.overlay import Overlay
 from podfit.server.cache.pod_index import resync
-from podfit.server.cache.snapshot import NO_STORAGE, ImageSummary, Snapshot, StorageView
+from podfit.server.cache.snapshot import NO_DRA, NO_STORAGE, DraView, ImageSummary, Snapshot, StorageView
 from podfit.server.model import Kind, Node, Pod, ValidationError, WorkloadSelector
-from podfit.server.model.objects import CONTROLLER_KINDS, STORAGE_KINDS, ClusterObject, node_from_k8s
+from podfit.server.model.objects import CONTROLLER_KINDS, DRA_KINDS, STORAGE_KINDS, ClusterObject, node_from_k8s
 from podfit.server.model.readiness import validate_pod_update
 
 WORKLOAD_KINDS = (Kind.SERVICE, Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTROLLER)
@@ -160,6 +160,7 @@ class ClusterCache:
             }
             views["nominated"] = {node: list(pods.values()) for node, pods in self._nominated.items() if pods}
             views["storage"] = self._storage_view()
+            views["dra"] = self._dra_view()
         return Snapshot(
             generation=self.generation,
             node_infos=self._node_list,
@@ -176,6 +177,7 @@ class ClusterCache:
             info_array=self._node_info_array,
             name_positions=self._node_positions,
             storage=views["storage"],
+            dra=views["dra"],
         )
 
     def _storage_view(self) -> StorageView:
@@ -194,6 +196,16 @@ class ClusterCache:
             csi_drivers=by_key(Kind.CSI_DRIVER),
             capacities=[e.obj for e in objects[Kind.CSI_STORAGE_CAPACITY].values()],  # type: ignore[misc]
             attachments=[e.obj for e in objects[Kind.VOLUME_ATTACHMENT].values()],  # type: ignore[misc]
+        )
+
+    def _dra_view(self) -> DraView:
+        objects = self._objects
+        if not any(objects[kind] for kind in DRA_KINDS):
+            return NO_DRA
+        return DraView(
+            classes={key: entry.obj for key, entry in objects[Kind.DEVICE_CLASS].items()},  # type: ignore[misc]
+            slices=[e.obj for e in objects[Kind.RESOURCE_SLICE].values()],  # type: ignore[misc]
+            claims={key: entry.obj for key, entry in objects[Kind.RESOURCE_CLAIM].items()},  # type: ignore[misc]
         )
 
     def snapshot_with_nodes(self, nodes: Sequence[Node]) -> Snapshot:

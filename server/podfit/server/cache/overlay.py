@@ -237,6 +237,7 @@ class Overlay:
             pod_index=self._pod_index,
             name_positions=positions,
             storage=base.storage,
+            dra=base.dra,
         )
 
     def _ordered(self) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.intp]]:

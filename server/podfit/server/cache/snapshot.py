@@ -9,7 +9,8 @@ without copying the cluster or touching the cache (caller-supplied nodes, what-i
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +18,7 @@ from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.pod_index import PodIndex, PodIndexView, index_of
 from podfit.server.model import Namespace, Pod, PodDisruptionBudget, WorkloadSelector
+from podfit.server.model.dra import DeviceClass, ResourceClaim, ResourceSlice
 from podfit.server.model.storage import (
     CSIDriver,
     CSINode,
@@ -64,6 +66,27 @@ class StorageView:
 NO_STORAGE = StorageView({}, {}, {}, {}, {}, (), ())
 
 
+@dataclass(frozen=True, slots=True)
+class DraView:
+    """The DRA objects, for DynamicResources (upstream's DRA manager: claim cache, slice tracker and
+    DeviceClass lister)."""
+
+    classes: Mapping[str, DeviceClass]
+    slices: Sequence[ResourceSlice]
+    # By "namespace/name".
+    claims: Mapping[str, ResourceClaim]
+    # What DynamicResources derives from these objects once (devices in use, selector answers); the view
+    # is rebuilt whenever one of them changes, and this with it.
+    memo: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.classes or self.slices or self.claims)
+
+
+NO_DRA = DraView({}, (), {})
+
+
 @dataclass(slots=True)
 class Snapshot:
     generation: int
@@ -93,6 +116,8 @@ class Snapshot:
     name_positions: dict[str, int] | None = None
     # PersistentVolumes, claims, StorageClasses and the CSI objects.
     storage: StorageView = NO_STORAGE
+    # DeviceClasses, ResourceSlices and ResourceClaims.
+    dra: DraView = NO_DRA
 
     def get(self, node_name: str) -> NodeInfo | None:
         return self.node_info_map.get(node_name)

@@ -66,7 +66,7 @@ class Plugin(Protocol):
 class PreEnqueuePlugin(Protocol):
     name: str
 
-    def pre_enqueue(self, pod: Pod) -> Status | None: ...
+    def pre_enqueue(self, pod: Pod, snapshot: Snapshot) -> Status | None: ...
 
 
 @runtime_checkable

@@ -32,7 +32,7 @@ from podfit.server.framework.interfaces import (
     PreFilterResult,
 )
 from podfit.server.framework.profile import Profile
-from podfit.server.framework.status import Code, Status
+from podfit.server.framework.status import Code, FrameworkError, PluginError, Status
 from podfit.server.model import Pod
 
 
@@ -110,9 +110,9 @@ class Framework:
 
     # -- PreEnqueue ------------------------------------------------------------------------------
 
-    def run_pre_enqueue(self, pod: Pod) -> Status | None:
+    def run_pre_enqueue(self, pod: Pod, snapshot: Snapshot) -> Status | None:
         for plugin in self.profile.pre_enqueue:
-            status = plugin.pre_enqueue(pod)
+            status = plugin.pre_enqueue(pod, snapshot)
             if status is not None and status.code is not Code.SUCCESS:
                 return status.with_plugin(plugin.name)
         return None
@@ -180,7 +180,10 @@ class Framework:
             pending = np.flatnonzero(codes == 0)
             if not len(pending):
                 break
-            plugin_codes, plugin_statuses = plugin.filter_rows(state, pod, table, rows[pending])
+            try:
+                plugin_codes, plugin_statuses = plugin.filter_rows(state, pod, table, rows[pending])
+            except PluginError as exc:
+                raise FrameworkError(f'running "{plugin.name}" filter plugin: {exc}') from None
             failed = plugin_codes > 0
             if failed.any():
                 codes[pending[failed]] = plugin_codes[failed] + len(statuses)
@@ -327,10 +330,13 @@ class Framework:
             plugin = weighted.plugin
             if plugin.name in state.skip_score:
                 continue
-            if memo is not None and plugin.name in self._local_scores:
-                raw = memo.score(plugin, state, pod, snapshot, rows)
-            else:
-                raw = plugin.score_rows(state, pod, table, rows)
+            try:
+                if memo is not None and plugin.name in self._local_scores:
+                    raw = memo.score(plugin, state, pod, snapshot, rows)
+                else:
+                    raw = plugin.score_rows(state, pod, table, rows)
+            except PluginError as exc:
+                raise FrameworkError(f'running Score plugins: plugin "{plugin.name}" failed with: {exc}') from None
             if plugin.name in self._normalizers:
                 raw = plugin.normalize_rows(state, pod, raw)  # type: ignore[attr-defined]
             scores = raw * weighted.weight

@@ -52,3 +52,11 @@ def unresolvable(*reasons: str) -> Status:
 
 def error(*reasons: str) -> Status:
     return Status(Code.ERROR, reasons)
+
+
+class PluginError(Exception):
+    """A plugin's internal error (upstream: a Status of code Error): it aborts the scheduling attempt."""
+
+
+class FrameworkError(Exception):
+    """An aborted scheduling attempt, worded as kube-scheduler reports it (the plugin and phase named)."""

@@ -111,8 +111,17 @@ class Features:
     balanced_allocation_scores_change: bool = False
     # NodeName restricts the candidates at PreFilter (the framework's "didn't satisfy plugin(s)" text).
     node_name_pre_filter: bool = False
-    # DynamicResources' PostFilter rejects a pod without claims with no reason (v1.35: a reason).
+    # DynamicResources' PostFilter rejects without a reason when it deallocated nothing (v1.35: "no new
+    # claims to deallocate", "still not schedulable").
     dynamic_resources_silent_post_filter: bool = False
+    # ResourceClaim ownership text says "Pod" (v1.35: "pod").
+    dra_owner_text_capitalised: bool = False
+    # DynamicResources scores an allocated claim from its status (v1.35 paired every claim with this
+    # cycle's allocations by position and failed when both kinds were present).
+    dra_score_allocated_from_status: bool = False
+    # The allocator's CEL runtime errors name the device; the device limit is checked per request.
+    dra_cel_errors_name_device: bool = False
+    dra_claim_limit_per_request: bool = False
     # DefaultPreemption's successful PostFilter says where it nominated the pod and how many it evicts.
     preemption_success_message: bool = False
     # Every gate of the version, after overrides (shown in Stats and the README).
@@ -154,6 +163,10 @@ _V137_BEHAVIOURS = {
     "balanced_allocation_scores_change": True,
     "node_name_pre_filter": True,
     "dynamic_resources_silent_post_filter": True,
+    "dra_owner_text_capitalised": True,
+    "dra_score_allocated_from_status": True,
+    "dra_cel_errors_name_device": True,
+    "dra_claim_limit_per_request": True,
     "preemption_success_message": True,
 }
 

@@ -21,6 +21,7 @@ from podfit.k8s.quantity import QuantityError, milli_value, parse_quantity, whol
 from podfit.server.model.errors import ValidationError
 
 if TYPE_CHECKING:
+    from podfit.server.model.dra import DraObject
     from podfit.server.model.storage import StorageObject
 
 Labels = Mapping[str, str]
@@ -58,6 +59,9 @@ class Kind(enum.Enum):
     CSI_DRIVER = "CSIDriver"
     CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     VOLUME_ATTACHMENT = "VolumeAttachment"
+    DEVICE_CLASS = "DeviceClass"
+    RESOURCE_SLICE = "ResourceSlice"
+    RESOURCE_CLAIM = "ResourceClaim"
 
     @property
     def namespaced(self) -> bool:
@@ -73,6 +77,8 @@ _CLUSTER_SCOPED = frozenset(
         Kind.CSI_NODE,
         Kind.CSI_DRIVER,
         Kind.VOLUME_ATTACHMENT,
+        Kind.DEVICE_CLASS,
+        Kind.RESOURCE_SLICE,
     }
 )
 # The kinds the volume plugins read (podfit.server.model.storage).
@@ -85,6 +91,8 @@ STORAGE_KINDS = (
     Kind.CSI_STORAGE_CAPACITY,
     Kind.VOLUME_ATTACHMENT,
 )
+# The kinds DynamicResources reads (podfit.server.model.dra).
+DRA_KINDS = (Kind.DEVICE_CLASS, Kind.RESOURCE_SLICE, Kind.RESOURCE_CLAIM)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -240,6 +248,15 @@ class Volume:
 
 
 @dataclass(frozen=True, slots=True)
+class PodResourceClaim:
+    """One spec.resourceClaims entry: a claim by name, or one made from a template."""
+
+    name: str
+    claim_name: str | None = None
+    template_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ImageState:
     names: tuple[str, ...]
     size_bytes: int
@@ -313,6 +330,9 @@ class Pod:
     restart_policy: str = ""
     termination_grace_period_seconds: int | None = None
     volumes: tuple[Volume, ...] = ()
+    # spec.resourceClaims, and status.resourceClaimStatuses as (entry name, claim name or None).
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    resource_claim_statuses: tuple[tuple[str, str | None], ...] = ()
     # The node features the spec needs (component-helpers' nodedeclaredfeatures inference).
     required_node_features: frozenset[str] = frozenset()
 
@@ -391,8 +411,9 @@ CONTROLLER_KINDS = (Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTRO
 _REPLICATED = (Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTROLLER)
 
 
-# Storage objects (podfit.server.model.storage, which builds on this module) are cluster objects too.
-ClusterObject = Union[Node, Pod, Namespace, PodDisruptionBudget, WorkloadSelector, "StorageObject"]
+# Storage and DRA objects (podfit.server.model.storage and .dra, which build on this module) are cluster
+# objects too.
+ClusterObject = Union[Node, Pod, Namespace, PodDisruptionBudget, WorkloadSelector, "StorageObject", "DraObject"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -679,8 +700,53 @@ def pod_from_parts(
             _conditions(status.get("conditions"), f"{path}.status.conditions")
         ),
         start_time=_time(status.get("startTime"), f"{path}.status.startTime"),
+        resource_claim_statuses=resource_claim_statuses(
+            _sequence(status.get("resourceClaimStatuses"), f"{path}.status.resourceClaimStatuses"),
+            f"{path}.status.resourceClaimStatuses",
+        ),
         **spec_fields,
     )
+
+
+def resource_claim_statuses(value: Sequence[Any], path: str) -> tuple[tuple[str, str | None], ...]:
+    """status.resourceClaimStatuses as (entry name, claim name or None: no claim needed)."""
+    result = []
+    for i, item in enumerate(value):
+        entry = _mapping(item, f"{path}[{i}]")
+        claim = entry.get("resourceClaimName")
+        result.append(
+            (
+                _string(entry.get("name"), f"{path}[{i}].name"),
+                None if claim is None else _string(claim, f"{path}[{i}].resourceClaimName"),
+            )
+        )
+    return tuple(result)
+
+
+def _resource_claims(value: Any, path: str) -> tuple[PodResourceClaim, ...]:
+    claims = []
+    names = set()
+    for i, item in enumerate(_sequence(value, path)):
+        where = f"{path}[{i}]"
+        entry = _mapping(item, where)
+        name = _string(entry.get("name"), f"{where}.name")
+        if not name:
+            raise ValidationError(f"{where}.name", "is required")
+        if name in names:
+            raise ValidationError(f"{where}.name", f"Duplicate value: {echo(name)}")
+        names.add(name)
+        claim = entry.get("resourceClaimName")
+        template = entry.get("resourceClaimTemplateName")
+        if (claim is None) == (template is None):
+            raise ValidationError(where, "must set exactly one of resourceClaimName and resourceClaimTemplateName")
+        claims.append(
+            PodResourceClaim(
+                name=name,
+                claim_name=None if claim is None else _string(claim, f"{where}.resourceClaimName"),
+                template_name=None if template is None else _string(template, f"{where}.resourceClaimTemplateName"),
+            )
+        )
+    return tuple(claims)
 
 
 def preempted_by_scheduler(conditions: Iterable[tuple[str, str, str]]) -> bool:
@@ -866,6 +932,7 @@ def pod_spec_fields(spec: Mapping[str, Any], sp: str) -> dict[str, Any]:
             spec.get("terminationGracePeriodSeconds"), f"{sp}.terminationGracePeriodSeconds"
         ),
         "volumes": _volumes(spec.get("volumes"), f"{sp}.volumes"),
+        "resource_claims": _resource_claims(spec.get("resourceClaims"), f"{sp}.resourceClaims"),
         "required_node_features": _required_node_features(spec, sp),
     }
 
@@ -1100,6 +1167,10 @@ def object_from_k8s(kind: Kind, data: Mapping[str, Any], path: str) -> ClusterOb
         from podfit.server.model.storage import storage_object_from_k8s
 
         return storage_object_from_k8s(kind, data, path)
+    if kind in DRA_KINDS:
+        from podfit.server.model.dra import dra_object_from_k8s
+
+        return dra_object_from_k8s(kind, data, path)
     if kind is Kind.NODE:
         return node_from_k8s(data, path)
     if kind is Kind.POD:

@@ -169,6 +169,10 @@ def pod_from_message(message: ob.Pod, path: str) -> Pod:
         nominated_node_name=status.nominated_node_name,
         start_time=_seconds(status, "start_time", f"{path}.status.startTime"),
         preempted_by_scheduler=preempted_by_scheduler((c.type, c.status, c.reason) for c in status.conditions),
+        resource_claim_statuses=tuple(
+            (s.name, s.resource_claim_name if s.HasField("resource_claim_name") else None)
+            for s in status.resource_claim_statuses
+        ),
         deletion_timestamp=_seconds(meta, "deletion_timestamp", f"{path}.metadata.deletionTimestamp"),
         deletion_grace_period_seconds=(
             meta.deletion_grace_period_seconds if meta.HasField("deletion_grace_period_seconds") else None

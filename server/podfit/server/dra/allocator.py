@@ -1,0 +1,474 @@
+"""The structured-parameters allocator, as kube-scheduler's DynamicResources runs it per node
+(k8s.io/dynamic-resource-allocation, structured/internal/incubating: the implementation both supported
+versions pick with their default gates).
+
+For one node, the pools whose slices reach the node are gathered (newest generation only; a pool missing
+some of its slices is incomplete, one with a duplicate device name invalid) and the pod's pending claims
+are satisfied depth-first: claims in order, requests in order, each device slot from the first candidate
+(pools by driver and name, slices by name, devices in order), a prioritized list's alternatives in order,
+backtracking until the first complete answer. Devices other claims hold are in use unless their
+allocation was for admin access; an admin-access request may take devices in use.
+
+Upstream walked pools in Go map order until v1.37 sorted them; podfit uses the sorted order for both
+versions, which is the only deterministic choice (and v1.35.4's answer whenever one pool can serve).
+
+Outcomes: a list of device results per claim; None when the node cannot serve the claims;
+``InvalidPools`` when it cannot and an invalid pool was seen; ``AllocationError`` (a framework error that
+aborts the scheduling attempt) for what upstream reports as errors — CEL runtime errors, an "All" request
+meeting a pool being updated, claims over the device limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from podfit.server.dra.cel import CelError, CompileError, compile_selector, device_value
+from podfit.server.model import Node, NodeSelectorRequirement, NodeSelectorTerm
+from podfit.server.model.dra import (
+    ALL,
+    AllocatedDevice,
+    Device,
+    DeviceClass,
+    DeviceSubRequest,
+    ResourceClaim,
+    ResourceSlice,
+)
+from podfit.server.plugins.helper import terms_match
+
+# AllocationResultsMaxSize: devices per claim.
+MAX_DEVICES_PER_CLAIM = 32
+NO_SUCH_KEY_HINT = (
+    ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() "
+    "for optional fields"
+)
+
+DeviceID = tuple[str, str, str]
+
+
+class AllocationError(Exception):
+    """Upstream's allocator error: the scheduling attempt fails with it."""
+
+
+class InvalidPools(Exception):
+    """Nothing could be allocated and some pool was invalid (ErrFailedAllocationOnNode)."""
+
+
+@dataclass(frozen=True)
+class AllocatorBehaviour:
+    """What differs between the versions' allocators for the inputs podfit models."""
+
+    # v1.37: CEL runtime errors name the device and hint at optional chaining for a missing key.
+    cel_errors_name_device: bool = False
+    # v1.37: the device limit is checked per request ("adding n devices exceeds ..."), not per claim.
+    claim_limit_per_request: bool = False
+
+
+@dataclass(frozen=True)
+class ClaimAllocation:
+    """One claim's allocation on a node: its devices, and the nodes it restricts pods to (None: any)."""
+
+    devices: tuple[AllocatedDevice, ...]
+    node_selector: tuple[NodeSelectorTerm, ...] | None
+
+
+def allocation_node_selector(node: Node, slices: Sequence[ResourceSlice]) -> tuple[NodeSelectorTerm, ...] | None:
+    """The allocation's node selector from the slices of its devices, in result order: a node-local slice
+    pins it to the node by name; single-term slice selectors are merged into one term; allNodes adds
+    nothing."""
+    fields: list[NodeSelectorRequirement] = []
+    expressions: list[NodeSelectorRequirement] = []
+    for item in slices:
+        if item.node_name is not None:
+            return (NodeSelectorTerm(match_fields=(NodeSelectorRequirement("metadata.name", "In", (node.name,)),)),)
+        if item.node_selector is not None and len(item.node_selector) == 1:
+            term = item.node_selector[0]
+            for source, target in ((term.match_fields, fields), (term.match_expressions, expressions)):
+                for requirement in source:
+                    if not any(_same_requirement(requirement, seen) for seen in target):
+                        target.append(requirement)
+    if not fields and not expressions:
+        return None
+    return (NodeSelectorTerm(match_expressions=tuple(expressions), match_fields=tuple(fields)),)
+
+
+def _same_requirement(a: NodeSelectorRequirement, b: NodeSelectorRequirement) -> bool:
+    return a.key == b.key and a.operator == b.operator and set(a.values) == set(b.values)
+
+
+@dataclass
+class _Pool:
+    driver: str
+    name: str
+    slices: list[ResourceSlice]
+    incomplete: bool = False
+    invalid: bool = False
+
+
+@dataclass
+class _Request:
+    claim: int
+    sub: DeviceSubRequest
+    device_class: DeviceClass
+    # Whether this is an alternative of a prioritized list.
+    alternative: bool
+    num_devices: int = 0
+    all_devices: list[tuple[_Pool, ResourceSlice, Device]] = field(default_factory=list)
+
+    @property
+    def own_name(self) -> str:
+        return self.sub.name.rpartition("/")[2]
+
+
+class _MatchAttribute:
+    """A matchAttribute constraint over the devices of the requests it names (all when none)."""
+
+    __slots__ = ("attribute", "count", "requests", "value")
+
+    def __init__(self, requests: Sequence[str], attribute: str) -> None:
+        self.requests = frozenset(requests)
+        self.attribute = attribute
+        self.value: tuple[str, Any] | None = None
+        self.count = 0
+
+    def applies(self, request: str) -> bool:
+        base = request.partition("/")[0]
+        return not self.requests or base in self.requests or request in self.requests
+
+    def add(self, request: str, driver: str, device: Device) -> bool:
+        if not self.applies(request):
+            return True
+        value = _lookup_attribute(device, driver, self.attribute)
+        if value is None:
+            return False
+        if self.count == 0:
+            self.value = value
+        elif value != self.value:
+            return False
+        self.count += 1
+        return True
+
+    def remove(self, request: str) -> None:
+        if self.applies(request):
+            self.count -= 1
+
+
+def _lookup_attribute(device: Device, driver: str, qualified: str) -> tuple[str, Any] | None:
+    found = device.attributes.get(qualified)
+    if found is not None:
+        return found
+    domain, _, name = qualified.partition("/")
+    return device.attributes.get(name) if domain == driver else None
+
+
+class Selectors:
+    """Selector answers per (expression, device), shared by every allocation over one set of DRA objects
+    (a device's answer never changes while its slice does not)."""
+
+    def __init__(self) -> None:
+        self._values: dict[int, Any] = {}
+        self._answers: dict[tuple[str, int], bool | str] = {}
+
+    def matches(self, expression: str, driver: str, device: Device) -> bool:
+        """True/False, or raises CelError (runtime) / CompileError."""
+        key = (expression, id(device))
+        answer = self._answers.get(key)
+        if answer is None:
+            selector = compile_selector(expression)
+            value = self._values.get(id(device))
+            if value is None:
+                value = self._values[id(device)] = device_value(driver, device)
+            try:
+                answer = selector.matches(value)
+            except CelError as exc:
+                answer = str(exc)
+            self._answers[key] = answer
+        if isinstance(answer, str):
+            raise CelError(answer)
+        return answer
+
+
+class Allocator:
+    """Allocates one pod's pending claims on one node at a time, over fixed DRA objects and in-use set."""
+
+    def __init__(
+        self,
+        classes: Mapping[str, DeviceClass],
+        slices: Sequence[ResourceSlice],
+        allocated: frozenset[DeviceID],
+        selectors: Selectors,
+        behaviour: AllocatorBehaviour,
+    ) -> None:
+        self.classes = classes
+        self.allocated = allocated
+        self.selectors = selectors
+        self.behaviour = behaviour
+        self._by_node: dict[str, list[ResourceSlice]] = {}
+        self._shared: list[ResourceSlice] = []
+        # (driver, pool) -> generation -> number of slices, over every slice of the cluster.
+        self._generations: dict[tuple[str, str], dict[int, int]] = {}
+        for item in slices:
+            if item.node_name is not None:
+                self._by_node.setdefault(item.node_name, []).append(item)
+            else:
+                self._shared.append(item)
+            counts = self._generations.setdefault((item.driver, item.pool), {})
+            counts[item.generation] = counts.get(item.generation, 0) + 1
+
+    # -- pools -------------------------------------------------------------------------------------
+
+    def _pools(self, node: Node) -> list[_Pool]:
+        newest: dict[tuple[str, str], list[ResourceSlice]] = {}
+        candidates = [*self._by_node.get(node.name, ()), *self._shared]
+        for item in candidates:
+            if not (item.all_nodes or item.node_name == node.name or _selects(item, node)):
+                continue
+            key = (item.driver, item.pool)
+            found = newest.get(key)
+            if found is None or item.generation > found[0].generation:
+                newest[key] = [item]
+            elif item.generation == found[0].generation:
+                found.append(item)
+        pools = []
+        for (driver, name), members in newest.items():
+            generation = members[0].generation
+            wanted = members[0].slice_count
+            if len(members) != wanted:
+                counts = self._generations[(driver, name)]
+                if any(g > generation for g in counts):
+                    continue  # an obsolete generation
+                if counts.get(generation, 0) != wanted:
+                    pools.append(_Pool(driver, name, [], incomplete=True))
+                    continue
+            members.sort(key=lambda s: s.name)
+            seen: set[str] = set()
+            invalid = False
+            for item in members:
+                for device in item.devices:
+                    invalid = invalid or device.name in seen
+                    seen.add(device.name)
+            pools.append(_Pool(driver, name, members, invalid=invalid))
+        pools.sort(key=lambda p: (p.driver, p.name))
+        return pools
+
+    # -- selectors ---------------------------------------------------------------------------------
+
+    def _selectable(self, request: _Request, claim: ResourceClaim, pool: _Pool, device: Device) -> bool:
+        groups = (
+            (request.device_class.selectors, f"class {request.device_class.name}"),
+            (request.sub.selectors, f"claim {claim.key}"),
+        )
+        for expressions, owner in groups:
+            for i, expression in enumerate(expressions):
+                try:
+                    if not self.selectors.matches(expression, pool.driver, device):
+                        return False
+                except CompileError as exc:
+                    raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {exc}") from None
+                except CelError as exc:
+                    text = str(exc)
+                    if self.behaviour.cel_errors_name_device:
+                        where = f"selector #{i} on device {pool.driver}/{pool.name}/{device.name}"
+                        hint = NO_SUCH_KEY_HINT if "no such key:" in text else ""
+                        raise AllocationError(f"{owner}: {where}: CEL runtime error: {text}{hint}") from None
+                    raise AllocationError(f"{owner}: selector #{i}: CEL runtime error: {text}") from None
+        return True
+
+    # -- allocation --------------------------------------------------------------------------------
+
+    def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[ClaimAllocation] | None:
+        pools = self._pools(node)
+        requests: dict[tuple[int, int, int], _Request] = {}
+        constraints: list[list[_MatchAttribute]] = []
+        for c, claim in enumerate(claims):
+            total = 0
+            for r, request in enumerate(claim.requests):
+                alternatives = (request.exactly,) if request.exactly is not None else request.first_available
+                fewest = None
+                for s, sub in enumerate(alternatives):
+                    assert sub is not None
+                    data = self._validate(c, claim, sub, request.exactly is None, pools)
+                    requests[(c, r, s)] = data
+                    fewest = data.num_devices if fewest is None else min(fewest, data.num_devices)
+                count = fewest or 0
+                if self.behaviour.claim_limit_per_request and total + count > MAX_DEVICES_PER_CLAIM:
+                    raise AllocationError(
+                        f"claim {claim.key}, request {request.name}: adding {count} devices exceeds the claim "
+                        f"limit of {MAX_DEVICES_PER_CLAIM}, with {total} already accounted for"
+                    )
+                total += count
+            if total > MAX_DEVICES_PER_CLAIM:
+                raise AllocationError(
+                    f"claim {claim.key}: number of requested devices {total} exceeds the claim limit of "
+                    f"{MAX_DEVICES_PER_CLAIM}"
+                )
+            matches = []
+            for i, constraint in enumerate(claim.constraints):
+                if not constraint.match_attribute:
+                    raise AllocationError(
+                        f"claim {claim.key}, constraint #{i}: empty constraint (unsupported constraint type?)"
+                    )
+                matches.append(_MatchAttribute(constraint.requests, constraint.match_attribute))
+            constraints.append(matches)
+        search = _Search(self, pools, claims, requests, constraints)
+        if search.one(0, 0, 0, 0, False):
+            return [
+                ClaimAllocation(tuple(result), allocation_node_selector(node, slices))
+                for result, slices in zip(search.results, search.slices, strict=True)
+            ]
+        if any(pool.invalid for pool in pools):
+            raise InvalidPools("invalid resource pools were encountered")
+        return None
+
+    def _validate(
+        self, c: int, claim: ResourceClaim, sub: DeviceSubRequest, alternative: bool, pools: list[_Pool]
+    ) -> _Request:
+        own = sub.name.rpartition("/")[2]
+        device_class = self.classes.get(sub.class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"claim {claim.key}, request {own}: could not retrieve device class {sub.class_name}: "
+                f'deviceclass.resource.k8s.io "{sub.class_name}" not found'
+            )
+        data = _Request(c, sub, device_class, alternative)
+        if sub.mode != ALL:
+            data.num_devices = sub.count
+            return data
+        for pool in pools:
+            if pool.incomplete:
+                raise AllocationError(
+                    f"claim {claim.key}, request {own}: asks for all devices, but resource pool "
+                    f"{pool.driver}/{pool.name} is currently being updated"
+                )
+            if pool.invalid:
+                raise AllocationError(
+                    f"claim {claim.key}, request {own}: asks for all devices, but resource pool "
+                    f"{pool.driver}/{pool.name} is currently invalid"
+                )
+            for item in pool.slices:
+                for device in item.devices:
+                    if self._selectable(data, claim, pool, device):
+                        data.all_devices.append((pool, item, device))
+        data.num_devices = len(data.all_devices)
+        return data
+
+
+def _selects(item: ResourceSlice, node: Node) -> bool:
+    return item.node_selector is not None and terms_match(item.node_selector, node)
+
+
+class _Search:
+    """One depth-first search over device slots (upstream's allocateOne)."""
+
+    def __init__(
+        self,
+        allocator: Allocator,
+        pools: list[_Pool],
+        claims: Sequence[ResourceClaim],
+        requests: dict[tuple[int, int, int], _Request],
+        constraints: list[list[_MatchAttribute]],
+    ) -> None:
+        self.allocator = allocator
+        self.pools = pools
+        self.claims = claims
+        self.requests = requests
+        self.constraints = constraints
+        self.results: list[list[AllocatedDevice]] = [[] for _ in claims]
+        # The slice of each result's device.
+        self.slices: list[list[ResourceSlice]] = [[] for _ in claims]
+        # Devices picked in this search, by the claims that picked them.
+        self.allocating: dict[DeviceID, set[int]] = {}
+
+    def _in_use(self, device: DeviceID) -> bool:
+        return device in self.allocator.allocated or bool(self.allocating.get(device))
+
+    def one(self, c: int, r: int, s: int, d: int, in_alternative: bool) -> bool:
+        if c == len(self.claims):
+            return True
+        claim = self.claims[c]
+        if r == len(claim.requests):
+            return self.one(c + 1, 0, 0, 0, False)
+        data = self.requests[(c, r, s)]
+        if not in_alternative and data.alternative:
+            k = 0
+            while (c, r, k) in self.requests:
+                if self.one(c, r, k, d, True):
+                    return True
+                k += 1
+            return False
+        if data.sub.mode == ALL and not data.all_devices:
+            return False
+        if d >= data.num_devices:
+            return self.one(c, r + 1, 0, 0, False)
+        if len(self.results[c]) + data.num_devices - d > MAX_DEVICES_PER_CLAIM:
+            return False
+        if data.sub.mode == ALL:
+            pool, item, device = data.all_devices[d]
+            undo = self._take(data, pool, item, device, must=True)
+            if undo is None:
+                return False
+            if self.one(c, r, s, d + 1, in_alternative):
+                return True
+            undo()
+            return False
+        admin = data.sub.admin_access
+        for pool in self.pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for item in pool.slices:
+                for device in item.devices:
+                    key = (pool.driver, pool.name, device.name)
+                    if admin:
+                        if c in self.allocating.get(key, ()):
+                            continue
+                    elif self._in_use(key):
+                        continue
+                    if not self.allocator._selectable(data, claim, pool, device):
+                        continue
+                    undo = self._take(data, pool, item, device, must=False)
+                    if undo is None:
+                        continue
+                    if self.one(c, r, s, d + 1, in_alternative):
+                        return True
+                    undo()
+        return False
+
+    def _take(self, data: _Request, pool: _Pool, item: ResourceSlice, device: Device, must: bool) -> Any:
+        """Adds the device to the claim's result (and its constraints); the undo, or None when it cannot."""
+        c = data.claim
+        key = (pool.driver, pool.name, device.name)
+        if data.sub.admin_access:
+            if c in self.allocating.get(key, ()):
+                return None
+        elif self._in_use(key):
+            return None
+        name = data.sub.name
+        added: list[_MatchAttribute] = []
+        for constraint in self.constraints[c]:
+            if not constraint.add(name, pool.driver, device):
+                if must:
+                    raise AllocationError(
+                        f"claim {self.claims[c].key}, request {data.own_name}: cannot add device "
+                        f"{pool.driver}/{pool.name}/{device.name} because a claim constraint would not be "
+                        "satisfied"
+                    )
+                for done in added:
+                    done.remove(name)
+                return None
+            added.append(constraint)
+        self.allocating.setdefault(key, set()).add(c)
+        result = self.results[c]
+        result.append(AllocatedDevice(name, pool.driver, pool.name, device.name, data.sub.admin_access))
+        slices = self.slices[c]
+        slices.append(item)
+        size = len(result) - 1
+
+        def undo() -> None:
+            for done in added:
+                done.remove(name)
+            self.allocating[key].discard(c)
+            del result[size:]
+            del slices[size:]
+
+        return undo
