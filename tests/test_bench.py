@@ -30,6 +30,12 @@ async def test_every_workload_runs_small(live: LiveServer, kind: str) -> None:
     elif kind != "SchedulingPodAntiAffinity":
         # Measured pods were assumed onto nodes (twice: unary and stream runs reload the cluster).
         assert stats.bound_pods >= 40 + 8
+    if kind == "DynamicResources":
+        # The last run's 8 claims, each allocated and reserved as its pod was assumed.
+        claims = (await live.client.list("ResourceClaim")).objects
+        assert len(claims) == 8
+        assert all(c.resource_claim.status.allocation.devices.results for c in claims)
+        assert all(len(c.resource_claim.status.reserved_for) == 1 for c in claims)
 
 
 @pytest.mark.parametrize("name", bench.DEFAULT_WORKLOADS)

@@ -134,6 +134,8 @@ class Workload:
     # Each measured pod mounts a WaitForFirstConsumer claim of its own (a StatefulSet's replicas):
     # provisioned by a CSI driver whose capacity is published per zone.
     volumes: bool = False
+    # Every node publishes DEVICES_PER_NODE GPUs; each measured pod has a claim of its own for 1-4 of them.
+    devices: bool = False
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -155,7 +157,53 @@ WORKLOADS: dict[str, Workload] = {
     "MixedChurn": Workload(lambda i: {}, {}, churn=True),
     # StatefulSet replicas, each with a WaitForFirstConsumer claim, across the 3 zones.
     "VolumeBinding": Workload(lambda i: {}, {}, volumes=True),
+    # Pods claiming 1-4 GPUs of the 8 each node publishes (DynamicResources, structured parameters).
+    "DynamicResources": Workload(lambda i: {}, {}, devices=True),
 }
+DEVICE_DRIVER = "gpu.bench.podfit.io"
+DEVICES_PER_NODE = 8
+
+
+def device_objects(nodes: int, claims: int) -> list[dict[str, Any]]:
+    """A GPU DeviceClass, one ResourceSlice of DEVICES_PER_NODE GPUs per node, and ``claims`` pending
+    claims named gpu-measured-<i> for 1-4 GPUs."""
+    objects: list[dict[str, Any]] = [
+        {
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DEVICE_DRIVER}"'}}]},
+        }
+    ]
+    for n in range(nodes):
+        name = f"node-{n:05d}"
+        devices = [
+            {"name": f"gpu-{d}", "attributes": {"model": {"string": "a100"}}, "capacity": {"memory": {"value": "40Gi"}}}
+            for d in range(DEVICES_PER_NODE)
+        ]
+        objects.append(
+            {
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-gpu"},
+                "spec": {
+                    "driver": DEVICE_DRIVER,
+                    "nodeName": name,
+                    "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                    "devices": devices,
+                },
+            }
+        )
+    for i in range(claims):
+        request = {"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": i % 4 + 1}}
+        objects.append(
+            {
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"gpu-measured-{i}", "namespace": "default"},
+                "spec": {"devices": {"requests": [request]}},
+            }
+        )
+    return objects
+
+
 STORAGE_DRIVER = "csi.bench.podfit.io"
 
 
@@ -360,6 +408,8 @@ def _measured_template(workload: Workload) -> ob.Pod:
     manifest = pod("measured", {"color": "blue"}, workload.measured_extra, priority=workload.measured_priority)
     if workload.volumes:
         manifest["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data-measured-0"}}]
+    if workload.devices:
+        manifest["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "gpu-measured-0"}]
     if workload.measured_priority > workload.init_priority:
         # A preemptor that fits on no node without evicting: 3.9 of the node's 4 CPUs.
         manifest["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3900m"
@@ -375,6 +425,8 @@ def _measured(template: ob.Pod, i: int) -> ob.Pod:
     for volume in stamped.spec.volumes:
         if volume.HasField("persistent_volume_claim"):
             volume.persistent_volume_claim.claim_name = f"data-{stamped.metadata.name}"
+    for claim in stamped.spec.resource_claims:
+        claim.resource_claim_name = f"gpu-{stamped.metadata.name}"
     return stamped
 
 
@@ -397,6 +449,10 @@ async def run_workload(
         # The claims exist before the clock starts, as a StatefulSet controller creates them first.
         for kind in ("StorageClass", "CSIDriver", "CSIStorageCapacity", "PersistentVolumeClaim"):
             await client.replace(kind, [o for o in storage_objects(decisions) if o["kind"] == kind])
+    if workload.devices:
+        objects = device_objects(nodes, decisions)
+        for kind in ("DeviceClass", "ResourceSlice", "ResourceClaim"):
+            await client.replace(kind, [o for o in objects if o["kind"] == kind])
     preempting = workload.measured_priority > workload.init_priority
     template = _measured_template(workload)
     mode = f"grpc-batch{batch}" if batch else "grpc-stream" if stream else "grpc"

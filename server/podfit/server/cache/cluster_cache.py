@@ -125,6 +125,9 @@ class ClusterCache:
         self._views: dict[str, Any] = {}
         # Objects applied since the cyclic garbage collector last set the cache's objects aside.
         self._unfrozen = 0
+        # The ResourceSlices as one list, kept (the same object) until a slice changes: what DynamicResources
+        # derives from the slices (pools per node) is kept as long as the list is.
+        self._slices: list[Any] | None = None
         # Caller-sent Nodes converted before, by (name, uid, resourceVersion).
         self._converted_nodes: dict[tuple[str, str, str], Node] = {}
 
@@ -202,9 +205,11 @@ class ClusterCache:
         objects = self._objects
         if not any(objects[kind] for kind in DRA_KINDS):
             return NO_DRA
+        if self._slices is None:
+            self._slices = [e.obj for e in objects[Kind.RESOURCE_SLICE].values()]
         return DraView(
             classes={key: entry.obj for key, entry in objects[Kind.DEVICE_CLASS].items()},  # type: ignore[misc]
-            slices=[e.obj for e in objects[Kind.RESOURCE_SLICE].values()],  # type: ignore[misc]
+            slices=self._slices,
             claims={key: entry.obj for key, entry in objects[Kind.RESOURCE_CLAIM].items()},  # type: ignore[misc]
         )
 
@@ -423,6 +428,8 @@ class ClusterCache:
             self._add_node(obj)
         else:
             self._views.clear()
+            if kind is Kind.RESOURCE_SLICE:
+                self._slices = None
 
     def _on_remove(self, kind: Kind, obj: ClusterObject) -> None:
         if isinstance(obj, Pod):
@@ -431,6 +438,8 @@ class ClusterCache:
             self._remove_node(obj)
         else:
             self._views.clear()
+            if kind is Kind.RESOURCE_SLICE:
+                self._slices = None
 
     def bound_pods(self, node_name: str) -> list[Pod]:
         """The pods bound to a node, terminal ones included, in the order the cache received them."""

@@ -20,6 +20,7 @@ meeting a pool being updated, claims over the device limit.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -163,47 +164,56 @@ def _lookup_attribute(device: Device, driver: str, qualified: str) -> tuple[str,
 
 
 class Selectors:
-    """Selector answers per (expression, device), shared by every allocation over one set of DRA objects
-    (a device's answer never changes while its slice does not)."""
+    """Selector answers per device content (driver, name, attributes, capacity) and expression: a node's
+    eight identical GPUs and the cluster's thousands of identical nodes cost one evaluation each, and
+    claims coming and going (every scheduled pod's) cost none. Devices are immutable, so a device's content
+    key is computed once while it lives."""
+
+    # Distinct (content, expression) answers kept before the memo starts over.
+    LIMIT = 200_000
 
     def __init__(self) -> None:
-        self._values: dict[int, Any] = {}
-        self._answers: dict[tuple[str, int], bool | str] = {}
+        self._keys: weakref.WeakKeyDictionary[Device, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+        self._answers: dict[tuple[tuple[Any, ...], str], bool | str] = {}
+
+    def content(self, driver: str, device: Device) -> tuple[Any, ...]:
+        key = self._keys.get(device)
+        if key is None:
+            key = self._keys[device] = (
+                driver,
+                device.name,
+                tuple(sorted(device.attributes.items())),
+                tuple(sorted(device.capacity.items())),
+            )
+        return key
 
     def matches(self, expression: str, driver: str, device: Device) -> bool:
         """True/False, or raises CelError (runtime) / CompileError."""
-        key = (expression, id(device))
+        key = (self.content(driver, device), expression)
         answer = self._answers.get(key)
         if answer is None:
-            selector = compile_selector(expression)
-            value = self._values.get(id(device))
-            if value is None:
-                value = self._values[id(device)] = device_value(driver, device)
             try:
-                answer = selector.matches(value)
+                answer = compile_selector(expression).matches(device_value(driver, device))
             except CelError as exc:
                 answer = str(exc)
+            if len(self._answers) >= self.LIMIT:
+                self._answers.clear()
             self._answers[key] = answer
         if isinstance(answer, str):
             raise CelError(answer)
         return answer
 
 
-class Allocator:
-    """Allocates one pod's pending claims on one node at a time, over fixed DRA objects and in-use set."""
+# One memo for the process: answers depend on nothing but the device and the expression.
+SELECTORS = Selectors()
 
-    def __init__(
-        self,
-        classes: Mapping[str, DeviceClass],
-        slices: Sequence[ResourceSlice],
-        allocated: frozenset[DeviceID],
-        selectors: Selectors,
-        behaviour: AllocatorBehaviour,
-    ) -> None:
-        self.classes = classes
-        self.allocated = allocated
+
+class SliceIndex:
+    """The slices grouped for per-node pool gathering, and each node's pools once gathered (they change
+    only with the slices, which is when a new index is made)."""
+
+    def __init__(self, slices: Sequence[ResourceSlice], selectors: Selectors) -> None:
         self.selectors = selectors
-        self.behaviour = behaviour
         self._by_node: dict[str, list[ResourceSlice]] = {}
         self._shared: list[ResourceSlice] = []
         # (driver, pool) -> generation -> number of slices, over every slice of the cluster.
@@ -215,10 +225,33 @@ class Allocator:
                 self._shared.append(item)
             counts = self._generations.setdefault((item.driver, item.pool), {})
             counts[item.generation] = counts.get(item.generation, 0) + 1
+        self._selected = any(item.node_selector is not None for item in self._shared)
+        # Node (name, and labels when some slice selects nodes by label) -> its pools and their form.
+        self._nodes: dict[Any, tuple[list[_Pool], int]] = {}
+        # Pool forms (see ``pools``), numbered.
+        self._forms: dict[tuple[Any, ...], int] = {}
 
-    # -- pools -------------------------------------------------------------------------------------
+    def pools(self, node: Node) -> tuple[list[_Pool], int]:
+        """The node's pools, in allocation order, and the number of their form: what an allocation on them
+        depends on besides the devices in use, without the pools' names."""
+        key: Any = (node.name, tuple(sorted(node.labels.items()))) if self._selected else node.name
+        found = self._nodes.get(key)
+        if found is None:
+            pools = self._gather(node)
+            content = self.selectors.content
+            form = tuple(
+                (
+                    pool.driver,
+                    pool.incomplete,
+                    pool.invalid,
+                    tuple(content(pool.driver, device) for item in pool.slices for device in item.devices),
+                )
+                for pool in pools
+            )
+            found = self._nodes[key] = (pools, self._forms.setdefault(form, len(self._forms)))
+        return found
 
-    def _pools(self, node: Node) -> list[_Pool]:
+    def _gather(self, node: Node) -> list[_Pool]:
         newest: dict[tuple[str, str], list[ResourceSlice]] = {}
         candidates = [*self._by_node.get(node.name, ()), *self._shared]
         for item in candidates:
@@ -252,6 +285,40 @@ class Allocator:
         pools.sort(key=lambda p: (p.driver, p.name))
         return pools
 
+
+_INDEX: list[Any] = [None, None]
+
+
+def slice_index(slices: Sequence[ResourceSlice]) -> SliceIndex:
+    """The index of ``slices``, kept while the cache hands out the same list (until a slice changes)."""
+    if _INDEX[0] is not slices:
+        _INDEX[:] = [slices, SliceIndex(slices, SELECTORS)]
+    index: SliceIndex = _INDEX[1]
+    return index
+
+
+class Allocator:
+    """Allocates one pod's pending claims on one node at a time, over fixed DRA objects and in-use set."""
+
+    def __init__(
+        self,
+        classes: Mapping[str, DeviceClass],
+        index: SliceIndex,
+        allocated: frozenset[DeviceID],
+        behaviour: AllocatorBehaviour,
+    ) -> None:
+        self.classes = classes
+        self.index = index
+        self.allocated = allocated
+        self.selectors = index.selectors
+        self.behaviour = behaviour
+        # Pools with devices in use, and which: (driver, pool) -> device names.
+        self._in_use: dict[tuple[str, str], set[str]] = {}
+        for driver, pool, device in allocated:
+            self._in_use.setdefault((driver, pool), set()).add(device)
+        # (claims, form, devices in use) -> the answer of the first node of that form.
+        self._by_form: dict[tuple[Any, ...], list[ClaimAllocation] | InvalidPools | None] = {}
+
     # -- selectors ---------------------------------------------------------------------------------
 
     def _selectable(self, request: _Request, claim: ResourceClaim, pool: _Pool, device: Device) -> bool:
@@ -277,8 +344,42 @@ class Allocator:
 
     # -- allocation --------------------------------------------------------------------------------
 
+    def _used(self, pools: list[_Pool]) -> tuple[Any, ...]:
+        """Which devices of the pools are in use, by position (most pools have none)."""
+        in_use = self._in_use
+        if not in_use:
+            return ()
+        used = []
+        for i, pool in enumerate(pools):
+            names = in_use.get((pool.driver, pool.name))
+            if names:
+                used.append((i, tuple(d.name in names for item in pool.slices for d in item.devices)))
+        return tuple(used)
+
     def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[ClaimAllocation] | None:
-        pools = self._pools(node)
+        """The claims' allocation on ``node``. Nodes of one form (the same device contents in the same
+        pool order, the same ones in use) share the answer computed for the first of them, whose devices
+        it names: only which alternatives were chosen and whether the claims fit are read from it (Reserve
+        allocates on the chosen node itself). An error is raised by the first node of its form, as
+        upstream raises it at the first node that meets it."""
+        pools, form_id = self.index.pools(node)
+        form = (tuple(claim.key for claim in claims), form_id, self._used(pools))
+        if form in self._by_form:
+            found = self._by_form[form]
+            if isinstance(found, InvalidPools):
+                raise found
+            return found
+        try:
+            result = self._allocate(node, claims, pools)
+        except InvalidPools as exc:
+            self._by_form[form] = exc
+            raise
+        self._by_form[form] = result
+        return result
+
+    def _allocate(
+        self, node: Node, claims: Sequence[ResourceClaim], pools: list[_Pool]
+    ) -> list[ClaimAllocation] | None:
         requests: dict[tuple[int, int, int], _Request] = {}
         constraints: list[list[_MatchAttribute]] = []
         for c, claim in enumerate(claims):

@@ -49,8 +49,10 @@ class DeviceClass:
     resource_version: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class Device:
+    """Compared and hashed by identity: selector answers are remembered per device object while it lives."""
+
     name: str
     # Attribute name as published ("model" or "gpu.example.com/family") -> (type, value); type is one of
     # ATTRIBUTE_TYPES and a version's value is its text.

@@ -28,7 +28,7 @@ from podfit.server.dra.allocator import (
     AllocatorBehaviour,
     ClaimAllocation,
     InvalidPools,
-    Selectors,
+    slice_index,
 )
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import Int32Array, Int64Array, IntpArray, PreemptionResult, PreFilterResult
@@ -101,13 +101,6 @@ def allocated_devices(dra: DraView) -> frozenset[tuple[str, str, str]]:
     return found
 
 
-def _selectors(dra: DraView) -> Selectors:
-    found = dra.memo.get("selectors")
-    if found is None:
-        found = dra.memo["selectors"] = Selectors()
-    return found
-
-
 @dataclass
 class _State:
     # Set at the end of a PreFilter that accepted the pod (empty when PreFilter rejected it or it has none).
@@ -174,7 +167,7 @@ class DynamicResources:
                     if sub.class_name not in dra.classes:
                         return None, unresolvable(f"request {sub.name}: device class {sub.class_name} does not exist")
         if pending:
-            data.allocator = Allocator(dra.classes, dra.slices, allocated_devices(dra), _selectors(dra), self.behaviour)
+            data.allocator = Allocator(dra.classes, slice_index(dra.slices), allocated_devices(dra), self.behaviour)
         data.claims = tuple(claims)
         return None, None
 
