@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 import yaml
 from podfit.client.cli import COMMANDS, SUPPORTED_OUTPUTS
+from podfit.client.cli_views import resource_claim_state
 from podfit.client.conformance import LocalServer, load_cases
+from podfit.k8s.convert import KINDS, manifest_to_object, object_to_manifest
 
 from tests.builders import make_node, make_pod
 from tests.corpora import corpus
@@ -782,3 +784,31 @@ def test_get_pdb_shows_kubectls_budget_columns(target: str, argv: list[str], hea
     # Columns are separated by two or more spaces (a header such as "MIN AVAILABLE" has one inside).
     table = [re.split(r" {2,}", line.strip()) for line in done.stdout.splitlines()]
     assert table == [re.split(r" {2,}", header), re.split(r" {2,}", row)]
+
+
+@pytest.mark.parametrize(
+    ("manifest", "state"),
+    [
+        pytest.param({}, "pending", id="pending"),
+        pytest.param({"status": {"allocation": {"devices": {}}}}, "allocated", id="allocated"),
+        pytest.param(
+            {"status": {"allocation": {"devices": {}}, "reservedFor": [{"name": "p"}]}},
+            "allocated,reserved",
+            id="allocated and reserved",
+        ),
+        pytest.param({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}}, "deleted", id="deleted"),
+        pytest.param(
+            {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {"allocation": {"devices": {}}}},
+            "deleted,allocated",
+            id="deleted while allocated",
+        ),
+    ],
+)
+def test_resource_claim_state_is_kubectls(manifest: dict[str, Any], state: str) -> None:
+    assert resource_claim_state(manifest) == state
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_kind_prints_as_a_manifest_with_its_api_version(kind: str) -> None:
+    manifest = object_to_manifest(manifest_to_object({"kind": kind, "metadata": {"name": "x"}}))
+    assert (manifest["kind"] == kind and "/" in manifest["apiVersion"]) or manifest["apiVersion"] == "v1"

@@ -203,7 +203,25 @@ _KIND_COLUMNS: dict[str, tuple[tuple[str, Callable[[Mapping[str, Any]], str]], .
         ("MAX UNAVAILABLE", _spec_value("maxUnavailable")),
         ("ALLOWED DISRUPTIONS", lambda m: str((m.get("status") or {}).get("disruptionsAllowed", 0))),
     ),
+    "ResourceClaim": (("STATE", lambda m: resource_claim_state(m)),),
+    "ResourceSlice": (
+        ("NODE", lambda m: str((m.get("spec") or {}).get("nodeName") or "")),
+        ("DRIVER", _spec_value("driver")),
+        ("POOL", lambda m: str(((m.get("spec") or {}).get("pool") or {}).get("name", ""))),
+    ),
 }
+
+
+def resource_claim_state(manifest: Mapping[str, Any]) -> str:
+    """kubectl's STATE of a ResourceClaim: deleted, pending, allocated, reserved (comma-joined)."""
+    deleting = bool((manifest.get("metadata") or {}).get("deletionTimestamp"))
+    status = manifest.get("status") or {}
+    states = ["deleted"] if deleting else []
+    if not status.get("allocation"):
+        states += [] if deleting else ["pending"]
+    else:
+        states += ["allocated", "reserved"] if status.get("reservedFor") else ["allocated"]
+    return ",".join(states)
 
 
 def _section(title: str, items: Sequence[str], width: int = 22) -> list[str]:

@@ -229,7 +229,18 @@ _API_VERSIONS = {
     "StatefulSet": "apps/v1",
     "Job": "batch/v1",
     "DaemonSet": "apps/v1",
+    "StorageClass": "storage.k8s.io/v1",
+    "PersistentVolume": "v1",
+    "PersistentVolumeClaim": "v1",
+    "CSINode": "storage.k8s.io/v1",
+    "CSIDriver": "storage.k8s.io/v1",
+    "CSIStorageCapacity": "storage.k8s.io/v1",
+    "VolumeAttachment": "storage.k8s.io/v1",
+    "DeviceClass": "resource.k8s.io/v1",
+    "ResourceSlice": "resource.k8s.io/v1",
+    "ResourceClaim": "resource.k8s.io/v1",
 }
+assert set(_API_VERSIONS) == set(KINDS), "every kind podfit holds needs its apiVersion"
 
 
 def _field_of(parse_error: str) -> str:

@@ -223,11 +223,16 @@ class DynamicResources:
         if not data.claims or data.allocator is None:
             return scores
         infos = table.infos
+        # Nodes of one form share their allocation object (Allocator.allocate): score each once.
+        known: dict[int, int] = {}
         for i, row in enumerate(rows.tolist()):
             info = infos[row]
             results = data.allocations.get(info.name) if info is not None else None
             if results is not None:
-                scores[i] = self._score(data.claims, results)
+                score = known.get(id(results))
+                if score is None:
+                    score = known[id(results)] = self._score(data.claims, results)
+                scores[i] = score
         return scores
 
     def _score(self, claims: tuple[ResourceClaim, ...], results: list[ClaimAllocation]) -> int:
