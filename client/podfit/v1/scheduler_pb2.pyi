@@ -297,9 +297,12 @@ class FilterResponse(_message.Message):
     generation: _builtins.int
     """The cache generation the decision saw."""
     gated: _builtins.bool
-    """True when a PreEnqueue plugin (SchedulingGates) keeps the pod from being scheduled."""
+    """True when a PreEnqueue plugin (SchedulingGates, DynamicResources) keeps the pod from being scheduled."""
     message: _builtins.str
-    """The PreEnqueue message when gated."""
+    """The PreEnqueue message when gated; when a plugin failed with an error, kube-scheduler's text of it
+    (e.g. `running "DynamicResources" filter plugin: ...`; the attempt was aborted, so no verdicts follow
+    from a Filter error and no scores from a Score error); empty otherwise.
+    """
     feasible_count: _builtins.int
     """How many candidate nodes passed every filter."""
     server_epoch: _builtins.str
@@ -401,9 +404,12 @@ class ScoreResponse(_message.Message):
     generation: _builtins.int
     """The cache generation the decision saw."""
     gated: _builtins.bool
-    """True when a PreEnqueue plugin (SchedulingGates) keeps the pod from being scheduled; nothing is scored."""
+    """True when a PreEnqueue plugin (SchedulingGates, DynamicResources) keeps the pod from being scheduled; nothing is scored."""
     message: _builtins.str
-    """The PreEnqueue message when gated."""
+    """The PreEnqueue message when gated; when a plugin failed with an error, kube-scheduler's text of it
+    (e.g. `running "DynamicResources" filter plugin: ...`; the attempt was aborted, so no verdicts follow
+    from a Filter error and no scores from a Score error); empty otherwise.
+    """
     server_epoch: _builtins.str
     """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
     that sees a different server_epoch than before must resync in full (Replace every kind, then
@@ -513,9 +519,12 @@ class ScheduleResponse(_message.Message):
     generation: _builtins.int
     """The cache generation the decision saw (before the reservation, when the pod was assumed)."""
     gated: _builtins.bool
-    """True when a PreEnqueue plugin (SchedulingGates) keeps the pod from being scheduled."""
+    """True when a PreEnqueue plugin (SchedulingGates, DynamicResources) keeps the pod from being scheduled."""
     message: _builtins.str
-    """The PreEnqueue message when gated."""
+    """The PreEnqueue message when gated; when a plugin failed with an error, kube-scheduler's text of it
+    (e.g. `running "DynamicResources" filter plugin: ...`; the attempt was aborted, so no verdicts follow
+    from a Filter error and no scores from a Score error); empty otherwise.
+    """
     selected_node: _builtins.str
     """The chosen node: the first by name among best_nodes. Empty when nothing fits."""
     assumed_generation: _builtins.int

@@ -558,9 +558,11 @@ type FilterResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The cache generation the decision saw.
 	Generation int64 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
-	// True when a PreEnqueue plugin (SchedulingGates) keeps the pod from being scheduled.
+	// True when a PreEnqueue plugin (SchedulingGates, DynamicResources) keeps the pod from being scheduled.
 	Gated bool `protobuf:"varint,2,opt,name=gated,proto3" json:"gated,omitempty"`
-	// The PreEnqueue message when gated.
+	// The PreEnqueue message when gated; when a plugin failed with an error, kube-scheduler's text of it
+	// (e.g. `running "DynamicResources" filter plugin: ...`; the attempt was aborted, so no verdicts follow
+	// from a Filter error and no scores from a Score error); empty otherwise.
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// One verdict per candidate node, in node-name order.
 	Nodes []*NodeVerdict `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
@@ -758,9 +760,11 @@ type ScoreResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The cache generation the decision saw.
 	Generation int64 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
-	// True when a PreEnqueue plugin (SchedulingGates) keeps the pod from being scheduled; nothing is scored.
+	// True when a PreEnqueue plugin (SchedulingGates, DynamicResources) keeps the pod from being scheduled; nothing is scored.
 	Gated bool `protobuf:"varint,2,opt,name=gated,proto3" json:"gated,omitempty"`
-	// The PreEnqueue message when gated.
+	// The PreEnqueue message when gated; when a plugin failed with an error, kube-scheduler's text of it
+	// (e.g. `running "DynamicResources" filter plugin: ...`; the attempt was aborted, so no verdicts follow
+	// from a Filter error and no scores from a Score error); empty otherwise.
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// Feasible nodes only, best first (total descending, then name).
 	Scores []*NodeScore `protobuf:"bytes,4,rep,name=scores,proto3" json:"scores,omitempty"`
@@ -956,9 +960,11 @@ type ScheduleResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The cache generation the decision saw (before the reservation, when the pod was assumed).
 	Generation int64 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
-	// True when a PreEnqueue plugin (SchedulingGates) keeps the pod from being scheduled.
+	// True when a PreEnqueue plugin (SchedulingGates, DynamicResources) keeps the pod from being scheduled.
 	Gated bool `protobuf:"varint,2,opt,name=gated,proto3" json:"gated,omitempty"`
-	// The PreEnqueue message when gated.
+	// The PreEnqueue message when gated; when a plugin failed with an error, kube-scheduler's text of it
+	// (e.g. `running "DynamicResources" filter plugin: ...`; the attempt was aborted, so no verdicts follow
+	// from a Filter error and no scores from a Score error); empty otherwise.
 	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
 	// The chosen node: the first by name among best_nodes. Empty when nothing fits.
 	SelectedNode string `protobuf:"bytes,4,opt,name=selected_node,json=selectedNode,proto3" json:"selected_node,omitempty"`

@@ -256,14 +256,16 @@ export type FilterResponse = Message<"podfit.v1.FilterResponse"> & {
   generation: bigint;
 
   /**
-   * True when a PreEnqueue plugin (SchedulingGates) keeps the pod from being scheduled.
+   * True when a PreEnqueue plugin (SchedulingGates, DynamicResources) keeps the pod from being scheduled.
    *
    * @generated from field: bool gated = 2;
    */
   gated: boolean;
 
   /**
-   * The PreEnqueue message when gated.
+   * The PreEnqueue message when gated; when a plugin failed with an error, kube-scheduler's text of it
+   * (e.g. `running "DynamicResources" filter plugin: ...`; the attempt was aborted, so no verdicts follow
+   * from a Filter error and no scores from a Score error); empty otherwise.
    *
    * @generated from field: string message = 3;
    */
@@ -384,14 +386,16 @@ export type ScoreResponse = Message<"podfit.v1.ScoreResponse"> & {
   generation: bigint;
 
   /**
-   * True when a PreEnqueue plugin (SchedulingGates) keeps the pod from being scheduled; nothing is scored.
+   * True when a PreEnqueue plugin (SchedulingGates, DynamicResources) keeps the pod from being scheduled; nothing is scored.
    *
    * @generated from field: bool gated = 2;
    */
   gated: boolean;
 
   /**
-   * The PreEnqueue message when gated.
+   * The PreEnqueue message when gated; when a plugin failed with an error, kube-scheduler's text of it
+   * (e.g. `running "DynamicResources" filter plugin: ...`; the attempt was aborted, so no verdicts follow
+   * from a Filter error and no scores from a Score error); empty otherwise.
    *
    * @generated from field: string message = 3;
    */
@@ -510,14 +514,16 @@ export type ScheduleResponse = Message<"podfit.v1.ScheduleResponse"> & {
   generation: bigint;
 
   /**
-   * True when a PreEnqueue plugin (SchedulingGates) keeps the pod from being scheduled.
+   * True when a PreEnqueue plugin (SchedulingGates, DynamicResources) keeps the pod from being scheduled.
    *
    * @generated from field: bool gated = 2;
    */
   gated: boolean;
 
   /**
-   * The PreEnqueue message when gated.
+   * The PreEnqueue message when gated; when a plugin failed with an error, kube-scheduler's text of it
+   * (e.g. `running "DynamicResources" filter plugin: ...`; the attempt was aborted, so no verdicts follow
+   * from a Filter error and no scores from a Score error); empty otherwise.
    *
    * @generated from field: string message = 3;
    */
