@@ -4,8 +4,10 @@ with DEADLINE_EXCEEDED at its deadline while the server keeps answering."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
+from contextlib import suppress
 from typing import Any
 
 import grpc
@@ -125,3 +127,80 @@ def test_limits_are_settings(tmp_path: Any) -> None:
     assert resolve([], environ={}).limits.new_nodes_per_estimate == 1000
     with pytest.raises(SettingsError, match=r"limits\.drainNodes: 0 must be between 1 and 10000000"):
         resolve([], environ={"PODFIT_LIMITS_DRAIN_NODES": "0"})
+
+
+def _long_simulate() -> sim.SimulateRequest:
+    """5,000 pods that fit only on 5,000 template nodes: seconds of work on 2,000 cached nodes."""
+    request = _simulate(5000)
+    request.pods.extend(
+        sc.PodReference(kubernetes_json=json.dumps(make_pod(f"p{i}").req(cpu="2").json()).encode()) for i in range(5000)
+    )
+    return request
+
+
+async def _two_thousand_nodes(server: LiveServer) -> None:
+    await server.client.apply([make_node(f"n{i:04d}").capacity(cpu="1", pods="110").json() for i in range(2000)])
+
+
+async def test_health_and_stats_answer_while_a_heavy_call_runs(live: LiveServer) -> None:
+    await _two_thousand_nodes(live)
+    heavy = asyncio.ensure_future(live.client._call(live.client.simulation.Simulate, _long_simulate(), 3.0))
+    health = health_pb2_grpc.HealthStub(live.client._channel)
+    latencies = []
+    await asyncio.sleep(0.2)  # the simulation has the cache
+    while not heavy.done() and len(latencies) < 60:
+        started = time.monotonic()
+        await health.Check(health_pb2.HealthCheckRequest(), timeout=2)
+        await live.client.stats()
+        latencies.append((time.monotonic() - started) / 2)
+        await asyncio.sleep(0.02)
+    with suppress(PodfitError):
+        await heavy
+    assert len(latencies) >= 20, "the heavy call ended too soon to measure anything"
+    latencies.sort()
+    assert latencies[int(len(latencies) * 0.99) - 1] < 0.1, latencies[-5:]
+
+
+async def test_an_update_during_a_heavy_call_waits_and_is_applied(live: LiveServer) -> None:
+    await _two_thousand_nodes(live)
+    heavy = asyncio.ensure_future(live.client._call(live.client.simulation.Simulate, _long_simulate(), 1.0))
+    await asyncio.sleep(0.2)
+    await live.client.apply([make_node("late").capacity(cpu="1", pods="110").json()])
+    assert heavy.done(), "the update was applied while the simulation had the cache"
+    with pytest.raises(PodfitError) as caught:
+        await heavy
+    assert caught.value.code is grpc.StatusCode.DEADLINE_EXCEEDED
+    assert (await live.client.stats()).nodes == 2001
+
+
+async def test_a_heavy_call_whose_client_leaves_frees_the_cache_at_once(live: LiveServer) -> None:
+    await _two_thousand_nodes(live)
+    request = _long_simulate()
+    started = time.monotonic()
+    heavy = asyncio.ensure_future(live.client._call(live.client.simulation.Simulate, request, 60))
+    await asyncio.sleep(0.3)
+    heavy.cancel()
+    await live.client.apply([make_node("after").capacity(cpu="1", pods="110").json()])
+    # The whole simulation takes seconds; the update waited only for it to notice the cancellation.
+    assert time.monotonic() - started < 1.0
+
+
+async def test_heavy_calls_beyond_the_waiting_limit_are_refused() -> None:
+    server = await start_live_server(Settings(limits_heavy_calls_waiting=1))
+    try:
+        await _two_thousand_nodes(server)
+        calls = [
+            asyncio.ensure_future(server.client._call(server.client.simulation.Simulate, _long_simulate(), 2.0))
+            for _ in range(2)
+        ]
+        await asyncio.sleep(0.3)  # one runs, one waits
+        with pytest.raises(PodfitError) as caught:
+            await server.client._call(server.client.simulation.Simulate, _simulate(1), 5)
+        assert caught.value.code is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "heavy calls" in caught.value.message
+        for call in calls:
+            with suppress(PodfitError):
+                await call
+    finally:
+        await server.client.close()
+        await server.running.stop(0)

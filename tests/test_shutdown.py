@@ -19,10 +19,12 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from podfit.client import AsyncClient, PodfitError, schedule_request
+from podfit.client.manifests import to_cluster_object
 from podfit.server.app import create_server
 from podfit.server.lifecycle import SHUTTING_DOWN_MESSAGE
 from podfit.server.settings import Settings, SettingsError, load_file, resolve
 from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import simulation_pb2 as sim
 
 from tests.builders import make_node, make_pod
 from tests.server_process import ServerProcess
@@ -287,3 +289,23 @@ async def test_frequent_health_checks_do_not_hold_the_drain_open() -> None:
         assert time.monotonic() - started < 3
         await asyncio.wait_for(prober, 5)
     assert statuses[0] == health_pb2.HealthCheckResponse.SERVING and statuses[-1] == NOT_SERVING
+
+
+async def test_the_grace_period_bounds_a_heavy_call_too() -> None:
+    """A simulation of seconds in flight at shutdown is stopped when the grace runs out: the worker thread
+    notices the cancellation between steps and the process does not wait for it to finish."""
+    running = await create_server(Settings(), addr="127.0.0.1:0", extender_addr="off")
+    async with AsyncClient(f"127.0.0.1:{running.port}") as client:
+        await client.apply([make_node(f"n{i:04d}").capacity(cpu="1", pods="110").json() for i in range(2000)])
+        pods = [make_pod(f"p{i}").req(cpu="2").json() for i in range(5000)]
+        template = cc.ClusterObject(node=to_cluster_object(make_node("t").capacity(cpu="4", pods="110").json()).node)
+        scenario = sim.Scenario(add_nodes=[sim.HypotheticalNodes(template=template, count=5000)])
+        call = asyncio.create_task(client.simulate(pods, scenario, timeout=60))
+        while not running.service.gate.busy:
+            await asyncio.sleep(0.01)
+        started = time.monotonic()
+        await asyncio.wait_for(running.stop(0.5), 5)
+        assert time.monotonic() - started < 1.5
+        assert not running.service.gate.busy
+        with pytest.raises(PodfitError):
+            await call

@@ -8,6 +8,7 @@ with DEADLINE_EXCEEDED shortly after its deadline instead of running on for minu
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +38,9 @@ class Limits:
     # Options (node groups) per BestOptions call, and pods per option.
     expansion_options: int = 1_000
     pods_per_option: int = 10_000
+    # Heavy calls (simulations, estimates, drains, BestOptions, preemptions, batches) that may wait while
+    # one runs; one more is RESOURCE_EXHAUSTED (podfit.server.gate).
+    heavy_calls_waiting: int = 8
 
     def check(self, field: str, count: int, limit: int, what: str, setting: str) -> None:
         if count > limit:
@@ -56,8 +60,29 @@ def deadline_scope(seconds: float | None) -> Iterator[None]:
         _deadline.reset(token)
 
 
+_cancelled: ContextVar[threading.Event | None] = ContextVar("podfit_cancelled", default=None)
+
+
+class CallCancelled(Exception):
+    """The call was cancelled (its client went away, or the server is stopping) while it was answered."""
+
+
+@contextmanager
+def cancellation_scope(flag: threading.Event) -> Iterator[None]:
+    """Work inside (and in contexts copied from it, such as a worker thread's) stops once ``flag`` is set."""
+    token = _cancelled.set(flag)
+    try:
+        yield
+    finally:
+        _cancelled.reset(token)
+
+
 def check_deadline() -> None:
-    """Raises DeadlineExceeded once the current call's deadline has passed."""
+    """Raises DeadlineExceeded once the current call's deadline has passed, CallCancelled once the call
+    was cancelled; the simulation loops call it between steps."""
     deadline = _deadline.get()
     if deadline is not None and time.monotonic() > deadline:
         raise DeadlineExceeded("the deadline passed before the answer was complete")
+    flag = _cancelled.get()
+    if flag is not None and flag.is_set():
+        raise CallCancelled("the call was cancelled")

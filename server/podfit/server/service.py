@@ -27,6 +27,7 @@ from podfit.server.framework.interfaces import PreemptionResult
 from podfit.server.framework.profile import Profile
 from podfit.server.framework.runtime import FilterOutcome
 from podfit.server.framework.versions import VERSIONS
+from podfit.server.gate import Gate
 from podfit.server.model import Kind, Node, Pod, ValidationError
 from podfit.server.model.dra import ResourceClaim
 from podfit.server.simulation.drain import DrainOptions
@@ -275,6 +276,8 @@ class SchedulingService:
         self.cache = ClusterCache()
         # Per-request limits, checked before any work (podfit.server.budget).
         self.limits = limits or Limits()
+        # Decisions and updates share the cache; a heavy call has it alone, on a worker thread.
+        self.gate = Gate(self.limits.heavy_calls_waiting)
         # This process's cache id, new at every start: a restart empties the cache, and a feeder that sees
         # another epoch knows it must resync in full.
         self.epoch = uuid.uuid4().hex
@@ -895,6 +898,7 @@ class SchedulingService:
         return self.engine.at_version(version).release_for(scheduler_name, resolved)
 
     async def close(self) -> None:
+        await self.gate.stop()
         if self._memo is not None:
             await self._memo.close()
 

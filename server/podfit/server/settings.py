@@ -86,6 +86,7 @@ class Settings:
     limits_new_nodes_per_estimate: int = 1_000
     limits_expansion_options: int = 1_000
     limits_pods_per_option: int = 10_000
+    limits_heavy_calls_waiting: int = 8
     # The kube-scheduler version decisions answer as unless a profile or a request says otherwise.
     kube_scheduler_version: str = DEFAULT_VERSION
     # kube-scheduler's --feature-gates: "A=true,B=false" (or a mapping in the file), for every version.
@@ -104,6 +105,7 @@ class Settings:
             new_nodes_per_estimate=self.limits_new_nodes_per_estimate,
             expansion_options=self.limits_expansion_options,
             pods_per_option=self.limits_pods_per_option,
+            heavy_calls_waiting=self.limits_heavy_calls_waiting,
         )
 
     @property
@@ -162,6 +164,7 @@ _SOURCES = {
     "limits_new_nodes_per_estimate": ("limits.newNodesPerEstimate", "PODFIT_LIMITS_NEW_NODES_PER_ESTIMATE"),
     "limits_expansion_options": ("limits.expansionOptions", "PODFIT_LIMITS_EXPANSION_OPTIONS"),
     "limits_pods_per_option": ("limits.podsPerOption", "PODFIT_LIMITS_PODS_PER_OPTION"),
+    "limits_heavy_calls_waiting": ("limits.heavyCallsWaiting", "PODFIT_LIMITS_HEAVY_CALLS_WAITING"),
     "feature_gates": ("featureGates", "PODFIT_FEATURE_GATES"),
 }
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}

@@ -18,7 +18,7 @@ from podfit.server.service import SchedulingService
 from podfit.server.simulation.expander import ExpansionOption
 from podfit.server.telemetry import annotate
 from podfit.server.transport.convert import located
-from podfit.server.transport.errors import unary_errors
+from podfit.server.transport.errors import heavy, unary_errors
 
 
 def _decoded(kind: Kind, data: bytes, path: str) -> ClusterObject:
@@ -46,6 +46,7 @@ class ExpanderServicer(ex_grpc.ExpanderServicer):
         self.service = service
 
     @unary_errors
+    @heavy
     async def BestOptions(
         self, request: ex.BestOptionsRequest, context: grpc.aio.ServicerContext
     ) -> ex.BestOptionsResponse:
@@ -61,6 +62,6 @@ class ExpanderServicer(ex_grpc.ExpanderServicer):
                 templates[group] = _node(request.nodeBytesMap[group], f"nodeBytesMap[{group!r}]")
             pods = [_pod(data, f"options[{i}].podBytes[{j}]") for j, data in enumerate(option.podBytes)]
             options.append(ExpansionOption(group, option.nodeCount, pods, templates[group]))
-        best, _ = self.service.best_expansion_options(options)
+        best, _ = await self.service.gate.run_heavy(self.service.best_expansion_options, options)
         annotate(options=len(options), best=len(best))
         return ex.BestOptionsResponse(options=[request.options[i] for i in best])

@@ -14,8 +14,9 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from podfit.k8s.convert import ConversionError
 from podfit.k8s.limits import bounded
-from podfit.server.budget import DeadlineExceeded, deadline_scope
+from podfit.server.budget import CallCancelled, DeadlineExceeded, deadline_scope
 from podfit.server.engine import UnknownProfileError
+from podfit.server.gate import HeavyCallsBusy
 from podfit.server.model import ValidationError
 from podfit.server.service import CacheNotSyncedError, NotFoundError, StalePodError
 
@@ -93,6 +94,15 @@ def status_for(exc: BaseException) -> status_pb2.Status:
         return _status(code_pb2.FAILED_PRECONDITION, str(exc), failure, "EXPIRED")
     if isinstance(exc, DeadlineExceeded):
         return _status(code_pb2.DEADLINE_EXCEEDED, str(exc), None, "DEADLINE_EXCEEDED")
+    if isinstance(exc, HeavyCallsBusy):
+        info = error_details_pb2.QuotaFailure(
+            violations=[
+                error_details_pb2.QuotaFailure.Violation(subject="limits.heavyCallsWaiting", description=str(exc))
+            ]
+        )
+        return _status(code_pb2.RESOURCE_EXHAUSTED, str(exc), info, "HEAVY_CALLS_BUSY")
+    if isinstance(exc, CallCancelled):
+        return _status(code_pb2.CANCELLED, str(exc), None, "CANCELLED")
     if isinstance(exc, NotFoundError):
         return _status(code_pb2.NOT_FOUND, str(exc), None, "NOT_FOUND")
     if isinstance(exc, StalePodError):
@@ -163,6 +173,8 @@ _EXPECTED = (
     CacheNotSyncedError,
     ExpiredError,
     DeadlineExceeded,
+    HeavyCallsBusy,
+    CallCancelled,
 )
 # Refused input worth a line in the log (a miss on a Get is not).
 _REJECTED = (ValidationError, ConversionError, UnknownProfileError, RecursionError, UnicodeError)
@@ -187,6 +199,23 @@ def log_fault(method: str, exc: BaseException) -> None:
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
+F = TypeVar("F")
+
+# How a servicer method uses the cache (podfit.server.gate): shared with other decisions and updates (the
+# default), not at all (``ungated``: reads that need no consistent view), or alone on the worker thread
+# (``heavy``: the method runs its work through ``service.gate.run_heavy`` itself).
+GATE_ATTRIBUTE = "_podfit_gate"
+SHARED, UNGATED, HEAVY = "shared", "ungated", "heavy"
+
+
+def ungated(method: F) -> F:
+    setattr(method, GATE_ATTRIBUTE, UNGATED)
+    return method
+
+
+def heavy(method: F) -> F:
+    setattr(method, GATE_ATTRIBUTE, HEAVY)
+    return method
 
 
 def unary_errors(
@@ -194,12 +223,17 @@ def unary_errors(
 ) -> Callable[[Any, Req, grpc.aio.ServicerContext], Awaitable[Resp]]:
     """Turns exceptions raised by a unary servicer method into proper gRPC statuses."""
 
+    gated = getattr(method, GATE_ATTRIBUTE, SHARED) == SHARED
+
     @functools.wraps(method)
     async def wrapper(self: Any, request: Req, context: grpc.aio.ServicerContext) -> Resp:
         try:
             # The simulation loops check the caller's deadline between steps (podfit.server.budget).
             with deadline_scope(context.time_remaining()):
-                return await method(self, request, context)
+                if not gated:
+                    return await method(self, request, context)
+                async with self.service.gate.shared():
+                    return await method(self, request, context)
         except grpc.aio.AbortError:
             raise
         except Exception as exc:

@@ -302,7 +302,10 @@ def _route(handler: Handler, verb: str, service: SchedulingService) -> Callable[
         try:
             # Before the body is read: an unsynced cache answers nothing, whatever was asked.
             service.require_synced()
-            return _json_response(await handler(await _body(request)))
+            body = await _body(request)
+            async with service.gate.shared():
+                result = await handler(body)
+            return _json_response(result)
         except CacheNotSyncedError as exc:
             return _json_response({"Error": f"{verb}: {exc}", "reason": CACHE_NOT_SYNCED}, status=503)
         except ClientGone:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from collections.abc import AsyncIterator, Sequence
 
 import grpc
@@ -16,7 +17,7 @@ from podfit.server.service import PodInput, PodRejected, SchedulingService, fiel
 from podfit.server.telemetry import annotate
 from podfit.server.transport import convert, paging
 from podfit.server.transport.decoding import Undecodable, accepts_undecodable
-from podfit.server.transport.errors import NotFoundError, log_fault, stream_errors, unary_errors
+from podfit.server.transport.errors import NotFoundError, heavy, log_fault, stream_errors, unary_errors, ungated
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import cluster_cache_pb2_grpc as cc_grpc
 from podfit.v1 import scheduler_pb2 as sc
@@ -138,7 +139,9 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
                 try:
                     if isinstance(request, Undecodable):
                         raise request.error()
-                    result = self._apply(convert.changes_from_updates(request.updates))
+                    changes = convert.changes_from_updates(request.updates)
+                    async with self.service.gate.shared():
+                        result = self._apply(changes)
                 except Exception as exc:  # any bad batch is refused in band; it never ends the stream
                     yield self._refusal(request, exc)
                     continue
@@ -155,6 +158,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
             reader.cancel()
 
     @unary_errors
+    @ungated
     async def Get(self, request: cc.GetRequest, context: grpc.aio.ServicerContext) -> cc.GetResponse:
         kind = convert.kind_from_enum(request.key.kind, "key.kind")
         if not request.key.name:
@@ -174,6 +178,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         return response
 
     @unary_errors
+    @ungated
     async def List(self, request: cc.ListRequest, context: grpc.aio.ServicerContext) -> cc.ListResponse:
         kind = convert.kind_from_enum(request.kind, "kind")
         try:
@@ -210,6 +215,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         return [convert.node_allocation(a) for a in self.service.node_allocations(names)]
 
     @unary_errors
+    @ungated
     async def Stats(self, request: cc.StatsRequest, context: grpc.aio.ServicerContext) -> cc.StatsResponse:
         return cc.StatsResponse(**dataclasses.asdict(self.service.stats()), server_epoch=self.service.epoch)
 
@@ -308,23 +314,29 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
     ) -> AsyncIterator[sc.ScheduleResponse]:
         """Answers each request in order; an invalid one ends the stream with INVALID_ARGUMENT."""
         async for request in requests:
-            yield await self._schedule(request)
+            async with self.service.gate.shared():
+                response = await self._schedule(request)
+            yield response
 
     @unary_errors
+    @heavy
     async def ScheduleBatch(
         self, request: sc.ScheduleBatchRequest, context: grpc.aio.ServicerContext
     ) -> sc.ScheduleBatchResponse:
         pods = [convert.pod_input(ref, f"pods[{i}]", with_source=True) for i, ref in enumerate(request.pods)]
         full = request.view != sc.VIEW_BASIC
         try:
-            placement = self.service.schedule_batch(
-                pods,
-                list(request.node_names),
-                request.scheduler_name,
-                all_or_nothing=request.all_or_nothing,
-                preempt=not request.disable_preemption,
-                details=full,
-                version=request.kube_scheduler_version,
+            placement = await self.service.gate.run_heavy(
+                functools.partial(
+                    self.service.schedule_batch,
+                    pods,
+                    list(request.node_names),
+                    request.scheduler_name,
+                    all_or_nothing=request.all_or_nothing,
+                    preempt=not request.disable_preemption,
+                    details=full,
+                    version=request.kube_scheduler_version,
+                )
             )
         except PodRejected as exc:
             raise convert.located_pod_error(exc, request.scheduler_name) from None
@@ -342,10 +354,13 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         )
 
     @unary_errors
+    @heavy
     async def Preempt(self, request: sc.PreemptRequest, context: grpc.aio.ServicerContext) -> sc.PreemptResponse:
         pod = self._pod(request.pod)
         version = request.kube_scheduler_version
-        result, generation = self.service.preempt(pod, list(request.node_names), request.scheduler_name, version)
+        result, generation = await self.service.gate.run_heavy(
+            self.service.preempt, pod, list(request.node_names), request.scheduler_name, version
+        )
         annotate(nominated=result.nominated_node, victims=len(result.victims))
         release = self.service.release_for(version, request.scheduler_name, pod)
         return convert.preempt_response(result, generation, self.service.epoch, release)
@@ -358,17 +373,21 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         self.service = service
 
     @unary_errors
+    @heavy
     async def Simulate(self, request: sim.SimulateRequest, context: grpc.aio.ServicerContext) -> sim.SimulateResponse:
         scenario = convert.scenario_from_message(request.scenario, "scenario")
         pods = [convert.pod_input(ref, f"pods[{i}]") for i, ref in enumerate(request.pods)]
         version = request.kube_scheduler_version
-        result = self.service.simulate(scenario, pods, request.scheduler_name, version)
+        result = await self.service.gate.run_heavy(
+            self.service.simulate, scenario, pods, request.scheduler_name, version
+        )
         annotate(pods=len(pods), hypothetical_nodes=len(result.hypothetical_nodes))
         response = convert.simulate_response(result, self.service.epoch)
         response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
         return response
 
     @unary_errors
+    @heavy
     async def EstimateScaleUp(
         self, request: sim.EstimateScaleUpRequest, context: grpc.aio.ServicerContext
     ) -> sim.EstimateScaleUpResponse:
@@ -378,20 +397,25 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         ]
         node_groups = [convert.node_group(group, f"node_groups[{i}]") for i, group in enumerate(request.node_groups)]
         version = request.kube_scheduler_version
-        generation, estimates = self.service.estimate_scale_up(groups, node_groups, request.scheduler_name, version)
+        generation, estimates = await self.service.gate.run_heavy(
+            self.service.estimate_scale_up, groups, node_groups, request.scheduler_name, version
+        )
         annotate(groups=len(groups), node_groups=len(node_groups))
         response = convert.estimate_response(generation, estimates, self.service.epoch)
         response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
         return response
 
     @unary_errors
+    @heavy
     async def SimulateDrain(
         self, request: sim.SimulateDrainRequest, context: grpc.aio.ServicerContext
     ) -> sim.SimulateDrainResponse:
         options = convert.drain_options(request.options, "options")
         now = convert.optional_time(request, "now")
         version = request.kube_scheduler_version
-        result = self.service.simulate_drain(list(request.node_names), options, now, request.scheduler_name, version)
+        result = await self.service.gate.run_heavy(
+            self.service.simulate_drain, list(request.node_names), options, now, request.scheduler_name, version
+        )
         annotate(nodes=len(request.node_names))
         response = convert.drain_response(result, self.service.epoch)
         response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
