@@ -47,8 +47,25 @@ FUZZ = settings(
     print_blob=False,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )
-KINDS = ["Node", "Pod", "Namespace", "PodDisruptionBudget", "Service"]
-CLUSTER_SCOPED = {"Node", "Namespace"}
+KINDS = ["Node", "Pod", "Namespace", "PodDisruptionBudget", "Service", "DeviceClass", "ResourceSlice", "ResourceClaim"]
+CLUSTER_SCOPED = {"Node", "Namespace", "DeviceClass", "ResourceSlice"}
+# Device selectors, good and bad: a CEL compile error is refused on arrival; a runtime error is the
+# scheduler's answer (a framework error), never INTERNAL.
+SELECTORS = st.sampled_from(
+    [
+        'device.driver == "gpu.example.com"',
+        'device.attributes["gpu.example.com"].model == "a100"',
+        'device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0',
+        'device.attributes["gpu.example.com"].v.isGreaterThan(semver("1.0.0"))',
+        "1 / 0 == 1",
+        'device.attributes["gpu.example.com"].model',
+        'quantity("abc").isInteger()',
+        "device.(",
+        "true &&",
+        "x" * 5000,
+        '"a".matches("(")',
+    ]
+)
 
 
 class ThreadedServer:
@@ -139,6 +156,10 @@ def _nested(depth: int) -> Any:
 HOSTILE_VALUES = st.one_of(
     st.integers(min_value=80, max_value=400).map(_nested),
     st.sampled_from(["\ud800", "a\udfffb", "x" * 70_000, "é" * 3000, "\x00", "[[[{"]),
+    # Past Python's integer-string limit; Unicode digits; times outside years 1-9999.
+    st.sampled_from(
+        ["1" + "0" * 4300, "0." + "0" * 4300 + "1", "²", "①", "٣", "10000-01-01T00:00:00Z", "0000-01-01T00:00:00Z"]
+    ),
     st.text(max_size=20),
     st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=True, allow_infinity=True),
@@ -147,7 +168,24 @@ HOSTILE_VALUES = st.one_of(
     st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
     st.lists(st.text(max_size=3), max_size=3),
 )
-HOSTILE_KEYS = st.sampled_from(["spec", "status", "labels", "nodeName", "containers", "\ud800", "k" * 300, "extra"])
+HOSTILE_KEYS = st.sampled_from(
+    [
+        "spec",
+        "status",
+        "labels",
+        "nodeName",
+        "containers",
+        "\ud800",
+        "k" * 300,
+        "extra",
+        "resourceVersion",
+        "creationTimestamp",
+        "startTime",
+        "cpu",
+        "count",
+        "expression",
+    ]
+)
 # Keys never mutated, so the ledger knows which object an acknowledged write was about.
 IDENTITY = {"kind", "name", "namespace", "apiVersion", "metadata"}
 HOSTILE_BYTES = st.one_of(
@@ -193,6 +231,8 @@ def manifests(draw: st.DrawFn, kinds: list[str] = KINDS) -> dict[str, Any]:
         builder = make_pod(name, draw(NAMESPACES)).req(cpu=draw(QUANTITIES))
         if draw(st.booleans()):
             builder = builder.node(draw(NAMES))
+        if draw(st.booleans()):
+            builder.spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": draw(NAMES)}]
         obj = builder.priority(draw(st.integers(min_value=-5, max_value=5))).json()
     elif kind == "PodDisruptionBudget":
         obj = {
@@ -204,6 +244,37 @@ def manifests(draw: st.DrawFn, kinds: list[str] = KINDS) -> dict[str, Any]:
         }
     elif kind == "Service":
         obj = {"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": draw(NAMESPACES)}}
+    elif kind == "DeviceClass":
+        selectors = [{"cel": {"expression": draw(SELECTORS)}} for _ in range(draw(st.integers(0, 2)))]
+        obj = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": name},
+            "spec": {"selectors": selectors},
+        }
+    elif kind == "ResourceSlice":
+        device = {
+            "name": "gpu-0",
+            "attributes": {
+                "model": {"string": "a100"},
+                "v": {"version": draw(st.sampled_from(["1.2.3", "x", "01.0.0"]))},
+            },
+            "capacity": {"memory": {"value": draw(QUANTITIES)}},
+        }
+        pool = {"name": name, "generation": draw(st.integers(-1, 2)), "resourceSliceCount": draw(st.integers(0, 2))}
+        spec = {"driver": "gpu.example.com", "pool": pool, "nodeName": draw(NAMES), "devices": [device]}
+        obj = {"apiVersion": "resource.k8s.io/v1", "kind": kind, "metadata": {"name": name}, "spec": spec}
+    elif kind == "ResourceClaim":
+        exactly = {"deviceClassName": draw(NAMES), "count": draw(st.integers(-1, 40))}
+        if draw(st.booleans()):
+            exactly["selectors"] = [{"cel": {"expression": draw(SELECTORS)}}]
+        request = {"name": "gpu", "exactly": exactly}
+        obj = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": name, "namespace": draw(NAMESPACES)},
+            "spec": {"devices": {"requests": [request]}},
+        }
     else:
         obj = {"apiVersion": "v1", "kind": kind, "metadata": {"name": name}}
     for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
@@ -246,7 +317,13 @@ def known_objects(draw: st.DrawFn, kinds: list[str] = KINDS) -> tuple[cc.Cluster
     if draw(st.integers(min_value=0, max_value=4)) == 0:
         return cc.ClusterObject(kubernetes_json=draw(HOSTILE_BYTES)), None
     manifest = draw(manifests(kinds))
-    return _encode(manifest, draw(st.sampled_from(["json", "typed", "protobuf"]))), key_of(manifest)
+    obj = _encode(manifest, draw(st.sampled_from(["json", "typed", "protobuf"])))
+    which = obj.WhichOneof("object")
+    if which not in ("kubernetes_json", "kubernetes_protobuf") and draw(st.integers(0, 3)) == 0:
+        # A typed object with a Timestamp outside years 1-9999 (or negative nanos), which JSON cannot say.
+        stamp = getattr(obj, which).metadata.creation_timestamp
+        stamp.seconds, stamp.nanos = draw(st.sampled_from([(253402300800, 0), (-62135596801, 0), (0, -1)]))
+    return obj, key_of(manifest)
 
 
 @st.composite

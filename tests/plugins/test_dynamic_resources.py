@@ -5,6 +5,7 @@ corpora check the same plugin against kube-scheduler itself (tests/test_conforma
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -454,3 +455,21 @@ def test_bad_claims_name_the_field(patch: dict[str, Any], field: str) -> None:
     with pytest.raises(ValidationError) as exc:
         resource_claim_from_k8s({"metadata": {"name": "c"}, **patch})
     assert field in exc.value.field
+
+
+@pytest.mark.parametrize(
+    ("expression", "error"),
+    [
+        pytest.param(
+            'quantity("abc").isInteger()',
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+            id="not a quantity",
+        ),
+        pytest.param("1 / 0 == 1", "divide by zero", id="division by zero"),
+        pytest.param("device.driver", "no such overload", id="not a bool"),
+    ],
+)
+def test_cel_errors_are_runtime_errors_not_crashes(expression: str, error: str) -> None:
+    value = device_value(GPU, resource_slice_from_k8s(slice_("n1", gpu("g0"))[1]).devices[0])
+    with pytest.raises(CelError, match=re.escape(error)):
+        compile_selector(expression).matches(value)

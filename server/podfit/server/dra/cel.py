@@ -93,17 +93,21 @@ def _compare(a: Any, b: Any) -> int:
     raise TypeError("no such overload")
 
 
-def _quantity(text: Any) -> Quantity:
+# apimachinery's resource.ErrFormatWrong, what quantity() answers for text that is no quantity.
+_QUANTITY_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+
+
+def _quantity(text: Any) -> Quantity | CELEvalError:
     try:
         return Quantity(parse_quantity(str(text)))
-    except QuantityError as exc:
-        raise ValueError(f"quantities must match the regular expression: {exc}") from exc
+    except QuantityError:
+        return CELEvalError(_QUANTITY_FORMAT)
 
 
-def _semver(text: Any) -> Semver:
+def _semver(text: Any) -> Semver | CELEvalError:
     version = parse_semver(str(text))
     if version is None:
-        raise ValueError("invalid semver")
+        return CELEvalError(f"invalid semantic version: {text}")
     return version
 
 
@@ -137,7 +141,7 @@ def _quantity_only(fn: Any) -> Any:
 
 FUNCTIONS: dict[str, Any] = {
     "quantity": _quantity,
-    "isQuantity": lambda text: ct.BoolType(_try(_quantity, text)),
+    "isQuantity": lambda text: ct.BoolType(isinstance(_quantity(text), Quantity)),
     "semver": _semver,
     "isSemver": lambda text: ct.BoolType(parse_semver(str(text)) is not None),
     "compareTo": lambda a, b: ct.IntType(_compare(a, b)),
@@ -153,14 +157,6 @@ FUNCTIONS: dict[str, Any] = {
     "minor": _component("minor"),
     "patch": _component("patch"),
 }
-
-
-def _try(fn: Any, value: Any) -> bool:
-    try:
-        fn(value)
-    except ValueError:
-        return False
-    return True
 
 
 _ENV = celpy.Environment()
