@@ -197,6 +197,13 @@ def _violations(error: grpc.aio.AioRpcError) -> list[str]:
             "nodeBytesMap['a']",
             id="undecodable template",
         ),
+        pytest.param(
+            ex.BestOptionsRequest(
+                options=[option("a", 1, pods(1))] * 100_000, nodeBytesMap={"a": template("a", "4", "4Gi")}
+            ),
+            "options",
+            id="100,000 options, refused by limits.expansionOptions before any work",
+        ),
     ],
 )
 async def test_bad_bytes_are_invalid_argument(expander: Expander, request_: ex.BestOptionsRequest, field: str) -> None:

@@ -52,6 +52,13 @@ class ExpanderServicer(ex_grpc.ExpanderServicer):
     ) -> ex.BestOptionsResponse:
         # Before decoding anything: an unsynced cache (--wait-for-sync) is FAILED_PRECONDITION.
         self.service.require_synced()
+        # Limits before decoding: 100,000 options of pod bytes would take seconds to decode.
+        limits = self.service.limits
+        limits.check("options", len(request.options), limits.expansion_options, "options", "expansionOptions")
+        for i, option in enumerate(request.options):
+            limits.check(
+                f"options[{i}].podBytes", len(option.podBytes), limits.pods_per_option, "pods", "podsPerOption"
+            )
         templates: dict[str, Node] = {}
         options = []
         for i, option in enumerate(request.options):
