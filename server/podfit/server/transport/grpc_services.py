@@ -323,6 +323,9 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
     async def ScheduleBatch(
         self, request: sc.ScheduleBatchRequest, context: grpc.aio.ServicerContext
     ) -> sc.ScheduleBatchResponse:
+        limits = self.service.limits
+        # Counted before anything is decoded: decoding 10,000s of pods is work too.
+        limits.check("pods", len(request.pods), limits.pods_per_request, "pods", "podsPerRequest")
         pods = [convert.pod_input(ref, f"pods[{i}]", with_source=True) for i, ref in enumerate(request.pods)]
         full = request.view != sc.VIEW_BASIC
         try:
@@ -375,6 +378,8 @@ class SimulationServicer(sim_grpc.SimulationServicer):
     @unary_errors
     @heavy
     async def Simulate(self, request: sim.SimulateRequest, context: grpc.aio.ServicerContext) -> sim.SimulateResponse:
+        limits = self.service.limits
+        limits.check("pods", len(request.pods), limits.pods_per_request, "pods", "podsPerRequest")
         scenario = convert.scenario_from_message(request.scenario, "scenario")
         pods = [convert.pod_input(ref, f"pods[{i}]") for i, ref in enumerate(request.pods)]
         version = request.kube_scheduler_version
@@ -391,6 +396,9 @@ class SimulationServicer(sim_grpc.SimulationServicer):
     async def EstimateScaleUp(
         self, request: sim.EstimateScaleUpRequest, context: grpc.aio.ServicerContext
     ) -> sim.EstimateScaleUpResponse:
+        limits = self.service.limits
+        total = sum(len(group.pods) for group in request.groups)
+        limits.check("groups", total, limits.pods_per_request, "pods in all groups", "podsPerRequest")
         groups = [
             [convert.pod_input(ref, f"groups[{i}].pods[{j}]") for j, ref in enumerate(group.pods)]
             for i, group in enumerate(request.groups)
