@@ -1,21 +1,24 @@
-"""Kubernetes protobuf (Go's ``v1.Pod.Marshal()``, ``v1.Node.Marshal()``) <-> the object's Kubernetes JSON.
+"""Kubernetes protobuf (Go's ``obj.Marshal()``, e.g. ``v1.Pod.Marshal()``) <-> the object's Kubernetes JSON.
 
-cluster-autoscaler's gRPC expander sends pods and nodes in Kubernetes' protobuf encoding. ``decode`` turns
-them into the dict that Kubernetes' JSON serialisation of the same Go object gives, so that everything
-downstream (``manifest_to_message``, the server's model) treats them exactly like JSON; ``encode`` is the
-inverse, writing the bytes Go's ``Marshal()`` writes for the fields podfit models.
+cluster-autoscaler's gRPC expander sends pods and nodes in Kubernetes' protobuf encoding, and Go clients
+can send volumes, storage and resource.k8s.io objects that way too. ``decode`` turns them into the dict
+that Kubernetes' JSON serialisation of the same Go object gives, so that everything downstream
+(``manifest_to_message``, the server's model) treats them exactly like JSON; ``encode`` is the inverse,
+writing the bytes Go's ``Marshal()`` writes for the fields podfit models.
 
 The wire format alone cannot say how Go renders a field in JSON: Go writes its non-pointer fields always
 (so presence means nothing for them, and JSON's ``omitempty`` drops their zero values), its pointer fields
 only when set (shown in JSON even when zero), and some fields have no ``omitempty`` at all (``null`` when
-empty). The tables below record which is which for every modelled field, as k8s.io/api v0.35 declares it;
-the rest follows from the schema in protos/podfit/k8s/v1/core.proto, whose field names are the JSON keys.
+empty). The tables below record which is which for every modelled field, as k8s.io/api v0.37 declares it;
+the rest follows from the schema in protos/podfit/k8s/v1 (core.proto, storage.proto, resource.proto), whose
+field names are the JSON keys.
 """
 
 from __future__ import annotations
 
 import codecs
 import enum
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,18 +26,53 @@ from typing import Any, TypeVar
 
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
+from google.protobuf.message_factory import GetMessageClass
 from google.protobuf.unknown_fields import UnknownFieldSet
 from podfit.k8s.errors import ConversionError
+from podfit.k8s.limits import check_json
 from podfit.k8s.quantity import QuantityError, parse_quantity
 from podfit.k8s.v1 import core_pb2 as k8s
+from podfit.k8s.v1 import resource_pb2 as k8s_resource
+from podfit.k8s.v1 import storage_pb2 as k8s_storage
 
-__all__ = ["ENVELOPE_MAGIC", "KINDS", "MAX_BYTES", "decode", "encode"]
+__all__ = ["API_VERSIONS", "ENVELOPE_MAGIC", "KINDS", "MAX_BYTES", "decode", "encode"]
 
 # Kubernetes' protobuf serializer writes this before a runtime.Unknown envelope.
 ENVELOPE_MAGIC = b"k8s\x00"
 PROTOBUF_CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
-KINDS: dict[str, type[Message]] = {"Pod": k8s.Pod, "Node": k8s.Node}
-# A pod or node is far smaller (etcd stores objects of at most 1.5 MiB); larger input is refused unread.
+# The kinds podfit holds that it decodes from protobuf: all but the workloads, Namespace, Service and
+# PodDisruptionBudget, which have no schema here (yet).
+KINDS: dict[str, type[Message]] = {
+    "Pod": k8s.Pod,
+    "Node": k8s.Node,
+    "PersistentVolume": k8s.PersistentVolume,
+    "PersistentVolumeClaim": k8s.PersistentVolumeClaim,
+    "StorageClass": k8s_storage.StorageClass,
+    "CSINode": k8s_storage.CSINode,
+    "CSIDriver": k8s_storage.CSIDriver,
+    "CSIStorageCapacity": k8s_storage.CSIStorageCapacity,
+    "VolumeAttachment": k8s_storage.VolumeAttachment,
+    "DeviceClass": k8s_resource.DeviceClass,
+    "ResourceSlice": k8s_resource.ResourceSlice,
+    "ResourceClaim": k8s_resource.DRAResourceClaim,
+}
+# The apiVersion of each kind: the envelope's must match it, and decoded JSON carries it.
+API_VERSIONS = {
+    "Pod": "v1",
+    "Node": "v1",
+    "PersistentVolume": "v1",
+    "PersistentVolumeClaim": "v1",
+    "StorageClass": "storage.k8s.io/v1",
+    "CSINode": "storage.k8s.io/v1",
+    "CSIDriver": "storage.k8s.io/v1",
+    "CSIStorageCapacity": "storage.k8s.io/v1",
+    "VolumeAttachment": "storage.k8s.io/v1",
+    "DeviceClass": "resource.k8s.io/v1",
+    "ResourceSlice": "resource.k8s.io/v1",
+    "ResourceClaim": "resource.k8s.io/v1",
+}
+assert set(API_VERSIONS) == set(KINDS)
+# Objects are far smaller (etcd stores objects of at most 1.5 MiB); larger input is refused unread.
 MAX_BYTES = 16 << 20
 
 # Go pointer scalars (*int32, *bool, *string): written, and shown in JSON, exactly when set, even to zero.
@@ -67,6 +105,33 @@ _POINTER_SCALARS = frozenset(
         "ContainerStatus.started",
         "VolumeMount.mountPropagation",
         "VolumeMount.recursiveReadOnly",
+        "PodResourceClaimStatus.resourceClaimName",
+        "PersistentVolumeSpec.volumeMode",
+        "LocalVolumeSource.fsType",
+        "PersistentVolumeClaimSpec.storageClassName",
+        "PersistentVolumeClaimSpec.volumeMode",
+        "StorageClass.reclaimPolicy",
+        "StorageClass.volumeBindingMode",
+        "VolumeNodeResources.count",
+        "CSIDriverSpec.attachRequired",
+        "CSIDriverSpec.podInfoOnMount",
+        "CSIDriverSpec.storageCapacity",
+        "CSIDriverSpec.fsGroupPolicy",
+        "CSIDriverSpec.requiresRepublish",
+        "CSIDriverSpec.seLinuxMount",
+        "CSIDriverSpec.nodeAllocatableUpdatePeriodSeconds",
+        "CSIDriverSpec.preventPodSchedulingIfMissing",
+        "VolumeAttachmentSource.persistentVolumeName",
+        "DeviceClassSpec.extendedResourceName",
+        "ResourceSliceSpec.nodeName",
+        "ResourceSliceSpec.allNodes",
+        "DeviceAttribute.int",
+        "DeviceAttribute.bool",
+        "DeviceAttribute.string",
+        "DeviceAttribute.version",
+        "ExactDeviceRequest.adminAccess",
+        "DeviceConstraint.matchAttribute",
+        "DeviceRequestAllocationResult.adminAccess",
     }
 )
 # Go non-pointer structs: always written and always in JSON (omitempty does not apply to structs; a zero
@@ -96,6 +161,41 @@ _VALUE_STRUCTS = frozenset(
         "NodeDaemonEndpoints.kubeletEndpoint",
         "NodeCondition.lastHeartbeatTime",
         "NodeCondition.lastTransitionTime",
+        "PersistentVolumeClaimTemplate.metadata",
+        "PersistentVolumeClaimTemplate.spec",
+        "PersistentVolume.metadata",
+        "PersistentVolume.spec",
+        "PersistentVolume.status",
+        "PersistentVolumeSpec.persistentVolumeSource",
+        "PersistentVolumeClaim.metadata",
+        "PersistentVolumeClaim.spec",
+        "PersistentVolumeClaim.status",
+        "PersistentVolumeClaimSpec.resources",
+        "StorageClass.metadata",
+        "CSINode.metadata",
+        "CSINode.spec",
+        "CSINode.status",
+        "CSIDriver.metadata",
+        "CSIDriver.spec",
+        "CSIStorageCapacity.metadata",
+        "VolumeAttachment.metadata",
+        "VolumeAttachment.spec",
+        "VolumeAttachment.status",
+        "VolumeAttachmentSpec.source",
+        "DeviceClass.metadata",
+        "DeviceClass.spec",
+        "DeviceClassConfiguration.deviceConfiguration",
+        "OpaqueDeviceConfiguration.parameters",
+        "ResourceSlice.metadata",
+        "ResourceSlice.spec",
+        "ResourceSliceSpec.pool",
+        "DeviceCapacity.value",
+        "DRAResourceClaim.metadata",
+        "DRAResourceClaim.spec",
+        "DRAResourceClaim.status",
+        "ResourceClaimSpec.devices",
+        "DeviceClaimConfiguration.deviceConfiguration",
+        "AllocationResult.devices",
     }
 )
 # Value structs tagged omitzero: left out of JSON when zero.
@@ -158,17 +258,69 @@ _NO_OMITEMPTY = frozenset(
         "NodeSystemInfo.operatingSystem",
         "NodeSystemInfo.architecture",
         "ContainerImage.names",
+        "PodResourceClaimStatus.name",
+        "GCEPersistentDiskVolumeSource.pdName",
+        "AWSElasticBlockStoreVolumeSource.volumeID",
+        "ISCSIVolumeSource.targetPortal",
+        "ISCSIVolumeSource.iqn",
+        "ISCSIVolumeSource.lun",
+        "RBDVolumeSource.monitors",
+        "RBDVolumeSource.image",
+        "LocalVolumeSource.path",
+        "CSIPersistentVolumeSource.driver",
+        "CSIPersistentVolumeSource.volumeHandle",
+        "TopologySelectorLabelRequirement.key",
+        "TopologySelectorLabelRequirement.values",
+        "StorageClass.provisioner",
+        "CSINodeSpec.drivers",
+        "CSINodeDriver.name",
+        "CSINodeDriver.nodeID",
+        "CSINodeDriver.topologyKeys",
+        "CSIStorageCapacity.storageClassName",
+        "VolumeAttachmentSpec.attacher",
+        "VolumeAttachmentSpec.nodeName",
+        "VolumeAttachmentStatus.attached",
+        "CELDeviceSelector.expression",
+        "OpaqueDeviceConfiguration.driver",
+        "ResourceSliceSpec.driver",
+        "ResourcePool.name",
+        "ResourcePool.generation",
+        "ResourcePool.resourceSliceCount",
+        "Device.name",
+        "DeviceClaim.requests",
+        "DeviceRequest.name",
+        "ExactDeviceRequest.deviceClassName",
+        "DeviceSubRequest.name",
+        "DeviceSubRequest.deviceClassName",
+        "DeviceRequestAllocationResult.request",
+        "DeviceRequestAllocationResult.driver",
+        "DeviceRequestAllocationResult.pool",
+        "DeviceRequestAllocationResult.device",
+        "ResourceClaimConsumerReference.resource",
+        "ResourceClaimConsumerReference.name",
+        "ResourceClaimConsumerReference.uid",
     }
 )
 # Go embeds these structs inline: their fields are JSON keys of the containing object.
-_INLINE = frozenset({"Volume.volumeSource"})
+_INLINE = frozenset(
+    {
+        "Volume.volumeSource",
+        "PersistentVolumeSpec.persistentVolumeSource",
+        "DeviceClassConfiguration.deviceConfiguration",
+        "DeviceClaimConfiguration.deviceConfiguration",
+    }
+)
 
 _TIME = k8s.Time.DESCRIPTOR.full_name
 _QUANTITY = k8s.Quantity.DESCRIPTOR.full_name
+_RAW = k8s.RawExtension.DESCRIPTOR.full_name
+# The self-described CBOR tag with which RawExtension marks CBOR rather than JSON text.
+_CBOR_TAG = b"\xd9\xd9\xf7"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # time.Time{}.Unix(): Go's zero time, shown as null.
 _GO_ZERO_SECONDS = -62135596800
 _M = TypeVar("_M", bound=Message)
+_POOL: Any = k8s.DESCRIPTOR.pool
 _INT_RANGES = {
     FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
     FieldDescriptor.TYPE_INT64: (-(2**63), 2**63 - 1),
@@ -200,6 +352,7 @@ class _Special(enum.Enum):
     NONE = enum.auto()
     TIME = enum.auto()
     QUANTITY = enum.auto()
+    RAW = enum.auto()
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +378,7 @@ class _Field:
 
 
 _PLANS: dict[str, tuple[_Field, ...]] = {}
+_SPECIALS = {_TIME: _Special.TIME, _QUANTITY: _Special.QUANTITY, _RAW: _Special.RAW}
 
 
 def _plan(full_name: str) -> tuple[_Field, ...]:
@@ -232,7 +386,7 @@ def _plan(full_name: str) -> tuple[_Field, ...]:
     found = _PLANS.get(full_name)
     if found is not None:
         return found
-    descriptor: Any = k8s.DESCRIPTOR.pool.FindMessageTypeByName(full_name)
+    descriptor: Any = _POOL.FindMessageTypeByName(full_name)
     fields = []
     for field in descriptor.fields:
         key = f"{descriptor.name}.{field.name}"
@@ -259,7 +413,7 @@ def _plan(full_name: str) -> tuple[_Field, ...]:
                 scalar_type=scalar_type,
                 message=message,
                 entry=entry,
-                special={_TIME: _Special.TIME, _QUANTITY: _Special.QUANTITY}.get(message, _Special.NONE),
+                special=_SPECIALS.get(message, _Special.NONE),
                 pointer=key in _POINTER_SCALARS,
                 value_struct=key in _VALUE_STRUCTS,
                 omitzero=key in _OMITZERO,
@@ -276,7 +430,7 @@ def _plan(full_name: str) -> tuple[_Field, ...]:
 
 
 def decode(kind: str, data: bytes) -> dict[str, Any]:
-    """The Kubernetes JSON (as ``json.loads`` gives it) of a Pod or Node in Kubernetes protobuf.
+    """The Kubernetes JSON (as ``json.loads`` gives it) of an object of one of ``KINDS`` in Kubernetes protobuf.
 
     ``data`` is the bare object (Go's ``Marshal()``) or Kubernetes' ``k8s\\x00`` envelope, whose own
     kind is used when ``kind`` is empty. Fields the schema does not model are left out. Bytes Go could not
@@ -286,7 +440,7 @@ def decode(kind: str, data: bytes) -> dict[str, Any]:
     if data.startswith(ENVELOPE_MAGIC):
         kind, data = _open_envelope(kind, data[len(ENVELOPE_MAGIC) :])
     message = _parse(_message_class(kind), data)
-    result: dict[str, Any] = {"apiVersion": "v1", "kind": kind}
+    result: dict[str, Any] = {"apiVersion": API_VERSIONS[kind], "kind": kind}
     result.update(_to_json(message, ""))
     return result
 
@@ -308,8 +462,12 @@ def _open_envelope(kind: str, data: bytes) -> tuple[str, bytes]:
         raise ConversionError("typeMeta.kind", "is required")
     if kind and meta.kind != kind:
         raise ConversionError("typeMeta.kind", f"is {meta.kind!r}, but a {kind} was expected")
-    if meta.apiVersion != "v1":
-        raise ConversionError("typeMeta.apiVersion", f"must be v1 for a {meta.kind}, not {meta.apiVersion!r}")
+    _message_class(meta.kind)
+    if meta.apiVersion != API_VERSIONS[meta.kind]:
+        raise ConversionError(
+            "typeMeta.apiVersion",
+            f"must be {API_VERSIONS[meta.kind]} for a {meta.kind}, not {meta.apiVersion!r}",
+        )
     if envelope.contentEncoding:
         raise ConversionError("contentEncoding", f"{envelope.contentEncoding!r} is not supported")
     if envelope.contentType not in ("", PROTOBUF_CONTENT_TYPE):
@@ -378,12 +536,13 @@ def _check_unknown(unknown: UnknownFieldSet, plan: tuple[_Field, ...], path: str
 
 def _raw_map_items(message: Message, field: _Field) -> list[tuple[bytes, Any]]:
     """A map's entries read off the wire: upb cannot look up keys that are not UTF-8, which Go keeps."""
+    value_class = None if field.scalar_type else GetMessageClass(_POOL.FindMessageTypeByName(field.message))
     pairs = []
     for number, chunk in _length_delimited(message.SerializeToString()):
         if number == field.number:
             entry = dict(_length_delimited(chunk))
             raw = entry.get(2, b"")
-            pairs.append((entry.get(1, b""), raw if field.scalar_type else k8s.Quantity.FromString(raw)))
+            pairs.append((entry.get(1, b""), raw if value_class is None else value_class.FromString(raw)))
     return pairs
 
 
@@ -416,6 +575,8 @@ def _message_to_json(field: _Field, value: Message, path: str) -> Any:
         return _time_to_json(value, path)
     if field.special is _Special.QUANTITY:
         return _quantity_to_json(value, path)
+    if field.special is _Special.RAW:
+        return _raw_to_json(value, path)
     return _to_json(value, path)
 
 
@@ -452,6 +613,26 @@ def _quantity_to_json(value: Message, path: str) -> str:
     except QuantityError as exc:
         raise ConversionError(path, str(exc)) from None
     return str(text)
+
+
+def _raw_to_json(value: Message, path: str) -> Any:
+    """A RawExtension's JSON value (null when unset). Go's JSON fails on raw text that is not JSON, and so
+    does this; CBOR, which Go would convert, is refused."""
+    assert isinstance(value, k8s.RawExtension)
+    if not value.HasField("raw"):
+        return None
+    if value.raw.startswith(_CBOR_TAG):
+        raise ConversionError(path, "is CBOR; podfit reads RawExtension parameters only as JSON")
+    check_json(value.raw, path)
+    try:
+        # Bytes that are not UTF-8 pass through Go's JSON and read back as U+FFFD each.
+        return json.loads(value.raw.decode("utf-8", errors=_EACH_BAD_BYTE), parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:
+        raise ConversionError(path, f"is not valid JSON: {exc}") from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _locate(data: bytes, full_name: str, path: str, map_entry: bool = False) -> tuple[str, str]:
@@ -524,17 +705,17 @@ def read_varint(data: bytes, position: int) -> tuple[int, int]:
 
 
 def encode(obj: Mapping[str, Any]) -> bytes:
-    """The Kubernetes protobuf of a Pod or Node given as Kubernetes JSON: the bytes Go's ``Marshal()``
-    writes for the modelled fields (other keys are ignored, as the JSON converter ignores them)."""
+    """The Kubernetes protobuf of an object of one of ``KINDS`` given as Kubernetes JSON: the bytes Go's
+    ``Marshal()`` writes for the modelled fields (other keys are ignored, as the JSON converter ignores them)."""
     if not isinstance(obj, Mapping):
         raise ConversionError("", f"a Kubernetes object must be a mapping, not {type(obj).__name__}")
     kind = obj.get("kind")
     if not isinstance(kind, str) or not kind:
-        raise ConversionError("kind", "is required (Pod or Node)")
+        raise ConversionError("kind", f"is required ({', '.join(KINDS)})")
     message = _message_class(kind)()
-    api_version = obj.get("apiVersion", "v1")
-    if api_version != "v1":
-        raise ConversionError("apiVersion", f"must be v1 for a {kind}, not {api_version!r}")
+    api_version = obj.get("apiVersion", API_VERSIONS[kind])
+    if api_version != API_VERSIONS[kind]:
+        raise ConversionError("apiVersion", f"must be {API_VERSIONS[kind]} for a {kind}, not {api_version!r}")
     _from_json(obj, message, "")
     return message.SerializeToString(deterministic=True)
 
@@ -597,6 +778,11 @@ def _message_from_json(field: _Field, value: Any, message: Message, path: str) -
     elif field.special is _Special.QUANTITY:
         assert isinstance(message, k8s.Quantity)
         message.string = _quantity_text(value, path)
+    elif field.special is _Special.RAW:
+        assert isinstance(message, k8s.RawExtension)
+        if value is not None:
+            # Go keeps null as no raw text at all.
+            message.raw = _go_json(value, path)
     else:
         # null (a value struct or a list item given as null) is Go's zero struct.
         _from_json({} if value is None else value, message, path)
@@ -626,6 +812,22 @@ def _quantity_text(value: Any, path: str) -> str:
     except QuantityError as exc:
         raise ConversionError(path, str(exc)) from None
     return value if isinstance(value, str) else str(value)
+
+
+# encoding/json's escapes for HTML and JavaScript, which it applies to a RawExtension's text too. These
+# characters can only be inside JSON strings, so replacing them in the text is safe.
+_GO_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_GO_ESCAPED = str.maketrans(_GO_ESCAPES)
+
+
+def _go_json(value: Any, path: str) -> bytes:
+    """A JSON value as the compact text Go's JSON writes for it (keys in the given order), as a
+    RawExtension decoded from that JSON holds it."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return text.translate(_GO_ESCAPED).encode("utf-8")
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ConversionError(path, f"must be a JSON value: {exc}") from None
 
 
 def _scalar(scalar_type: int, value: Any, path: str) -> Any:

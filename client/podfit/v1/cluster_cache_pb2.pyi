@@ -300,7 +300,9 @@ class ClusterObject(_message.Message):
 
     @_builtins.property
     def kubernetes_protobuf(self) -> Global___KubernetesProtobuf:
-        """A Pod or Node in Kubernetes' protobuf encoding."""
+        """A Pod, Node, storage or resource.k8s.io object in Kubernetes' protobuf encoding (see
+        KubernetesProtobuf for the kinds).
+        """
 
     def __init__(
         self,
@@ -340,8 +342,12 @@ Global___ClusterObject: _TypeAlias = ClusterObject  # noqa: Y015
 
 @_typing.final
 class KubernetesProtobuf(_message.Message):
-    """An object in Kubernetes' protobuf encoding, as Go clients and the API server write it: a Pod or Node
-    only (the kinds whose schema podfit carries, protos/podfit/k8s/v1/core.proto).
+    """An object in Kubernetes' protobuf encoding, as Go clients and the API server write it. The kinds whose
+    schema podfit carries (protos/podfit/k8s/v1) are accepted: Pod, Node, PersistentVolume,
+    PersistentVolumeClaim, StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment,
+    DeviceClass, ResourceSlice and ResourceClaim; the workload kinds, Namespace, Service and
+    PodDisruptionBudget are not (send them as kubernetes_json or typed). Fields podfit does not model are
+    ignored; bytes Go could not decode are INVALID_ARGUMENT.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -349,7 +355,9 @@ class KubernetesProtobuf(_message.Message):
     KIND_FIELD_NUMBER: _builtins.int
     DATA_FIELD_NUMBER: _builtins.int
     kind: _builtins.str
-    """"Pod" or "Node"; may be empty when data is enveloped, since the envelope names the kind."""
+    """The object's kind (e.g. "Pod", "ResourceSlice"); may be empty when data is enveloped, since the
+    envelope names the kind (and its apiVersion must be the kind's, e.g. "storage.k8s.io/v1").
+    """
     data: _builtins.bytes
     """Go's Marshal() of the object, or the enveloped form ("k8s\\0" and a runtime.Unknown) of
     application/vnd.kubernetes.protobuf.

@@ -645,7 +645,8 @@ type ClusterObject_KubernetesJson struct {
 }
 
 type ClusterObject_KubernetesProtobuf struct {
-	// A Pod or Node in Kubernetes' protobuf encoding.
+	// A Pod, Node, storage or resource.k8s.io object in Kubernetes' protobuf encoding (see
+	// KubernetesProtobuf for the kinds).
 	KubernetesProtobuf *KubernetesProtobuf `protobuf:"bytes,16,opt,name=kubernetes_protobuf,json=kubernetesProtobuf,proto3,oneof"`
 }
 
@@ -693,11 +694,16 @@ func (*ClusterObject_KubernetesJson) isClusterObject_Object() {}
 
 func (*ClusterObject_KubernetesProtobuf) isClusterObject_Object() {}
 
-// An object in Kubernetes' protobuf encoding, as Go clients and the API server write it: a Pod or Node
-// only (the kinds whose schema podfit carries, protos/podfit/k8s/v1/core.proto).
+// An object in Kubernetes' protobuf encoding, as Go clients and the API server write it. The kinds whose
+// schema podfit carries (protos/podfit/k8s/v1) are accepted: Pod, Node, PersistentVolume,
+// PersistentVolumeClaim, StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment,
+// DeviceClass, ResourceSlice and ResourceClaim; the workload kinds, Namespace, Service and
+// PodDisruptionBudget are not (send them as kubernetes_json or typed). Fields podfit does not model are
+// ignored; bytes Go could not decode are INVALID_ARGUMENT.
 type KubernetesProtobuf struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "Pod" or "Node"; may be empty when data is enveloped, since the envelope names the kind.
+	// The object's kind (e.g. "Pod", "ResourceSlice"); may be empty when data is enveloped, since the
+	// envelope names the kind (and its apiVersion must be the kind's, e.g. "storage.k8s.io/v1").
 	Kind string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
 	// Go's Marshal() of the object, or the enveloped form ("k8s\0" and a runtime.Unknown) of
 	// application/vnd.kubernetes.protobuf.

@@ -1,14 +1,15 @@
-// Command gen writes tests/k8s_protobuf/vectors.json: pods and nodes built with k8s.io/api, each with the
-// bytes Kubernetes' own code gives for it (obj.Marshal(), and the "k8s\x00" envelope of Kubernetes'
-// protobuf serializer) and its encoding/json rendering. tests/test_k8s_protobuf.py checks podfit's
-// decoder and encoder against them.
+// Command gen writes tests/k8s_protobuf/vectors.json: objects of every kind podfit decodes from Kubernetes
+// protobuf, built with k8s.io/api, each with the bytes Kubernetes' own code gives for it (obj.Marshal(),
+// and the "k8s\x00" envelope of Kubernetes' protobuf serializer) and its encoding/json rendering.
+// tests/test_k8s_protobuf.py checks podfit's decoder and encoder against them.
 //
 // Regenerate (needs Go and the Go module proxy; from the repository root):
 //
 //	cd tests/k8s_protobuf/gen && go run . > ../vectors.json
 //
-// Every field of protos/podfit/k8s/v1/core.proto is set, with a non-default value, in at least one
-// vector; vectors with modelledOnly=false also carry fields that podfit does not model.
+// Every field of the schema in protos/podfit/k8s/v1 is set, with a non-default value, in at least one
+// vector, and every Go pointer also to its zero value; vectors with modelledOnly=false also carry fields
+// that podfit does not model.
 package main
 
 import (
@@ -20,10 +21,14 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -108,6 +113,29 @@ func fullPod() *v1.Pod {
 				{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
 				{Name: "tmpfs", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: ptr(q("64Mi"))}}},
 				{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "data-0", ReadOnly: true}}},
+				{Name: "scratch-claim", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"type": "scratch"}},
+					Spec: v1.PersistentVolumeClaimSpec{
+						AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+						StorageClassName: ptr("fast"),
+						Resources: v1.VolumeResourceRequirements{
+							Requests: v1.ResourceList{"storage": q("10Gi")},
+							Limits:   v1.ResourceList{"storage": q("20Gi")},
+						},
+						VolumeMode: ptr(v1.PersistentVolumeFilesystem),
+					},
+				}}}},
+				{Name: "gce", VolumeSource: v1.VolumeSource{GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: "disk-1", FSType: "ext4", Partition: 1, ReadOnly: true}}},
+				{Name: "ebs", VolumeSource: v1.VolumeSource{AWSElasticBlockStore: &v1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-0abc", FSType: "xfs", Partition: 2, ReadOnly: true}}},
+				{Name: "iscsi", VolumeSource: v1.VolumeSource{ISCSI: &v1.ISCSIVolumeSource{
+					TargetPortal: "10.0.0.9:3260", IQN: "iqn.2001-04.com.example:storage", Lun: 3, ISCSIInterface: "default",
+					FSType: "ext4", ReadOnly: true, Portals: []string{"10.0.0.10:3260", "10.0.0.11:3260"},
+					DiscoveryCHAPAuth: true, SessionCHAPAuth: true,
+				}}},
+				{Name: "rbd", VolumeSource: v1.VolumeSource{RBD: &v1.RBDVolumeSource{
+					CephMonitors: []string{"10.0.0.20:6789"}, RBDImage: "image-1", FSType: "ext4", RBDPool: "kube", RadosUser: "admin",
+					Keyring: "/etc/ceph/keyring", ReadOnly: true,
+				}}},
 			},
 			InitContainers: []v1.Container{
 				{
@@ -330,8 +358,12 @@ func statusPod() *v1.Pod {
 					Started:              ptr(false),
 				},
 			},
-			QOSClass:           v1.PodQOSBurstable,
-			Resize:             v1.PodResizeStatusInProgress,
+			QOSClass: v1.PodQOSBurstable,
+			Resize:   v1.PodResizeStatusInProgress,
+			ResourceClaimStatuses: []v1.PodResourceClaimStatus{
+				{Name: "gpu", ResourceClaimName: ptr("running-gpu-x7k2")},
+				{Name: "not-needed"},
+			},
 			AllocatedResources: v1.ResourceList{"cpu": q("1"), "memory": q("256Mi")},
 			Resources:          &v1.ResourceRequirements{Requests: v1.ResourceList{"cpu": q("1")}},
 		},
@@ -354,6 +386,16 @@ func zeroPod() *v1.Pod {
 				{Name: "nothing"},
 				{Name: "empty-host", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Type: ptr(v1.HostPathType(""))}}},
 				{Name: "zero-size", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: ptr(q("0"))}}},
+				{Name: "no-template", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}},
+				{Name: "zero-template", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{
+					Spec: v1.PersistentVolumeClaimSpec{StorageClassName: ptr(""), VolumeMode: ptr(v1.PersistentVolumeMode(""))},
+				}}}},
+				{Name: "zero-sources", VolumeSource: v1.VolumeSource{
+					GCEPersistentDisk:    &v1.GCEPersistentDiskVolumeSource{},
+					AWSElasticBlockStore: &v1.AWSElasticBlockStoreVolumeSource{},
+					ISCSI:                &v1.ISCSIVolumeSource{},
+					RBD:                  &v1.RBDVolumeSource{},
+				}},
 			},
 			InitContainers: []v1.Container{{
 				Name:          "i",
@@ -389,10 +431,11 @@ func zeroPod() *v1.Pod {
 			HostnameOverride:          ptr(""),
 		},
 		Status: v1.PodStatus{
-			StartTime:         &zero,
-			Conditions:        []v1.PodCondition{{}},
-			ContainerStatuses: []v1.ContainerStatus{{Started: ptr(false), Resources: &v1.ResourceRequirements{}}},
-			Resources:         &v1.ResourceRequirements{},
+			StartTime:             &zero,
+			Conditions:            []v1.PodCondition{{}},
+			ResourceClaimStatuses: []v1.PodResourceClaimStatus{{ResourceClaimName: ptr("")}},
+			ContainerStatuses:     []v1.ContainerStatus{{Started: ptr(false), Resources: &v1.ResourceRequirements{}}},
+			Resources:             &v1.ResourceRequirements{},
 		},
 	}
 }
@@ -546,8 +589,547 @@ func unmodelledNode() *v1.Node {
 	return node
 }
 
+func zone(values ...string) *v1.NodeSelector {
+	return &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{
+		{Key: "topology.kubernetes.io/zone", Operator: v1.NodeSelectorOpIn, Values: values},
+	}}}}
+}
+
+// fullPV sets every modelled field but the in-tree volume sources, which the next vectors set.
+func fullPV() *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              "pv-csi",
+			UID:               "pv-uid",
+			ResourceVersion:   "77",
+			CreationTimestamp: at(2024, 2, 3, 4, 5, 6, 0),
+			Labels:            map[string]string{"topology.kubernetes.io/zone": "a"},
+			Annotations:       map[string]string{"pv.kubernetes.io/provisioned-by": "ebs.csi.aws.com"},
+			Finalizers:        []string{"kubernetes.io/pv-protection"},
+		},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity: v1.ResourceList{"storage": q("100Gi")},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
+				Driver: "ebs.csi.aws.com", VolumeHandle: "vol-0123", ReadOnly: true, FSType: "ext4",
+				VolumeAttributes: map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": "1700000000-ebs"},
+			}},
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce, v1.ReadOnlyMany},
+			ClaimRef: &v1.ObjectReference{
+				Kind: "PersistentVolumeClaim", Namespace: "shop", Name: "data-0", UID: "pvc-uid",
+				APIVersion: "v1", ResourceVersion: "42", FieldPath: "spec",
+			},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+			StorageClassName:              "fast",
+			MountOptions:                  []string{"noatime", "nodiratime"},
+			VolumeMode:                    ptr(v1.PersistentVolumeBlock),
+			NodeAffinity:                  &v1.VolumeNodeAffinity{Required: zone("a", "b")},
+		},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeFailed, Message: "recycler failed", Reason: "VolumeFailedRecycle"},
+	}
+}
+
+func localPV() *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-local"},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:               v1.ResourceList{"storage": q("375Gi")},
+			PersistentVolumeSource: v1.PersistentVolumeSource{Local: &v1.LocalVolumeSource{Path: "/mnt/disks/ssd0", FSType: ptr("xfs")}},
+			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteOncePod},
+			StorageClassName:       "local",
+			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: v1.NodeSelectorOpIn, Values: []string{"node-1"}}},
+			}}}},
+		},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeAvailable},
+	}
+}
+
+// inTreePV sets one in-tree volume source; the wire format would carry several, but Kubernetes allows one.
+func inTreePV(name string, source v1.PersistentVolumeSource) *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"topology.kubernetes.io/zone": "b"}},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:               v1.ResourceList{"storage": q("8Gi")},
+			PersistentVolumeSource: source,
+			AccessModes:            []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+		},
+	}
+}
+
+func zeroPV() *v1.PersistentVolume {
+	return &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-zero"},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity: v1.ResourceList{"storage": q("0")},
+			PersistentVolumeSource: v1.PersistentVolumeSource{
+				Local: &v1.LocalVolumeSource{FSType: ptr("")},
+				CSI:   &v1.CSIPersistentVolumeSource{},
+			},
+			ClaimRef:     &v1.ObjectReference{},
+			VolumeMode:   ptr(v1.PersistentVolumeMode("")),
+			NodeAffinity: &v1.VolumeNodeAffinity{},
+		},
+	}
+}
+
+func unmodelledPV() *v1.PersistentVolume {
+	pv := inTreePV("pv-unmodelled", v1.PersistentVolumeSource{NFS: &v1.NFSVolumeSource{Server: "nfs.example.com", Path: "/exports"}})
+	pv.Spec.VolumeAttributesClassName = ptr("gold")
+	pv.Spec.CSI = &v1.CSIPersistentVolumeSource{Driver: "d", VolumeHandle: "h", NodePublishSecretRef: &v1.SecretReference{Name: "s"}}
+	pv.Status = v1.PersistentVolumeStatus{Phase: v1.VolumeReleased, LastPhaseTransitionTime: ptr(at(2024, 1, 1, 0, 0, 0, 0))}
+	return pv
+}
+
+func fullPVC() *v1.PersistentVolumeClaim {
+	return &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      "data-0",
+			Namespace: "shop",
+			Annotations: map[string]string{
+				"volume.kubernetes.io/selected-node": "node-1", "pv.kubernetes.io/bind-completed": "yes",
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "web-0", UID: "pod-uid", Controller: ptr(true)}},
+		},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOncePod},
+			Selector:    selector(),
+			Resources: v1.VolumeResourceRequirements{
+				Requests: v1.ResourceList{"storage": q("10Gi")},
+				Limits:   v1.ResourceList{"storage": q("20Gi")},
+			},
+			VolumeName:       "pv-csi",
+			StorageClassName: ptr("fast"),
+			VolumeMode:       ptr(v1.PersistentVolumeBlock),
+		},
+		Status: v1.PersistentVolumeClaimStatus{
+			Phase:       v1.ClaimBound,
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOncePod},
+			Capacity:    v1.ResourceList{"storage": q("10Gi")},
+		},
+	}
+}
+
+func zeroPVC() *v1.PersistentVolumeClaim {
+	return &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "pvc-zero"},
+		Spec: v1.PersistentVolumeClaimSpec{
+			Selector:         &metav1.LabelSelector{},
+			StorageClassName: ptr(""),
+			VolumeMode:       ptr(v1.PersistentVolumeMode("")),
+		},
+	}
+}
+
+func unmodelledPVC() *v1.PersistentVolumeClaim {
+	pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "pvc-unmodelled", Namespace: "shop"}}
+	pvc.Spec.DataSource = &v1.TypedLocalObjectReference{APIGroup: ptr("snapshot.storage.k8s.io"), Kind: "VolumeSnapshot", Name: "snap"}
+	pvc.Spec.VolumeAttributesClassName = ptr("gold")
+	pvc.Spec.Resources.Requests = v1.ResourceList{"storage": q("1Gi")}
+	pvc.Status.Phase = v1.ClaimPending
+	pvc.Status.Conditions = []v1.PersistentVolumeClaimCondition{{Type: v1.PersistentVolumeClaimResizing, Status: v1.ConditionTrue}}
+	pvc.Status.AllocatedResources = v1.ResourceList{"storage": q("1Gi")}
+	return pvc
+}
+
+func fullStorageClass() *storagev1.StorageClass {
+	return &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: "fast", Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
+		Provisioner:       "ebs.csi.aws.com",
+		Parameters:        map[string]string{"type": "gp3", "csi.storage.k8s.io/fstype": "ext4"},
+		ReclaimPolicy:     ptr(v1.PersistentVolumeReclaimRetain),
+		VolumeBindingMode: ptr(storagev1.VolumeBindingWaitForFirstConsumer),
+		AllowedTopologies: []v1.TopologySelectorTerm{
+			{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{
+				{Key: "topology.kubernetes.io/zone", Values: []string{"a", "b"}},
+				{Key: "node.kubernetes.io/instance-type", Values: []string{"m5.xlarge"}},
+			}},
+			{},
+		},
+	}
+}
+
+func zeroStorageClass() *storagev1.StorageClass {
+	return &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: "zero-class"},
+		ReclaimPolicy:     ptr(v1.PersistentVolumeReclaimPolicy("")),
+		VolumeBindingMode: ptr(storagev1.VolumeBindingMode("")),
+		AllowedTopologies: []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{}}}},
+	}
+}
+
+func unmodelledStorageClass() *storagev1.StorageClass {
+	class := fullStorageClass()
+	class.Name = "unmodelled-class"
+	class.MountOptions = []string{"debug"}
+	class.AllowVolumeExpansion = ptr(true)
+	return class
+}
+
+func fullCSINode() *storagev1.CSINode {
+	return &storagev1.CSINode{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            "node-1",
+			Annotations:     map[string]string{"storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/aws-ebs"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "node-1", UID: "node-uid"}},
+		},
+		Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+			{
+				Name: "ebs.csi.aws.com", NodeID: "i-0123456789", TopologyKeys: []string{"topology.ebs.csi.aws.com/zone"},
+				Allocatable: &storagev1.VolumeNodeResources{Count: ptr(int32(25))},
+			},
+			{Name: "efs.csi.aws.com", NodeID: "i-0123456789"},
+		}},
+	}
+}
+
+func zeroCSINode() *storagev1.CSINode {
+	return &storagev1.CSINode{
+		ObjectMeta: metav1.ObjectMeta{Name: "zero-csinode"},
+		Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+			{Allocatable: &storagev1.VolumeNodeResources{Count: ptr(int32(0))}},
+			{Allocatable: &storagev1.VolumeNodeResources{}},
+		}},
+	}
+}
+
+func unmodelledCSINode() *storagev1.CSINode {
+	node := fullCSINode()
+	node.Name = "unmodelled-csinode"
+	node.Status.StorageHealth = []storagev1.StorageHealth{{Name: "ebs.csi.aws.com"}}
+	return node
+}
+
+func fullCSIDriver() *storagev1.CSIDriver {
+	return &storagev1.CSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: "ebs.csi.aws.com"},
+		Spec: storagev1.CSIDriverSpec{
+			AttachRequired:                     ptr(true),
+			PodInfoOnMount:                     ptr(true),
+			VolumeLifecycleModes:               []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral},
+			StorageCapacity:                    ptr(true),
+			FSGroupPolicy:                      ptr(storagev1.FileFSGroupPolicy),
+			RequiresRepublish:                  ptr(true),
+			SELinuxMount:                       ptr(true),
+			NodeAllocatableUpdatePeriodSeconds: ptr(int64(60)),
+			PreventPodSchedulingIfMissing:      ptr(true),
+		},
+	}
+}
+
+func zeroCSIDriver() *storagev1.CSIDriver {
+	return &storagev1.CSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: "zero.csi.example.com"},
+		Spec: storagev1.CSIDriverSpec{
+			AttachRequired:                     ptr(false),
+			PodInfoOnMount:                     ptr(false),
+			StorageCapacity:                    ptr(false),
+			FSGroupPolicy:                      ptr(storagev1.FSGroupPolicy("")),
+			RequiresRepublish:                  ptr(false),
+			SELinuxMount:                       ptr(false),
+			NodeAllocatableUpdatePeriodSeconds: ptr(int64(0)),
+			PreventPodSchedulingIfMissing:      ptr(false),
+		},
+	}
+}
+
+func unmodelledCSIDriver() *storagev1.CSIDriver {
+	driver := fullCSIDriver()
+	driver.Name = "unmodelled.csi.example.com"
+	driver.Spec.TokenRequests = []storagev1.TokenRequest{{Audience: "vault", ExpirationSeconds: ptr(int64(3600))}}
+	driver.Spec.ServiceAccountTokenInSecrets = ptr(true)
+	return driver
+}
+
+func fullCSIStorageCapacity() *storagev1.CSIStorageCapacity {
+	return &storagev1.CSIStorageCapacity{
+		ObjectMeta:        metav1.ObjectMeta{Name: "csisc-abcde", Namespace: "kube-system", Labels: map[string]string{"csi.storage.k8s.io/drivername": "ebs.csi.aws.com"}},
+		NodeTopology:      selector(),
+		StorageClassName:  "fast",
+		Capacity:          ptr(q("1Ti")),
+		MaximumVolumeSize: ptr(q("16Ti")),
+	}
+}
+
+func zeroCSIStorageCapacity() *storagev1.CSIStorageCapacity {
+	return &storagev1.CSIStorageCapacity{
+		ObjectMeta:        metav1.ObjectMeta{Name: "csisc-zero", Namespace: "kube-system"},
+		NodeTopology:      &metav1.LabelSelector{},
+		Capacity:          ptr(q("0")),
+		MaximumVolumeSize: ptr(q("0")),
+	}
+}
+
+func fullVolumeAttachment() *storagev1.VolumeAttachment {
+	return &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: "csi-0123abcd", Finalizers: []string{"external-attacher/ebs-csi-aws-com"}},
+		Spec: storagev1.VolumeAttachmentSpec{
+			Attacher: "ebs.csi.aws.com",
+			Source:   storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr("pv-csi")},
+			NodeName: "node-1",
+		},
+		Status: storagev1.VolumeAttachmentStatus{Attached: true},
+	}
+}
+
+func zeroVolumeAttachment() *storagev1.VolumeAttachment {
+	return &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: "va-zero"},
+		Spec:       storagev1.VolumeAttachmentSpec{Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: ptr("")}},
+	}
+}
+
+func unmodelledVolumeAttachment() *storagev1.VolumeAttachment {
+	va := fullVolumeAttachment()
+	va.Name = "va-unmodelled"
+	va.Spec.Source = storagev1.VolumeAttachmentSource{InlineVolumeSpec: &v1.PersistentVolumeSpec{
+		PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-9"}},
+	}}
+	va.Status.AttachmentMetadata = map[string]string{"devicePath": "/dev/xvdba"}
+	va.Status.AttachError = &storagev1.VolumeError{Message: "timeout"}
+	return va
+}
+
+// parameters is opaque driver configuration as Go clients write it (not compact; Go's JSON compacts it and
+// escapes <, > and &).
+func parameters(text string) runtime.RawExtension {
+	return runtime.RawExtension{Raw: []byte(text)}
+}
+
+func fullDeviceClass() *resourcev1.DeviceClass {
+	return &resourcev1.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu.example.com", Labels: map[string]string{"vendor": "example"}},
+		Spec: resourcev1.DeviceClassSpec{
+			Selectors: []resourcev1.DeviceSelector{
+				{CEL: &resourcev1.CELDeviceSelector{Expression: `device.driver == "gpu.example.com"`}},
+				{CEL: &resourcev1.CELDeviceSelector{Expression: `device.attributes["gpu.example.com"].model == "a100"`}},
+			},
+			Config: []resourcev1.DeviceClassConfiguration{{DeviceConfiguration: resourcev1.DeviceConfiguration{
+				Opaque: &resourcev1.OpaqueDeviceConfiguration{
+					Driver: "gpu.example.com",
+					Parameters: parameters(`{"sharing": {"strategy": "TimeSlicing", "replicas": 4},
+						"tags": ["a", "<b> & c"], "ratio": 0.5, "exclusive": true, "profile": null, "empty": {}, "none": []}`),
+				},
+			}}},
+			ExtendedResourceName: ptr("example.com/gpu"),
+		},
+	}
+}
+
+func zeroDeviceClass() *resourcev1.DeviceClass {
+	return &resourcev1.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "zero-class"},
+		Spec: resourcev1.DeviceClassSpec{
+			Selectors: []resourcev1.DeviceSelector{{}, {CEL: &resourcev1.CELDeviceSelector{}}},
+			Config: []resourcev1.DeviceClassConfiguration{
+				{},
+				{DeviceConfiguration: resourcev1.DeviceConfiguration{Opaque: &resourcev1.OpaqueDeviceConfiguration{}}},
+				{DeviceConfiguration: resourcev1.DeviceConfiguration{Opaque: &resourcev1.OpaqueDeviceConfiguration{Parameters: parameters(`{}`)}}},
+			},
+			ExtendedResourceName: ptr(""),
+		},
+	}
+}
+
+func fullResourceSlice() *resourcev1.ResourceSlice {
+	return &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-1-gpu.example.com-x7k2", GenerateName: "node-1-gpu.example.com-"},
+		Spec: resourcev1.ResourceSliceSpec{
+			Driver:   "gpu.example.com",
+			Pool:     resourcev1.ResourcePool{Name: "node-1", Generation: 2, ResourceSliceCount: 3},
+			NodeName: ptr("node-1"),
+			Devices: []resourcev1.Device{
+				{
+					Name: "gpu-0",
+					Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+						"model":                 {StringValue: ptr("a100")},
+						"gpu.example.com/index": {IntValue: ptr(int64(7))},
+						"driverVersion":         {VersionValue: ptr("1.2.3-rc.1")},
+						"mig":                   {BoolValue: ptr(true)},
+					},
+					Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
+						"memory": {Value: q("80Gi")},
+						"cores":  {Value: q("108")},
+					},
+				},
+				{Name: "gpu-1"},
+			},
+		},
+	}
+}
+
+func selectorResourceSlice() *resourcev1.ResourceSlice {
+	return &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "nic-zone-a"},
+		Spec: resourcev1.ResourceSliceSpec{
+			Driver:       "nic.example.com",
+			Pool:         resourcev1.ResourcePool{Name: "zone-a", Generation: 1, ResourceSliceCount: 1},
+			NodeSelector: zone("a"),
+			Devices:      []resourcev1.Device{{Name: "nic-0"}},
+		},
+	}
+}
+
+func allNodesResourceSlice() *resourcev1.ResourceSlice {
+	return &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "fabric"},
+		Spec: resourcev1.ResourceSliceSpec{
+			Driver:   "fabric.example.com",
+			Pool:     resourcev1.ResourcePool{Name: "fabric", ResourceSliceCount: 1},
+			AllNodes: ptr(true),
+		},
+	}
+}
+
+func zeroResourceSlice() *resourcev1.ResourceSlice {
+	return &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "zero-slice"},
+		Spec: resourcev1.ResourceSliceSpec{
+			NodeName:     ptr(""),
+			NodeSelector: &v1.NodeSelector{},
+			AllNodes:     ptr(false),
+			Devices: []resourcev1.Device{{
+				Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+					"zero": {IntValue: ptr(int64(0)), BoolValue: ptr(false), StringValue: ptr(""), VersionValue: ptr("")},
+					"none": {},
+				},
+				Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"nothing": {}},
+			}},
+		},
+	}
+}
+
+// invalidUTF8ResourceSlice has a map of messages keyed by bytes that are not UTF-8.
+func invalidUTF8ResourceSlice() *resourcev1.ResourceSlice {
+	return &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "bytes-slice"},
+		Spec: resourcev1.ResourceSliceSpec{
+			Driver:   "gpu.example.com",
+			Pool:     resourcev1.ResourcePool{Name: "p\xff", ResourceSliceCount: 1},
+			AllNodes: ptr(true),
+			Devices: []resourcev1.Device{{
+				Name:       "d",
+				Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"k\xff": {StringValue: ptr("v\xe2\x82")}, "ok": {BoolValue: ptr(true)}},
+				Capacity:   map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"m\xc0": {Value: q("1")}},
+			}},
+		},
+	}
+}
+
+func unmodelledResourceSlice() *resourcev1.ResourceSlice {
+	slice := fullResourceSlice()
+	slice.Name = "unmodelled-slice"
+	slice.Spec.SharedCounters = []resourcev1.CounterSet{{Name: "gpu-0-counters", Counters: map[string]resourcev1.Counter{"memory": {Value: q("80Gi")}}}}
+	device := &slice.Spec.Devices[0]
+	device.ConsumesCounters = []resourcev1.DeviceCounterConsumption{{CounterSet: "gpu-0-counters", Counters: map[string]resourcev1.Counter{"memory": {Value: q("40Gi")}}}}
+	device.Taints = []resourcev1.DeviceTaint{{Key: "example.com/unhealthy", Effect: resourcev1.DeviceTaintEffectNoSchedule}}
+	device.BindsToNode = ptr(true)
+	device.Attributes["list"] = resourcev1.DeviceAttribute{IntValues: []int64{1, 2}}
+	device.Capacity["memory"] = resourcev1.DeviceCapacity{Value: q("80Gi"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: ptr(q("1Gi"))}}
+	return slice
+}
+
+func fullResourceClaim() *resourcev1.ResourceClaim {
+	return &resourcev1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            "web-0-gpu-x7k2",
+			Namespace:       "shop",
+			UID:             "claim-uid",
+			ResourceVersion: "12",
+			Annotations:     map[string]string{"resource.kubernetes.io/pod-claim-name": "gpu"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "web-0", UID: "pod-uid", Controller: ptr(true), BlockOwnerDeletion: ptr(true)}},
+		},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{
+				{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{
+					DeviceClassName: "gpu.example.com",
+					Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+						Expression: `device.capacity["gpu.example.com"].memory.compareTo(quantity("40Gi")) >= 0`,
+					}}},
+					AllocationMode: resourcev1.DeviceAllocationModeExactCount,
+					Count:          2,
+					AdminAccess:    ptr(true),
+				}},
+				{Name: "nic", FirstAvailable: []resourcev1.DeviceSubRequest{
+					{
+						Name: "fast", DeviceClassName: "nic.example.com",
+						Selectors:      []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: `device.attributes["nic.example.com"].speed >= 100`}}},
+						AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1,
+					},
+					{Name: "any", DeviceClassName: "nic.example.com", AllocationMode: resourcev1.DeviceAllocationModeAll},
+				}},
+			},
+			Constraints: []resourcev1.DeviceConstraint{{Requests: []string{"gpu", "nic"}, MatchAttribute: ptr(resourcev1.FullyQualifiedName("example.com/numa"))}},
+			Config: []resourcev1.DeviceClaimConfiguration{{
+				Requests: []string{"gpu"},
+				DeviceConfiguration: resourcev1.DeviceConfiguration{Opaque: &resourcev1.OpaqueDeviceConfiguration{
+					Driver: "gpu.example.com", Parameters: parameters(`{"mode":"exclusive","limits":[1,2.5,-3]}`),
+				}},
+			}},
+		}},
+		Status: resourcev1.ResourceClaimStatus{
+			Allocation: &resourcev1.AllocationResult{
+				Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{
+					{Request: "gpu", Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-0", AdminAccess: ptr(true)},
+					{Request: "nic/fast", Driver: "nic.example.com", Pool: "zone-a", Device: "nic-0"},
+				}},
+				NodeSelector: zone("a"),
+			},
+			ReservedFor: []resourcev1.ResourceClaimConsumerReference{
+				{Resource: "pods", Name: "web-0", UID: "pod-uid"},
+				{APIGroup: "example.com", Resource: "things", Name: "thing", UID: "thing-uid"},
+			},
+		},
+	}
+}
+
+func zeroResourceClaim() *resourcev1.ResourceClaim {
+	return &resourcev1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "zero-claim"},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests:    []resourcev1.DeviceRequest{{Exactly: &resourcev1.ExactDeviceRequest{AdminAccess: ptr(false)}}, {FirstAvailable: []resourcev1.DeviceSubRequest{{}}}},
+			Constraints: []resourcev1.DeviceConstraint{{MatchAttribute: ptr(resourcev1.FullyQualifiedName(""))}},
+			Config:      []resourcev1.DeviceClaimConfiguration{{}},
+		}},
+		Status: resourcev1.ResourceClaimStatus{
+			Allocation: &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+				Results: []resourcev1.DeviceRequestAllocationResult{{AdminAccess: ptr(false)}},
+			}},
+			ReservedFor: []resourcev1.ResourceClaimConsumerReference{{}},
+		},
+	}
+}
+
+func unmodelledResourceClaim() *resourcev1.ResourceClaim {
+	claim := fullResourceClaim()
+	claim.Name = "unmodelled-claim"
+	exactly := claim.Spec.Devices.Requests[0].Exactly
+	exactly.Tolerations = []resourcev1.DeviceToleration{{Key: "example.com/unhealthy", Operator: resourcev1.DeviceTolerationOpExists}}
+	exactly.Capacity = &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{"memory": q("10Gi")}}
+	claim.Spec.Devices.Constraints[0].DistinctAttribute = ptr(resourcev1.FullyQualifiedName("example.com/bus"))
+	claim.Status.Allocation.AllocationTimestamp = ptr(at(2024, 6, 1, 0, 0, 0, 0))
+	claim.Status.Allocation.Devices.Results[0].ShareID = ptr(types.UID("share-1"))
+	claim.Status.Devices = []resourcev1.AllocatedDeviceStatus{{Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-0", Data: ptr(parameters(`{"health":"ok"}`))}}
+	return claim
+}
+
+// minimal is an object of the kind with only a name: Go's JSON shows its value structs all the same.
+func minimal[T object](obj T, name string) T {
+	any(obj).(metav1.Object).SetName(name)
+	return obj
+}
+
+var scheme = func() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	must(v1.AddToScheme(scheme))
+	must(storagev1.AddToScheme(scheme))
+	must(resourcev1.AddToScheme(scheme))
+	return scheme
+}()
+
 func build(name string, obj object, modelledOnly bool) vector {
-	gvk := v1.SchemeGroupVersion.WithKind(kindOf(obj))
+	gvks, _, err := scheme.ObjectKinds(obj)
+	must(err)
+	gvk := gvks[0]
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	raw, err := obj.Marshal()
 	must(err)
@@ -556,7 +1138,7 @@ func build(name string, obj object, modelledOnly bool) vector {
 
 	// The JSON must be what Go gives for the object decoded from the bytes, or the vector would test more
 	// than the wire format carries.
-	decoded := newOf(obj)
+	decoded := newOf(gvk)
 	must(decoded.Unmarshal(raw))
 	decoded.GetObjectKind().SetGroupVersionKind(gvk)
 	again, err := json.Marshal(decoded)
@@ -565,13 +1147,11 @@ func build(name string, obj object, modelledOnly bool) vector {
 		panic(fmt.Sprintf("%s: JSON changes through protobuf:\n%s\n%s", name, rendered, again))
 	}
 
-	fromJSON := newOf(obj)
+	fromJSON := newOf(gvk)
 	must(json.Unmarshal(rendered, fromJSON))
 	rewritten, err := fromJSON.Marshal()
 	must(err)
 
-	scheme := runtime.NewScheme()
-	must(v1.AddToScheme(scheme))
 	var envelope bytes.Buffer
 	must(protobuf.NewSerializer(scheme, scheme).Encode(obj, &envelope))
 
@@ -586,24 +1166,10 @@ func build(name string, obj object, modelledOnly bool) vector {
 	}
 }
 
-func kindOf(obj object) string {
-	switch obj.(type) {
-	case *v1.Pod:
-		return "Pod"
-	case *v1.Node:
-		return "Node"
-	}
-	panic(fmt.Sprintf("unexpected %T", obj))
-}
-
-func newOf(obj object) object {
-	switch obj.(type) {
-	case *v1.Pod:
-		return &v1.Pod{}
-	case *v1.Node:
-		return &v1.Node{}
-	}
-	panic(fmt.Sprintf("unexpected %T", obj))
+func newOf(gvk schema.GroupVersionKind) object {
+	obj, err := scheme.New(gvk)
+	must(err)
+	return obj.(object)
 }
 
 func must(err error) {
@@ -624,6 +1190,51 @@ func main() {
 		build("node-minimal", minimalNode(), true),
 		build("node-zero-values", zeroNode(), true),
 		build("node-unmodelled-fields", unmodelledNode(), false),
+		build("pv-full", fullPV(), true),
+		build("pv-local", localPV(), true),
+		build("pv-gce", inTreePV("pv-gce", v1.PersistentVolumeSource{GCEPersistentDisk: &v1.GCEPersistentDiskVolumeSource{PDName: "disk-1", FSType: "ext4", Partition: 1, ReadOnly: true}}), true),
+		build("pv-aws", inTreePV("pv-aws", v1.PersistentVolumeSource{AWSElasticBlockStore: &v1.AWSElasticBlockStoreVolumeSource{VolumeID: "vol-0abc", FSType: "xfs", Partition: 2, ReadOnly: true}}), true),
+		build("pv-host-path", inTreePV("pv-host-path", v1.PersistentVolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/data", Type: ptr(v1.HostPathDirectory)}}), true),
+		build("pv-zero-values", zeroPV(), true),
+		build("pv-minimal", minimal(&v1.PersistentVolume{}, "pv-minimal"), true),
+		build("pv-unmodelled-fields", unmodelledPV(), false),
+		build("pvc-full", fullPVC(), true),
+		build("pvc-zero-values", zeroPVC(), true),
+		build("pvc-minimal", minimal(&v1.PersistentVolumeClaim{}, "pvc-minimal"), true),
+		build("pvc-unmodelled-fields", unmodelledPVC(), false),
+		build("storageclass-full", fullStorageClass(), true),
+		build("storageclass-zero-values", zeroStorageClass(), true),
+		build("storageclass-minimal", minimal(&storagev1.StorageClass{}, "storageclass-minimal"), true),
+		build("storageclass-unmodelled-fields", unmodelledStorageClass(), false),
+		build("csinode-full", fullCSINode(), true),
+		build("csinode-zero-values", zeroCSINode(), true),
+		build("csinode-minimal", minimal(&storagev1.CSINode{}, "csinode-minimal"), true),
+		build("csinode-unmodelled-fields", unmodelledCSINode(), false),
+		build("csidriver-full", fullCSIDriver(), true),
+		build("csidriver-zero-values", zeroCSIDriver(), true),
+		build("csidriver-minimal", minimal(&storagev1.CSIDriver{}, "csidriver-minimal"), true),
+		build("csidriver-unmodelled-fields", unmodelledCSIDriver(), false),
+		build("csistoragecapacity-full", fullCSIStorageCapacity(), true),
+		build("csistoragecapacity-zero-values", zeroCSIStorageCapacity(), true),
+		build("csistoragecapacity-minimal", minimal(&storagev1.CSIStorageCapacity{}, "csistoragecapacity-minimal"), true),
+		build("volumeattachment-full", fullVolumeAttachment(), true),
+		build("volumeattachment-zero-values", zeroVolumeAttachment(), true),
+		build("volumeattachment-minimal", minimal(&storagev1.VolumeAttachment{}, "volumeattachment-minimal"), true),
+		build("volumeattachment-unmodelled-fields", unmodelledVolumeAttachment(), false),
+		build("deviceclass-full", fullDeviceClass(), true),
+		build("deviceclass-zero-values", zeroDeviceClass(), true),
+		build("deviceclass-minimal", minimal(&resourcev1.DeviceClass{}, "deviceclass-minimal"), true),
+		build("resourceslice-full", fullResourceSlice(), true),
+		build("resourceslice-node-selector", selectorResourceSlice(), true),
+		build("resourceslice-all-nodes", allNodesResourceSlice(), true),
+		build("resourceslice-zero-values", zeroResourceSlice(), true),
+		build("resourceslice-invalid-utf8", invalidUTF8ResourceSlice(), true),
+		build("resourceslice-minimal", minimal(&resourcev1.ResourceSlice{}, "resourceslice-minimal"), true),
+		build("resourceslice-unmodelled-fields", unmodelledResourceSlice(), false),
+		build("resourceclaim-full", fullResourceClaim(), true),
+		build("resourceclaim-zero-values", zeroResourceClaim(), true),
+		build("resourceclaim-minimal", minimal(&resourcev1.ResourceClaim{}, "resourceclaim-minimal"), true),
+		build("resourceclaim-unmodelled-fields", unmodelledResourceClaim(), false),
 	}
 	out, err := json.MarshalIndent(vectors, "", "  ")
 	must(err)

@@ -206,7 +206,8 @@ export type ClusterObject = Message<"podfit.v1.ClusterObject"> & {
     case: "kubernetesJson";
   } | {
     /**
-     * A Pod or Node in Kubernetes' protobuf encoding.
+     * A Pod, Node, storage or resource.k8s.io object in Kubernetes' protobuf encoding (see
+     * KubernetesProtobuf for the kinds).
      *
      * @generated from field: podfit.v1.KubernetesProtobuf kubernetes_protobuf = 16;
      */
@@ -223,14 +224,19 @@ export const ClusterObjectSchema: GenMessage<ClusterObject> = /*@__PURE__*/
   messageDesc(file_podfit_v1_cluster_cache, 0);
 
 /**
- * An object in Kubernetes' protobuf encoding, as Go clients and the API server write it: a Pod or Node
- * only (the kinds whose schema podfit carries, protos/podfit/k8s/v1/core.proto).
+ * An object in Kubernetes' protobuf encoding, as Go clients and the API server write it. The kinds whose
+ * schema podfit carries (protos/podfit/k8s/v1) are accepted: Pod, Node, PersistentVolume,
+ * PersistentVolumeClaim, StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment,
+ * DeviceClass, ResourceSlice and ResourceClaim; the workload kinds, Namespace, Service and
+ * PodDisruptionBudget are not (send them as kubernetes_json or typed). Fields podfit does not model are
+ * ignored; bytes Go could not decode are INVALID_ARGUMENT.
  *
  * @generated from message podfit.v1.KubernetesProtobuf
  */
 export type KubernetesProtobuf = Message<"podfit.v1.KubernetesProtobuf"> & {
   /**
-   * "Pod" or "Node"; may be empty when data is enveloped, since the envelope names the kind.
+   * The object's kind (e.g. "Pod", "ResourceSlice"); may be empty when data is enveloped, since the
+   * envelope names the kind (and its apiVersion must be the kind's, e.g. "storage.k8s.io/v1").
    *
    * @generated from field: string kind = 1;
    */
