@@ -229,7 +229,7 @@ def test_get_nodes_shows_status_taints_and_the_schedulers_allocation(target: str
     ],
 )
 def test_get_pods_columns(target: str, tmp_path: Path, argv: list[str], headers: list[str], names: list[str]) -> None:
-    lone = make_pod("lone").priority(7).gates("wait").json()
+    lone = make_pod("lone").container().priority(7).gates("wait").json()
     lone["metadata"]["creationTimestamp"] = "2020-01-01T00:00:00Z"
     reset(target, CLUSTER, write(tmp_path / "lone.yaml", [lone]))
     done = podfit("--target", target, *argv)
@@ -308,7 +308,13 @@ def test_a_missing_object_is_kubectls_not_found(target: str, argv: list[str]) ->
 
 
 def test_describe_pod_lists_tolerations(target: str, tmp_path: Path) -> None:
-    pod = make_pod("t").toleration("gpu", value="yes", effect="NoSchedule").toleration(operator="Exists").json()
+    pod = (
+        make_pod("t")
+        .container()
+        .toleration("gpu", value="yes", effect="NoSchedule")
+        .toleration(operator="Exists")
+        .json()
+    )
     reset(target, CLUSTER, write(tmp_path / "t.yaml", [pod]))
     done = podfit("--target", target, "describe", "pod", "t")
     lines = done.stdout.splitlines()
@@ -410,7 +416,10 @@ def test_apply_replace_prints_one_summary_line_and_the_kinds_at_v(target: str, t
     """--replace sums up like apply: one line, the per-kind table only at -v."""
     seed = write(tmp_path / "seed.yaml", [make_node("gone").json()])
     reset(target, seed)
-    path = write(tmp_path / "two.yaml", [make_node("a").json(), make_node("b").json(), make_pod("p").node("a").json()])
+    path = write(
+        tmp_path / "two.yaml",
+        [make_node("a").json(), make_node("b").json(), make_pod("p").container().node("a").json()],
+    )
     done = podfit("--target", target, "apply", "--replace", "-f", path)
     generation = json.loads(podfit("--target", target, "stats", "-o", "json").stdout)["generation"]
     assert done.returncode == 0, done.stderr
@@ -507,7 +516,7 @@ def test_namespace_flag_fills_in_manifests(
     target: str, tmp_path: Path, command: list[str], flags: list[str], namespace: str
 ) -> None:
     reset(target)
-    pod = make_pod("solo").json()
+    pod = make_pod("solo").container().json()
     del pod["metadata"]["namespace"]
     done = podfit("--target", target, *command, "-f", write(tmp_path / "p.yaml", [pod]), *flags)
     assert done.returncode == 0, done.stderr
@@ -812,3 +821,62 @@ def test_resource_claim_state_is_kubectls(manifest: dict[str, Any], state: str) 
 def test_every_kind_prints_as_a_manifest_with_its_api_version(kind: str) -> None:
     manifest = object_to_manifest(manifest_to_object({"kind": kind, "metadata": {"name": "x"}}))
     assert (manifest["kind"] == kind and "/" in manifest["apiVersion"]) or manifest["apiVersion"] == "v1"
+
+
+def _pod(**spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "strict"}, "spec": spec}
+
+
+_CONTAINER = {"name": "c", "image": "nginx"}
+
+
+_STRICT_CASES = [
+    ("unknown field", _pod(containrs=[_CONTAINER]), 'unknown field "spec.containrs"'),
+    (
+        "unknown field in a list",
+        _pod(containers=[{**_CONTAINER, "imagee": "x"}]),
+        'unknown field "spec.containers[0].imagee"',
+    ),
+    (
+        "wrong type",
+        _pod(containers=[{**_CONTAINER, "ports": [{"containerPort": "http"}]}]),
+        "spec.containers[0].ports[0].containerPort: expected an integer, got string 'http'",
+    ),
+    (
+        "wrong type in another kind",
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "r"}, "spec": {"replicas": "three"}},
+        "spec.replicas: expected an integer, got string 'three'",
+    ),
+    ("a pod without containers", _pod(), "spec.containers: Required value"),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "document", "message"),
+    [
+        pytest.param(command, document, message, id=f"{command}: {name}")
+        for command in ("apply", "schedule")
+        for name, document, message in _STRICT_CASES
+        if command == "apply" or document["kind"] == "Pod"
+    ],
+)
+def test_manifests_are_checked_as_kubectl_checks_them(
+    target: str, tmp_path: Path, command: str, document: dict[str, Any], message: str
+) -> None:
+    path = write(tmp_path / "bad.yaml", [document])
+    done = podfit("--target", target, command, "-f", path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"podfit: {path}: document 1: {message}"
+    assert "Failed to parse" not in done.stderr and "invalid literal" not in done.stderr
+
+
+def test_apply_of_the_examples_directory_leaves_out_the_what_if_files(target: str) -> None:
+    reset(target)
+    done = podfit("--target", target, "apply", "-f", str(EXAMPLES))
+    assert done.returncode == 0, done.stderr
+    assert "skipped 2 what-if files" in done.stderr and "node-groups.yaml" in done.stderr
+    assert "scenario.yaml" in done.stderr and "podfit simulate -f" in done.stderr
+    names = podfit("--target", target, "get", "pods", "-A", "-o", "name")
+    # The what-if files' pods are questions, not cluster objects.
+    pending = yaml.safe_load((EXAMPLES / "scenario.yaml").read_text().split("---")[-1])["metadata"]["name"]
+    assert f"pod/{pending}" not in names.stdout

@@ -35,6 +35,7 @@ from podfit.k8s.convert import (
     message_to_data,
     object_to_manifest,
 )
+from podfit.k8s.strict import check_strict
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import scheduler_pb2 as sc
 
@@ -168,6 +169,11 @@ def _located(paths: Sequence[str], namespace: str | None) -> list[Located]:
         documents = [doc for path in paths for doc in load_located(path, lambda: bar.update(1))]
     for where, manifest in documents:
         kind = str(manifest.get("kind") or "Pod")
+        if kind in KINDS:
+            try:
+                check_strict(manifest, kind)
+            except ConversionError as exc:
+                raise ConversionError(where, str(exc)) from None
         # Only objects of namespaced kinds podfit holds (a bare pod manifest has no kind): not Scenario.
         if namespace and kind in KINDS and kind not in cli_views.CLUSTER_SCOPED:
             meta = dict(manifest.get("metadata") or {})
@@ -208,8 +214,23 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word if count == 1 else word + 's'}"
 
 
+def _file_of(where: str) -> str:
+    """The file of a located document ("cluster.yaml: document 3" -> "cluster.yaml")."""
+    return where.split(": document ", 1)[0]
+
+
 def cmd_apply(client: Client, args: argparse.Namespace) -> int:
     located = _located(args.filename, args.namespace)
+    # What-if files (deploy/examples/ holds them beside the cluster) are questions for other commands: a
+    # Scenario or NodeGroup with the pods to place. Such a file is named and left out whole, its pods too.
+    questions = {_file_of(where) for where, m in located if m.get("kind") in (whatif.SCENARIO, whatif.NODE_GROUP)}
+    if questions:
+        print(
+            f"skipped {_plural(len(questions), 'what-if file')} ({', '.join(sorted(questions))}): ask them with "
+            "`podfit simulate -f` (a Scenario) or `podfit estimate -f` (NodeGroups)",
+            file=sys.stderr,
+        )
+        located = [(where, m) for where, m in located if _file_of(where) not in questions]
     objects = []
     for where, manifest in located:
         try:
@@ -268,9 +289,9 @@ def cmd_apply(client: Client, args: argparse.Namespace) -> int:
         if args.verbose:
             where = f"{result.key.namespace}/" if result.key.namespace else ""
             print(f"{kind.lower()}/{where}{result.key.name} {_OUTCOMES.get(result.outcome, '?')}")
-    kinds = ", ".join(_plural(n, kind.lower()) for kind, n in applied.items()) or "0 objects"
+    summary = ", ".join(_plural(n, kind.lower()) for kind, n in applied.items()) or "0 objects"
     print(
-        f"{kinds} applied, {response.unchanged_count} unchanged, {response.stale_count} stale "
+        f"{summary} applied, {response.unchanged_count} unchanged, {response.stale_count} stale "
         f"(generation {response.generation})"
     )
     return 0
