@@ -114,15 +114,28 @@ def _documents(path: Path, manifests: list[dict[str, object]]) -> str:
 
 
 @pytest.mark.parametrize(
-    ("flags", "pods", "nodes", "summary"),
+    ("flags", "pods", "nodes", "summary", "reserved"),
     [
-        pytest.param([], 2, ["node-1", "node-1"], "placed 2/2 pods", id="two pods: a batch"),
-        pytest.param([], 4, ["node-1"] * 3 + ["-"], "placed 3/4 pods", id="the fourth does not fit"),
         pytest.param(
-            ["--all-or-nothing"],
+            ["--assume"], 2, ["node-1", "node-1"], "placed 2/2 pods (generation {})", 2, id="two pods: a batch"
+        ),
+        pytest.param(
+            ["--assume"], 4, ["node-1"] * 3 + ["-"], "placed 3/4 pods (generation {})", 3, id="the fourth does not fit"
+        ),
+        pytest.param(
+            [],
             4,
             ["node-1"] * 3 + ["-"],
-            "not every pod fits: nothing assumed (all-or-nothing",
+            "3/4 pods fit; nothing reserved (--assume to reserve them)",
+            0,
+            id="without --assume: a dry run, each pod still seeing the earlier ones",
+        ),
+        pytest.param(
+            ["--assume", "--all-or-nothing"],
+            4,
+            ["node-1"] * 3 + ["-"],
+            "not every pod fits: nothing assumed (all-or-nothing; generation {})",
+            0,
             id="all or nothing",
         ),
     ],
@@ -135,6 +148,7 @@ def test_schedule_several_pods_is_one_batch(
     pods: int,
     nodes: list[str],
     summary: str,
+    reserved: int,
 ) -> None:
     from tests.builders import make_node, make_pod
 
@@ -151,10 +165,10 @@ def test_schedule_several_pods_is_one_batch(
     assert lines[0].split() == ["NAMESPACE", "NAME", "NODE", "OUTCOME"]
     assert [line.split()[2] for line in lines[1:-1]] == nodes
     generation = json.loads(run(capsys, server, "-o", "json", "stats")[1])["generation"]
-    assert lines[-1] == f"{summary}{'; ' if flags else ' ('}generation {generation})"
+    assert lines[-1] == summary.format(generation)
     code, out, _ = run(capsys, server, "-o", "json", "get", "pods")
     bound = [m["spec"].get("nodeName") for m in json.loads(out)["items"]]
-    assert sum(1 for b in bound if b) == (0 if flags else nodes.count("node-1"))
+    assert sum(1 for b in bound if b) == reserved
 
 
 @pytest.mark.parametrize(

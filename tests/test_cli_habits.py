@@ -880,3 +880,22 @@ def test_apply_of_the_examples_directory_leaves_out_the_what_if_files(target: st
     # The what-if files' pods are questions, not cluster objects.
     pending = yaml.safe_load((EXAMPLES / "scenario.yaml").read_text().split("---")[-1])["metadata"]["name"]
     assert f"pod/{pending}" not in names.stdout
+
+
+@pytest.mark.parametrize("count", [1, 2], ids=["one pod", "two pods"])
+@pytest.mark.parametrize("assume", [False, True], ids=["without --assume", "with --assume"])
+def test_schedule_reserves_only_with_assume_for_one_pod_or_several(
+    target: str, tmp_path: Path, count: int, assume: bool
+) -> None:
+    reset(target)
+    before = podfit("--target", target, "stats", "-o", "json")
+    pods = [make_pod(f"r{i}", "shop").container({"cpu": "100m"}).json() for i in range(count)]
+    done = podfit(
+        "--target", target, "schedule", "-f", write(tmp_path / "p.yaml", pods), *(["--assume"] if assume else [])
+    )
+    assert done.returncode == 0, done.stderr
+    after = podfit("--target", target, "stats", "-o", "json")
+    bound = json.loads(after.stdout)["boundPods"] - json.loads(before.stdout)["boundPods"]
+    assert bound == (count if assume else 0)
+    if count > 1 and not assume:
+        assert "nothing reserved (--assume to reserve them)" in done.stdout

@@ -169,7 +169,7 @@ def test_schedule_of_one_file_with_several_pods_is_still_a_batch(server: str, tm
         for i in range(2)
     ]
     path.write_text(yaml.safe_dump_all(pods))
-    lines = podfit(server, "schedule", "-f", str(path)).stdout.splitlines()
+    lines = podfit(server, "schedule", "-f", str(path), "--assume").stdout.splitlines()
     assert lines[0].split() == ["NAMESPACE", "NAME", "NODE", "OUTCOME"]
     assert lines[-1].startswith("placed 2/2 pods")
 

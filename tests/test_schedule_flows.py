@@ -328,3 +328,17 @@ def test_an_undone_batch_releases_the_devices() -> None:
     placement = svc.schedule_batch([_claiming("p0", "c0"), _claiming("p1", "c1")], all_or_nothing=True)
     assert not placement.all_placed
     assert contents(svc) == before
+
+
+def test_a_dry_run_batch_answers_as_the_batch_and_changes_nothing() -> None:
+    svc = cluster()
+    before = contents(svc)
+    # n2 has 4 CPUs free: two pods of 2 fit, the third only if the earlier two were forgotten.
+    pods = [given(make_pod(f"d{i}").req(cpu="2")) for i in range(3)]
+    dry = svc.schedule_batch(pods, dry_run=True)
+    assert contents(svc) == before
+    assert [r.assumed_generation for r in dry.results] == [0, 0, 0]
+    assert [r.selected for r in dry.results] == ["n2", "n2", ""]
+    real = svc.schedule_batch(pods)
+    assert [r.selected for r in real.results] == ["n2", "n2", ""]
+    assert [bool(r.assumed_generation) for r in real.results] == [True, True, False]

@@ -20,6 +20,7 @@ type callConfig struct {
 	disablePreemption bool
 	view              podfitv1.View
 	allOrNothing      bool
+	dryRun            bool
 	namespace         string
 	labelSelector     string
 	fieldSelector     string
@@ -51,6 +52,7 @@ const (
 	optContinue
 	optKubeSchedulerVersion
 	optFieldSelector
+	optDryRun
 )
 
 // The request field each option sets, to name a refused one.
@@ -64,6 +66,7 @@ var optionFields = []struct {
 	{optDisablePreemption, "disable_preemption"},
 	{optView, "view"},
 	{optAllOrNothing, "all_or_nothing"},
+	{optDryRun, "dry_run"},
 	{optNamespace, "namespace"},
 	{optLabelSelector, "label_selector"},
 	{optPodFilter, "pod_filter"},
@@ -140,6 +143,11 @@ func BasicView() CallOption {
 // AllOrNothing makes ScheduleBatch assume nothing unless every pod is placed: gang scheduling.
 func AllOrNothing() CallOption {
 	return func(c *callConfig) { c.allOrNothing = true; c.mark(optAllOrNothing) }
+}
+
+// DryRun makes ScheduleBatch answer as the batch would place the pods, then undo every reservation.
+func DryRun() CallOption {
+	return func(c *callConfig) { c.dryRun = true; c.mark(optDryRun) }
 }
 
 // InNamespace lists only the objects of namespace (List).

@@ -453,6 +453,18 @@ func TestDecisionsAndSimulations(t *testing.T) {
 		if gang.GetAllPlaced() || gang.GetPlacedCount() != 0 || stats(t, client).GetGeneration() != generation {
 			t.Errorf("all or nothing: %v", gang)
 		}
+		dry, err := client.ScheduleBatch(ctx, []any{pod("d1", "1", nil), pod("d2", "1", nil)}, podfit.DryRun(), podfit.BasicView())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, answer := range dry.GetResults() {
+			if answer.GetSelectedNode() == "" || answer.GetAssumedGeneration() != 0 {
+				t.Errorf("dry run: %v", answer)
+			}
+		}
+		if stats(t, client).GetGeneration() != generation {
+			t.Errorf("a dry run changed the cache: %v", dry)
+		}
 		batch, err := client.ScheduleBatch(ctx, []any{pod("b1", "1", nil), pod("b2", "1", nil)}, podfit.BasicView())
 		if err != nil {
 			t.Fatal(err)

@@ -71,9 +71,9 @@ func (c *Client) Schedule(ctx context.Context, pod any, opts ...CallOption) (*po
 
 // ScheduleBatch schedules pods in order on one call, always assuming them: each sees the earlier
 // ones. Slices among pods are spread. Options: NodeNames, SchedulerName, KubeSchedulerVersion, BasicView,
-// DisablePreemption, AllOrNothing (undo everything unless every pod is placed).
+// DisablePreemption, AllOrNothing (undo everything unless every pod is placed), DryRun (undo everything).
 func (c *Client) ScheduleBatch(ctx context.Context, pods []any, opts ...CallOption) (*podfitv1.ScheduleBatchResponse, error) {
-	config, err := newCallConfig("ScheduleBatch", opts, decisionOptions|optDisablePreemption|optAllOrNothing)
+	config, err := newCallConfig("ScheduleBatch", opts, decisionOptions|optDisablePreemption|optAllOrNothing|optDryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +86,7 @@ func (c *Client) ScheduleBatch(ctx context.Context, pods []any, opts ...CallOpti
 		NodeNames:            config.nodeNames,
 		SchedulerName:        config.schedulerName,
 		AllOrNothing:         config.allOrNothing,
+		DryRun:               config.dryRun,
 		DisablePreemption:    config.disablePreemption,
 		View:                 config.view,
 		KubeSchedulerVersion: config.version,

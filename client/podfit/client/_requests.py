@@ -205,6 +205,7 @@ def schedule_batch_request(
     disable_preemption: bool = False,
     view: str = "full",
     kube_scheduler_version: str = "",
+    dry_run: bool = False,
 ) -> sc.ScheduleBatchRequest:
     """``pods``: each a manifest (dict, YAML/JSON text, kubernetes object) or "namespace/name" of a cached pod."""
     return sc.ScheduleBatchRequest(
@@ -215,6 +216,7 @@ def schedule_batch_request(
         disable_preemption=disable_preemption,
         view=view_enum(view),
         kube_scheduler_version=kube_scheduler_version,
+        dry_run=dry_run,
     )
 
 

@@ -492,7 +492,8 @@ def cmd_schedule(client: Client, args: argparse.Namespace) -> int:
 
 
 def _schedule_batch(client: Client, args: argparse.Namespace, pods: list[Any]) -> int:
-    """Several pods: one ScheduleBatch, which always assumes (each pod sees the ones before it)."""
+    """Several pods: one ScheduleBatch (each pod sees the ones before it placed), reserving them only with
+    --assume, as for one pod; otherwise a dry run that leaves the cache as it was."""
     response = client.schedule_batch(
         pods,
         _nodes(args),
@@ -501,6 +502,7 @@ def _schedule_batch(client: Client, args: argparse.Namespace, pods: list[Any]) -
         disable_preemption=args.no_preempt,
         view="basic",
         kube_scheduler_version=args.kube_scheduler_version,
+        dry_run=not args.assume,
     )
     if _emit(response, args.output):
         return 0
@@ -517,7 +519,10 @@ def _schedule_batch(client: Client, args: argparse.Namespace, pods: list[Any]) -
             outcome = "no node fits"
         rows.append([meta.get("namespace") or "default", meta.get("name", ""), answer.selected_node or "-", outcome])
     _print_table(["NAMESPACE", "NAME", "NODE", "OUTCOME"], rows, args.output == "wide")
-    if args.all_or_nothing and not response.all_placed:
+    if not args.assume:
+        fits = sum(1 for answer in response.results if answer.selected_node)
+        print(f"{fits}/{len(pods)} pods fit; nothing reserved (--assume to reserve them)")
+    elif args.all_or_nothing and not response.all_placed:
         print(f"not every pod fits: nothing assumed (all-or-nothing; generation {response.generation})")
     else:
         print(f"placed {response.placed_count}/{len(pods)} pods (generation {response.assumed_generation})")
@@ -910,7 +915,9 @@ def build_parser() -> argparse.ArgumentParser:
         )
         if name == "schedule":
             p.add_argument(
-                "--assume", action="store_true", help="reserve the pod on the selected node (always, for several pods)"
+                "--assume",
+                action="store_true",
+                help="reserve the pod (or each of several) on its selected node; without it nothing is reserved",
             )
             p.add_argument("--no-preempt", action="store_true", help="do not compute preemption when nothing fits")
             p.add_argument(

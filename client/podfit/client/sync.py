@@ -188,11 +188,13 @@ class Client:
         view: str = "full",
         timeout: float | None = None,
         kube_scheduler_version: str = "",
+        dry_run: bool = False,
     ) -> sc.ScheduleBatchResponse:
-        """Schedules ``pods`` in order on one call, always assuming them; each sees the earlier ones.
-        ``all_or_nothing`` leaves the cache untouched unless every pod is placed (gang scheduling)."""
+        """Schedules ``pods`` in order on one call, assuming them; each sees the earlier ones.
+        ``all_or_nothing`` leaves the cache untouched unless every pod is placed (gang scheduling); ``dry_run``
+        leaves it untouched whatever happens (the answers only)."""
         request = rq.schedule_batch_request(
-            pods, node_names, scheduler_name, all_or_nothing, disable_preemption, view, kube_scheduler_version
+            pods, node_names, scheduler_name, all_or_nothing, disable_preemption, view, kube_scheduler_version, dry_run
         )
         return cast(sc.ScheduleBatchResponse, self._call(self.scheduler.ScheduleBatch, request, timeout))
 

@@ -604,6 +604,7 @@ class ScheduleBatchRequest(_message.Message):
     DISABLE_PREEMPTION_FIELD_NUMBER: _builtins.int
     VIEW_FIELD_NUMBER: _builtins.int
     KUBE_SCHEDULER_VERSION_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
     """The profile for every pod; empty means each pod's spec.schedulerName, then "default-scheduler"."""
     all_or_nothing: _builtins.bool
@@ -620,10 +621,14 @@ class ScheduleBatchRequest(_message.Message):
     release podfit reproduces for its minor version). Empty: the profile's configured version, by default
     the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
     """
+    dry_run: _builtins.bool
+    """Answer as the batch would place the pods (each sees the earlier ones placed), then undo every
+    reservation: the cache is exactly as before, generation included, and every assumed_generation is 0.
+    """
     @_builtins.property
     def pods(self) -> _containers.RepeatedCompositeFieldContainer[Global___PodReference]:
-        """The pods, scheduled in this order and always assumed: each pod's decision sees the reservations
-        of the pods before it. A pod may appear only once; every pod is converted and resolved before
+        """The pods, scheduled in this order and assumed (unless dry_run): each pod's decision sees the
+        reservations of the pods before it. A pod may appear only once; every pod is converted and resolved before
         anything is assumed, so a bad one (INVALID_ARGUMENT at pods[i]..., or NOT_FOUND) changes nothing.
         """
 
@@ -641,10 +646,11 @@ class ScheduleBatchRequest(_message.Message):
         disable_preemption: _builtins.bool = ...,
         view: Global___View.ValueType = ...,
         kube_scheduler_version: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_or_nothing", b"all_or_nothing", "disable_preemption", b"disable_preemption", "kube_scheduler_version", b"kube_scheduler_version", "node_names", b"node_names", "pods", b"pods", "scheduler_name", b"scheduler_name", "view", b"view"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["all_or_nothing", b"all_or_nothing", "disable_preemption", b"disable_preemption", "dry_run", b"dry_run", "kube_scheduler_version", b"kube_scheduler_version", "node_names", b"node_names", "pods", b"pods", "scheduler_name", b"scheduler_name", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -668,9 +674,9 @@ class ScheduleBatchResponse(_message.Message):
     assumed_generation: _builtins.int
     """The generation that holds every reservation of this batch; 0 when nothing was assumed."""
     placed_count: _builtins.int
-    """How many pods were placed and stay assumed."""
+    """How many pods were placed and stay assumed (0 in a dry run: see each result's selected_node)."""
     all_placed: _builtins.bool
-    """True when every pod was placed and assumed."""
+    """True when every pod was placed and assumed (false in a dry run)."""
     server_epoch: _builtins.str
     """This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
     that sees a different server_epoch than before must resync in full (Replace every kind, then

@@ -1129,8 +1129,8 @@ func (x *ScheduleResponse) GetKubeSchedulerVersion() string {
 // Several pods placed one after another on one call (Scheduler.ScheduleBatch).
 type ScheduleBatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The pods, scheduled in this order and always assumed: each pod's decision sees the reservations
-	// of the pods before it. A pod may appear only once; every pod is converted and resolved before
+	// The pods, scheduled in this order and assumed (unless dry_run): each pod's decision sees the
+	// reservations of the pods before it. A pod may appear only once; every pod is converted and resolved before
 	// anything is assumed, so a bad one (INVALID_ARGUMENT at pods[i]..., or NOT_FOUND) changes nothing.
 	Pods []*PodReference `protobuf:"bytes,1,rep,name=pods,proto3" json:"pods,omitempty"`
 	// Candidate nodes for every pod; empty means every node in the cache.
@@ -1149,8 +1149,11 @@ type ScheduleBatchRequest struct {
 	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
 	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
 	KubeSchedulerVersion string `protobuf:"bytes,7,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Answer as the batch would place the pods (each sees the earlier ones placed), then undo every
+	// reservation: the cache is exactly as before, generation included, and every assumed_generation is 0.
+	DryRun        bool `protobuf:"varint,8,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ScheduleBatchRequest) Reset() {
@@ -1232,6 +1235,13 @@ func (x *ScheduleBatchRequest) GetKubeSchedulerVersion() string {
 	return ""
 }
 
+func (x *ScheduleBatchRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 // The answers of Scheduler.ScheduleBatch.
 type ScheduleBatchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1243,9 +1253,9 @@ type ScheduleBatchResponse struct {
 	Generation int64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
 	// The generation that holds every reservation of this batch; 0 when nothing was assumed.
 	AssumedGeneration int64 `protobuf:"varint,3,opt,name=assumed_generation,json=assumedGeneration,proto3" json:"assumed_generation,omitempty"`
-	// How many pods were placed and stay assumed.
+	// How many pods were placed and stay assumed (0 in a dry run: see each result's selected_node).
 	PlacedCount int32 `protobuf:"varint,4,opt,name=placed_count,json=placedCount,proto3" json:"placed_count,omitempty"`
-	// True when every pod was placed and assumed.
+	// True when every pod was placed and assumed (false in a dry run).
 	AllPlaced bool `protobuf:"varint,5,opt,name=all_placed,json=allPlaced,proto3" json:"all_placed,omitempty"`
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder
 	// that sees a different server_epoch than before must resync in full (Replace every kind, then
@@ -1700,7 +1710,7 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"best_count\x18\v \x01(\x05R\tbestCount\x12!\n" +
 	"\fserver_epoch\x18\f \x01(\tR\vserverEpoch\x123\n" +
 	"\x15unschedulable_message\x18\r \x01(\tR\x14unschedulableMessage\x124\n" +
-	"\x16kube_scheduler_version\x18\x0e \x01(\tR\x14kubeSchedulerVersion\"\xb9\x02\n" +
+	"\x16kube_scheduler_version\x18\x0e \x01(\tR\x14kubeSchedulerVersion\"\xd2\x02\n" +
 	"\x14ScheduleBatchRequest\x12+\n" +
 	"\x04pods\x18\x01 \x03(\v2\x17.podfit.v1.PodReferenceR\x04pods\x12\x1d\n" +
 	"\n" +
@@ -1709,7 +1719,8 @@ const file_podfit_v1_scheduler_proto_rawDesc = "" +
 	"\x0eall_or_nothing\x18\x04 \x01(\bR\fallOrNothing\x12-\n" +
 	"\x12disable_preemption\x18\x05 \x01(\bR\x11disablePreemption\x12#\n" +
 	"\x04view\x18\x06 \x01(\x0e2\x0f.podfit.v1.ViewR\x04view\x124\n" +
-	"\x16kube_scheduler_version\x18\a \x01(\tR\x14kubeSchedulerVersion\"\xb8\x02\n" +
+	"\x16kube_scheduler_version\x18\a \x01(\tR\x14kubeSchedulerVersion\x12\x17\n" +
+	"\adry_run\x18\b \x01(\bR\x06dryRun\"\xb8\x02\n" +
 	"\x15ScheduleBatchResponse\x125\n" +
 	"\aresults\x18\x01 \x03(\v2\x1b.podfit.v1.ScheduleResponseR\aresults\x12\x1e\n" +
 	"\n" +

@@ -95,6 +95,8 @@ export interface ScheduleBatchOptions extends DecisionOptions {
   /** Assume nothing unless every pod is placed (gang scheduling). */
   allOrNothing?: boolean;
   disablePreemption?: boolean;
+  /** Answer as the batch would place the pods, then undo every reservation. */
+  dryRun?: boolean;
 }
 
 export interface PreemptOptions extends CallOptions {
@@ -447,13 +449,14 @@ export class PodfitClient {
     }
   }
 
-  /** Schedules `pods` in order on one call, always assuming them; each sees the earlier ones. */
+  /** Schedules `pods` in order on one call, assuming them (unless `dryRun`); each sees the earlier ones. */
   async scheduleBatch(pods: PodInput[], options: ScheduleBatchOptions = {}): Promise<ScheduleBatchResponse> {
     const request = {
       ...decision(options),
       pods: pods.map((pod, i) => toPodReference(pod, `pods[${i}]`)),
       allOrNothing: options.allOrNothing ?? false,
       disablePreemption: options.disablePreemption ?? false,
+      dryRun: options.dryRun ?? false,
     };
     return this.call((o) => this.scheduler.scheduleBatch(request, o), options);
   }

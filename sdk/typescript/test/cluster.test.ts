@@ -116,6 +116,11 @@ describe("the example cluster", () => {
     assert.equal(gang.placedCount, 0);
     assert.equal((await client.stats()).generation, generation);
 
+    const dry = await client.scheduleBatch([pod("d1", "1"), pod("d2", "1")], { dryRun: true, view: "basic" });
+    assert.deepEqual(dry.results.map((r) => r.selectedNode !== ""), [true, true]);
+    assert.deepEqual(dry.results.map((r) => r.assumedGeneration), [0n, 0n]);
+    assert.equal((await client.stats()).generation, generation);
+
     const batch = await client.scheduleBatch([pod("b1", "1"), pod("b2", "1")], { view: "basic" });
     assert.equal(batch.allPlaced, true);
     assert.deepEqual(batch.results.map((r) => r.assumedGeneration), [generation + 1n, generation + 2n]);

@@ -687,6 +687,7 @@ class SchedulingService:
         all_or_nothing: bool = False,
         preempt: bool = True,
         details: bool = True,
+        dry_run: bool = False,
         version: str = "",
     ) -> BatchPlacement:
         """Schedules ``pods`` in order with assume, each seeing the reservations of the pods before it.
@@ -695,8 +696,9 @@ class SchedulingService:
         reservations are undone and the cache is exactly as before, generation included; every pod is
         still answered (as decided with the earlier pods placed), stating the starting generation.
         Every pod is resolved and checked before anything is assumed (PodRejected names the first bad
-        one), and an error midway undoes the batch too. Runs without awaiting, so no other call sees
-        an intermediate state. Without ``details`` the results keep only each decision's outcome.
+        one), and an error midway undoes the batch too. With ``dry_run`` every reservation is undone at
+        the end, placed or not: the answers of a batch that changes nothing. Runs without awaiting, so no
+        other call sees an intermediate state. Without ``details`` the results keep only each decision's outcome.
         """
         self.require_synced()
         self.limits.check("pods", len(pods), self.limits.pods_per_request, "pods", "podsPerRequest")
@@ -731,7 +733,7 @@ class SchedulingService:
         except BaseException:
             tentative.rollback()
             raise
-        if all_or_nothing and not placement.all_placed:
+        if dry_run or (all_or_nothing and not placement.all_placed):
             tentative.rollback()
             for result in placement.results:
                 result.assumed_generation = 0

@@ -338,6 +338,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
                     all_or_nothing=request.all_or_nothing,
                     preempt=not request.disable_preemption,
                     details=full,
+                    dry_run=request.dry_run,
                     version=request.kube_scheduler_version,
                 )
             )
