@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import resource
 import time
 from contextlib import suppress
 from typing import Any
@@ -159,6 +160,8 @@ async def test_health_and_stats_answer_while_a_heavy_call_runs(live: LiveServer)
     assert len(latencies) >= 20, "the heavy call ended too soon to measure anything"
     latencies.sort()
     assert latencies[int(len(latencies) * 0.99) - 1] < 0.1, latencies[-5:]
+    # The server runs in this process: its peak resident memory, the simulation's included.
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 1.5 * 2**20  # KiB
 
 
 async def test_an_update_during_a_heavy_call_waits_and_is_applied(live: LiveServer) -> None:
@@ -204,3 +207,35 @@ async def test_heavy_calls_beyond_the_waiting_limit_are_refused() -> None:
     finally:
         await server.client.close()
         await server.running.stop(0)
+
+
+def _estimate_of(pods: int) -> sim.EstimateScaleUpRequest:
+    pod = _pod_ref("p")
+    return sim.EstimateScaleUpRequest(groups=[sim.PodGroup(pods=[pod] * pods)])
+
+
+# The issue's heavy questions at the default limits: each refused before any work.
+DEFAULT_LIMITS = {
+    "a 1,000,000-node Simulate": ("/podfit.v1.Simulation/Simulate", _simulate(1_000_000), "scenario.add_nodes"),
+    "a 20,000-pod estimate": ("/podfit.v1.Simulation/EstimateScaleUp", _estimate_of(20_000), "groups"),
+    "a drain of half a 5,000-node cluster": (
+        "/podfit.v1.Simulation/SimulateDrain",
+        sim.SimulateDrainRequest(node_names=[f"n{i}" for i in range(2500)]),
+        "node_names",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DEFAULT_LIMITS), ids=list(DEFAULT_LIMITS))
+async def test_the_issues_heavy_questions_are_refused_at_the_default_limits(live: LiveServer, case: str) -> None:
+    method, request, field = DEFAULT_LIMITS[case]
+    call = live.client._channel.unary_unary(method, request_serializer=None, response_deserializer=None)
+    started = time.monotonic()
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call(request.SerializeToString(), timeout=30)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert caught.value.details().startswith(f"{field}: ")
+    assert time.monotonic() - started < 1.0
+    health = health_pb2_grpc.HealthStub(live.client._channel)
+    answer = await health.Check(health_pb2.HealthCheckRequest(), timeout=2)
+    assert answer.status == health_pb2.HealthCheckResponse.SERVING
