@@ -1,13 +1,20 @@
-"""Parity with kube-scheduler v1.35.4 and v1.37.2: replays every public case of both versions through the
-gRPC API (as ``podfit conformance`` does, the version read from each case) and fails on any mismatch."""
+"""Parity with kube-scheduler v1.35.4 and v1.37.2, and with cluster-autoscaler's scale-down planner: replays
+every public case of both versions, and every removal case under both destination rules, through the gRPC
+API (as ``podfit conformance`` does, the version read from each case) and fails on any mismatch."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from podfit.client.conformance import case_version, filter_expect, load_cases, run_cases
-from podfit.client.conformance_compare import Report, compare_answers, compare_case
+from podfit.client.conformance import REMOVAL_RULES, case_version, filter_expect, load_cases, run_cases
+from podfit.client.conformance_compare import (
+    REMOVAL_CHECKS,
+    Report,
+    compare_answers,
+    compare_case,
+    compare_field_sets,
+)
 
 from tests.conftest import LiveServer
 from tests.corpora import corpus
@@ -43,6 +50,75 @@ async def test_every_public_case_passes_on_every_field(live: LiveServer, corpus:
     details = "\n".join(f["diff"] for f in report.failures[:3])
     assert not failed, f"{len(failed)} of {len(cases)} {release} cases differ: {failed[:10]}\n{details}"
     assert report.passed == len(cases)
+
+
+# cluster-autoscaler's scale-down planner (removal/FORMAT.md), each case under each destination rule.
+REMOVAL = corpus("removal/cases-public.jsonl")
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        pytest.param("other-nodes", id="removal, podfit's rule: no candidate is a destination"),
+        pytest.param("all-but-removed", id="removal, cluster-autoscaler's rule: all but the removed nodes"),
+    ],
+)
+async def test_every_public_removal_case_passes_on_every_field(live: LiveServer, rule: str) -> None:
+    cases = load_cases(REMOVAL)
+    assert len(cases) == 150
+    assert all(c[REMOVAL_RULES[rule]] is not None for c in cases), "every public case is stable under both rules"
+    report = await run_cases(cases, live.target, removal_rules=(rule,))
+    failed = [f["id"] for f in report.failures]
+    details = "\n".join(f["diff"] for f in report.failures[:3])
+    assert not failed, f"{len(failed)} of {len(cases)} removal cases differ under {rule}: {failed[:10]}\n{details}"
+    assert report.passed == len(cases)
+    assert all(tally.match == tally.total == len(cases) for tally in report.checks.values())
+
+
+def _removal(**fields: object) -> dict[str, list[object]]:
+    """One candidate's entry, per compared field, as the removal answers are compared."""
+    entry: dict[str, object] = {
+        "node": "n1",
+        "removable": True,
+        "reason": "",
+        "blocking": None,
+        "pods_to_move": ["default/p"],
+        "daemonset_pods": [],
+        "pdb": {"can_remove": True, "in_parallel": True, "blocking_pod": None},
+        "destinations": {"default/p": "n2"},
+        "unplaced_pod": None,
+        **fields,
+    }
+    return {name: [entry[name]] for name in REMOVAL_CHECKS}
+
+
+@pytest.mark.parametrize(
+    ("answers", "passes", "diff"),
+    [
+        pytest.param({"other-nodes": (_removal(), _removal())}, True, "", id="identical candidates pass"),
+        pytest.param(
+            {"other-nodes": (_removal(), _removal(destinations={"default/p": "n3"}))},
+            False,
+            "other-nodes: destinations",
+            id="another destination fails",
+        ),
+        pytest.param(
+            {"other-nodes": (_removal(), _removal()), "all-but-removed": (_removal(), _removal(removable=False))},
+            False,
+            "all-but-removed: removable",
+            id="one rule disagreeing fails the case",
+        ),
+    ],
+)
+def test_removal_comparison(
+    answers: dict[str, tuple[dict[str, object], dict[str, object]]], passes: bool, diff: str
+) -> None:
+    report = Report.for_checks(REMOVAL_CHECKS)
+    assert compare_field_sets(report, "case", answers) is passes
+    assert (report.passed, report.failed) == (int(passes), int(not passes))
+    if not passes:
+        assert report.failures[0]["diff"].startswith(diff)
+    assert report.checks["node"].total == len(answers)
 
 
 def _case(expect: dict[str, object]) -> dict[str, object]:

@@ -1,6 +1,7 @@
-"""SimulateDrain through a real server: cluster-autoscaler's removal simulation — the ghost node, PDB
-budgets counted down across nodes, where pods move, undone failures, its flags, ``now`` — and the
-drain and estimate corpora replayed by ``podfit conformance``."""
+"""SimulateDrain through a real server: cluster-autoscaler's scale-down planner — what it leaves out, what
+stays on a removed node, PDB budgets counted down across nodes, where pods move under either destination
+rule, undone failures, its flags, ``now`` — and the drain, removal and estimate corpora replayed by
+``podfit conformance``."""
 
 from __future__ import annotations
 
@@ -45,11 +46,11 @@ def replica_set(name: str = "rs", namespace: str = "default", replicas: int | No
     }
 
 
-def pdb(allowed: int, namespace: str = "default", **labels: str) -> dict[str, Any]:
+def pdb(allowed: int, namespace: str = "default", name: str = "budget", **labels: str) -> dict[str, Any]:
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
-        "metadata": {"name": "budget", "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {"selector": {"matchLabels": labels}},
         "status": {"disruptionsAllowed": allowed},
     }
@@ -58,6 +59,20 @@ def pdb(allowed: int, namespace: str = "default", **labels: str) -> dict[str, An
 def spread_pod(name: str, on: str, **extra: Any) -> dict[str, Any]:
     builder = make_pod(name).req(cpu="100m").labels(app="web").owner("ReplicaSet", "rs").node(on)
     return builder.spread(1, ZONE, selector=WEB, **extra).json()
+
+
+DAEMONSET = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds"}, "spec": {}}
+
+
+def agent(on: str) -> dict[str, Any]:
+    """A DaemonSet pod labelled app=agent: it stays on a removed node."""
+    return make_pod(f"agent-{on}").req(cpu="100m").labels(app="agent").owner("DaemonSet", "ds").node(on).json()
+
+
+def shy_pod(name: str, on: str) -> dict[str, Any]:
+    """A pod that will not share a zone with an agent pod (required anti-affinity)."""
+    builder = make_pod(name).req(cpu="100m").owner("ReplicaSet", "rs").node(on)
+    return builder.pod_term("podAntiAffinity", {"app": "agent"}, ZONE).json()
 
 
 async def load(live: LiveServer, objects: list[dict[str, Any]]) -> None:
@@ -75,8 +90,14 @@ def summary(answer: sim.SimulateDrainResponse) -> list[tuple[str, str, dict[str,
     return rows
 
 
-SCENARIOS: dict[str, tuple[list[dict[str, Any]], list[str], list[tuple[str, str, dict[str, str]]]]] = {
-    # name: (cluster, nodes to drain, expected summary per node)
+OTHER_NODES = {"destinations": "other-nodes"}
+ALL_BUT_REMOVED = {"destinations": "all-but-removed"}
+Summary = list[tuple[str, str, dict[str, str]]]
+SCENARIOS: dict[
+    str,
+    tuple[list[dict[str, Any]], list[str], Summary] | tuple[list[dict[str, Any]], list[str], Summary, dict[str, Any]],
+] = {
+    # name: (cluster, nodes to drain, expected summary per node[, request options])
     "pods move to the nodes outside the request, first fit in round robin": (
         [node("a"), node("b"), node("c"), rs_pod("p1", "a"), rs_pod("p2", "a")],
         ["a"],
@@ -109,13 +130,13 @@ SCENARIOS: dict[str, tuple[list[dict[str, Any]], list[str], list[tuple[str, str,
         ["a", "b"],
         [("BlockedByPod", "NotReplicated", {}), ("removable", "", {"p2": "c"})],
     ),
-    # Zones: a (the drained node, a ghost afterwards with no web pod), b and c with one web pod each.
-    "the ghost keeps its zone counting: no zone can take the pod within maxSkew 1": (
+    # Zones: a (the drained node, with no web pod once its own has left), b and c with one web pod each.
+    "the removed node keeps its zone counting: no zone can take the pod within maxSkew 1": (
         [node("a", zone="za"), node("b", zone="zb"), node("c", zone="zc"), *(spread_pod(f"w-{z}", z) for z in "abc")],
         ["a"],
         [("NoPlaceToMovePods", "default/w-a", {})],
     ),
-    "the ghost's taint takes it out of zones that honour taints": (
+    "the removed node is not tainted: zones that honour taints count it too": (
         [
             node("a", zone="za"),
             node("b", zone="zb"),
@@ -123,7 +144,97 @@ SCENARIOS: dict[str, tuple[list[dict[str, Any]], list[str], list[tuple[str, str,
             *(spread_pod(f"w-{z}", z, nodeTaintsPolicy="Honor") for z in "abc"),
         ],
         ["a"],
-        [("removable", "", {"w-a": "b"})],
+        [("NoPlaceToMovePods", "default/w-a", {})],
+    ),
+    "a DaemonSet pod stays on the removed node and keeps its zone out of bounds for anti-affinity": (
+        [DAEMONSET, node("a", zone="za"), node("b", zone="za"), node("c", zone="zb"), agent("a"), shy_pod("p", "a")],
+        ["a"],
+        [("removable", "", {"p": "c"})],
+    ),
+    "a DaemonSet pod left on an earlier removed node repels a later node's pod": (
+        [
+            DAEMONSET,
+            node("a", zone="za"),
+            node("b", zone="zb"),
+            node("c", zone="za"),
+            agent("a"),
+            rs_pod("p1", "a", cpu="100m"),
+            shy_pod("p2", "b"),
+        ],
+        ["a", "b"],
+        [("removable", "", {"p1": "c"}), ("NoPlaceToMovePods", "default/p2", {})],
+    ),
+    "an expendable pod is left out: it neither blocks nor moves nor takes room": (
+        [
+            node("a", cpu="1"),
+            node("b", cpu="1"),
+            make_pod("bare").node("a").priority(-11).json(),
+            make_pod("filler").req(cpu="1").node("b").priority(-11).json(),
+            rs_pod("p1", "a"),
+        ],
+        ["a"],
+        [("removable", "", {"p1": "b"})],
+    ),
+    "a Succeeded pod is left out whatever its restart policy": (
+        [node("a"), node("b"), make_pod("done").node("a").phase("Succeeded").json()],
+        ["a"],
+        [("removable", "", {})],
+    ),
+    "a removable node counts all its pods down, even when the PDB check said no": (
+        [
+            node("a"),
+            node("b"),
+            node("c", cpu="4"),
+            {
+                **make_pod("safe").req(cpu="100m").labels(app="s").node("a").json(),
+                "metadata": {
+                    "name": "safe",
+                    "namespace": "default",
+                    "labels": {"app": "s"},
+                    "annotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "true"},
+                },
+            },
+            rs_pod("p1", "a", app="x"),
+            rs_pod("p2", "b", app="x"),
+            pdb(0, name="budget-s", app="s"),
+            pdb(1, name="budget-x", app="x"),
+        ],
+        ["a", "b"],
+        [("removable", "", {"safe": "c", "p1": "c"}), ("BlockedByPod", "NotEnoughPdb", {})],
+    ),
+    # c has room for one pod: a's pod takes it under podfit's rule; under cluster-autoscaler's, b (a later
+    # node of the request) takes it, and then b's own pod and a's both need c.
+    "podfit's rule: no node of the request is a destination": (
+        [node("a"), node("b"), node("c", cpu="1"), rs_pod("p1", "a"), rs_pod("p2", "b")],
+        ["a", "b"],
+        [("removable", "", {"p1": "c"}), ("NoPlaceToMovePods", "default/p2", {})],
+        OTHER_NODES,
+    ),
+    "cluster-autoscaler's rule: a later node receives a pod, which moves again on its turn": (
+        [node("a"), node("b"), node("c", cpu="1"), rs_pod("p1", "a"), rs_pod("p2", "b")],
+        ["a", "b"],
+        [("removable", "", {"p1": "b"}), ("NoPlaceToMovePods", "default/p1", {})],
+        ALL_BUT_REMOVED,
+    ),
+    # a (blocked) takes b's first pod and c its second; d's 2-CPU pod would only fit b, removed by then.
+    "cluster-autoscaler's rule: an earlier unremovable node receives pods, a removed one none": (
+        [
+            node("a"),
+            node("b", cpu="4"),
+            node("c", cpu="1"),
+            node("d"),
+            make_pod("bare").node("a").json(),
+            rs_pod("p1", "b"),
+            rs_pod("p2", "b"),
+            rs_pod("p3", "d", cpu="2"),
+        ],
+        ["a", "b", "d"],
+        [
+            ("BlockedByPod", "NotReplicated", {}),
+            ("removable", "", {"p1": "a", "p2": "c"}),
+            ("NoPlaceToMovePods", "default/p3", {}),
+        ],
+        ALL_BUT_REMOVED,
     ),
     "a mirror pod is skipped; a DaemonSet pod whose DaemonSet is not cached blocks": (
         [
@@ -146,13 +257,12 @@ SCENARIOS: dict[str, tuple[list[dict[str, Any]], list[str], list[tuple[str, str,
 }
 
 
-@pytest.mark.parametrize(("cluster", "drain", "want"), list(SCENARIOS.values()), ids=list(SCENARIOS))
-async def test_removal_simulation(
-    live: LiveServer, cluster: list[dict[str, Any]], drain: list[str], want: list[tuple[str, str, dict[str, str]]]
-) -> None:
+@pytest.mark.parametrize("scenario", list(SCENARIOS.values()), ids=list(SCENARIOS))
+async def test_removal_simulation(live: LiveServer, scenario: tuple[Any, ...]) -> None:
+    cluster, drain, want, options = (*scenario, {})[:4]
     await load(live, cluster)
     before = await live.client.stats()
-    answer = await live.client.simulate_drain(drain)
+    answer = await live.client.simulate_drain(drain, **options)
     assert [n.node_name for n in answer.nodes] == drain
     assert summary(answer) == want
     assert answer.base_generation == before.generation
@@ -176,6 +286,15 @@ def _flag_cluster(kind: str) -> list[dict[str, Any]]:
         },
         "custom": make_pod("custom").node("a").owner("CustomThing", "c").json(),
         "replicas": rs_pod("few", "a"),
+        # Bare pods (NotReplicated when the drain rules see them), of a priority and preemption policy.
+        "low": make_pod("low").node("a").priority(-11).json(),
+        "at-cutoff": make_pod("at-cutoff").node("a").priority(-10).json(),
+        "never": make_pod("never").node("a").priority(-11, "Never").json(),
+        "explicit-policy": make_pod("explicit").node("a").priority(-11, "PreemptLowerPriority").json(),
+        "zero": make_pod("zero").node("a").priority(0).json(),
+        "no-priority": make_pod("no-priority").node("a").json(),
+        "succeeded-always": make_pod("done").node("a").phase("Succeeded").json(),
+        "failed": make_pod("failed").node("a").phase("Failed").json(),
     }
     return [node("a"), node("b"), replica_set(namespace="kube-system"), pods[kind]]
 
@@ -196,6 +315,26 @@ def _flag_cluster(kind: str) -> list[dict[str, Any]]:
         ),
         pytest.param("replicas", {"min_replica_count": 3}, "", id="min-replica-count met"),
         pytest.param("replicas", {"min_replica_count": 4}, "MinReplicasReached", id="min-replica-count above replicas"),
+        pytest.param("low", {}, "", id="a pod below the default cutoff -10 is left out"),
+        pytest.param("explicit-policy", {}, "", id="PreemptLowerPriority spelled out is expendable too"),
+        pytest.param("at-cutoff", {}, "NotReplicated", id="a pod at the cutoff is not expendable"),
+        pytest.param("never", {}, "NotReplicated", id="a preemptionPolicy Never pod is not expendable"),
+        pytest.param(
+            "low", {"expendable_pods_priority_cutoff": -20}, "NotReplicated", id="expendable-pods-priority-cutoff=-20"
+        ),
+        pytest.param("zero", {"expendable_pods_priority_cutoff": 5}, "", id="priority 0 below cutoff 5"),
+        pytest.param(
+            "no-priority", {"expendable_pods_priority_cutoff": 5}, "NotReplicated", id="a pod without priority never is"
+        ),
+        pytest.param("succeeded-always", {}, "", id="a Succeeded pod with restartPolicy Always is left out"),
+        pytest.param("failed", {}, "", id="a Failed pod is left out"),
+        pytest.param(
+            "succeeded-always",
+            {"skip_terminal_pods": False},
+            "NotReplicated",
+            id="skip-terminal-pods=false: the drain rules judge it by restart policy",
+        ),
+        pytest.param("failed", {"skip_terminal_pods": False}, "", id="skip-terminal-pods=false: a Failed pod moves"),
     ],
 )
 async def test_flags(live: LiveServer, kind: str, options: dict[str, Any], want: str) -> None:
@@ -222,6 +361,15 @@ async def test_now_judges_terminating_pods(live: LiveServer, now: datetime, want
     assert [m.name for m in drained.pods_to_move] == []
 
 
+async def test_an_unknown_destination_rule_is_invalid(live: LiveServer) -> None:
+    await load(live, [node("a")])
+    request = sim.SimulateDrainRequest(node_names=["a"], destinations=7)  # type: ignore[arg-type]
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await live.client.simulation.SimulateDrain(request)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "destinations" in str(raised.value.details())
+
+
 @pytest.mark.parametrize(
     ("nodes", "options", "field"),
     [
@@ -240,7 +388,7 @@ async def test_bad_requests_name_the_field(
     assert [f for f, _ in raised.value.field_violations] == [field]
 
 
-@pytest.mark.parametrize("corpus", ["drain", "estimate"])
+@pytest.mark.parametrize("corpus", ["drain", "removal", "estimate"])
 def test_conformance_replays_cluster_autoscaler_corpora(
     corpus: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

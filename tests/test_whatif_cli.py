@@ -78,6 +78,20 @@ def test_estimate_compares_node_groups(server: str, capsys: pytest.CaptureFixtur
             "",
             id="flags and --now are passed",
         ),
+        pytest.param(
+            ["node-b", "--expendable-pods-priority-cutoff", "11"],
+            "node-b",
+            True,
+            "",
+            id="the Job's priority-10 pod is expendable below cutoff 11: left out",
+        ),
+        pytest.param(
+            ["node-b", "--destinations", "all-but-removed", "--skip-terminal-pods=false"],
+            "node-b",
+            False,
+            "",
+            id="the planner's own flags are accepted",
+        ),
     ],
 )
 def test_drain_dry_run(

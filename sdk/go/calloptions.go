@@ -31,6 +31,9 @@ type callConfig struct {
 	skipLocalStorage  *bool
 	skipCustomPods    *bool
 	minReplicaCount   int32
+	expendableCutoff  *int32
+	skipTerminalPods  *bool
+	destinations      podfitv1.DrainDestinations
 	evaluatedAt       time.Time
 }
 
@@ -212,6 +215,27 @@ func SkipNodesWithLocalStorage(skip bool) CallOption {
 // Job block their node.
 func SkipNodesWithCustomControllerPods(skip bool) CallOption {
 	return func(c *callConfig) { c.skipCustomPods = &skip; c.mark(optDrain) }
+}
+
+// ExpendablePodsPriorityCutoff is cluster-autoscaler's --expendable-pods-priority-cutoff (SimulateDrain;
+// -10 by default): pods below it that may preempt are left out of the simulation entirely.
+func ExpendablePodsPriorityCutoff(cutoff int32) CallOption {
+	return func(c *callConfig) { c.expendableCutoff = &cutoff; c.mark(optDrain) }
+}
+
+// SkipTerminalPods leaves Succeeded and Failed pods out, as cluster-autoscaler's scale-down loop does
+// (SimulateDrain; true by default); false runs them through the drain rules like any pod.
+func SkipTerminalPods(skip bool) CallOption {
+	return func(c *callConfig) { c.skipTerminalPods = &skip; c.mark(optDrain) }
+}
+
+// AllButRemovedDestinations lets SimulateDrain move pods onto later nodes of the request and earlier
+// unremovable ones, as cluster-autoscaler's planner does (by default no node of the request receives pods).
+func AllButRemovedDestinations() CallOption {
+	return func(c *callConfig) {
+		c.destinations = podfitv1.DrainDestinations_DRAIN_DESTINATIONS_ALL_BUT_REMOVED
+		c.mark(optDrain)
+	}
 }
 
 // MinReplicaCount is cluster-autoscaler's --min-replica-count (SimulateDrain; 0 by default):

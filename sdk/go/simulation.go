@@ -70,7 +70,8 @@ func (c *Client) EstimateScaleUp(ctx context.Context, groups [][]any, nodeGroups
 // SimulateDrain is cluster-autoscaler's scale-down simulation of nodeNames, in order: per node,
 // whether it can go (its drain rules and PDB budgets) and where each pod would move. Options:
 // SkipNodesWithSystemPods, SkipNodesWithLocalStorage, SkipNodesWithCustomControllerPods (all true by
-// default, as cluster-autoscaler's flags), MinReplicaCount, EvaluatedAt, SchedulerName, KubeSchedulerVersion.
+// default, as cluster-autoscaler's flags), MinReplicaCount, ExpendablePodsPriorityCutoff, SkipTerminalPods,
+// AllButRemovedDestinations, EvaluatedAt, SchedulerName, KubeSchedulerVersion.
 func (c *Client) SimulateDrain(ctx context.Context, nodeNames []string, opts ...CallOption) (*podfitv1.SimulateDrainResponse, error) {
 	config, err := newCallConfig("SimulateDrain", opts, optDrain|optEvaluatedAt|profileOptions)
 	if err != nil {
@@ -83,7 +84,10 @@ func (c *Client) SimulateDrain(ctx context.Context, nodeNames []string, opts ...
 			SkipNodesWithLocalStorage:         config.skipLocalStorage,
 			SkipNodesWithCustomControllerPods: config.skipCustomPods,
 			MinReplicaCount:                   config.minReplicaCount,
+			ExpendablePodsPriorityCutoff:      config.expendableCutoff,
+			SkipTerminalPods:                  config.skipTerminalPods,
 		},
+		Destinations:         config.destinations,
 		SchedulerName:        config.schedulerName,
 		KubeSchedulerVersion: config.version,
 	}

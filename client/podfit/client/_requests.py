@@ -255,6 +255,13 @@ def simulate_request(
     )
 
 
+# SimulateDrainRequest.destinations by the name the clients and the CLI use.
+DRAIN_DESTINATIONS = {
+    "other-nodes": sim.DRAIN_DESTINATIONS_OTHER_NODES,
+    "all-but-removed": sim.DRAIN_DESTINATIONS_ALL_BUT_REMOVED,
+}
+
+
 def drain_request(
     node_names: Sequence[str],
     *,
@@ -262,10 +269,18 @@ def drain_request(
     skip_nodes_with_local_storage: bool = True,
     skip_nodes_with_custom_controller_pods: bool = True,
     min_replica_count: int = 0,
+    expendable_pods_priority_cutoff: int = -10,
+    skip_terminal_pods: bool = True,
     now: datetime | None = None,
     scheduler_name: str = "",
+    destinations: str = "other-nodes",
 ) -> sim.SimulateDrainRequest:
-    """cluster-autoscaler's flags with its defaults; ``now`` (aware datetime) judges terminating pods."""
+    """cluster-autoscaler's flags with its defaults; ``skip_terminal_pods=False`` hands Succeeded and Failed
+    pods to the drain rules too; ``now`` (aware datetime) judges terminating pods; ``destinations``: which
+    nodes may receive pods, ``"other-nodes"`` (podfit's rule: none of ``node_names``) or
+    ``"all-but-removed"`` (cluster-autoscaler's: all but the node simulated and those found removable)."""
+    if destinations not in DRAIN_DESTINATIONS:
+        raise ValueError(f"destinations: {destinations!r} is not one of {', '.join(DRAIN_DESTINATIONS)}")
     request = sim.SimulateDrainRequest(
         node_names=list(node_names),
         options=sim.DrainOptions(
@@ -273,8 +288,11 @@ def drain_request(
             skip_nodes_with_local_storage=skip_nodes_with_local_storage,
             skip_nodes_with_custom_controller_pods=skip_nodes_with_custom_controller_pods,
             min_replica_count=min_replica_count,
+            expendable_pods_priority_cutoff=expendable_pods_priority_cutoff,
+            skip_terminal_pods=skip_terminal_pods,
         ),
         scheduler_name=scheduler_name,
+        destinations=DRAIN_DESTINATIONS[destinations],
     )
     if now is not None:
         if now.tzinfo is None:

@@ -637,7 +637,10 @@ def cmd_drain(client: Client, args: argparse.Namespace) -> int:
         skip_nodes_with_local_storage=args.skip_nodes_with_local_storage,
         skip_nodes_with_custom_controller_pods=args.skip_nodes_with_custom_controller_pods,
         min_replica_count=args.min_replica_count,
+        expendable_pods_priority_cutoff=args.expendable_pods_priority_cutoff,
+        skip_terminal_pods=args.skip_terminal_pods,
         now=now,
+        destinations=args.destinations,
     )
     if _emit(response, args.output):
         return 0
@@ -955,6 +958,30 @@ def build_parser() -> argparse.ArgumentParser:
             help="cluster-autoscaler's flag of the same name (default true)",
         )
     p.add_argument("--min-replica-count", type=int, default=0, metavar="N", help="as cluster-autoscaler (default 0)")
+    p.add_argument(
+        "--expendable-pods-priority-cutoff",
+        type=int,
+        default=-10,
+        metavar="N",
+        help="as cluster-autoscaler: lower-priority pods (unless preemptionPolicy Never) are left out (default -10)",
+    )
+    p.add_argument(
+        "--skip-terminal-pods",
+        type=_flag,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="true|false",
+        help="leave Succeeded and Failed pods out, as cluster-autoscaler's scale-down loop (default true); "
+        "false hands them to the drain rules",
+    )
+    p.add_argument(
+        "--destinations",
+        choices=("other-nodes", "all-but-removed"),
+        default="other-nodes",
+        help="where pods may move: other-nodes (podfit's rule, default: none of the NODEs) or all-but-removed "
+        "(cluster-autoscaler's: later NODEs and unremovable ones too)",
+    )
     p.add_argument("--now", help="evaluation time, RFC 3339 (default: the server's clock)")
     p = sub.add_parser("bench", help="decision throughput and latency on scheduler_perf workloads")
     p.add_argument(

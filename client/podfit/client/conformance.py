@@ -1,8 +1,8 @@
 """``podfit conformance``: replays recorded answers through the public gRPC API and compares.
 
-Three corpora, told apart by their fields: kube-scheduler's decisions (a ``pod``), cluster-autoscaler's
-drain simulation (a ``node`` to drain) and its scale-up estimates (a ``template``); see
-shared/conformance/*/FORMAT.md.
+Four corpora, told apart by their fields: kube-scheduler's decisions (a ``pod``), cluster-autoscaler's
+drain simulation (a ``node`` to drain), its scale-down planner over several ``candidates`` and its
+scale-up estimates (a ``template``); see shared/conformance/*/FORMAT.md.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ from podfit.client.aio import AsyncClient
 from podfit.client.conformance_compare import (
     DRAIN_CHECKS,
     ESTIMATE_CHECKS,
+    REMOVAL_CHECKS,
     Report,
     compare_answers,
+    compare_field_sets,
     compare_fields,
 )
 from podfit.v1 import scheduler_pb2 as sc
@@ -174,9 +176,11 @@ def corpus_of(case: Mapping[str, Any]) -> str:
         return "scheduler"
     if "node" in case and "options" in case:
         return "drain"
+    if "candidates" in case and "nodes" in case:
+        return "removal"
     if "template" in case and "node_group" in case:
         return "estimate"
-    raise ValueError(f"case {case.get('id', '?')}: not a kube-scheduler, drain or estimate case")
+    raise ValueError(f"case {case.get('id', '?')}: not a kube-scheduler, drain, removal or estimate case")
 
 
 async def answer_drain_case(client: AsyncClient, case: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -195,6 +199,8 @@ async def answer_drain_case(client: AsyncClient, case: Mapping[str, Any]) -> tup
         skip_nodes_with_local_storage=o["skipNodesWithLocalStorage"],
         skip_nodes_with_custom_controller_pods=o["skipNodesWithCustomControllerPods"],
         min_replica_count=o["minReplicaCount"],
+        # GetPodsToMove handed every pod, terminal ones too (the scale-down loop would list none).
+        skip_terminal_pods=False,
         now=datetime.fromisoformat(case["timestamp"]),
     )
     (node,) = response.nodes
@@ -220,6 +226,81 @@ async def answer_drain_case(client: AsyncClient, case: Mapping[str, Any]) -> tup
     expect["blocking"] = None if blocking is None else {k: v for k, v in blocking.items() if k != "error"}
     expect["blocking_error"] = None if blocking is None else blocking.get("error")
     return expect, answer
+
+
+# The destination rules a removal case is answered under (SimulateDrainRequest.destinations), each with
+# the field of the case that records cluster-autoscaler's answer.
+REMOVAL_RULES = {"other-nodes": "expect", "all-but-removed": "expect_all_destinations"}
+
+
+def _with_kind(objects: Iterable[Mapping[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The removal corpus stores nodes and pods without apiVersion/kind."""
+    return [{"apiVersion": "v1", "kind": kind, **o} for o in objects]
+
+
+def _candidate(node: Any) -> dict[str, Any]:
+    """One NodeDrain in the shape of a removal case's candidate entry (FORMAT.md's mapping)."""
+    blocking, pdb = None, None
+    if node.HasField("blocking_pod"):
+        b = node.blocking_pod
+        blocking = {"pod": f"{b.namespace}/{b.name}", "reason": b.reason}
+    if node.HasField("pdb"):
+        p = node.pdb
+        held = f"{p.blocking_pod.namespace}/{p.blocking_pod.name}" if p.HasField("blocking_pod") else None
+        pdb = {"can_remove": p.can_remove, "in_parallel": p.in_parallel, "blocking_pod": held}
+    return {
+        "node": node.node_name,
+        "removable": node.removable,
+        "reason": node.unremovable_reason,
+        "blocking": blocking,
+        "pods_to_move": [f"{m.namespace}/{m.name}" for m in node.pods_to_move],
+        "daemonset_pods": list(node.daemonset_pods),
+        "pdb": pdb,
+        "destinations": {f"{m.namespace}/{m.name}": m.node_name for m in node.pods_to_move} if node.removable else {},
+        "unplaced_pod": node.unplaced_pod or None,
+    }
+
+
+def _by_field(candidates: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """Per compared field, its value for each candidate in order (``blocking`` without the informational
+    ``error``)."""
+    rows = [
+        {**c, "blocking": None if c["blocking"] is None else {k: c["blocking"][k] for k in ("pod", "reason")}}
+        for c in candidates
+    ]
+    return {name: [row[name] for row in rows] for name in REMOVAL_CHECKS}
+
+
+async def answer_removal_case(
+    client: AsyncClient, case: Mapping[str, Any], rules: Iterable[str] = tuple(REMOVAL_RULES)
+) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Rule -> (expect, answer) of a removal case, per compared field a list over the candidates. A rule
+    whose recorded answer is missing or not stable is left out."""
+    await client.replace("Pod", [])
+    await client.replace("Node", _with_kind(case["nodes"], "Node"))
+    await client.replace("Pod", _with_kind(case["pods"], "Pod"))
+    await client.replace("PodDisruptionBudget", list(case.get("pdbs") or ()))
+    workloads = list(case.get("workloads") or ())
+    for kind in DRAIN_WORKLOAD_KINDS:
+        await client.replace(kind, [w for w in workloads if w.get("kind") == kind])
+    o = case["options"]
+    answers = {}
+    for rule in rules:
+        expect = case.get(REMOVAL_RULES[rule])
+        if expect is None or (rule == "all-but-removed" and not case.get("expect_all_destinations_stable")):
+            continue
+        response = await client.simulate_drain(
+            list(case["candidates"]),
+            skip_nodes_with_system_pods=o["skipNodesWithSystemPods"],
+            skip_nodes_with_local_storage=o["skipNodesWithLocalStorage"],
+            skip_nodes_with_custom_controller_pods=o["skipNodesWithCustomControllerPods"],
+            min_replica_count=o["minReplicaCount"],
+            expendable_pods_priority_cutoff=o["expendablePodsPriorityCutoff"],
+            now=datetime.fromisoformat(case["timestamp"]),
+            destinations=rule,
+        )
+        answers[rule] = (_by_field(expect), _by_field(_candidate(n) for n in response.nodes))
+    return answers
 
 
 async def answer_estimate_case(client: AsyncClient, case: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -251,17 +332,20 @@ async def run_cases(
     cases: Iterable[Mapping[str, Any]],
     target: str,
     progress: Callable[[], object] | None = None,
+    removal_rules: Iterable[str] = tuple(REMOVAL_RULES),
     **client_options: Any,
 ) -> Report:
     """Replays the cases of one corpus (the first case's) and reports them; ``progress`` is called once
-    per case done."""
+    per case done. A removal case is answered under each of ``removal_rules`` (see ``REMOVAL_RULES``) and
+    passes when every one matches."""
+    rules = tuple(removal_rules)
     report: Report | None = None
     corpus = ""
     async with AsyncClient(target, **client_options) as client:
         for case in cases:
             if report is None:
                 corpus = corpus_of(case)
-                checks = {"drain": DRAIN_CHECKS, "estimate": ESTIMATE_CHECKS}.get(corpus)
+                checks = {"drain": DRAIN_CHECKS, "estimate": ESTIMATE_CHECKS, "removal": REMOVAL_CHECKS}.get(corpus)
                 report = Report.for_checks(checks) if checks else Report()
             elif corpus_of(case) != corpus:
                 raise ValueError(f"case {case.get('id', '?')}: a {corpus_of(case)} case among {corpus} cases")
@@ -269,6 +353,8 @@ async def run_cases(
                 expect = case["expect"]
                 answers = await answer_case(client, case)
                 compare_answers(report, case["id"], expect, answers, {"Filter": filter_expect(expect)})
+            elif corpus == "removal":
+                compare_field_sets(report, case["id"], await answer_removal_case(client, case, rules))
             else:
                 answer = answer_drain_case if corpus == "drain" else answer_estimate_case
                 compare_fields(report, case["id"], *await answer(client, case))

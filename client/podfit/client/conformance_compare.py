@@ -27,6 +27,18 @@ CHECKS = (
 # cluster-autoscaler's corpora (shared/conformance/drain and estimate): one check per compared field.
 DRAIN_CHECKS = ("blocking", "blocking_error", "pods_to_move", "daemonset_pods", "pdb_can_remove")
 ESTIMATE_CHECKS = ("node_count", "scheduled", "unscheduled", "group_order", "scheduled_per_group")
+# Its scale-down planner (shared/conformance/removal): each a list with one entry per candidate.
+REMOVAL_CHECKS = (
+    "node",
+    "removable",
+    "reason",
+    "blocking",
+    "pods_to_move",
+    "daemonset_pods",
+    "pdb",
+    "destinations",
+    "unplaced_pod",
+)
 
 
 @dataclass
@@ -215,14 +227,24 @@ def compare_fields(report: Report, case_id: str, expect: Mapping[str, Any], actu
     """Adds one case of a cluster-autoscaler corpus: each of the report's checks is one field of ``actual``
     compared for equality with ``expect`` (the caller puts both in the same shape). An ``expect`` without
     the field (``pdb_can_remove`` when a pod blocks) must not have it in ``actual`` either."""
+    return compare_field_sets(report, case_id, {"": (expect, actual)})
+
+
+def compare_field_sets(
+    report: Report, case_id: str, answers: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]]
+) -> bool:
+    """``compare_fields`` for a case answered several ways (label -> (expect, actual)), e.g. a removal case
+    under each destination rule: every field of every answer is tallied, and the case passes when all match."""
     diffs = []
     report.total += 1
-    for name, tally in report.checks.items():
-        e, a = expect.get(name), actual.get(name)
-        ok = e == a
-        tally.add(ok)
-        if not ok:
-            diffs.append(f"{name}: expected {json.dumps(e)}, got {json.dumps(a)}")
+    for label, (expect, actual) in answers.items():
+        where = f"{label}: " if label else ""
+        for name, tally in report.checks.items():
+            e, a = expect.get(name), actual.get(name)
+            ok = e == a
+            tally.add(ok)
+            if not ok:
+                diffs.append(f"{where}{name}: expected {json.dumps(e)}, got {json.dumps(a)}")
     return _finish(report, case_id, diffs)
 
 

@@ -8,6 +8,7 @@ from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from podfit.v1 import cluster_cache_pb2 as _cluster_cache_pb2
 from podfit.v1 import objects_pb2 as _objects_pb2
 from podfit.v1 import scheduler_pb2 as _scheduler_pb2
@@ -21,6 +22,42 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _DrainDestinations:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DrainDestinationsEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DrainDestinations.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DRAIN_DESTINATIONS_UNSPECIFIED: _DrainDestinations.ValueType  # 0
+    """DRAIN_DESTINATIONS_OTHER_NODES."""
+    DRAIN_DESTINATIONS_OTHER_NODES: _DrainDestinations.ValueType  # 1
+    """podfit's rule (the default): no node of the request is ever a destination, since they are all going;
+    only the other nodes receive pods.
+    """
+    DRAIN_DESTINATIONS_ALL_BUT_REMOVED: _DrainDestinations.ValueType  # 2
+    """cluster-autoscaler's own rule: every node except the one being simulated and the nodes of the request
+    already found removable. Later nodes of the request and earlier unremovable ones may receive pods; a
+    pod moved onto a later node of the request becomes one of its pods (after its own, in the order it
+    arrived), goes through the drain rules on its turn and may move again.
+    """
+
+class DrainDestinations(_DrainDestinations, metaclass=_DrainDestinationsEnumTypeWrapper):
+    """Which nodes may receive the pods of a node being removed."""
+
+DRAIN_DESTINATIONS_UNSPECIFIED: DrainDestinations.ValueType  # 0
+"""DRAIN_DESTINATIONS_OTHER_NODES."""
+DRAIN_DESTINATIONS_OTHER_NODES: DrainDestinations.ValueType  # 1
+"""podfit's rule (the default): no node of the request is ever a destination, since they are all going;
+only the other nodes receive pods.
+"""
+DRAIN_DESTINATIONS_ALL_BUT_REMOVED: DrainDestinations.ValueType  # 2
+"""cluster-autoscaler's own rule: every node except the one being simulated and the nodes of the request
+already found removable. Later nodes of the request and earlier unremovable ones may receive pods; a
+pod moved onto a later node of the request becomes one of its pods (after its own, in the order it
+arrived), goes through the drain rules on its turn and may move again.
+"""
+Global___DrainDestinations: _TypeAlias = DrainDestinations  # noqa: Y015
 
 @_typing.final
 class HypotheticalNodes(_message.Message):
@@ -523,6 +560,8 @@ class DrainOptions(_message.Message):
     SKIP_NODES_WITH_LOCAL_STORAGE_FIELD_NUMBER: _builtins.int
     SKIP_NODES_WITH_CUSTOM_CONTROLLER_PODS_FIELD_NUMBER: _builtins.int
     MIN_REPLICA_COUNT_FIELD_NUMBER: _builtins.int
+    EXPENDABLE_PODS_PRIORITY_CUTOFF_FIELD_NUMBER: _builtins.int
+    SKIP_TERMINAL_PODS_FIELD_NUMBER: _builtins.int
     skip_nodes_with_system_pods: _builtins.bool
     """kube-system pods no PDB covers block their node (UnmovableKubeSystemPod)."""
     skip_nodes_with_local_storage: _builtins.bool
@@ -538,6 +577,18 @@ class DrainOptions(_message.Message):
     """ReplicaSets and ReplicationControllers with fewer spec.replicas block (MinReplicasReached). 0 (the
     default) checks nothing; negative is INVALID_ARGUMENT.
     """
+    expendable_pods_priority_cutoff: _builtins.int
+    """cluster-autoscaler's --expendable-pods-priority-cutoff; unset means its default, -10. Expendable pods
+    (priority below it, and a preemption policy other than Never; a pod without priority is not one) are
+    left out of the simulation before anything else, as its scale-down loop leaves them out: they never
+    block, never move, take no room and count for no inter-pod affinity or topology spreading.
+    """
+    skip_terminal_pods: _builtins.bool
+    """Whether pods in phase Succeeded or Failed (whatever their restart policy) are left out the same way,
+    as cluster-autoscaler's scale-down loop lists no such pod. Unset means true. False puts them through
+    the drain rules, as GetPodsToMove handed every pod of a node does: a terminal pod then moves (to no
+    node: it needs none) or blocks like any other.
+    """
     def __init__(
         self,
         *,
@@ -545,23 +596,33 @@ class DrainOptions(_message.Message):
         skip_nodes_with_local_storage: _builtins.bool | None = ...,
         skip_nodes_with_custom_controller_pods: _builtins.bool | None = ...,
         min_replica_count: _builtins.int = ...,
+        expendable_pods_priority_cutoff: _builtins.int | None = ...,
+        skip_terminal_pods: _builtins.bool | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_skip_nodes_with_custom_controller_pods", b"_skip_nodes_with_custom_controller_pods", "_skip_nodes_with_local_storage", b"_skip_nodes_with_local_storage", "_skip_nodes_with_system_pods", b"_skip_nodes_with_system_pods", "skip_nodes_with_custom_controller_pods", b"skip_nodes_with_custom_controller_pods", "skip_nodes_with_local_storage", b"skip_nodes_with_local_storage", "skip_nodes_with_system_pods", b"skip_nodes_with_system_pods"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_expendable_pods_priority_cutoff", b"_expendable_pods_priority_cutoff", "_skip_nodes_with_custom_controller_pods", b"_skip_nodes_with_custom_controller_pods", "_skip_nodes_with_local_storage", b"_skip_nodes_with_local_storage", "_skip_nodes_with_system_pods", b"_skip_nodes_with_system_pods", "_skip_terminal_pods", b"_skip_terminal_pods", "expendable_pods_priority_cutoff", b"expendable_pods_priority_cutoff", "skip_nodes_with_custom_controller_pods", b"skip_nodes_with_custom_controller_pods", "skip_nodes_with_local_storage", b"skip_nodes_with_local_storage", "skip_nodes_with_system_pods", b"skip_nodes_with_system_pods", "skip_terminal_pods", b"skip_terminal_pods"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_skip_nodes_with_custom_controller_pods", b"_skip_nodes_with_custom_controller_pods", "_skip_nodes_with_local_storage", b"_skip_nodes_with_local_storage", "_skip_nodes_with_system_pods", b"_skip_nodes_with_system_pods", "min_replica_count", b"min_replica_count", "skip_nodes_with_custom_controller_pods", b"skip_nodes_with_custom_controller_pods", "skip_nodes_with_local_storage", b"skip_nodes_with_local_storage", "skip_nodes_with_system_pods", b"skip_nodes_with_system_pods"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_expendable_pods_priority_cutoff", b"_expendable_pods_priority_cutoff", "_skip_nodes_with_custom_controller_pods", b"_skip_nodes_with_custom_controller_pods", "_skip_nodes_with_local_storage", b"_skip_nodes_with_local_storage", "_skip_nodes_with_system_pods", b"_skip_nodes_with_system_pods", "_skip_terminal_pods", b"_skip_terminal_pods", "expendable_pods_priority_cutoff", b"expendable_pods_priority_cutoff", "min_replica_count", b"min_replica_count", "skip_nodes_with_custom_controller_pods", b"skip_nodes_with_custom_controller_pods", "skip_nodes_with_local_storage", b"skip_nodes_with_local_storage", "skip_nodes_with_system_pods", b"skip_nodes_with_system_pods", "skip_terminal_pods", b"skip_terminal_pods"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__expendable_pods_priority_cutoff: _TypeAlias = _typing.Literal["expendable_pods_priority_cutoff"]  # noqa: Y015
+    _WhichOneofArgType__expendable_pods_priority_cutoff: _TypeAlias = _typing.Literal["_expendable_pods_priority_cutoff", b"_expendable_pods_priority_cutoff"]  # noqa: Y015
     _WhichOneofReturnType__skip_nodes_with_custom_controller_pods: _TypeAlias = _typing.Literal["skip_nodes_with_custom_controller_pods"]  # noqa: Y015
     _WhichOneofArgType__skip_nodes_with_custom_controller_pods: _TypeAlias = _typing.Literal["_skip_nodes_with_custom_controller_pods", b"_skip_nodes_with_custom_controller_pods"]  # noqa: Y015
     _WhichOneofReturnType__skip_nodes_with_local_storage: _TypeAlias = _typing.Literal["skip_nodes_with_local_storage"]  # noqa: Y015
     _WhichOneofArgType__skip_nodes_with_local_storage: _TypeAlias = _typing.Literal["_skip_nodes_with_local_storage", b"_skip_nodes_with_local_storage"]  # noqa: Y015
     _WhichOneofReturnType__skip_nodes_with_system_pods: _TypeAlias = _typing.Literal["skip_nodes_with_system_pods"]  # noqa: Y015
     _WhichOneofArgType__skip_nodes_with_system_pods: _TypeAlias = _typing.Literal["_skip_nodes_with_system_pods", b"_skip_nodes_with_system_pods"]  # noqa: Y015
+    _WhichOneofReturnType__skip_terminal_pods: _TypeAlias = _typing.Literal["skip_terminal_pods"]  # noqa: Y015
+    _WhichOneofArgType__skip_terminal_pods: _TypeAlias = _typing.Literal["_skip_terminal_pods", b"_skip_terminal_pods"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__expendable_pods_priority_cutoff) -> _WhichOneofReturnType__expendable_pods_priority_cutoff | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__skip_nodes_with_custom_controller_pods) -> _WhichOneofReturnType__skip_nodes_with_custom_controller_pods | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__skip_nodes_with_local_storage) -> _WhichOneofReturnType__skip_nodes_with_local_storage | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__skip_nodes_with_system_pods) -> _WhichOneofReturnType__skip_nodes_with_system_pods | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__skip_terminal_pods) -> _WhichOneofReturnType__skip_terminal_pods | None: ...
 
 Global___DrainOptions: _TypeAlias = DrainOptions  # noqa: Y015
 
@@ -576,6 +637,7 @@ class SimulateDrainRequest(_message.Message):
     NOW_FIELD_NUMBER: _builtins.int
     SCHEDULER_NAME_FIELD_NUMBER: _builtins.int
     KUBE_SCHEDULER_VERSION_FIELD_NUMBER: _builtins.int
+    DESTINATIONS_FIELD_NUMBER: _builtins.int
     scheduler_name: _builtins.str
     """The profile that places moved pods; empty means each pod's spec.schedulerName, then "default-scheduler"."""
     kube_scheduler_version: _builtins.str
@@ -583,10 +645,13 @@ class SimulateDrainRequest(_message.Message):
     release podfit reproduces for its minor version). Empty: the profile's configured version, by default
     the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
     """
+    destinations: Global___DrainDestinations.ValueType
+    """Which nodes may receive the moved pods; unspecified means DRAIN_DESTINATIONS_OTHER_NODES."""
     @_builtins.property
     def node_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The nodes to remove, simulated in this order; none of them is a destination for the others' pods.
-        Each must be a cached node named once (else INVALID_ARGUMENT).
+        """The nodes to remove, simulated in this order, one after another on one copy of the cluster (see
+        destinations for where their pods may go). Each must be a cached node named once (else
+        INVALID_ARGUMENT).
         """
 
     @_builtins.property
@@ -607,10 +672,11 @@ class SimulateDrainRequest(_message.Message):
         now: _timestamp_pb2.Timestamp | None = ...,
         scheduler_name: _builtins.str = ...,
         kube_scheduler_version: _builtins.str = ...,
+        destinations: Global___DrainDestinations.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["now", b"now", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["kube_scheduler_version", b"kube_scheduler_version", "node_names", b"node_names", "now", b"now", "options", b"options", "scheduler_name", b"scheduler_name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["destinations", b"destinations", "kube_scheduler_version", b"kube_scheduler_version", "node_names", b"node_names", "now", b"now", "options", b"options", "scheduler_name", b"scheduler_name"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -22,6 +22,63 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Which nodes may receive the pods of a node being removed.
+type DrainDestinations int32
+
+const (
+	// DRAIN_DESTINATIONS_OTHER_NODES.
+	DrainDestinations_DRAIN_DESTINATIONS_UNSPECIFIED DrainDestinations = 0
+	// podfit's rule (the default): no node of the request is ever a destination, since they are all going;
+	// only the other nodes receive pods.
+	DrainDestinations_DRAIN_DESTINATIONS_OTHER_NODES DrainDestinations = 1
+	// cluster-autoscaler's own rule: every node except the one being simulated and the nodes of the request
+	// already found removable. Later nodes of the request and earlier unremovable ones may receive pods; a
+	// pod moved onto a later node of the request becomes one of its pods (after its own, in the order it
+	// arrived), goes through the drain rules on its turn and may move again.
+	DrainDestinations_DRAIN_DESTINATIONS_ALL_BUT_REMOVED DrainDestinations = 2
+)
+
+// Enum value maps for DrainDestinations.
+var (
+	DrainDestinations_name = map[int32]string{
+		0: "DRAIN_DESTINATIONS_UNSPECIFIED",
+		1: "DRAIN_DESTINATIONS_OTHER_NODES",
+		2: "DRAIN_DESTINATIONS_ALL_BUT_REMOVED",
+	}
+	DrainDestinations_value = map[string]int32{
+		"DRAIN_DESTINATIONS_UNSPECIFIED":     0,
+		"DRAIN_DESTINATIONS_OTHER_NODES":     1,
+		"DRAIN_DESTINATIONS_ALL_BUT_REMOVED": 2,
+	}
+)
+
+func (x DrainDestinations) Enum() *DrainDestinations {
+	p := new(DrainDestinations)
+	*p = x
+	return p
+}
+
+func (x DrainDestinations) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DrainDestinations) Descriptor() protoreflect.EnumDescriptor {
+	return file_podfit_v1_simulation_proto_enumTypes[0].Descriptor()
+}
+
+func (DrainDestinations) Type() protoreflect.EnumType {
+	return &file_podfit_v1_simulation_proto_enumTypes[0]
+}
+
+func (x DrainDestinations) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DrainDestinations.Descriptor instead.
+func (DrainDestinations) EnumDescriptor() ([]byte, []int) {
+	return file_podfit_v1_simulation_proto_rawDescGZIP(), []int{0}
+}
+
 // Copies of a template node. Copy i is named "<template name>-sim-<i>" (its kubernetes.io/hostname
 // label too), numbered across all templates of a scenario in order. A copy has no uid and is otherwise
 // the template (labels, taints, allocatable, images); a name already taken is INVALID_ARGUMENT.
@@ -934,8 +991,18 @@ type DrainOptions struct {
 	// ReplicaSets and ReplicationControllers with fewer spec.replicas block (MinReplicasReached). 0 (the
 	// default) checks nothing; negative is INVALID_ARGUMENT.
 	MinReplicaCount int32 `protobuf:"varint,4,opt,name=min_replica_count,json=minReplicaCount,proto3" json:"min_replica_count,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// cluster-autoscaler's --expendable-pods-priority-cutoff; unset means its default, -10. Expendable pods
+	// (priority below it, and a preemption policy other than Never; a pod without priority is not one) are
+	// left out of the simulation before anything else, as its scale-down loop leaves them out: they never
+	// block, never move, take no room and count for no inter-pod affinity or topology spreading.
+	ExpendablePodsPriorityCutoff *int32 `protobuf:"varint,5,opt,name=expendable_pods_priority_cutoff,json=expendablePodsPriorityCutoff,proto3,oneof" json:"expendable_pods_priority_cutoff,omitempty"`
+	// Whether pods in phase Succeeded or Failed (whatever their restart policy) are left out the same way,
+	// as cluster-autoscaler's scale-down loop lists no such pod. Unset means true. False puts them through
+	// the drain rules, as GetPodsToMove handed every pod of a node does: a terminal pod then moves (to no
+	// node: it needs none) or blocks like any other.
+	SkipTerminalPods *bool `protobuf:"varint,6,opt,name=skip_terminal_pods,json=skipTerminalPods,proto3,oneof" json:"skip_terminal_pods,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DrainOptions) Reset() {
@@ -996,11 +1063,26 @@ func (x *DrainOptions) GetMinReplicaCount() int32 {
 	return 0
 }
 
+func (x *DrainOptions) GetExpendablePodsPriorityCutoff() int32 {
+	if x != nil && x.ExpendablePodsPriorityCutoff != nil {
+		return *x.ExpendablePodsPriorityCutoff
+	}
+	return 0
+}
+
+func (x *DrainOptions) GetSkipTerminalPods() bool {
+	if x != nil && x.SkipTerminalPods != nil {
+		return *x.SkipTerminalPods
+	}
+	return false
+}
+
 // The nodes to remove and the drain rules' options (Simulation.SimulateDrain).
 type SimulateDrainRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The nodes to remove, simulated in this order; none of them is a destination for the others' pods.
-	// Each must be a cached node named once (else INVALID_ARGUMENT).
+	// The nodes to remove, simulated in this order, one after another on one copy of the cluster (see
+	// destinations for where their pods may go). Each must be a cached node named once (else
+	// INVALID_ARGUMENT).
 	NodeNames []string `protobuf:"bytes,1,rep,name=node_names,json=nodeNames,proto3" json:"node_names,omitempty"`
 	// cluster-autoscaler's drain flags; unset means its defaults.
 	Options *DrainOptions `protobuf:"bytes,2,opt,name=options,proto3" json:"options,omitempty"`
@@ -1013,8 +1095,10 @@ type SimulateDrainRequest struct {
 	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
 	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
 	KubeSchedulerVersion string `protobuf:"bytes,5,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Which nodes may receive the moved pods; unspecified means DRAIN_DESTINATIONS_OTHER_NODES.
+	Destinations  DrainDestinations `protobuf:"varint,6,opt,name=destinations,proto3,enum=podfit.v1.DrainDestinations" json:"destinations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SimulateDrainRequest) Reset() {
@@ -1080,6 +1164,13 @@ func (x *SimulateDrainRequest) GetKubeSchedulerVersion() string {
 		return x.KubeSchedulerVersion
 	}
 	return ""
+}
+
+func (x *SimulateDrainRequest) GetDestinations() DrainDestinations {
+	if x != nil {
+		return x.Destinations
+	}
+	return DrainDestinations_DRAIN_DESTINATIONS_UNSPECIFIED
 }
 
 // The pod that keeps a node, with cluster-autoscaler's reason.
@@ -1543,22 +1634,27 @@ const file_podfit_v1_simulation_proto_rawDesc = "" +
 	"\x0fbase_generation\x18\x01 \x01(\x03R\x0ebaseGeneration\x126\n" +
 	"\testimates\x18\x02 \x03(\v2\x18.podfit.v1.GroupEstimateR\testimates\x12!\n" +
 	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\x124\n" +
-	"\x16kube_scheduler_version\x18\x04 \x01(\tR\x14kubeSchedulerVersion\"\x89\x03\n" +
+	"\x16kube_scheduler_version\x18\x04 \x01(\tR\x14kubeSchedulerVersion\"\xc3\x04\n" +
 	"\fDrainOptions\x12A\n" +
 	"\x1bskip_nodes_with_system_pods\x18\x01 \x01(\bH\x00R\x17skipNodesWithSystemPods\x88\x01\x01\x12E\n" +
 	"\x1dskip_nodes_with_local_storage\x18\x02 \x01(\bH\x01R\x19skipNodesWithLocalStorage\x88\x01\x01\x12V\n" +
 	"&skip_nodes_with_custom_controller_pods\x18\x03 \x01(\bH\x02R!skipNodesWithCustomControllerPods\x88\x01\x01\x12*\n" +
-	"\x11min_replica_count\x18\x04 \x01(\x05R\x0fminReplicaCountB\x1e\n" +
+	"\x11min_replica_count\x18\x04 \x01(\x05R\x0fminReplicaCount\x12J\n" +
+	"\x1fexpendable_pods_priority_cutoff\x18\x05 \x01(\x05H\x03R\x1cexpendablePodsPriorityCutoff\x88\x01\x01\x121\n" +
+	"\x12skip_terminal_pods\x18\x06 \x01(\bH\x04R\x10skipTerminalPods\x88\x01\x01B\x1e\n" +
 	"\x1c_skip_nodes_with_system_podsB \n" +
 	"\x1e_skip_nodes_with_local_storageB)\n" +
-	"'_skip_nodes_with_custom_controller_pods\"\xf3\x01\n" +
+	"'_skip_nodes_with_custom_controller_podsB\"\n" +
+	" _expendable_pods_priority_cutoffB\x15\n" +
+	"\x13_skip_terminal_pods\"\xb5\x02\n" +
 	"\x14SimulateDrainRequest\x12\x1d\n" +
 	"\n" +
 	"node_names\x18\x01 \x03(\tR\tnodeNames\x121\n" +
 	"\aoptions\x18\x02 \x01(\v2\x17.podfit.v1.DrainOptionsR\aoptions\x12,\n" +
 	"\x03now\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x03now\x12%\n" +
 	"\x0escheduler_name\x18\x04 \x01(\tR\rschedulerName\x124\n" +
-	"\x16kube_scheduler_version\x18\x05 \x01(\tR\x14kubeSchedulerVersion\"q\n" +
+	"\x16kube_scheduler_version\x18\x05 \x01(\tR\x14kubeSchedulerVersion\x12@\n" +
+	"\fdestinations\x18\x06 \x01(\x0e2\x1c.podfit.v1.DrainDestinationsR\fdestinations\"q\n" +
 	"\vBlockingPod\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -1588,7 +1684,11 @@ const file_podfit_v1_simulation_proto_rawDesc = "" +
 	"\x0fbase_generation\x18\x01 \x01(\x03R\x0ebaseGeneration\x12*\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x14.podfit.v1.NodeDrainR\x05nodes\x12!\n" +
 	"\fserver_epoch\x18\x03 \x01(\tR\vserverEpoch\x124\n" +
-	"\x16kube_scheduler_version\x18\x04 \x01(\tR\x14kubeSchedulerVersion2\xff\x01\n" +
+	"\x16kube_scheduler_version\x18\x04 \x01(\tR\x14kubeSchedulerVersion*\x83\x01\n" +
+	"\x11DrainDestinations\x12\"\n" +
+	"\x1eDRAIN_DESTINATIONS_UNSPECIFIED\x10\x00\x12\"\n" +
+	"\x1eDRAIN_DESTINATIONS_OTHER_NODES\x10\x01\x12&\n" +
+	"\"DRAIN_DESTINATIONS_ALL_BUT_REMOVED\x10\x022\xff\x01\n" +
 	"\n" +
 	"Simulation\x12C\n" +
 	"\bSimulate\x12\x1a.podfit.v1.SimulateRequest\x1a\x1b.podfit.v1.SimulateResponse\x12X\n" +
@@ -1607,69 +1707,72 @@ func file_podfit_v1_simulation_proto_rawDescGZIP() []byte {
 	return file_podfit_v1_simulation_proto_rawDescData
 }
 
+var file_podfit_v1_simulation_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_podfit_v1_simulation_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_podfit_v1_simulation_proto_goTypes = []any{
-	(*HypotheticalNodes)(nil),       // 0: podfit.v1.HypotheticalNodes
-	(*NodeTaint)(nil),               // 1: podfit.v1.NodeTaint
-	(*Scenario)(nil),                // 2: podfit.v1.Scenario
-	(*SimulateRequest)(nil),         // 3: podfit.v1.SimulateRequest
-	(*PodPlacement)(nil),            // 4: podfit.v1.PodPlacement
-	(*NodeUtilisation)(nil),         // 5: podfit.v1.NodeUtilisation
-	(*SimulateResponse)(nil),        // 6: podfit.v1.SimulateResponse
-	(*NodeGroup)(nil),               // 7: podfit.v1.NodeGroup
-	(*PodGroup)(nil),                // 8: podfit.v1.PodGroup
-	(*EstimateScaleUpRequest)(nil),  // 9: podfit.v1.EstimateScaleUpRequest
-	(*GroupEstimate)(nil),           // 10: podfit.v1.GroupEstimate
-	(*EstimateScaleUpResponse)(nil), // 11: podfit.v1.EstimateScaleUpResponse
-	(*DrainOptions)(nil),            // 12: podfit.v1.DrainOptions
-	(*SimulateDrainRequest)(nil),    // 13: podfit.v1.SimulateDrainRequest
-	(*BlockingPod)(nil),             // 14: podfit.v1.BlockingPod
-	(*PodMove)(nil),                 // 15: podfit.v1.PodMove
-	(*PdbCheck)(nil),                // 16: podfit.v1.PdbCheck
-	(*NodeDrain)(nil),               // 17: podfit.v1.NodeDrain
-	(*SimulateDrainResponse)(nil),   // 18: podfit.v1.SimulateDrainResponse
-	(*ClusterObject)(nil),           // 19: podfit.v1.ClusterObject
-	(*Taint)(nil),                   // 20: podfit.v1.Taint
-	(*ObjectKey)(nil),               // 21: podfit.v1.ObjectKey
-	(*PodReference)(nil),            // 22: podfit.v1.PodReference
-	(*NodeVerdict)(nil),             // 23: podfit.v1.NodeVerdict
-	(*timestamppb.Timestamp)(nil),   // 24: google.protobuf.Timestamp
+	(DrainDestinations)(0),          // 0: podfit.v1.DrainDestinations
+	(*HypotheticalNodes)(nil),       // 1: podfit.v1.HypotheticalNodes
+	(*NodeTaint)(nil),               // 2: podfit.v1.NodeTaint
+	(*Scenario)(nil),                // 3: podfit.v1.Scenario
+	(*SimulateRequest)(nil),         // 4: podfit.v1.SimulateRequest
+	(*PodPlacement)(nil),            // 5: podfit.v1.PodPlacement
+	(*NodeUtilisation)(nil),         // 6: podfit.v1.NodeUtilisation
+	(*SimulateResponse)(nil),        // 7: podfit.v1.SimulateResponse
+	(*NodeGroup)(nil),               // 8: podfit.v1.NodeGroup
+	(*PodGroup)(nil),                // 9: podfit.v1.PodGroup
+	(*EstimateScaleUpRequest)(nil),  // 10: podfit.v1.EstimateScaleUpRequest
+	(*GroupEstimate)(nil),           // 11: podfit.v1.GroupEstimate
+	(*EstimateScaleUpResponse)(nil), // 12: podfit.v1.EstimateScaleUpResponse
+	(*DrainOptions)(nil),            // 13: podfit.v1.DrainOptions
+	(*SimulateDrainRequest)(nil),    // 14: podfit.v1.SimulateDrainRequest
+	(*BlockingPod)(nil),             // 15: podfit.v1.BlockingPod
+	(*PodMove)(nil),                 // 16: podfit.v1.PodMove
+	(*PdbCheck)(nil),                // 17: podfit.v1.PdbCheck
+	(*NodeDrain)(nil),               // 18: podfit.v1.NodeDrain
+	(*SimulateDrainResponse)(nil),   // 19: podfit.v1.SimulateDrainResponse
+	(*ClusterObject)(nil),           // 20: podfit.v1.ClusterObject
+	(*Taint)(nil),                   // 21: podfit.v1.Taint
+	(*ObjectKey)(nil),               // 22: podfit.v1.ObjectKey
+	(*PodReference)(nil),            // 23: podfit.v1.PodReference
+	(*NodeVerdict)(nil),             // 24: podfit.v1.NodeVerdict
+	(*timestamppb.Timestamp)(nil),   // 25: google.protobuf.Timestamp
 }
 var file_podfit_v1_simulation_proto_depIdxs = []int32{
-	19, // 0: podfit.v1.HypotheticalNodes.template:type_name -> podfit.v1.ClusterObject
-	20, // 1: podfit.v1.NodeTaint.taint:type_name -> podfit.v1.Taint
-	0,  // 2: podfit.v1.Scenario.add_nodes:type_name -> podfit.v1.HypotheticalNodes
-	1,  // 3: podfit.v1.Scenario.taint_nodes:type_name -> podfit.v1.NodeTaint
-	21, // 4: podfit.v1.Scenario.remove_pods:type_name -> podfit.v1.ObjectKey
-	22, // 5: podfit.v1.Scenario.add_pods:type_name -> podfit.v1.PodReference
-	2,  // 6: podfit.v1.SimulateRequest.scenario:type_name -> podfit.v1.Scenario
-	22, // 7: podfit.v1.SimulateRequest.pods:type_name -> podfit.v1.PodReference
-	23, // 8: podfit.v1.PodPlacement.rejections:type_name -> podfit.v1.NodeVerdict
-	4,  // 9: podfit.v1.SimulateResponse.placements:type_name -> podfit.v1.PodPlacement
-	5,  // 10: podfit.v1.SimulateResponse.hypothetical_nodes:type_name -> podfit.v1.NodeUtilisation
-	19, // 11: podfit.v1.NodeGroup.template:type_name -> podfit.v1.ClusterObject
-	22, // 12: podfit.v1.PodGroup.pods:type_name -> podfit.v1.PodReference
-	8,  // 13: podfit.v1.EstimateScaleUpRequest.groups:type_name -> podfit.v1.PodGroup
-	7,  // 14: podfit.v1.EstimateScaleUpRequest.node_groups:type_name -> podfit.v1.NodeGroup
-	10, // 15: podfit.v1.EstimateScaleUpResponse.estimates:type_name -> podfit.v1.GroupEstimate
-	12, // 16: podfit.v1.SimulateDrainRequest.options:type_name -> podfit.v1.DrainOptions
-	24, // 17: podfit.v1.SimulateDrainRequest.now:type_name -> google.protobuf.Timestamp
-	14, // 18: podfit.v1.PdbCheck.blocking_pod:type_name -> podfit.v1.BlockingPod
-	14, // 19: podfit.v1.NodeDrain.blocking_pod:type_name -> podfit.v1.BlockingPod
-	15, // 20: podfit.v1.NodeDrain.pods_to_move:type_name -> podfit.v1.PodMove
-	16, // 21: podfit.v1.NodeDrain.pdb:type_name -> podfit.v1.PdbCheck
-	17, // 22: podfit.v1.SimulateDrainResponse.nodes:type_name -> podfit.v1.NodeDrain
-	3,  // 23: podfit.v1.Simulation.Simulate:input_type -> podfit.v1.SimulateRequest
-	9,  // 24: podfit.v1.Simulation.EstimateScaleUp:input_type -> podfit.v1.EstimateScaleUpRequest
-	13, // 25: podfit.v1.Simulation.SimulateDrain:input_type -> podfit.v1.SimulateDrainRequest
-	6,  // 26: podfit.v1.Simulation.Simulate:output_type -> podfit.v1.SimulateResponse
-	11, // 27: podfit.v1.Simulation.EstimateScaleUp:output_type -> podfit.v1.EstimateScaleUpResponse
-	18, // 28: podfit.v1.Simulation.SimulateDrain:output_type -> podfit.v1.SimulateDrainResponse
-	26, // [26:29] is the sub-list for method output_type
-	23, // [23:26] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	20, // 0: podfit.v1.HypotheticalNodes.template:type_name -> podfit.v1.ClusterObject
+	21, // 1: podfit.v1.NodeTaint.taint:type_name -> podfit.v1.Taint
+	1,  // 2: podfit.v1.Scenario.add_nodes:type_name -> podfit.v1.HypotheticalNodes
+	2,  // 3: podfit.v1.Scenario.taint_nodes:type_name -> podfit.v1.NodeTaint
+	22, // 4: podfit.v1.Scenario.remove_pods:type_name -> podfit.v1.ObjectKey
+	23, // 5: podfit.v1.Scenario.add_pods:type_name -> podfit.v1.PodReference
+	3,  // 6: podfit.v1.SimulateRequest.scenario:type_name -> podfit.v1.Scenario
+	23, // 7: podfit.v1.SimulateRequest.pods:type_name -> podfit.v1.PodReference
+	24, // 8: podfit.v1.PodPlacement.rejections:type_name -> podfit.v1.NodeVerdict
+	5,  // 9: podfit.v1.SimulateResponse.placements:type_name -> podfit.v1.PodPlacement
+	6,  // 10: podfit.v1.SimulateResponse.hypothetical_nodes:type_name -> podfit.v1.NodeUtilisation
+	20, // 11: podfit.v1.NodeGroup.template:type_name -> podfit.v1.ClusterObject
+	23, // 12: podfit.v1.PodGroup.pods:type_name -> podfit.v1.PodReference
+	9,  // 13: podfit.v1.EstimateScaleUpRequest.groups:type_name -> podfit.v1.PodGroup
+	8,  // 14: podfit.v1.EstimateScaleUpRequest.node_groups:type_name -> podfit.v1.NodeGroup
+	11, // 15: podfit.v1.EstimateScaleUpResponse.estimates:type_name -> podfit.v1.GroupEstimate
+	13, // 16: podfit.v1.SimulateDrainRequest.options:type_name -> podfit.v1.DrainOptions
+	25, // 17: podfit.v1.SimulateDrainRequest.now:type_name -> google.protobuf.Timestamp
+	0,  // 18: podfit.v1.SimulateDrainRequest.destinations:type_name -> podfit.v1.DrainDestinations
+	15, // 19: podfit.v1.PdbCheck.blocking_pod:type_name -> podfit.v1.BlockingPod
+	15, // 20: podfit.v1.NodeDrain.blocking_pod:type_name -> podfit.v1.BlockingPod
+	16, // 21: podfit.v1.NodeDrain.pods_to_move:type_name -> podfit.v1.PodMove
+	17, // 22: podfit.v1.NodeDrain.pdb:type_name -> podfit.v1.PdbCheck
+	18, // 23: podfit.v1.SimulateDrainResponse.nodes:type_name -> podfit.v1.NodeDrain
+	4,  // 24: podfit.v1.Simulation.Simulate:input_type -> podfit.v1.SimulateRequest
+	10, // 25: podfit.v1.Simulation.EstimateScaleUp:input_type -> podfit.v1.EstimateScaleUpRequest
+	14, // 26: podfit.v1.Simulation.SimulateDrain:input_type -> podfit.v1.SimulateDrainRequest
+	7,  // 27: podfit.v1.Simulation.Simulate:output_type -> podfit.v1.SimulateResponse
+	12, // 28: podfit.v1.Simulation.EstimateScaleUp:output_type -> podfit.v1.EstimateScaleUpResponse
+	19, // 29: podfit.v1.Simulation.SimulateDrain:output_type -> podfit.v1.SimulateDrainResponse
+	27, // [27:30] is the sub-list for method output_type
+	24, // [24:27] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_podfit_v1_simulation_proto_init() }
@@ -1686,13 +1789,14 @@ func file_podfit_v1_simulation_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podfit_v1_simulation_proto_rawDesc), len(file_podfit_v1_simulation_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_podfit_v1_simulation_proto_goTypes,
 		DependencyIndexes: file_podfit_v1_simulation_proto_depIdxs,
+		EnumInfos:         file_podfit_v1_simulation_proto_enumTypes,
 		MessageInfos:      file_podfit_v1_simulation_proto_msgTypes,
 	}.Build()
 	File_podfit_v1_simulation_proto = out.File

@@ -32,7 +32,7 @@ import type {
   SimulateDrainResponse,
   SimulateResponse,
 } from "./gen/podfit/v1/simulation_pb.js";
-import { ScenarioSchema, Simulation } from "./gen/podfit/v1/simulation_pb.js";
+import { DrainDestinations, ScenarioSchema, Simulation } from "./gen/podfit/v1/simulation_pb.js";
 import { PodfitError } from "./errors.js";
 import type { ObjectInput, ObjectKeyInput, PodInput } from "./objects.js";
 import { flatten, objectKey, objectKind, toClusterObject, toPodReference } from "./objects.js";
@@ -180,6 +180,12 @@ export interface SimulateDrainOptions extends CallOptions {
   skipNodesWithLocalStorage?: boolean;
   skipNodesWithCustomControllerPods?: boolean;
   minReplicaCount?: number;
+  /** cluster-autoscaler's --expendable-pods-priority-cutoff; -10 when unset. */
+  expendablePodsPriorityCutoff?: number;
+  /** Leave Succeeded and Failed pods out, as cluster-autoscaler's scale-down loop does; true when unset. */
+  skipTerminalPods?: boolean;
+  /** "other-nodes" (default: no node of the request receives pods) or "all-but-removed" (cluster-autoscaler's). */
+  destinations?: "other-nodes" | "all-but-removed";
   /** Judges terminating pods; the server's clock when unset. */
   now?: Date;
   schedulerName?: string;
@@ -514,7 +520,15 @@ export class PodfitClient {
         skipNodesWithLocalStorage: options.skipNodesWithLocalStorage ?? true,
         skipNodesWithCustomControllerPods: options.skipNodesWithCustomControllerPods ?? true,
         minReplicaCount: options.minReplicaCount ?? 0,
+        expendablePodsPriorityCutoff: options.expendablePodsPriorityCutoff,
+        skipTerminalPods: options.skipTerminalPods,
       },
+      destinations:
+        options.destinations === "all-but-removed"
+          ? DrainDestinations.ALL_BUT_REMOVED
+          : options.destinations === "other-nodes"
+            ? DrainDestinations.OTHER_NODES
+            : DrainDestinations.UNSPECIFIED,
       schedulerName: options.schedulerName ?? "",
       kubeSchedulerVersion: options.kubeSchedulerVersion ?? "",
       ...(options.now === undefined ? {} : { now: timestampFromDate(options.now) }),

@@ -33,7 +33,7 @@ from podfit.server.model.dra import ResourceClaim
 from podfit.server.simulation.drain import DrainOptions
 from podfit.server.simulation.estimator import Estimate, estimate
 from podfit.server.simulation.expander import ExpansionOption, OptionScore, best_options
-from podfit.server.simulation.node_removal import RemovalSimulation, simulate_removal
+from podfit.server.simulation.node_removal import Destinations, RemovalSimulation, simulate_removal
 from podfit.server.simulation.scenario import Scenario, SimulationResult, simulate
 from podfit.server.telemetry import Telemetry
 from podfit.v1 import cluster_cache_pb2 as cc
@@ -801,14 +801,15 @@ class SchedulingService:
         now: float | None = None,
         scheduler_name: str = "",
         version: str = "",
+        destinations: Destinations = Destinations.OTHER_NODES,
     ) -> RemovalSimulation:
-        """cluster-autoscaler's removal simulation of ``node_names`` on a fork of the current snapshot.
+        """cluster-autoscaler's scale-down planner over ``node_names`` on a fork of the current snapshot.
         ``now`` (seconds since the epoch) judges terminating pods; the server's clock when None."""
         self.require_synced()
         self.limits.check("node_names", len(node_names), self.limits.drain_nodes, "nodes", "drainNodes")
         engine = self.engine.at_version(version)
         started = time.perf_counter()
-        # Terminal pods are in the cache but on no NodeInfo; the drain rules see them too.
+        # Terminal pods are in the cache but on no NodeInfo; the planner decides whether the drain rules see them.
         pods_of = {name: self.cache.bound_pods(name) for name in node_names}
         result = simulate_removal(
             engine,
@@ -818,6 +819,7 @@ class SchedulingService:
             options,
             time.time() if now is None else now,
             scheduler_name,
+            destinations,
         )
         self.telemetry.decision_latency(time.perf_counter() - started, "drain")
         return result

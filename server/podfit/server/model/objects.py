@@ -309,6 +309,8 @@ class Pod:
     scheduling_gates: tuple[str, ...] = ()
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     priority: int = 0
+    # Whether spec.priority is set: cluster-autoscaler never counts a pod without one as expendable.
+    has_priority: bool = False
     preemption_policy: str = "PreemptLowerPriority"
     phase: str = ""
     nominated_node_name: str = ""
@@ -921,6 +923,7 @@ def pod_spec_fields(spec: Mapping[str, Any], sp: str) -> dict[str, Any]:
         "scheduling_gates": gates,
         "scheduler_name": _string(spec.get("schedulerName"), f"{sp}.schedulerName") or DEFAULT_SCHEDULER_NAME,
         "priority": _integer(spec.get("priority"), f"{sp}.priority"),
+        "has_priority": spec.get("priority") is not None,
         "preemption_policy": _string(spec.get("preemptionPolicy"), f"{sp}.preemptionPolicy") or "PreemptLowerPriority",
         "images": tuple(images),
         "host_ports": tuple(host_ports),

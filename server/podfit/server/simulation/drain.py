@@ -65,12 +65,17 @@ class BlockingReason(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class DrainOptions:
-    """cluster-autoscaler's flags of the same names, with its defaults."""
+    """cluster-autoscaler's flags of the same names, with its defaults (``skip_terminal_pods`` is podfit's:
+    what its scale-down loop does, as an option so that the drain rules can be run on every pod)."""
 
     skip_nodes_with_system_pods: bool = True
     skip_nodes_with_local_storage: bool = True
     skip_nodes_with_custom_controller_pods: bool = True
     min_replica_count: int = 0
+    # --expendable-pods-priority-cutoff: the scale-down loop leaves pods below it out (``is_expendable``).
+    expendable_pods_priority_cutoff: int = -10
+    # The scale-down loop lists no Succeeded or Failed pod; False hands them to the drain rules too.
+    skip_terminal_pods: bool = True
 
 
 @dataclass(frozen=True, slots=True)

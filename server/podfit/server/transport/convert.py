@@ -36,7 +36,7 @@ from podfit.server.service import (
 )
 from podfit.server.simulation.drain import BlockingPod, DrainOptions
 from podfit.server.simulation.estimator import Estimate
-from podfit.server.simulation.node_removal import RemovalSimulation
+from podfit.server.simulation.node_removal import Destinations, RemovalSimulation
 from podfit.server.simulation.scenario import Scenario, SimulationResult
 from podfit.server.transport.errors import LocatedProfileError
 from podfit.v1 import cluster_cache_pb2 as cc
@@ -482,7 +482,7 @@ def estimate_response(
 
 
 def drain_options(message: sim.DrainOptions, path: str) -> DrainOptions:
-    """cluster-autoscaler's flags; unset booleans take its defaults (true)."""
+    """cluster-autoscaler's flags; unset booleans take its defaults (true), an unset cutoff its -10."""
     if message.min_replica_count < 0:
         raise ValidationError(f"{path}.min_replica_count", "must not be negative")
     m = message
@@ -497,7 +497,26 @@ def drain_options(message: sim.DrainOptions, path: str) -> DrainOptions:
             m.skip_nodes_with_custom_controller_pods if m.HasField("skip_nodes_with_custom_controller_pods") else True
         ),
         min_replica_count=m.min_replica_count,
+        expendable_pods_priority_cutoff=(
+            m.expendable_pods_priority_cutoff if m.HasField("expendable_pods_priority_cutoff") else -10
+        ),
+        skip_terminal_pods=m.skip_terminal_pods if m.HasField("skip_terminal_pods") else True,
     )
+
+
+_DESTINATIONS = {
+    sim.DRAIN_DESTINATIONS_UNSPECIFIED: Destinations.OTHER_NODES,
+    sim.DRAIN_DESTINATIONS_OTHER_NODES: Destinations.OTHER_NODES,
+    sim.DRAIN_DESTINATIONS_ALL_BUT_REMOVED: Destinations.ALL_BUT_REMOVED,
+}
+
+
+def drain_destinations(value: sim.DrainDestinations.ValueType, path: str) -> Destinations:
+    """The SimulateDrainRequest.destinations rule; an unknown value is INVALID_ARGUMENT."""
+    rule = _DESTINATIONS.get(value)
+    if rule is None:
+        raise ValidationError(path, f"unknown DrainDestinations value {value}")
+    return rule
 
 
 def _blocking_pod(blocking: BlockingPod) -> sim.BlockingPod:

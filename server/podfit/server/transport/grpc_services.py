@@ -420,10 +420,17 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         self, request: sim.SimulateDrainRequest, context: grpc.aio.ServicerContext
     ) -> sim.SimulateDrainResponse:
         options = convert.drain_options(request.options, "options")
+        destinations = convert.drain_destinations(request.destinations, "destinations")
         now = convert.optional_time(request, "now")
         version = request.kube_scheduler_version
         result = await self.service.gate.run_heavy(
-            self.service.simulate_drain, list(request.node_names), options, now, request.scheduler_name, version
+            self.service.simulate_drain,
+            list(request.node_names),
+            options,
+            now,
+            request.scheduler_name,
+            version,
+            destinations,
         )
         annotate(nodes=len(request.node_names))
         response = convert.drain_response(result, self.service.epoch)

@@ -2,8 +2,8 @@
 // @generated from file podfit/v1/simulation.proto (package podfit.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { ClusterObject, ObjectKey } from "./cluster_cache_pb.js";
@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file podfit/v1/simulation.proto.
  */
 export const file_podfit_v1_simulation: GenFile = /*@__PURE__*/
-  fileDesc("Chpwb2RmaXQvdjEvc2ltdWxhdGlvbi5wcm90bxIJcG9kZml0LnYxIk4KEUh5cG90aGV0aWNhbE5vZGVzEioKCHRlbXBsYXRlGAEgASgLMhgucG9kZml0LnYxLkNsdXN0ZXJPYmplY3QSDQoFY291bnQYAiABKAUiPwoJTm9kZVRhaW50EhEKCW5vZGVfbmFtZRgBIAEoCRIfCgV0YWludBgCIAEoCzIQLnBvZGZpdC52MS5UYWludCLoAQoIU2NlbmFyaW8SFAoMcmVtb3ZlX25vZGVzGAEgAygJEi8KCWFkZF9ub2RlcxgCIAMoCzIcLnBvZGZpdC52MS5IeXBvdGhldGljYWxOb2RlcxIUCgxjb3Jkb25fbm9kZXMYAyADKAkSKQoLdGFpbnRfbm9kZXMYBCADKAsyFC5wb2RmaXQudjEuTm9kZVRhaW50EikKC3JlbW92ZV9wb2RzGAUgAygLMhQucG9kZml0LnYxLk9iamVjdEtleRIpCghhZGRfcG9kcxgGIAMoCzIXLnBvZGZpdC52MS5Qb2RSZWZlcmVuY2UilwEKD1NpbXVsYXRlUmVxdWVzdBIlCghzY2VuYXJpbxgBIAEoCzITLnBvZGZpdC52MS5TY2VuYXJpbxIlCgRwb2RzGAIgAygLMhcucG9kZml0LnYxLlBvZFJlZmVyZW5jZRIWCg5zY2hlZHVsZXJfbmFtZRgDIAEoCRIeChZrdWJlX3NjaGVkdWxlcl92ZXJzaW9uGAQgASgJIn8KDFBvZFBsYWNlbWVudBIRCgluYW1lc3BhY2UYASABKAkSDAoEbmFtZRgCIAEoCRIRCglub2RlX25hbWUYAyABKAkSKgoKcmVqZWN0aW9ucxgEIAMoCzIWLnBvZGZpdC52MS5Ob2RlVmVyZGljdBIPCgdtZXNzYWdlGAUgASgJImYKD05vZGVVdGlsaXNhdGlvbhIRCglub2RlX25hbWUYASABKAkSDAoEcG9kcxgCIAMoCRILCgNjcHUYAyABKAESDgoGbWVtb3J5GAQgASgBEhUKDXBvZHNfZnJhY3Rpb24YBSABKAEixgEKEFNpbXVsYXRlUmVzcG9uc2USFwoPYmFzZV9nZW5lcmF0aW9uGAEgASgDEisKCnBsYWNlbWVudHMYAiADKAsyFy5wb2RmaXQudjEuUG9kUGxhY2VtZW50EjYKEmh5cG90aGV0aWNhbF9ub2RlcxgDIAMoCzIaLnBvZGZpdC52MS5Ob2RlVXRpbGlzYXRpb24SFAoMc2VydmVyX2Vwb2NoGAQgASgJEh4KFmt1YmVfc2NoZWR1bGVyX3ZlcnNpb24YBSABKAkiawoJTm9kZUdyb3VwEgoKAmlkGAEgASgJEioKCHRlbXBsYXRlGAIgASgLMhgucG9kZml0LnYxLkNsdXN0ZXJPYmplY3QSFAoMY3VycmVudF9zaXplGAMgASgFEhAKCG1heF9zaXplGAQgASgFIjEKCFBvZEdyb3VwEiUKBHBvZHMYASADKAsyFy5wb2RmaXQudjEuUG9kUmVmZXJlbmNlIqABChZFc3RpbWF0ZVNjYWxlVXBSZXF1ZXN0EiMKBmdyb3VwcxgBIAMoCzITLnBvZGZpdC52MS5Qb2RHcm91cBIpCgtub2RlX2dyb3VwcxgCIAMoCzIULnBvZGZpdC52MS5Ob2RlR3JvdXASFgoOc2NoZWR1bGVyX25hbWUYAyABKAkSHgoWa3ViZV9zY2hlZHVsZXJfdmVyc2lvbhgEIAEoCSKUAQoNR3JvdXBFc3RpbWF0ZRIVCg1ub2RlX2dyb3VwX2lkGAEgASgJEhIKCm5vZGVfY291bnQYAiABKAUSEQoJc2NoZWR1bGVkGAMgAygJEhMKC3Vuc2NoZWR1bGVkGAQgAygJEhMKC2dyb3VwX29yZGVyGAUgAygFEhsKE3NjaGVkdWxlZF9wZXJfZ3JvdXAYBiADKAUilQEKF0VzdGltYXRlU2NhbGVVcFJlc3BvbnNlEhcKD2Jhc2VfZ2VuZXJhdGlvbhgBIAEoAxIrCgllc3RpbWF0ZXMYAiADKAsyGC5wb2RmaXQudjEuR3JvdXBFc3RpbWF0ZRIUCgxzZXJ2ZXJfZXBvY2gYAyABKAkSHgoWa3ViZV9zY2hlZHVsZXJfdmVyc2lvbhgEIAEoCSKhAgoMRHJhaW5PcHRpb25zEigKG3NraXBfbm9kZXNfd2l0aF9zeXN0ZW1fcG9kcxgBIAEoCEgAiAEBEioKHXNraXBfbm9kZXNfd2l0aF9sb2NhbF9zdG9yYWdlGAIgASgISAGIAQESMwomc2tpcF9ub2Rlc193aXRoX2N1c3RvbV9jb250cm9sbGVyX3BvZHMYAyABKAhIAogBARIZChFtaW5fcmVwbGljYV9jb3VudBgEIAEoBUIeChxfc2tpcF9ub2Rlc193aXRoX3N5c3RlbV9wb2RzQiAKHl9za2lwX25vZGVzX3dpdGhfbG9jYWxfc3RvcmFnZUIpCidfc2tpcF9ub2Rlc193aXRoX2N1c3RvbV9jb250cm9sbGVyX3BvZHMitQEKFFNpbXVsYXRlRHJhaW5SZXF1ZXN0EhIKCm5vZGVfbmFtZXMYASADKAkSKAoHb3B0aW9ucxgCIAEoCzIXLnBvZGZpdC52MS5EcmFpbk9wdGlvbnMSJwoDbm93GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5zY2hlZHVsZXJfbmFtZRgEIAEoCRIeChZrdWJlX3NjaGVkdWxlcl92ZXJzaW9uGAUgASgJIk8KC0Jsb2NraW5nUG9kEhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIPCgdtZXNzYWdlGAQgASgJIj0KB1BvZE1vdmUSEQoJbmFtZXNwYWNlGAEgASgJEgwKBG5hbWUYAiABKAkSEQoJbm9kZV9uYW1lGAMgASgJImEKCFBkYkNoZWNrEhIKCmNhbl9yZW1vdmUYASABKAgSEwoLaW5fcGFyYWxsZWwYAiABKAgSLAoMYmxvY2tpbmdfcG9kGAMgASgLMhYucG9kZml0LnYxLkJsb2NraW5nUG9kIvUBCglOb2RlRHJhaW4SEQoJbm9kZV9uYW1lGAEgASgJEhEKCXJlbW92YWJsZRgCIAEoCBIaChJ1bnJlbW92YWJsZV9yZWFzb24YAyABKAkSLAoMYmxvY2tpbmdfcG9kGAQgASgLMhYucG9kZml0LnYxLkJsb2NraW5nUG9kEigKDHBvZHNfdG9fbW92ZRgFIAMoCzISLnBvZGZpdC52MS5Qb2RNb3ZlEhYKDmRhZW1vbnNldF9wb2RzGAYgAygJEiAKA3BkYhgHIAEoCzITLnBvZGZpdC52MS5QZGJDaGVjaxIUCgx1bnBsYWNlZF9wb2QYCCABKAkiiwEKFVNpbXVsYXRlRHJhaW5SZXNwb25zZRIXCg9iYXNlX2dlbmVyYXRpb24YASABKAMSIwoFbm9kZXMYAiADKAsyFC5wb2RmaXQudjEuTm9kZURyYWluEhQKDHNlcnZlcl9lcG9jaBgDIAEoCRIeChZrdWJlX3NjaGVkdWxlcl92ZXJzaW9uGAQgASgJMv8BCgpTaW11bGF0aW9uEkMKCFNpbXVsYXRlEhoucG9kZml0LnYxLlNpbXVsYXRlUmVxdWVzdBobLnBvZGZpdC52MS5TaW11bGF0ZVJlc3BvbnNlElgKD0VzdGltYXRlU2NhbGVVcBIhLnBvZGZpdC52MS5Fc3RpbWF0ZVNjYWxlVXBSZXF1ZXN0GiIucG9kZml0LnYxLkVzdGltYXRlU2NhbGVVcFJlc3BvbnNlElIKDVNpbXVsYXRlRHJhaW4SHy5wb2RmaXQudjEuU2ltdWxhdGVEcmFpblJlcXVlc3QaIC5wb2RmaXQudjEuU2ltdWxhdGVEcmFpblJlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcG9kZml0L3BvZGZpdC9zZGsvZ28vcG9kZml0djE7cG9kZml0djFiBnByb3RvMw", [file_google_protobuf_timestamp, file_podfit_v1_cluster_cache, file_podfit_v1_objects, file_podfit_v1_scheduler]);
+  fileDesc("Chpwb2RmaXQvdjEvc2ltdWxhdGlvbi5wcm90bxIJcG9kZml0LnYxIk4KEUh5cG90aGV0aWNhbE5vZGVzEioKCHRlbXBsYXRlGAEgASgLMhgucG9kZml0LnYxLkNsdXN0ZXJPYmplY3QSDQoFY291bnQYAiABKAUiPwoJTm9kZVRhaW50EhEKCW5vZGVfbmFtZRgBIAEoCRIfCgV0YWludBgCIAEoCzIQLnBvZGZpdC52MS5UYWludCLoAQoIU2NlbmFyaW8SFAoMcmVtb3ZlX25vZGVzGAEgAygJEi8KCWFkZF9ub2RlcxgCIAMoCzIcLnBvZGZpdC52MS5IeXBvdGhldGljYWxOb2RlcxIUCgxjb3Jkb25fbm9kZXMYAyADKAkSKQoLdGFpbnRfbm9kZXMYBCADKAsyFC5wb2RmaXQudjEuTm9kZVRhaW50EikKC3JlbW92ZV9wb2RzGAUgAygLMhQucG9kZml0LnYxLk9iamVjdEtleRIpCghhZGRfcG9kcxgGIAMoCzIXLnBvZGZpdC52MS5Qb2RSZWZlcmVuY2UilwEKD1NpbXVsYXRlUmVxdWVzdBIlCghzY2VuYXJpbxgBIAEoCzITLnBvZGZpdC52MS5TY2VuYXJpbxIlCgRwb2RzGAIgAygLMhcucG9kZml0LnYxLlBvZFJlZmVyZW5jZRIWCg5zY2hlZHVsZXJfbmFtZRgDIAEoCRIeChZrdWJlX3NjaGVkdWxlcl92ZXJzaW9uGAQgASgJIn8KDFBvZFBsYWNlbWVudBIRCgluYW1lc3BhY2UYASABKAkSDAoEbmFtZRgCIAEoCRIRCglub2RlX25hbWUYAyABKAkSKgoKcmVqZWN0aW9ucxgEIAMoCzIWLnBvZGZpdC52MS5Ob2RlVmVyZGljdBIPCgdtZXNzYWdlGAUgASgJImYKD05vZGVVdGlsaXNhdGlvbhIRCglub2RlX25hbWUYASABKAkSDAoEcG9kcxgCIAMoCRILCgNjcHUYAyABKAESDgoGbWVtb3J5GAQgASgBEhUKDXBvZHNfZnJhY3Rpb24YBSABKAEixgEKEFNpbXVsYXRlUmVzcG9uc2USFwoPYmFzZV9nZW5lcmF0aW9uGAEgASgDEisKCnBsYWNlbWVudHMYAiADKAsyFy5wb2RmaXQudjEuUG9kUGxhY2VtZW50EjYKEmh5cG90aGV0aWNhbF9ub2RlcxgDIAMoCzIaLnBvZGZpdC52MS5Ob2RlVXRpbGlzYXRpb24SFAoMc2VydmVyX2Vwb2NoGAQgASgJEh4KFmt1YmVfc2NoZWR1bGVyX3ZlcnNpb24YBSABKAkiawoJTm9kZUdyb3VwEgoKAmlkGAEgASgJEioKCHRlbXBsYXRlGAIgASgLMhgucG9kZml0LnYxLkNsdXN0ZXJPYmplY3QSFAoMY3VycmVudF9zaXplGAMgASgFEhAKCG1heF9zaXplGAQgASgFIjEKCFBvZEdyb3VwEiUKBHBvZHMYASADKAsyFy5wb2RmaXQudjEuUG9kUmVmZXJlbmNlIqABChZFc3RpbWF0ZVNjYWxlVXBSZXF1ZXN0EiMKBmdyb3VwcxgBIAMoCzITLnBvZGZpdC52MS5Qb2RHcm91cBIpCgtub2RlX2dyb3VwcxgCIAMoCzIULnBvZGZpdC52MS5Ob2RlR3JvdXASFgoOc2NoZWR1bGVyX25hbWUYAyABKAkSHgoWa3ViZV9zY2hlZHVsZXJfdmVyc2lvbhgEIAEoCSKUAQoNR3JvdXBFc3RpbWF0ZRIVCg1ub2RlX2dyb3VwX2lkGAEgASgJEhIKCm5vZGVfY291bnQYAiABKAUSEQoJc2NoZWR1bGVkGAMgAygJEhMKC3Vuc2NoZWR1bGVkGAQgAygJEhMKC2dyb3VwX29yZGVyGAUgAygFEhsKE3NjaGVkdWxlZF9wZXJfZ3JvdXAYBiADKAUilQEKF0VzdGltYXRlU2NhbGVVcFJlc3BvbnNlEhcKD2Jhc2VfZ2VuZXJhdGlvbhgBIAEoAxIrCgllc3RpbWF0ZXMYAiADKAsyGC5wb2RmaXQudjEuR3JvdXBFc3RpbWF0ZRIUCgxzZXJ2ZXJfZXBvY2gYAyABKAkSHgoWa3ViZV9zY2hlZHVsZXJfdmVyc2lvbhgEIAEoCSKrAwoMRHJhaW5PcHRpb25zEigKG3NraXBfbm9kZXNfd2l0aF9zeXN0ZW1fcG9kcxgBIAEoCEgAiAEBEioKHXNraXBfbm9kZXNfd2l0aF9sb2NhbF9zdG9yYWdlGAIgASgISAGIAQESMwomc2tpcF9ub2Rlc193aXRoX2N1c3RvbV9jb250cm9sbGVyX3BvZHMYAyABKAhIAogBARIZChFtaW5fcmVwbGljYV9jb3VudBgEIAEoBRIsCh9leHBlbmRhYmxlX3BvZHNfcHJpb3JpdHlfY3V0b2ZmGAUgASgFSAOIAQESHwoSc2tpcF90ZXJtaW5hbF9wb2RzGAYgASgISASIAQFCHgocX3NraXBfbm9kZXNfd2l0aF9zeXN0ZW1fcG9kc0IgCh5fc2tpcF9ub2Rlc193aXRoX2xvY2FsX3N0b3JhZ2VCKQonX3NraXBfbm9kZXNfd2l0aF9jdXN0b21fY29udHJvbGxlcl9wb2RzQiIKIF9leHBlbmRhYmxlX3BvZHNfcHJpb3JpdHlfY3V0b2ZmQhUKE19za2lwX3Rlcm1pbmFsX3BvZHMi6QEKFFNpbXVsYXRlRHJhaW5SZXF1ZXN0EhIKCm5vZGVfbmFtZXMYASADKAkSKAoHb3B0aW9ucxgCIAEoCzIXLnBvZGZpdC52MS5EcmFpbk9wdGlvbnMSJwoDbm93GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5zY2hlZHVsZXJfbmFtZRgEIAEoCRIeChZrdWJlX3NjaGVkdWxlcl92ZXJzaW9uGAUgASgJEjIKDGRlc3RpbmF0aW9ucxgGIAEoDjIcLnBvZGZpdC52MS5EcmFpbkRlc3RpbmF0aW9ucyJPCgtCbG9ja2luZ1BvZBIRCgluYW1lc3BhY2UYASABKAkSDAoEbmFtZRgCIAEoCRIOCgZyZWFzb24YAyABKAkSDwoHbWVzc2FnZRgEIAEoCSI9CgdQb2RNb3ZlEhEKCW5hbWVzcGFjZRgBIAEoCRIMCgRuYW1lGAIgASgJEhEKCW5vZGVfbmFtZRgDIAEoCSJhCghQZGJDaGVjaxISCgpjYW5fcmVtb3ZlGAEgASgIEhMKC2luX3BhcmFsbGVsGAIgASgIEiwKDGJsb2NraW5nX3BvZBgDIAEoCzIWLnBvZGZpdC52MS5CbG9ja2luZ1BvZCL1AQoJTm9kZURyYWluEhEKCW5vZGVfbmFtZRgBIAEoCRIRCglyZW1vdmFibGUYAiABKAgSGgoSdW5yZW1vdmFibGVfcmVhc29uGAMgASgJEiwKDGJsb2NraW5nX3BvZBgEIAEoCzIWLnBvZGZpdC52MS5CbG9ja2luZ1BvZBIoCgxwb2RzX3RvX21vdmUYBSADKAsyEi5wb2RmaXQudjEuUG9kTW92ZRIWCg5kYWVtb25zZXRfcG9kcxgGIAMoCRIgCgNwZGIYByABKAsyEy5wb2RmaXQudjEuUGRiQ2hlY2sSFAoMdW5wbGFjZWRfcG9kGAggASgJIosBChVTaW11bGF0ZURyYWluUmVzcG9uc2USFwoPYmFzZV9nZW5lcmF0aW9uGAEgASgDEiMKBW5vZGVzGAIgAygLMhQucG9kZml0LnYxLk5vZGVEcmFpbhIUCgxzZXJ2ZXJfZXBvY2gYAyABKAkSHgoWa3ViZV9zY2hlZHVsZXJfdmVyc2lvbhgEIAEoCSqDAQoRRHJhaW5EZXN0aW5hdGlvbnMSIgoeRFJBSU5fREVTVElOQVRJT05TX1VOU1BFQ0lGSUVEEAASIgoeRFJBSU5fREVTVElOQVRJT05TX09USEVSX05PREVTEAESJgoiRFJBSU5fREVTVElOQVRJT05TX0FMTF9CVVRfUkVNT1ZFRBACMv8BCgpTaW11bGF0aW9uEkMKCFNpbXVsYXRlEhoucG9kZml0LnYxLlNpbXVsYXRlUmVxdWVzdBobLnBvZGZpdC52MS5TaW11bGF0ZVJlc3BvbnNlElgKD0VzdGltYXRlU2NhbGVVcBIhLnBvZGZpdC52MS5Fc3RpbWF0ZVNjYWxlVXBSZXF1ZXN0GiIucG9kZml0LnYxLkVzdGltYXRlU2NhbGVVcFJlc3BvbnNlElIKDVNpbXVsYXRlRHJhaW4SHy5wb2RmaXQudjEuU2ltdWxhdGVEcmFpblJlcXVlc3QaIC5wb2RmaXQudjEuU2ltdWxhdGVEcmFpblJlc3BvbnNlQjNaMWdpdGh1Yi5jb20vcG9kZml0L3BvZGZpdC9zZGsvZ28vcG9kZml0djE7cG9kZml0djFiBnByb3RvMw", [file_google_protobuf_timestamp, file_podfit_v1_cluster_cache, file_podfit_v1_objects, file_podfit_v1_scheduler]);
 
 /**
  * Copies of a template node. Copy i is named "<template name>-sim-<i>" (its kubernetes.io/hostname
@@ -582,6 +582,26 @@ export type DrainOptions = Message<"podfit.v1.DrainOptions"> & {
    * @generated from field: int32 min_replica_count = 4;
    */
   minReplicaCount: number;
+
+  /**
+   * cluster-autoscaler's --expendable-pods-priority-cutoff; unset means its default, -10. Expendable pods
+   * (priority below it, and a preemption policy other than Never; a pod without priority is not one) are
+   * left out of the simulation before anything else, as its scale-down loop leaves them out: they never
+   * block, never move, take no room and count for no inter-pod affinity or topology spreading.
+   *
+   * @generated from field: optional int32 expendable_pods_priority_cutoff = 5;
+   */
+  expendablePodsPriorityCutoff?: number | undefined;
+
+  /**
+   * Whether pods in phase Succeeded or Failed (whatever their restart policy) are left out the same way,
+   * as cluster-autoscaler's scale-down loop lists no such pod. Unset means true. False puts them through
+   * the drain rules, as GetPodsToMove handed every pod of a node does: a terminal pod then moves (to no
+   * node: it needs none) or blocks like any other.
+   *
+   * @generated from field: optional bool skip_terminal_pods = 6;
+   */
+  skipTerminalPods?: boolean | undefined;
 };
 
 /**
@@ -598,8 +618,9 @@ export const DrainOptionsSchema: GenMessage<DrainOptions> = /*@__PURE__*/
  */
 export type SimulateDrainRequest = Message<"podfit.v1.SimulateDrainRequest"> & {
   /**
-   * The nodes to remove, simulated in this order; none of them is a destination for the others' pods.
-   * Each must be a cached node named once (else INVALID_ARGUMENT).
+   * The nodes to remove, simulated in this order, one after another on one copy of the cluster (see
+   * destinations for where their pods may go). Each must be a cached node named once (else
+   * INVALID_ARGUMENT).
    *
    * @generated from field: repeated string node_names = 1;
    */
@@ -635,6 +656,13 @@ export type SimulateDrainRequest = Message<"podfit.v1.SimulateDrainRequest"> & {
    * @generated from field: string kube_scheduler_version = 5;
    */
   kubeSchedulerVersion: string;
+
+  /**
+   * Which nodes may receive the moved pods; unspecified means DRAIN_DESTINATIONS_OTHER_NODES.
+   *
+   * @generated from field: podfit.v1.DrainDestinations destinations = 6;
+   */
+  destinations: DrainDestinations;
 };
 
 /**
@@ -872,6 +900,44 @@ export type SimulateDrainResponse = Message<"podfit.v1.SimulateDrainResponse"> &
  */
 export const SimulateDrainResponseSchema: GenMessage<SimulateDrainResponse> = /*@__PURE__*/
   messageDesc(file_podfit_v1_simulation, 18);
+
+/**
+ * Which nodes may receive the pods of a node being removed.
+ *
+ * @generated from enum podfit.v1.DrainDestinations
+ */
+export enum DrainDestinations {
+  /**
+   * DRAIN_DESTINATIONS_OTHER_NODES.
+   *
+   * @generated from enum value: DRAIN_DESTINATIONS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * podfit's rule (the default): no node of the request is ever a destination, since they are all going;
+   * only the other nodes receive pods.
+   *
+   * @generated from enum value: DRAIN_DESTINATIONS_OTHER_NODES = 1;
+   */
+  OTHER_NODES = 1,
+
+  /**
+   * cluster-autoscaler's own rule: every node except the one being simulated and the nodes of the request
+   * already found removable. Later nodes of the request and earlier unremovable ones may receive pods; a
+   * pod moved onto a later node of the request becomes one of its pods (after its own, in the order it
+   * arrived), goes through the drain rules on its turn and may move again.
+   *
+   * @generated from enum value: DRAIN_DESTINATIONS_ALL_BUT_REMOVED = 2;
+   */
+  ALL_BUT_REMOVED = 2,
+}
+
+/**
+ * Describes the enum podfit.v1.DrainDestinations.
+ */
+export const DrainDestinationsSchema: GenEnum<DrainDestinations> = /*@__PURE__*/
+  enumDesc(file_podfit_v1_simulation, 0);
 
 /**
  * What-if questions for autoscalers, answered on a fork of the cache at its current generation. The
