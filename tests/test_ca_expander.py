@@ -120,11 +120,25 @@ CASES: dict[str, tuple[dict[str, bytes], list[ex.Option], list[str]]] = {
 }
 
 
+def _typed(option: ex.Option) -> ex.Option:
+    """The option as an autoscaler predating podBytes sends it: the same bytes in the typed pod field."""
+    return ex.Option(
+        nodeGroupId=option.nodeGroupId, nodeCount=option.nodeCount, debug=option.debug, pod=option.podBytes
+    )
+
+
+@pytest.mark.parametrize("fields", ["podBytes/nodeBytesMap", "pod/nodeMap (older autoscalers)"])
 @pytest.mark.parametrize(("templates", "options", "want"), list(CASES.values()), ids=list(CASES))
 async def test_best_options(
-    expander: Expander, templates: dict[str, bytes], options: list[ex.Option], want: list[str]
+    expander: Expander, templates: dict[str, bytes], options: list[ex.Option], want: list[str], fields: str
 ) -> None:
     await expander.client.apply([make_node("existing").capacity(cpu="1", memory="1Gi", pods="10").json()])
+    if fields.startswith("pod/"):
+        typed = [_typed(o) for o in options]
+        response = await expander.stub.BestOptions(ex.BestOptionsRequest(options=typed, nodeMap=templates))
+        assert [o.nodeGroupId for o in response.options] == want
+        assert all(o in typed for o in response.options)
+        return
     request = ex.BestOptionsRequest(options=options, nodeBytesMap=templates)
     response = await expander.stub.BestOptions(request)
     assert [o.nodeGroupId for o in response.options] == want

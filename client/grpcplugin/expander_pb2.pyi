@@ -30,6 +30,26 @@ class BestOptionsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     @_typing.final
+    class NodeMapEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.bytes
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.bytes = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
     class NodeBytesMapEntry(_message.Message):
         DESCRIPTOR: _descriptor.Descriptor
 
@@ -50,9 +70,16 @@ class BestOptionsRequest(_message.Message):
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
     OPTIONS_FIELD_NUMBER: _builtins.int
+    NODEMAP_FIELD_NUMBER: _builtins.int
     NODEBYTESMAP_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def options(self) -> _containers.RepeatedCompositeFieldContainer[Global___Option]: ...
+    @_builtins.property
+    def nodeMap(self) -> _containers.ScalarMap[_builtins.str, _builtins.bytes]:
+        """Older cluster-autoscalers send the template nodes here, as a map of typed v1.Node messages, which is
+        wire-identical to bytes: read when nodeBytesMap is empty.
+        """
+
     @_builtins.property
     def nodeBytesMap(self) -> _containers.ScalarMap[_builtins.str, _builtins.bytes]:
         """A template node per node group: nodeGroupId -> v1.Node in Kubernetes protobuf."""
@@ -61,11 +88,12 @@ class BestOptionsRequest(_message.Message):
         self,
         *,
         options: _abc.Iterable[Global___Option] | None = ...,
+        nodeMap: _abc.Mapping[_builtins.str, _builtins.bytes] | None = ...,
         nodeBytesMap: _abc.Mapping[_builtins.str, _builtins.bytes] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["nodeBytesMap", b"nodeBytesMap", "options", b"options"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["nodeBytesMap", b"nodeBytesMap", "nodeMap", b"nodeMap", "options", b"options"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -100,11 +128,18 @@ class Option(_message.Message):
     NODEGROUPID_FIELD_NUMBER: _builtins.int
     NODECOUNT_FIELD_NUMBER: _builtins.int
     DEBUG_FIELD_NUMBER: _builtins.int
+    POD_FIELD_NUMBER: _builtins.int
     PODBYTES_FIELD_NUMBER: _builtins.int
     nodeGroupId: _builtins.str
     nodeCount: _builtins.int
     debug: _builtins.str
     """The autoscaler's human-readable description of the option."""
+    @_builtins.property
+    def pod(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
+        """Older cluster-autoscalers send the pods here, as typed v1.Pod messages, which are wire-identical to
+        bytes: read when podBytes is empty.
+        """
+
     @_builtins.property
     def podBytes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]:
         """The pods the option would schedule, each a v1.Pod in Kubernetes protobuf."""
@@ -115,11 +150,12 @@ class Option(_message.Message):
         nodeGroupId: _builtins.str = ...,
         nodeCount: _builtins.int = ...,
         debug: _builtins.str = ...,
+        pod: _abc.Iterable[_builtins.bytes] | None = ...,
         podBytes: _abc.Iterable[_builtins.bytes] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["debug", b"debug", "nodeCount", b"nodeCount", "nodeGroupId", b"nodeGroupId", "podBytes", b"podBytes"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["debug", b"debug", "nodeCount", b"nodeCount", "nodeGroupId", b"nodeGroupId", "pod", b"pod", "podBytes", b"podBytes"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

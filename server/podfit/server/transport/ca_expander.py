@@ -55,19 +55,23 @@ class ExpanderServicer(ex_grpc.ExpanderServicer):
         # Limits before decoding: 100,000 options of pod bytes would take seconds to decode.
         limits = self.service.limits
         limits.check("options", len(request.options), limits.expansion_options, "options", "expansionOptions")
+        # Autoscalers predating podBytes/nodeBytesMap send the same bytes in the typed fields pod/nodeMap.
+        pod_field = {i: "podBytes" if option.podBytes else "pod" for i, option in enumerate(request.options)}
         for i, option in enumerate(request.options):
-            limits.check(
-                f"options[{i}].podBytes", len(option.podBytes), limits.pods_per_option, "pods", "podsPerOption"
-            )
+            count = len(getattr(option, pod_field[i]))
+            limits.check(f"options[{i}].{pod_field[i]}", count, limits.pods_per_option, "pods", "podsPerOption")
+        node_field = "nodeBytesMap" if request.nodeBytesMap else "nodeMap"
+        node_bytes = getattr(request, node_field)
         templates: dict[str, Node] = {}
         options = []
         for i, option in enumerate(request.options):
             group = option.nodeGroupId
             if group not in templates:
-                if group not in request.nodeBytesMap:
+                if group not in node_bytes:
                     raise ValidationError(f"nodeBytesMap[{group!r}]", f"missing: the template node of options[{i}]")
-                templates[group] = _node(request.nodeBytesMap[group], f"nodeBytesMap[{group!r}]")
-            pods = [_pod(data, f"options[{i}].podBytes[{j}]") for j, data in enumerate(option.podBytes)]
+                templates[group] = _node(node_bytes[group], f"{node_field}[{group!r}]")
+            field = pod_field[i]
+            pods = [_pod(data, f"options[{i}].{field}[{j}]") for j, data in enumerate(getattr(option, field))]
             options.append(ExpansionOption(group, option.nodeCount, pods, templates[group]))
         best, _ = await self.service.gate.run_heavy(self.service.best_expansion_options, options)
         annotate(options=len(options), best=len(best))
