@@ -534,8 +534,9 @@ def test_the_expander_contract_is_the_autoscalers() -> None:
         "grpcplugin.BestOptionsRequest",
         "grpcplugin.BestOptionsResponse",
     )
-    assert _numbers(expander_pb2.Option) == {"nodeGroupId": 1, "nodeCount": 2, "debug": 3, "podBytes": 5}
-    assert _numbers(expander_pb2.BestOptionsRequest) == {"options": 1, "nodeBytesMap": 3}
+    # pod (4) and nodeMap (2) are the older autoscalers' typed fields, wire-identical to bytes.
+    assert _numbers(expander_pb2.Option) == {"nodeGroupId": 1, "nodeCount": 2, "debug": 3, "pod": 4, "podBytes": 5}
+    assert _numbers(expander_pb2.BestOptionsRequest) == {"options": 1, "nodeMap": 2, "nodeBytesMap": 3}
     assert _numbers(expander_pb2.BestOptionsResponse) == {"options": 1}
     assert hasattr(expander_pb2_grpc, "ExpanderServicer")
 
