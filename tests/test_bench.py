@@ -92,6 +92,9 @@ SIMULATION_CASES = {
     "SimulateDrain100Nodes/50Nodes_500Pods": (
         "2 node(s) removable, each of their 16 pods given a destination off the drained nodes"
     ),
+    "SimulateDrain6Nodes/50Nodes_500Pods": (
+        "6 node(s) removable, each of their 48 pods given a destination off the drained nodes"
+    ),
     "SimulateAddNodes/50Nodes_500Pods": "10 nodes added and all 10 pods placed on them",
 }
 
@@ -175,6 +178,7 @@ def test_simulation_names() -> None:
             "EstimateScaleUp/5000Nodes_50000Pods",
             "SimulateDrain1Node/5000Nodes_50000Pods",
             "SimulateDrain100Nodes/5000Nodes_50000Pods",
+            "SimulateDrain6Nodes/5000Nodes_50000Pods",
             "SimulateAddNodes/5000Nodes_50000Pods",
         ]
     )

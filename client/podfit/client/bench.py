@@ -718,6 +718,14 @@ def _drain_many(cluster: SimCluster) -> Prepared:
     return _drain(cluster, [1 + k * step for k in range(count)])
 
 
+def _drain_six(cluster: SimCluster) -> Prepared:
+    """A scale-down plan of six candidates, spread over the cluster (issue 29's yardstick: within 2x of
+    six single-node drains)."""
+    count = min(6, (cluster.nodes - 1) // 2)
+    step = (cluster.nodes - 1) // count
+    return _drain(cluster, [1 + k * step for k in range(count)])
+
+
 def _add_nodes(cluster: SimCluster) -> Prepared:
     count = cluster.sized(ADDED_NODES, 10)
     template = to_cluster_object(group_node(ADDED_GROUP, "4", "32Gi"))
@@ -757,6 +765,7 @@ SIMULATIONS: dict[str, Simulation] = {
     "EstimateScaleUp": Simulation(_estimate, calls=5),
     "SimulateDrain1Node": Simulation(_drain_one, calls=100),
     "SimulateDrain100Nodes": Simulation(_drain_many, calls=5),
+    "SimulateDrain6Nodes": Simulation(_drain_six, calls=20),
     "SimulateAddNodes": Simulation(_add_nodes, calls=100),
 }
 SIMULATION_WORKLOADS = tuple(f"{kind}/5000Nodes_50000Pods" for kind in SIMULATIONS)
