@@ -235,7 +235,8 @@ async def test_the_issues_heavy_questions_are_refused_at_the_default_limits(live
         await call(request.SerializeToString(), timeout=30)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert caught.value.details().startswith(f"{field}: ")
-    assert time.monotonic() - started < 1.0
+    # Decoding the 20,000 pods before counting them took about 2 s; a refusal takes a fraction of that.
+    assert time.monotonic() - started < 1.5
     health = health_pb2_grpc.HealthStub(live.client._channel)
     answer = await health.Check(health_pb2.HealthCheckRequest(), timeout=2)
     assert answer.status == health_pb2.HealthCheckResponse.SERVING
