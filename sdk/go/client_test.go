@@ -679,3 +679,30 @@ func TestKubeSchedulerVersionPicksWhichReleaseAnswers(t *testing.T) {
 		t.Errorf("Stats: supported versions %v", got)
 	}
 }
+
+func TestSimulateDrainLeavesExpendablePodsOutUnlessTheCutoffSaysOtherwise(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client := newClusterClient(t)
+	// A bare pod (no controller: it would block as NotReplicated) of priority -100 on node-gpu.
+	cheap := pod("cheap", "100m", map[string]any{"nodeName": "node-gpu", "priority": -100})
+	if _, err := client.Apply(ctx, cheap); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		opts      []podfit.CallOption
+		removable bool
+	}{
+		{"below the default cutoff of -10: left out", nil, true},
+		{"above a cutoff of -1000: it blocks", []podfit.CallOption{podfit.ExpendablePodsPriorityCutoff(-1000)}, false},
+	} {
+		drain, err := client.SimulateDrain(ctx, []string{"node-gpu"}, tc.opts...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := drain.GetNodes()[0].GetRemovable(); got != tc.removable {
+			t.Errorf("%s: removable=%v, want %v (%v)", tc.name, got, tc.removable, drain.GetNodes()[0])
+		}
+	}
+}

@@ -199,6 +199,20 @@ describe("the example cluster", () => {
     assert.equal((await client.stats()).generation, generation);
   });
 
+  test("simulateDrain leaves expendable pods out unless expendablePodsPriorityCutoff says otherwise", async () => {
+    // A bare pod (it would block as NotReplicated) of priority -100 on node-gpu; removed again at the end.
+    await client.apply(pod("cheap", "100m", { nodeName: "node-gpu", priority: -100 }));
+    try {
+      const left = await client.simulateDrain(["node-gpu"]);
+      assert.equal(left.nodes[0]?.removable, true);
+      const counted = await client.simulateDrain(["node-gpu"], { expendablePodsPriorityCutoff: -1000 });
+      assert.equal(counted.nodes[0]?.removable, false);
+      assert.equal(counted.nodes[0]?.blockingPod?.name, "cheap");
+    } finally {
+      await client.delete("Pod", "cheap", "shop");
+    }
+  });
+
   test("simulate: a scenario (cordon, hypothetical nodes) then pods placed in it, the cache untouched", async () => {
     const generation = (await client.stats()).generation;
     const template = { metadata: { name: "big", labels: { disktype: "ssd" } }, status: { allocatable: { cpu: "16", memory: "64Gi", pods: "110" } } };
