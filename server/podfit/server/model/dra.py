@@ -25,12 +25,12 @@ from podfit.server.model.objects import (
     _integer,
     _mapping,
     _meta,
-    _node_selector_term,
     _owner_references,
     _sequence,
     _string,
     _strings,
     _time,
+    node_selector,
     resource_version,
 )
 
@@ -228,13 +228,7 @@ def resource_slice_from_k8s(data: Mapping[str, Any], path: str = "resourceSlice"
     all_nodes = _boolean(spec.get("allNodes"), f"{path}.spec.allNodes")
     if (node_name is not None) + (selector is not None) + all_nodes != 1:
         raise ValidationError(f"{path}.spec", "must set exactly one of nodeName, nodeSelector and allNodes")
-    terms = None
-    if selector is not None:
-        where = f"{path}.spec.nodeSelector.nodeSelectorTerms"
-        terms = tuple(
-            _node_selector_term(term, f"{where}[{i}]")
-            for i, term in enumerate(_sequence(_mapping(selector, where).get("nodeSelectorTerms"), where))
-        )
+    terms = node_selector(selector, f"{path}.spec.nodeSelector")
     slice_count = _integer(pool.get("resourceSliceCount"), f"{path}.spec.pool.resourceSliceCount")
     if slice_count < 1:
         raise ValidationError(f"{path}.spec.pool.resourceSliceCount", "must be greater than zero")
@@ -325,15 +319,7 @@ def _allocation(
                 admin_access=_boolean(result.get("adminAccess"), f"{where}.adminAccess"),
             )
         )
-    terms = None
-    selector = allocation.get("nodeSelector")
-    if selector is not None:
-        where = f"{path}.nodeSelector.nodeSelectorTerms"
-        terms = tuple(
-            _node_selector_term(term, f"{where}[{i}]")
-            for i, term in enumerate(_sequence(_mapping(selector, where).get("nodeSelectorTerms"), where))
-        )
-    return tuple(results), terms
+    return tuple(results), node_selector(allocation.get("nodeSelector"), f"{path}.nodeSelector")
 
 
 def resource_claim_from_k8s(data: Mapping[str, Any], path: str = "resourceClaim") -> ResourceClaim:

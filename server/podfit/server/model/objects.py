@@ -573,6 +573,17 @@ def _node_selector_term(value: Any, path: str) -> NodeSelectorTerm:
     )
 
 
+def node_selector(value: Any, path: str) -> tuple[NodeSelectorTerm, ...] | None:
+    """A core/v1 NodeSelector (at ``path``) as its ORed terms; None when absent."""
+    if value is None:
+        return None
+    where = f"{path}.nodeSelectorTerms"
+    return tuple(
+        _node_selector_term(term, f"{where}[{i}]")
+        for i, term in enumerate(_sequence(_mapping(value, path).get("nodeSelectorTerms"), where))
+    )
+
+
 def _pod_affinity_term(value: Any, path: str) -> PodAffinityTerm:
     data = _mapping(value, path)
     return PodAffinityTerm(
@@ -834,15 +845,10 @@ def pod_spec_fields(spec: Mapping[str, Any], sp: str) -> dict[str, Any]:
     affinity = _mapping(spec.get("affinity"), f"{sp}.affinity")
     ap = f"{sp}.affinity"
     node_affinity = _mapping(affinity.get("nodeAffinity"), f"{ap}.nodeAffinity")
-    required_node_affinity: tuple[NodeSelectorTerm, ...] | None = None
-    req_path = f"{ap}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    required_raw = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if required_raw is not None:
-        terms_path = f"{req_path}.nodeSelectorTerms"
-        required_node_affinity = tuple(
-            _node_selector_term(term, f"{terms_path}[{i}]")
-            for i, term in enumerate(_sequence(_mapping(required_raw, req_path).get("nodeSelectorTerms"), terms_path))
-        )
+    required_node_affinity = node_selector(
+        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"),
+        f"{ap}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+    )
     pref_path = f"{ap}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
     preferred_node_affinity = tuple(
         PreferredSchedulingTerm(

@@ -22,7 +22,6 @@ from podfit.server.model.objects import (
     _boolean,
     _mapping,
     _meta,
-    _node_selector_term,
     _optional_integer,
     _owner_references,
     _quantities,
@@ -32,6 +31,7 @@ from podfit.server.model.objects import (
     _strings,
     _time,
     canonical_amount,
+    node_selector,
     parse_label_selector,
     resource_version,
 )
@@ -231,14 +231,9 @@ def persistent_volume_from_k8s(data: Mapping[str, Any], path: str = "persistentV
             _string(ref.get("name"), f"{path}.spec.claimRef.name"),
             _string(ref.get("uid"), f"{path}.spec.claimRef.uid"),
         )
-    affinity = None
-    required = _mapping(_mapping(spec.get("nodeAffinity"), f"{path}.spec.nodeAffinity").get("required"), path)
-    if required:
-        where = f"{path}.spec.nodeAffinity.required.nodeSelectorTerms"
-        affinity = tuple(
-            _node_selector_term(term, f"{where}[{i}]")
-            for i, term in enumerate(_sequence(required.get("nodeSelectorTerms"), where))
-        )
+    required = _mapping(spec.get("nodeAffinity"), f"{path}.spec.nodeAffinity").get("required")
+    # An empty required selector constrains nothing, as an absent one.
+    affinity = node_selector(required or None, f"{path}.spec.nodeAffinity.required")
     csi = _mapping(spec.get("csi"), f"{path}.spec.csi")
     gce = _mapping(spec.get("gcePersistentDisk"), f"{path}.spec.gcePersistentDisk")
     aws = _mapping(spec.get("awsElasticBlockStore"), f"{path}.spec.awsElasticBlockStore")
