@@ -196,22 +196,6 @@ def _spec_value(key: str) -> Callable[[Mapping[str, Any]], str]:
     return cell
 
 
-# kubectl's extra columns per kind (its printers in pkg/printers/internalversion), where a user looks for them.
-_KIND_COLUMNS: dict[str, tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...]] = {
-    "PodDisruptionBudget": (
-        ("MIN AVAILABLE", _spec_value("minAvailable")),
-        ("MAX UNAVAILABLE", _spec_value("maxUnavailable")),
-        ("ALLOWED DISRUPTIONS", lambda m: str((m.get("status") or {}).get("disruptionsAllowed", 0))),
-    ),
-    "ResourceClaim": (("STATE", lambda m: resource_claim_state(m)),),
-    "ResourceSlice": (
-        ("NODE", lambda m: str((m.get("spec") or {}).get("nodeName") or "")),
-        ("DRIVER", _spec_value("driver")),
-        ("POOL", lambda m: str(((m.get("spec") or {}).get("pool") or {}).get("name", ""))),
-    ),
-}
-
-
 def resource_claim_state(manifest: Mapping[str, Any]) -> str:
     """kubectl's STATE of a ResourceClaim: deleted, pending, allocated, reserved (comma-joined)."""
     deleting = bool((manifest.get("metadata") or {}).get("deletionTimestamp"))
@@ -222,6 +206,22 @@ def resource_claim_state(manifest: Mapping[str, Any]) -> str:
     else:
         states += ["allocated", "reserved"] if status.get("reservedFor") else ["allocated"]
     return ",".join(states)
+
+
+# kubectl's extra columns per kind (its printers in pkg/printers/internalversion), where a user looks for them.
+_KIND_COLUMNS: dict[str, tuple[tuple[str, Callable[[Mapping[str, Any]], str]], ...]] = {
+    "PodDisruptionBudget": (
+        ("MIN AVAILABLE", _spec_value("minAvailable")),
+        ("MAX UNAVAILABLE", _spec_value("maxUnavailable")),
+        ("ALLOWED DISRUPTIONS", lambda m: str((m.get("status") or {}).get("disruptionsAllowed", 0))),
+    ),
+    "ResourceClaim": (("STATE", resource_claim_state),),
+    "ResourceSlice": (
+        ("NODE", lambda m: str((m.get("spec") or {}).get("nodeName") or "")),
+        ("DRIVER", _spec_value("driver")),
+        ("POOL", lambda m: str(((m.get("spec") or {}).get("pool") or {}).get("name", ""))),
+    ),
+}
 
 
 def _section(title: str, items: Sequence[str], width: int = 22) -> list[str]:

@@ -43,7 +43,7 @@ def check_strict(manifest: Mapping[str, Any], kind: str) -> None:
     model = model_for(kind)
     if model is None:
         return
-    _check(manifest, model, "", quantity=False)
+    _check(manifest, model, "")
     if kind == "Pod":
         spec = manifest.get("spec")
         if not isinstance(spec, Mapping) or not spec.get("containers"):
@@ -69,7 +69,7 @@ def _wrong(path: str, expected: str, value: Any) -> ConversionError:
     return ConversionError(path, f"expected {expected}, got {_type_name(value)}{shown}")
 
 
-def _check(value: Any, model: Any, path: str, quantity: bool) -> None:
+def _check(value: Any, model: Any, path: str) -> None:
     if value is None:
         return
     if not isinstance(value, Mapping):
@@ -105,7 +105,7 @@ def _check_typed(value: Any, type_name: str, path: str, quantity: bool) -> None:
     if expected is None:
         model = _model(type_name)
         if model is not None:
-            _check(value, model, path, quantity)
+            _check(value, model, path)
         return
     ok = {
         "str": isinstance(value, str) or (quantity and isinstance(value, int | float) and not isinstance(value, bool)),

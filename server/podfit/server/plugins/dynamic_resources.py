@@ -35,7 +35,7 @@ from podfit.server.framework.interfaces import Int32Array, Int64Array, IntpArray
 from podfit.server.framework.profile import DYNAMIC_RESOURCES
 from podfit.server.framework.status import SKIP, Code, PluginError, Status, unresolvable
 from podfit.server.framework.versions import BASE_FEATURES, Features
-from podfit.server.model import Pod
+from podfit.server.model import NodeSelectorTerm, Pod
 from podfit.server.model.dra import ResourceClaim
 from podfit.server.plugins.helper import terms_match
 
@@ -105,6 +105,10 @@ def allocated_devices(dra: DraView) -> frozenset[tuple[str, str, str]]:
 class _State:
     # Set at the end of a PreFilter that accepted the pod (empty when PreFilter rejected it or it has none).
     claims: tuple[ResourceClaim, ...] = ()
+    # The claims still to allocate, and the allocated ones whose node selector restricts the pod (by
+    # position in claims): what Filter reads per node, sorted out once.
+    pending: tuple[ResourceClaim, ...] = ()
+    pinned: tuple[tuple[int, tuple[NodeSelectorTerm, ...]], ...] = ()
     allocator: Allocator | None = None
     # Node name -> the pending claims' device results, in claim order.
     allocations: dict[str, list[ClaimAllocation]] = field(default_factory=dict)
@@ -169,6 +173,12 @@ class DynamicResources:
         if pending:
             data.allocator = Allocator(dra.classes, slice_index(dra.slices), allocated_devices(dra), self.behaviour)
         data.claims = tuple(claims)
+        data.pending = tuple(claim for claim in claims if not claim.allocated)
+        data.pinned = tuple(
+            (c, claim.allocation_node_selector)
+            for c, claim in enumerate(claims)
+            if claim.allocation_node_selector is not None
+        )
         return None, None
 
     # -- Filter ------------------------------------------------------------------------------------
@@ -180,22 +190,17 @@ class DynamicResources:
         codes = np.zeros(len(rows), dtype=np.int32)
         statuses: list[Status] = []
         known: dict[str, int] = {}
-        pending = [claim for claim in data.claims if not claim.allocated]
         infos = table.infos
         for i, row in enumerate(rows.tolist()):
             info = infos[row]
             if info is None:
                 continue
             node = info.node
-            unavailable = [
-                c
-                for c, claim in enumerate(data.claims)
-                if claim.allocation_node_selector is not None and not terms_match(claim.allocation_node_selector, node)
-            ]
+            unavailable = [c for c, terms in data.pinned if not terms_match(terms, node)]
             reason = ""
             if data.allocator is not None:
                 try:
-                    results = data.allocator.allocate(node, pending)
+                    results = data.allocator.allocate(node, data.pending)
                 except InvalidPools as exc:
                     reason = str(exc)
                 except AllocationError as exc:
