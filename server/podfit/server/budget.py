@@ -46,6 +46,21 @@ class Limits:
         if count > limit:
             raise ValidationError(field, f"{count} {what}: at most {limit} per request (limits.{setting})")
 
+    # The checks each request kind makes, named once: the transport makes them on the raw counts before
+    # decoding anything, the service again on what it was handed (in-process callers included).
+
+    def check_pods(self, count: int, field: str = "pods") -> None:
+        self.check(field, count, self.pods_per_request, "pods", "podsPerRequest")
+
+    def check_grouped_pods(self, total: int) -> None:
+        self.check("groups", total, self.pods_per_request, "pods in all groups", "podsPerRequest")
+
+    def check_options(self, count: int) -> None:
+        self.check("options", count, self.expansion_options, "options", "expansionOptions")
+
+    def check_option_pods(self, field: str, count: int) -> None:
+        self.check(field, count, self.pods_per_option, "pods", "podsPerOption")
+
 
 _deadline: ContextVar[float | None] = ContextVar("podfit_deadline", default=None)
 

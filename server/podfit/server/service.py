@@ -701,7 +701,7 @@ class SchedulingService:
         other call sees an intermediate state. Without ``details`` the results keep only each decision's outcome.
         """
         self.require_synced()
-        self.limits.check("pods", len(pods), self.limits.pods_per_request, "pods", "podsPerRequest")
+        self.limits.check_pods(len(pods))
         engine = self.engine.at_version(version)
         resolved: builtins.list[tuple[Pod, bytes]] = []
         seen: dict[str, int] = {}
@@ -761,7 +761,7 @@ class SchedulingService:
         limits = self.limits
         added = sum(count for _, count in scenario.add_nodes)
         limits.check("scenario.add_nodes", added, limits.hypothetical_nodes, "nodes added", "hypotheticalNodes")
-        limits.check("pods", len(pods), limits.pods_per_request, "pods", "podsPerRequest")
+        limits.check_pods(len(pods))
         engine = self.engine.at_version(version)
         started = time.perf_counter()
         result = simulate(engine, self.cache.snapshot(), scenario, self._resolve_all(pods, "pods"), scheduler_name)
@@ -780,7 +780,7 @@ class SchedulingService:
         self.require_synced()
         limits = self.limits
         total = sum(len(group) for group in groups)
-        limits.check("groups", total, limits.pods_per_request, "pods in all groups", "podsPerRequest")
+        limits.check_grouped_pods(total)
         # As cluster-autoscaler's --max-nodes-per-scaleup caps a node group's room, never an error.
         node_groups = [(i, t, min(room, limits.new_nodes_per_estimate)) for i, t, room in node_groups]
         engine = self.engine.at_version(version)
@@ -830,9 +830,9 @@ class SchedulingService:
         """cluster-autoscaler's gRPC expander: the best scale-up options by podfit's simulation."""
         self.require_synced()
         limits = self.limits
-        limits.check("options", len(options), limits.expansion_options, "options", "expansionOptions")
+        limits.check_options(len(options))
         for i, option in enumerate(options):
-            limits.check(f"options[{i}].pod", len(option.pods), limits.pods_per_option, "pods", "podsPerOption")
+            limits.check_option_pods(f"options[{i}].pod", len(option.pods))
         options = [dataclasses.replace(o, node_count=min(o.node_count, limits.new_nodes_per_estimate)) for o in options]
         started = time.perf_counter()
         result = best_options(self.engine, self.cache.snapshot(), options, scheduler_name)

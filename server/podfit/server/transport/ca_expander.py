@@ -54,12 +54,12 @@ class ExpanderServicer(ex_grpc.ExpanderServicer):
         self.service.require_synced()
         # Limits before decoding: 100,000 options of pod bytes would take seconds to decode.
         limits = self.service.limits
-        limits.check("options", len(request.options), limits.expansion_options, "options", "expansionOptions")
+        limits.check_options(len(request.options))
         # Autoscalers predating podBytes/nodeBytesMap send the same bytes in the typed fields pod/nodeMap.
         pod_field = {i: "podBytes" if option.podBytes else "pod" for i, option in enumerate(request.options)}
         for i, option in enumerate(request.options):
             count = len(getattr(option, pod_field[i]))
-            limits.check(f"options[{i}].{pod_field[i]}", count, limits.pods_per_option, "pods", "podsPerOption")
+            limits.check_option_pods(f"options[{i}].{pod_field[i]}", count)
         node_field = "nodeBytesMap" if request.nodeBytesMap else "nodeMap"
         node_bytes = getattr(request, node_field)
         templates: dict[str, Node] = {}

@@ -325,7 +325,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
     ) -> sc.ScheduleBatchResponse:
         limits = self.service.limits
         # Counted before anything is decoded: decoding 10,000s of pods is work too.
-        limits.check("pods", len(request.pods), limits.pods_per_request, "pods", "podsPerRequest")
+        limits.check_pods(len(request.pods))
         pods = [convert.pod_input(ref, f"pods[{i}]", with_source=True) for i, ref in enumerate(request.pods)]
         full = request.view != sc.VIEW_BASIC
         try:
@@ -380,7 +380,7 @@ class SimulationServicer(sim_grpc.SimulationServicer):
     @heavy
     async def Simulate(self, request: sim.SimulateRequest, context: grpc.aio.ServicerContext) -> sim.SimulateResponse:
         limits = self.service.limits
-        limits.check("pods", len(request.pods), limits.pods_per_request, "pods", "podsPerRequest")
+        limits.check_pods(len(request.pods))
         scenario = convert.scenario_from_message(request.scenario, "scenario")
         pods = [convert.pod_input(ref, f"pods[{i}]") for i, ref in enumerate(request.pods)]
         version = request.kube_scheduler_version
@@ -399,7 +399,7 @@ class SimulationServicer(sim_grpc.SimulationServicer):
     ) -> sim.EstimateScaleUpResponse:
         limits = self.service.limits
         total = sum(len(group.pods) for group in request.groups)
-        limits.check("groups", total, limits.pods_per_request, "pods in all groups", "podsPerRequest")
+        limits.check_grouped_pods(total)
         groups = [
             [convert.pod_input(ref, f"groups[{i}].pods[{j}]") for j, ref in enumerate(group.pods)]
             for i, group in enumerate(request.groups)
