@@ -751,7 +751,13 @@ class Feeder:
 
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, ApiException):
-        return f"HTTP {exc.status} {exc.reason}"
+        text = f"HTTP {exc.status} {exc.reason}"
+        message = _status_message(exc.body)
+        if message:
+            text += f": {message}"  # the apiserver's own words: for a 403, the user, verb, resource and group
+        if exc.status == 403:
+            text += " (the feeder needs list and watch on every kind it feeds: ClusterRole podfit-feeder)"
+        return text
     if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
         exc = exc.reason  # "Max retries exceeded with url ... (Caused by ...)": the cause is the news
     if isinstance(exc, urllib3.exceptions.NewConnectionError):
@@ -759,3 +765,17 @@ def _describe(exc: BaseException) -> str:
         return str(exc).split(">: ", 1)[-1]
     text = str(exc) or type(exc).__name__
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _status_message(body: object) -> str:
+    """The ``message`` of a Kubernetes Status body, when the body is one."""
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if not isinstance(body, str) or not body.startswith("{"):
+        return ""
+    try:
+        status = json.loads(body)
+    except json.JSONDecodeError:
+        return ""
+    message = status.get("message") if isinstance(status, dict) else None
+    return message.strip() if isinstance(message, str) else ""

@@ -1,0 +1,11 @@
+// Command kube-scheduler is upstream's kube-scheduler, built from the module proxy for podfit's tests.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+)
+
+func main() { os.Exit(cli.Run(app.NewSchedulerCommand())) }
