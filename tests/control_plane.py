@@ -78,6 +78,17 @@ def stop_started() -> None:
         STARTED.pop().stop()
 
 
+def http_status(url: str) -> int:
+    """The HTTP status of a GET (0 when nothing answers): for probes that must not raise."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except OSError:
+        return 0
+
+
 class Process:
     """One child process with its log in a file; stopped by PID (SIGTERM, then SIGKILL)."""
 
@@ -464,13 +475,7 @@ class Podfit:
         return self
 
     def probe(self, path: str) -> int:
-        try:
-            with urllib.request.urlopen(f"http://{self.probe_addr}{path}", timeout=2) as response:
-                return int(response.status)
-        except urllib.error.HTTPError as exc:
-            return int(exc.code)
-        except OSError:
-            return 0
+        return http_status(f"http://{self.probe_addr}{path}")
 
     def extender_requests(self, verb: str, code: str = "200") -> float:
         """``podfit_extender_requests_total`` for one verb and HTTP status, from /metrics."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import json
+import os
 import re
 import shlex
 import sys
@@ -27,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 from urllib.parse import urlsplit
 
 import jsonschema
@@ -808,13 +810,18 @@ def test_containerfile_healthcheck_hits_healthz(tmp_path: Path) -> None:
     command = Instruction("CMD", args.partition(" CMD ")[2]).exec_form()
     assert command is not None and command[:2] == ["python", "-c"], "exec form, no shell and no curl needed"
     code = command[2]
-    compile(code, "<HEALTHCHECK>", "exec")
-    urls = re.findall(r"https?://[^'\"]+", code)
-    # The image's own probe listener: plain HTTP whatever TLS the other ports serve.
+    # The image's own probe listener: plain HTTP whatever TLS the other ports serve. The check is run
+    # with the image's environment and a recording urlopen: it asks exactly what podfit-server listens on.
     env = dict(w.partition("=")[::2] for args in _final_stage().all("ENV") for w in shlex.split(args))
     probe_addr = server_settings.resolve([], env).probe_addr
     assert probe_addr.startswith("127.0.0.1:")
-    assert urls == [f"http://{probe_addr}/healthz"]
+    for addr in (probe_addr, "127.0.0.1:9999"):  # and it follows the variable when a deployment moves it
+        with (
+            mock.patch.dict(os.environ, {**env, "PODFIT_PROBE_ADDR": addr}),
+            mock.patch("urllib.request.urlopen") as urlopen,
+        ):
+            exec(compile(code, "<HEALTHCHECK>", "exec"), {})
+        assert [c.args[0] for c in urlopen.call_args_list] == [f"http://{addr}/healthz"]
 
 
 def test_containerfile_exposes_grpc_and_extender(tmp_path: Path) -> None:
