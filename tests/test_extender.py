@@ -173,3 +173,84 @@ async def test_extender_verdicts_equal_the_grpc_api_on_the_public_cases(live: Li
         assert (body["NodeNames"], body["FailedNodes"], body["FailedAndUnresolvableNodes"]) == expected, case["id"]
         compared += 1
     assert compared == 420
+
+
+def _decisions_looked_up(live: LiveServer) -> int:
+    """Decisions computed (the decision-duration histogram's count) plus those recalled from the memo."""
+    data = live.metrics.get_metrics_data()
+    assert data is not None
+    total = 0
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                if metric.name == "podfit.decision.duration":
+                    total += sum(int(point.count) for point in metric.data.data_points)
+                elif metric.name == "podfit.decision.memo_hits":
+                    total += sum(int(point.value) for point in metric.data.data_points)
+    return total
+
+
+async def _expected_priorities(live: LiveServer, pod: Any, names: list[str]) -> list[dict[str, Any]]:
+    scores = {s.node_name: s.total for s in (await live.client.score(pod, node_names=names)).scores}
+    top = max(scores.values())
+    return [{"Host": name, "Score": scores[name] * 10 // top if top > 0 else 0} for name in names]
+
+
+async def test_prioritize_after_filter_is_answered_from_the_filter_call_and_equals_a_fresh_decision(
+    live: LiveServer,
+) -> None:
+    """kube-scheduler calls filter, then prioritize with the nodes filter passed: once podfit has seen a
+    prioritize call, filter scores too and prioritize decides nothing, with the same answer."""
+    reused = 0
+    for case in load_cases(CASES)[:120]:
+        if case["pod"]["spec"].get("schedulingGates"):
+            continue
+        await load(live, case)
+        names = sorted(n["metadata"]["name"] for n in case["nodes"])
+        _, filtered = await post(live, "filter", {"Pod": case["pod"], "Nodes": None, "NodeNames": names})
+        passing = filtered["NodeNames"]
+        if len(passing) < 2:
+            continue
+        before = _decisions_looked_up(live)
+        _, body = await post(live, "prioritize", {"Pod": case["pod"], "Nodes": None, "NodeNames": passing})
+        reused += _decisions_looked_up(live) == before
+        assert body == await _expected_priorities(live, case["pod"], passing), case["id"]
+    assert reused >= 40  # every call but the first, which taught podfit that prioritize follows filter
+
+
+async def test_prioritize_decides_afresh_when_the_cluster_changed_since_filter(live: LiveServer) -> None:
+    await live.client.apply([make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods="10").json() for i in (1, 2)])
+    pod = make_pod("p").req(cpu="1").json()
+    request = {"Pod": pod, "Nodes": None, "NodeNames": ["n1", "n2"]}
+    await post(live, "prioritize", request)  # podfit learns that prioritize follows filter
+    _, filtered = await post(live, "filter", request)
+    assert filtered["NodeNames"] == ["n1", "n2"]
+    await live.client.apply([make_pod("busy").node("n1").req(cpu="3").json()])
+    _, body = await post(live, "prioritize", request)
+    assert body == await _expected_priorities(live, pod, ["n1", "n2"])
+    assert body[0] == {"Host": "n1", "Score": body[0]["Score"]} and body[0]["Score"] < body[1]["Score"] == 10
+
+
+async def test_prioritize_with_full_nodes_reuses_filter_only_for_the_same_node_objects(live: LiveServer) -> None:
+    await live.client.apply([make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods="10").json() for i in (1, 2)])
+    await live.client.apply([make_pod("busy").node("n1").req(cpu="2").json()])
+    pod = make_pod("p").req(cpu="1").json()
+    nodes = [make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods="10").json() for i in (1, 2)]
+    for i, node in enumerate(nodes):
+        node["metadata"].update(uid=f"uid-{i}", resourceVersion="7")
+    request = {"Pod": pod, "Nodes": {"metadata": {}, "items": nodes}, "NodeNames": None}
+    await post(live, "prioritize", request)
+    await post(live, "filter", request)
+    before = _decisions_looked_up(live)
+    _, same = await post(live, "prioritize", request)
+    assert _decisions_looked_up(live) == before
+    await post(live, "filter", request)
+    # n2 changed between the calls (a new resourceVersion): the filter's scores do not apply to it.
+    changed = json.loads(json.dumps(request))
+    changed["Nodes"]["items"][1]["metadata"]["resourceVersion"] = "8"
+    changed["Nodes"]["items"][1]["status"]["allocatable"]["cpu"] = "64"
+    before = _decisions_looked_up(live)
+    _, fresh = await post(live, "prioritize", changed)
+    assert _decisions_looked_up(live) == before + 1
+    assert same == [{"Host": "n1", "Score": 9}, {"Host": "n2", "Score": 10}]
+    assert [e["Host"] for e in fresh] == ["n1", "n2"] and fresh[1]["Score"] == 10

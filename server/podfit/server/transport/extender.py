@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from aiohttp import web
@@ -152,16 +153,35 @@ def _node_items(raw: msgspec.Raw) -> list[tuple[msgspec.Raw, _Meta]] | None:
     return items
 
 
+class _Round(NamedTuple):
+    """A filter call's scores, kept for the prioritize call kube-scheduler makes next for the same pod."""
+
+    generation: int
+    passing: frozenset[Any]  # the nodes the filter passed: names, or (name, uid, resourceVersion)
+    totals: dict[str, int]
+
+
+# Filter answers kept for prioritize: kube-scheduler asks one pod at a time, so a few cover several
+# schedulers (or profiles) sharing podfit; each holds one total per passing node.
+MAX_ROUNDS = 16
+
+
 class Extender:
     def __init__(self, service: SchedulingService) -> None:
         self.service = service
+        # Set by the first prioritize call: from then on filter scores too, and prioritize reuses that.
+        self.scores_wanted = False
+        self.rounds: OrderedDict[bytes, _Round] = OrderedDict()
+        self.rounds_reused = 0
 
     # -- verbs -----------------------------------------------------------------------------------
 
     async def filter(self, args: Args) -> dict[str, Any]:
-        """ExtenderArgs -> ExtenderFilterResult."""
+        """ExtenderArgs -> ExtenderFilterResult. Once kube-scheduler is known to call prioritize, the
+        decision also scores the passing nodes, and prioritize answers from it: each pod is decided once."""
         pod = _pod(args)
-        decision, order, unknown, full_nodes = await self._decide(args, pod, score=False)
+        scored = self.scores_wanted
+        decision, order, unknown, full_nodes = await self._decide(args, pod, score=scored)
         rejected = decision.rejections()
         failed: dict[str, str] = {}
         unresolvable = {name: REASON_NOT_CACHED for name in unknown}
@@ -174,6 +194,18 @@ class Extender:
         if decision.gated:
             passing = []
         error = decision.message if decision.gated else ""
+        if scored and passing and decision.score_table is not None:
+            keep_set = set(passing)
+            self._keep(
+                args,
+                _Round(
+                    decision.generation,
+                    frozenset(passing)
+                    if full_nodes is None
+                    else frozenset(_identity(m) for _, m in full_nodes if m.name in keep_set),
+                    decision.totals(),
+                ),
+            )
         if full_nodes is None:
             return {
                 "Nodes": None,
@@ -196,8 +228,11 @@ class Extender:
         """ExtenderArgs -> HostPriorityList: podfit's totals scaled to 0..MaxExtenderPriority, the best
         node at the maximum; nodes podfit finds infeasible score 0."""
         pod = _pod(args)
-        decision, order, _, _ = await self._decide(args, pod, score=True)
-        totals = decision.totals()
+        self.scores_wanted = True
+        order, totals = self._recall(args)
+        if totals is None:
+            decision, order, _, _ = await self._decide(args, pod, score=True)
+            totals = decision.totals()
         top = max(totals.values(), default=0)
         return [
             {"Host": name, "Score": (totals.get(name, 0) * MAX_EXTENDER_PRIORITY // top) if top > 0 else 0}
@@ -252,6 +287,39 @@ class Extender:
 
     # -- shared ----------------------------------------------------------------------------------
 
+    def _keep(self, args: Args, answer: _Round) -> None:
+        key = bytes(args["Pod"])
+        self.rounds[key] = answer
+        self.rounds.move_to_end(key)
+        while len(self.rounds) > MAX_ROUNDS:
+            self.rounds.popitem(last=False)
+
+    def _recall(self, args: Args) -> tuple[list[str], dict[str, int] | None]:
+        """(the nodes asked about, in order; the filter call's totals when they answer this call exactly:
+        the same pod, nothing changed since, and exactly the nodes that filter passed)."""
+        kept = self.rounds.pop(bytes(args.get("Pod", b"")), None)
+        if kept is None or kept.generation != self.service.generation:
+            return [], None
+        if "NodeNames" in args and bytes(args["NodeNames"]) != b"null":
+            try:
+                names = _NAMES.decode(args["NodeNames"]) or []
+            except msgspec.ValidationError:
+                return [], None  # _decide says why
+            asked: frozenset[Any] = frozenset(names)
+        elif "Nodes" in args:
+            try:
+                items = _node_items(args["Nodes"]) or []
+            except BadRequest:
+                return [], None
+            names = [m.name for _, m in items]
+            asked = frozenset(_identity(m) for _, m in items)
+        else:
+            return [], None
+        if asked != kept.passing or len(names) != len(asked):
+            return [], None
+        self.rounds_reused += 1
+        return names, kept.totals
+
     async def _decide(
         self, args: Args, pod: Pod, *, score: bool
     ) -> tuple[Decision, list[str], set[str], list[tuple[msgspec.Raw, _Meta]] | None]:
@@ -280,6 +348,11 @@ class Extender:
             decision = await self.service.decide_with_nodes(pod, nodes)
             return decision, order, set(), node_list
         raise BadRequest("one of Nodes or NodeNames is required")
+
+
+def _identity(meta: _Meta) -> tuple[str, str, str]:
+    """A full Node as sent: an unchanged node keeps its uid and resourceVersion."""
+    return (meta.name, meta.uid, meta.resourceVersion)
 
 
 Handler = Callable[[Args], Awaitable[Any]]
