@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from podfit.server.cache.cluster_cache import Delete, Upsert
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.snapshot import Snapshot
@@ -918,3 +919,63 @@ def test_pod_conditions_are_read_from_kubernetes_json() -> None:
     with pytest.raises(ValidationError) as raised:
         pod_from_k8s(data)
     assert raised.value.field == "pod.status.conditions[0].type"
+
+
+# -- the per-node reprieve order kept between decisions ---------------------------------------------------
+
+_BEFORE: list[CacheItem] = [
+    _node("n1"),
+    _node("n2"),
+    _pod("a", "n1", "1", 1, 1),
+    _pod("b", "n1", "1", 2, 2),
+    _pod("c", "n2", "1", 1, 3),
+    _pod("d", "n2", "500m", 3, 4),
+]
+
+
+@pytest.mark.parametrize("with_blockers", [True, False], ids=["node by node", "nodes in lockstep"])
+@pytest.mark.parametrize(
+    ("upserts", "deletes"),
+    [
+        ([_pod("e", "n2", "500m", 0, 5)], []),
+        ([], ["a"]),
+        ([_pod("c", "n2", "1", 9, 3)], []),
+        ([_pod("f", "n1", "1", 0, None)], ["b"]),
+    ],
+    ids=["a pod added", "a victim deleted", "a priority changed", "one pod replaced by another"],
+)
+def test_a_node_whose_pods_changed_is_ordered_afresh(
+    upserts: list[PodBuilder], deletes: list[str], with_blockers: bool
+) -> None:
+    """The reprieve order a node keeps between decisions is dropped when its pods change: the answer
+    after a change equals that of a cache built with the changed objects from the start."""
+    cache = make_cache(*_BEFORE)
+    engine = Engine(cache, {"default-scheduler": _profile(with_blockers=with_blockers)})
+    incoming = _incoming("2", 10).obj()
+    engine.preempt(incoming)  # every node's order is now kept
+    cache.apply([Upsert(Kind.POD, p.obj()) for p in upserts] + [Delete(Kind.POD, "default", name) for name in deletes])
+    after = engine.preempt(incoming)
+    replaced = {p.obj().name for p in upserts} | set(deletes)
+    kept = [o for o in _BEFORE if not (isinstance(o, PodBuilder) and o.obj().name in replaced)]
+    fresh = Engine(make_cache(*kept, *upserts), {"default-scheduler": _profile(with_blockers=with_blockers)})
+    expected = fresh.preempt(incoming)
+    assert expected.nominated_node  # the question has an answer to get wrong
+    assert (after.nominated_node, _victims(after), list(after.node_ties), after.num_pdb_violations) == (
+        expected.nominated_node,
+        _victims(expected),
+        list(expected.node_ties),
+        expected.num_pdb_violations,
+    )
+
+
+@pytest.mark.parametrize("with_blockers", [True, False], ids=["node by node", "nodes in lockstep"])
+def test_a_start_time_in_the_future_orders_after_a_pod_not_started(with_blockers: bool) -> None:
+    """Upstream counts a pod without a start time as starting now, so a start time still to come (a
+    skewed clock) is less important, and its pod is the one evicted; the kept order (which puts pods
+    without a start time last) does not hold then."""
+    future = make_pod("future").node("n1").req(cpu="1").priority(1).start_time("2999-01-01T00:00:00Z")
+    unstarted = make_pod("unstarted").node("n1").req(cpu="1").priority(1)
+    engine = Engine(
+        make_cache(_node("n1"), unstarted, future), {"default-scheduler": _profile(with_blockers=with_blockers)}
+    )
+    assert _victims(engine.preempt(_incoming("1", 10).obj())) == ["future"]

@@ -56,6 +56,7 @@ class NodeInfo:
     """A node and the bound pods on it, with summed requests and indexes the plugins read."""
 
     __slots__ = (
+        "derived",
         "generation",
         "node",
         "non_zero_cpu",
@@ -78,6 +79,9 @@ class NodeInfo:
         self.pods_with_affinity: dict[str, Pod] = {}
         self.pods_with_required_anti_affinity: dict[str, Pod] = {}
         self.generation = generation
+        # What plugins derive from the pod set (each under its own key), dropped whenever it changes: a
+        # node whose pods did not change keeps it from one decision to the next, and a clone starts empty.
+        self.derived: dict[str, object] | None = None
 
     @property
     def name(self) -> str:
@@ -88,6 +92,7 @@ class NodeInfo:
         return self.node.allocatable  # type: ignore[return-value]
 
     def add_pod(self, pod: Pod) -> None:
+        self.derived = None
         key = pod.key
         if key in self.pods:
             self.remove_pod(self.pods[key])
@@ -98,6 +103,7 @@ class NodeInfo:
         existing = self.pods.pop(pod.key, None)
         if existing is None:
             return False
+        self.derived = None
         self._update(existing, -1)
         return True
 

@@ -8,11 +8,13 @@ answer lists every node tied under the ranking (upstream picks one in map order)
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -62,6 +64,97 @@ class _Candidate:
         earliest = min(now if p.start_time is None else p.start_time for p in victims if p.priority == top)
         total = sum(p.priority for p in victims) + _PRIORITY_OFFSET * len(victims)
         return cls(node_name, victims, num_pdb_violations, (num_pdb_violations, top, total, len(victims), -earliest))
+
+
+class _Rows:
+    """The batched dry run: the nodes it rules out (name, why), the smallest rank among its candidates
+    and every node of that rank (in dry-run order). Victims are listed only for the node that wins."""
+
+    def __init__(
+        self,
+        failures: list[tuple[str, Status]],
+        rank: _Rank | None = None,
+        tied: list[str] | None = None,
+        pick: Callable[[str], _Candidate] | None = None,
+    ) -> None:
+        self.failures = failures
+        self.rank = rank
+        self.tied = tied or []
+        self._pick = pick
+
+    def candidate(self, name: str) -> _Candidate:
+        assert self._pick is not None
+        return self._pick(name)
+
+
+class _RequestClasses:
+    """Request sets numbered once per process: replicas share theirs, so a node's pods become small ints
+    and the dry run turns each into a request vector once per call, not once per pod. Starts over (a new
+    epoch, which invalidates every node's order) if distinct sets ever pile up."""
+
+    LIMIT = 1 << 16
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple[tuple[str, int], ...], int] = {}
+        self.keys: list[tuple[tuple[str, int], ...]] = []
+        self.epoch = 0
+
+    def of(self, requests: Mapping[str, int]) -> int:
+        key = tuple(requests.items())
+        found = self.ids.get(key)
+        if found is None:
+            if len(self.keys) >= self.LIMIT:
+                self.ids, self.keys, self.epoch = {}, [], self.epoch + 1
+            found = self.ids[key] = len(self.keys)
+            self.keys.append(key)
+        return found
+
+
+_CLASSES = _RequestClasses()
+_ORDER = "DefaultPreemption.order"
+
+
+@dataclass(frozen=True, slots=True)
+class _Order:
+    """A node's pods most important first, as preemption reprieves them: priority descending, then the
+    earliest start, a pod without a start time last (upstream counts it as starting now). Kept in the
+    NodeInfo until its pods change, so a dry run over every node re-sorts only the nodes that changed."""
+
+    pods: tuple[Pod, ...]
+    # -priority, ascending: the pods of lower priority than a preemptor are a suffix found by bisection.
+    neg_priorities: tuple[int, ...]
+    classes: tuple[int, ...]
+    # Start times, NaN for none.
+    starts: tuple[float, ...]
+    # The order holds at any instant after the latest start time (-inf when no pod has one).
+    latest_start: float
+    epoch: int
+
+    @classmethod
+    def of(cls, pods: Iterable[Pod], now: float = math.inf) -> _Order:
+        ordered = tuple(sorted(pods, key=lambda p: (-p.priority, now if p.start_time is None else p.start_time)))
+        starts = tuple(math.nan if p.start_time is None else p.start_time for p in ordered)
+        return cls(
+            ordered,
+            tuple(-p.priority for p in ordered),
+            tuple(_CLASSES.of(p.requests) for p in ordered),
+            starts,
+            max((t for t in starts if not math.isnan(t)), default=-math.inf),
+            _CLASSES.epoch,
+        )
+
+    @classmethod
+    def on(cls, info: NodeInfo, now: float) -> _Order:
+        derived = info.derived
+        order = derived.get(_ORDER) if derived is not None else None
+        if not isinstance(order, _Order) or order.epoch != _CLASSES.epoch:
+            order = cls.of(info.pods.values())
+            if info.derived is None:
+                info.derived = {}
+            info.derived[_ORDER] = order
+        if order.latest_start >= now:  # a start time not reached yet (a skewed clock): sort as of now
+            return cls.of(info.pods.values(), now)
+        return order
 
 
 def _int_arg(args: Mapping[str, Any], key: str, default: int) -> int:
@@ -116,20 +209,25 @@ class DefaultPreemption:
             return rejected(reason)
 
         now = time.time()
-        candidates, failures, errors = self._dry_run(state, pod, snapshot, framework, statuses, now)
-        if not candidates:
+        candidates, rows, failures, errors = self._dry_run(state, pod, snapshot, framework, statuses, now)
+        if not candidates and rows.rank is None:
             if errors:
                 # An aggregate of the dry-run errors; PostFilter stops at an Error, dropping other reasons.
                 text = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
                 return rejected(text, Code.ERROR)
             return rejected(_fit_error(num_nodes, failures))
-        ties = _best(candidates, now)
-        best = ties[0]
+        # pickOneNodeForPreemption: its criteria, applied in turn while several nodes are tied, select the
+        # candidates of the smallest rank; all of them, by name (upstream takes the first in map order).
+        ranks = [c.rank for c in candidates]
+        top = min(ranks) if rows.rank is None else min([*ranks, rows.rank])
+        by_name = {c.node_name: c for c, rank in zip(candidates, ranks, strict=True) if rank == top}
+        ties = sorted([*by_name, *(rows.tied if rows.rank == top else ())])
+        best = by_name[ties[0]] if ties[0] in by_name else rows.candidate(ties[0])
         return PreemptionResult(
             nominated_node=best.node_name,
             victims=best.victims,
             num_pdb_violations=best.num_pdb_violations,
-            node_ties=tuple(c.node_name for c in ties),
+            node_ties=tuple(ties),
             message=(
                 f"preemption: found a potential placement for pod on node {best.node_name}, "
                 f"preempting {len(best.victims)} victims"
@@ -149,8 +247,9 @@ class DefaultPreemption:
         framework: Framework,
         statuses: Mapping[str, Status | None],
         now: float,
-    ) -> tuple[list[_Candidate], dict[str, Status], list[str]]:
-        """Candidates that may rank first, the statuses of nodes where preemption cannot help, and errors.
+    ) -> tuple[list[_Candidate], _Rows, dict[str, Status], list[str]]:
+        """Candidates that may rank first (those of the batched rows apart), the statuses of nodes where
+        preemption cannot help, and errors.
 
         Every Unschedulable node is a potential candidate. Nodes are tried in order of their least
         important lower-priority pod, and a node is dropped as soon as a lower bound of its rank is
@@ -159,37 +258,33 @@ class DefaultPreemption:
         """
         candidates: list[_Candidate] = []
         failures: dict[str, Status] = {}
-        potential: list[tuple[int, int, NodeInfo, list[Pod]]] = []
+        potential: list[tuple[int, int, NodeInfo, _Order, int]] = []
         for index, info in enumerate(snapshot.node_infos):
             verdict = statuses.get(info.name)
             if verdict is None or verdict.code is not Code.UNSCHEDULABLE:
                 continue
-            lower = [p for p in info.pods.values() if p.priority < pod.priority]
-            if not lower:
+            order = _Order.on(info, now)
+            first = bisect.bisect_right(order.neg_priorities, -pod.priority)  # pods of lower priority
+            if first == len(order.pods):
                 failures[info.name] = unresolvable(REASON_NO_VICTIMS)
                 continue
-            potential.append((min(p.priority for p in lower), index, info, lower))
+            potential.append((-order.neg_priorities[-1], index, info, order, first))
         potential.sort(key=lambda entry: entry[:2])
         budgets = _Budgets(snapshot.pdbs)
-        best: _Rank | None = None
-        batch: list[tuple[NodeInfo, list[Pod]]] = []
+        rows = _Rows([])
         if self._batchable(state, framework):
             # Nodes holding outranking nominated pods are filtered with those added: one by one, below.
             nominated = {name for name, pods in snapshot.nominated_pods.items() if outranking_nominated(pod, pods)}
-            batch = [(info, lower) for _, _, info, lower in potential if info.name not in nominated]
-            batched = {info.name for info, _ in batch}
-            potential = [entry for entry in potential if entry[2].name not in batched]
-        for info, (victims, violations, status) in zip(
-            [info for info, _ in batch],
-            self._select_victims_rows(state, pod, batch, snapshot, framework, budgets, now),
-            strict=True,
-        ):
-            best = self._record(info, victims, violations, status, candidates, failures, now, best)
-        for lowest, _, info, lower in potential:
+            batch = [(info, order, first) for _, _, info, order, first in potential if info.name not in nominated]
+            rows = self._select_victims_rows(state, pod, batch, snapshot, framework, budgets, now)
+            failures.update(rows.failures)
+            potential = [entry for entry in potential if entry[2].name in nominated]
+        best = rows.rank
+        for lowest, _, info, order, first in potential:
             if best is not None and (0, lowest, lowest + _PRIORITY_OFFSET, 1, -math.inf) > best:
                 continue
             victims, violations, status = self._select_victims(
-                state, pod, info, lower, snapshot, framework, budgets, now, best
+                state, pod, info, list(order.pods[first:]), snapshot, framework, budgets, now, best
             )
             if status is _OUTRANKED:
                 continue
@@ -199,7 +294,7 @@ class DefaultPreemption:
             for info in snapshot.node_infos
             if (status := failures.get(info.name)) is not None and status.code is Code.ERROR
         ]
-        return candidates, failures, errors
+        return candidates, rows, failures, errors
 
     @staticmethod
     def _record(
@@ -241,95 +336,140 @@ class DefaultPreemption:
         self,
         state: CycleState,
         pod: Pod,
-        nodes: Sequence[tuple[NodeInfo, list[Pod]]],
+        nodes: Sequence[tuple[NodeInfo, _Order, int]],
         snapshot: Snapshot,
         framework: Framework,
         budgets: _Budgets,
         now: float,
-    ) -> list[tuple[list[Pod], int, Status | None]]:
-        """``_select_victims`` for many nodes at once (see ``_batchable``): their rows are copied into one
-        table; every lower-priority pod is taken off its row's aggregates, then the pods are offered back
-        in lockstep — the k-th pod of every node in one Filter pass — each staying a victim where the
-        pod no longer fits with it back."""
+    ) -> _Rows:
+        """``_select_victims`` for many nodes at once (see ``_batchable``), each given with its order and
+        where its lower-priority pods start. Their rows are copied into one table; every lower-priority
+        pod is taken off its row's aggregates, then the pods are offered back in lockstep — the k-th pod
+        of every node in one Filter pass — each staying a victim where the pod no longer fits with it
+        back. Ranks are computed over all rows at once; victims are listed for the winner alone."""
         if not nodes:
-            return []
+            return _Rows([])
         base = snapshot.table
-        table = base.subset(np.array([base.row_of[info.name] for info, _ in nodes], dtype=np.intp))
-        resources = table.resources
-        pods_column = resources[PODS]
+        table = base.subset(np.array([base.row_of[info.name] for info, _, _ in nodes], dtype=np.intp))
+        count = len(nodes)
+        # Per node: its lower-priority pods in reprieve order (PDB-violating first), and how many violate.
+        orders: list[Sequence[Pod]] = []
+        classes: list[Sequence[int]] = []
+        starts: list[Sequence[float]] = []
+        violating_counts = np.zeros(count, dtype=np.intp)
+        for i, (_, order, first) in enumerate(nodes):
+            lower = order.pods[first:]
+            if not budgets:
+                orders.append(lower)
+                classes.append(order.classes[first:])
+                starts.append(order.starts[first:])
+                continue
+            position = {id(p): k for k, p in enumerate(lower, first)}
+            violating, non_violating = budgets.split(lower)
+            reordered = violating + non_violating
+            orders.append(reordered)
+            classes.append([order.classes[position[id(p)]] for p in reordered])
+            starts.append([order.starts[position[id(p)]] for p in reordered])
+            violating_counts[i] = len(violating)
+        lengths = np.fromiter(map(len, orders), dtype=np.intp, count=count)
+        offsets = np.zeros(count + 1, dtype=np.intp)
+        np.cumsum(lengths, out=offsets[1:])
+        total = int(offsets[-1])
+        node_of = np.repeat(np.arange(count, dtype=np.intp), lengths)
+        class_of = np.fromiter(chain.from_iterable(classes), dtype=np.intp, count=total)
+        priority = np.fromiter((p.priority for o in orders for p in o), dtype=np.int64, count=total)
+        start = np.fromiter(chain.from_iterable(starts), dtype=np.float64, count=total)
+        start[np.isnan(start)] = now
+        protected = (np.arange(total, dtype=np.intp) - offsets[node_of]) < violating_counts[node_of]
 
-        def importance(p: Pod) -> tuple[int, float]:
-            return (-p.priority, now if p.start_time is None else p.start_time)
-
-        # Per node: its pods in reprieve order (PDB-violating first), and how many violate.
-        orders: list[list[Pod]] = []
-        violating_counts: list[int] = []
-        # One request vector per distinct request set (replicas share theirs): a class per set.
-        classes: dict[tuple[tuple[str, int], ...], int] = {}
-        for _, lower in nodes:
-            violating, non_violating = budgets.split(sorted(lower, key=importance))
-            orders.append(violating + non_violating)
-            violating_counts.append(len(violating))
-        # Replicas converted from one spec share their requests mapping: look it up by identity first.
-        by_identity: dict[int, int] = {}
-
-        def request_class(p: Pod) -> int:
-            found = by_identity.get(id(p.requests))
-            if found is None:
-                found = by_identity[id(p.requests)] = classes.setdefault(tuple(p.requests.items()), len(classes))
-            return found
-
-        order_classes = [[request_class(p) for p in o] for o in orders]
-        for key in classes:
+        # One request vector per request class in use.
+        used, local = np.unique(class_of, return_inverse=True)
+        keys = [_CLASSES.keys[c] for c in used.tolist()]
+        for key in keys:
             for name, _ in key:
                 table.resource_column(name)
-        vectors = np.zeros((len(classes), table.requested.shape[1]), dtype=np.int64)
-        for key, c in classes.items():
+        resources = table.resources
+        vectors = np.zeros((len(keys), table.requested.shape[1]), dtype=np.int64)
+        for c, key in enumerate(keys):
             for name, amount in key:
                 vectors[c, resources[name]] = amount
-        vectors[:, pods_column] = 1
-        node_of = np.repeat(np.arange(len(nodes)), [len(o) for o in order_classes])
-        class_of = np.fromiter((c for o in order_classes for c in o), dtype=np.intp, count=len(node_of))
-        removed = np.zeros((len(nodes), vectors.shape[1]), dtype=np.int64)
-        np.add.at(removed, node_of, vectors[class_of])
+        vectors[:, resources[PODS]] = 1
+        pod_vectors = vectors[local]
+        removed = np.zeros((count, vectors.shape[1]), dtype=np.int64)
+        np.add.at(removed, node_of, pod_vectors)
         table.requested = table.requested - removed
-        table.pod_count = table.requested[:, pods_column].copy()
+        table.pod_count = table.requested[:, resources[PODS]].copy()
 
-        results: list[tuple[list[Pod], int, Status | None]] = [([], 0, None)] * len(nodes)
-        all_rows = np.arange(len(nodes), dtype=np.intp)
-        codes = np.zeros(len(nodes), dtype=np.int32)
+        failures: list[tuple[str, Status]] = []
+        all_rows = np.arange(count, dtype=np.intp)
+        codes = np.zeros(count, dtype=np.int32)
         statuses: list[Status] = []
         framework.run_filter(state, pod, table, all_rows, codes, statuses)
         for i in np.flatnonzero(codes).tolist():
-            results[i] = ([], 0, statuses[codes[i] - 1])
+            failures.append((nodes[i][0].name, statuses[codes[i] - 1]))
         active = np.flatnonzero(codes == 0)
-        victims: dict[int, list[Pod]] = {i: [] for i in active.tolist()}
-        violations = dict.fromkeys(victims, 0)
+        victim = np.zeros(total, dtype=bool)
         step = 0
         while True:
-            rows = active[[len(orders[i]) > step for i in active.tolist()]]
+            rows = active[lengths[active] > step]
             if not len(rows):
                 break
-            offered = [orders[i][step] for i in rows.tolist()]
-            added = vectors[[order_classes[i][step] for i in rows.tolist()]]
+            offered = offsets[rows] + step
+            added = pod_vectors[offered]
             table.requested[rows] += added
             table.pod_count[rows] += 1
             verdict = np.zeros(len(rows), dtype=np.int32)
             framework.run_filter(state, pod, table, rows, verdict, [])
-            for j in np.flatnonzero(verdict).tolist():
-                i = int(rows[j])
-                victims[i].append(offered[j])
-                if step < violating_counts[i]:
-                    violations[i] += 1
             back = verdict > 0
+            victim[offered[back]] = True
             table.requested[rows[back]] -= added[back]
             table.pod_count[rows[back]] -= 1
             step += 1
-        for i, found in victims.items():
-            if violating_counts[i] and violating_counts[i] < len(orders[i]):
-                found.sort(key=importance)
-            results[i] = (found, violations[i], None)
-        return results
+
+        # Every row's rank (see _Rank), from its victims.
+        chosen = np.flatnonzero(victim)
+        owner = node_of[chosen]
+        victims_count = np.bincount(owner, minlength=count)
+        violations = np.bincount(owner, weights=protected[chosen], minlength=count).astype(np.int64)
+        sums = np.zeros(count, dtype=np.int64)
+        np.add.at(sums, owner, priority[chosen] + _PRIORITY_OFFSET)
+        top = np.full(count, np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(top, owner, priority[chosen])
+        at_top = priority[chosen] == top[owner]
+        earliest = np.full(count, np.inf)
+        np.minimum.at(earliest, owner[at_top], start[chosen][at_top])
+        for i in active[victims_count[active] == 0].tolist():
+            name = nodes[i][0].name
+            failures.append((name, Status(Code.ERROR, (f'expected at least one victim pod on node "{name}"',))))
+        ranked = active[victims_count[active] > 0]
+        if not len(ranked):
+            return _Rows(failures)
+        keys_by_rank = (-earliest[ranked], victims_count[ranked], sums[ranked], top[ranked], violations[ranked])
+        first_row = ranked[np.lexsort(keys_by_rank)[0]]
+        tied = ranked[
+            (violations[ranked] == violations[first_row])
+            & (top[ranked] == top[first_row])
+            & (sums[ranked] == sums[first_row])
+            & (victims_count[ranked] == victims_count[first_row])
+            & (earliest[ranked] == earliest[first_row])
+        ]
+        rank: _Rank = (
+            int(violations[first_row]),
+            int(top[first_row]),
+            int(sums[first_row]),
+            int(victims_count[first_row]),
+            -float(earliest[first_row]),
+        )
+        tied_rows = {nodes[i][0].name: i for i in tied.tolist()}
+
+        def pick(name: str) -> _Candidate:
+            i = tied_rows[name]
+            picked = [orders[i][k] for k in np.flatnonzero(victim[offsets[i] : offsets[i + 1]]).tolist()]
+            if violating_counts[i] and violating_counts[i] < lengths[i]:
+                picked.sort(key=lambda p: (-p.priority, now if p.start_time is None else p.start_time))
+            return _Candidate.of(name, tuple(picked), int(violations[i]), now)
+
+        return _Rows(failures, rank, list(tied_rows), pick)
 
     def select_victims_on_node(
         self,
@@ -465,6 +605,10 @@ class _Budgets:
             self._by_namespace.setdefault(pdb.namespace, []).append(entry)
             self._allowed.append(pdb.disruptions_allowed)
 
+    def __bool__(self) -> bool:
+        """Whether any budget can count against an eviction."""
+        return bool(self._allowed)
+
     def split(self, pods: Sequence[Pod]) -> tuple[list[Pod], list[Pod]]:
         """(violating, non-violating), order kept: evicting the pods in order, each matching budget
         that does not list the pod in disruptedPods loses one allowed disruption, and a pod whose
@@ -505,14 +649,6 @@ def _fit_error(num_nodes: int, failures: Mapping[str, Status]) -> str:
     if len(failures) < num_nodes:
         reasons[REASON_NOT_HELPFUL] += num_nodes - len(failures)
     return fit_error(num_nodes, reasons)
-
-
-def _best(candidates: Sequence[_Candidate], now: float) -> list[_Candidate]:
-    """pickOneNodeForPreemption: its criteria, applied in turn while several nodes are tied, select the
-    candidates of the smallest rank; all of them, by name (upstream takes the first in map order)."""
-    ranks = [c.rank for c in candidates]
-    best = min(ranks)
-    return sorted((c for c, r in zip(candidates, ranks, strict=True) if r == best), key=lambda c: c.node_name)
 
 
 def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> DefaultPreemption:
