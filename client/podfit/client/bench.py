@@ -66,6 +66,9 @@ def node(i: int) -> dict[str, Any]:
         "kind": "Node",
         "metadata": {
             "name": name,
+            # As an API server's Node has them (kube-scheduler-loop's nodes carry the same).
+            "uid": f"uid-{name}",
+            "resourceVersion": "1",
             "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": ZONES[i % 3]},
         },
         "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
@@ -361,6 +364,7 @@ def _nodes(count: int) -> list[cc.ClusterObject]:
         obj.CopyFrom(template)
         n = obj.node
         n.metadata.name = n.metadata.labels["kubernetes.io/hostname"] = f"node-{i:05d}"
+        n.metadata.uid = f"uid-node-{i:05d}"
         n.metadata.labels["topology.kubernetes.io/zone"] = ZONES[i % 3]
         stamped.append(obj)
     return stamped

@@ -227,11 +227,10 @@ class Extender:
     async def prioritize(self, args: Args) -> list[dict[str, Any]]:
         """ExtenderArgs -> HostPriorityList: podfit's totals scaled to 0..MaxExtenderPriority, the best
         node at the maximum; nodes podfit finds infeasible score 0."""
-        pod = _pod(args)
         self.scores_wanted = True
-        order, totals = self._recall(args)
+        order, totals = self._recall(args)  # the pod is not even decoded when filter already answered
         if totals is None:
-            decision, order, _, _ = await self._decide(args, pod, score=True)
+            decision, order, _, _ = await self._decide(args, _pod(args), score=True)
             totals = decision.totals()
         top = max(totals.values(), default=0)
         return [

@@ -1,0 +1,232 @@
+"""podfit against kube-scheduler's own scheduling loop, in the same run (not a test; run by hand).
+
+    python -m benchmarks.versus_kube_scheduler [--release v1.37.2] [--rounds 2] [--decisions 2000] [ROW ...]
+
+These machines are noisy, so the yardstick is a ratio measured back to back: each round runs
+kube-scheduler's loop (``kube-scheduler-loop``, built from the module proxy by
+``tests/controlplane/build.sh`` and cached) and then podfit on the same workload, and reports
+podfit / kube-scheduler per round and their median. kube-scheduler runs with its adaptive
+percentageOfNodesToScore (10% of 5,000 nodes); podfit evaluates every node.
+
+Rows (5,000 nodes): ``basic`` (SchedulingBasic, unary Schedule), ``basic-batch`` (ScheduleBatch of 100),
+``spread`` (TopologySpreading, unary), ``anti`` (SchedulingPodAntiAffinity, unary), ``preemption``
+(PreemptionBasic: podfit's Preempt p50 against kube-scheduler's time per preempting pod; lower is better),
+``extender`` and ``extender-nodes`` (kube-scheduler's loop with podfit as its extender, node names or
+whole Node objects, against the loop alone). ``podfit bench`` starts its own server for each row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "tests" / "controlplane" / "build.sh"
+
+
+@dataclass(frozen=True)
+class Row:
+    workload: str
+    nodes: int
+    init_pods: int
+    mode: str  # unary | batch | preempt | extender | extender-nodes
+    goal: str
+
+
+ROWS = {
+    "basic": Row("SchedulingBasic", 5000, 10000, "unary", ">= 1.3"),
+    "basic-batch": Row("SchedulingBasic", 5000, 10000, "batch", ">= 4"),
+    "spread": Row("TopologySpreading", 5000, 5000, "unary", ">= 1.3"),
+    "anti": Row("SchedulingPodAntiAffinity", 5000, 2000, "unary", ">= 1.3"),
+    "preemption": Row("PreemptionBasic", 5000, 20000, "preempt", "<= 20 ms"),
+    "extender": Row("SchedulingBasic", 5000, 10000, "extender", ">= 0.5"),
+    "extender-nodes": Row("SchedulingBasic", 5000, 10000, "extender-nodes", ">= 0.25"),
+}
+
+
+def machine() -> str:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = os.getloadavg()[0]
+    return (
+        f"{model or platform.processor()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load {load:.2f}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
+    )
+
+
+def loop_binary(release: str) -> Path:
+    done = subprocess.run([str(BUILD), release, "kube-scheduler-loop"], check=True, stdout=subprocess.PIPE, text=True)
+    return Path(done.stdout.strip().splitlines()[-1]) / "kube-scheduler-loop"
+
+
+def run_loop(
+    binary: Path, row: Row, pods: int, extender: str = "", node_cache_capable: bool = True, timeout: str = "10m"
+) -> dict[str, Any]:
+    command = [
+        str(binary),
+        f"--workload={row.workload}",
+        f"--nodes={row.nodes}",
+        f"--init-pods={row.init_pods}",
+        f"--pods={pods}",
+        f"--timeout={timeout}",
+        "--json",
+    ]
+    if extender:
+        command += [f"--extender={extender}", f"--extender-node-cache-capable={str(node_cache_capable).lower()}"]
+    done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
+    return dict(json.loads(done.stdout))
+
+
+def run_podfit_bench(row: Row, decisions: int) -> dict[str, Any]:
+    name = f"{row.workload}/{row.nodes}Nodes_{row.init_pods}Pods"
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "bench.json"
+        command = [
+            str(Path(sys.executable).parent / "podfit"),
+            "bench",
+            name,
+            f"--decisions={decisions}",
+            f"--json={out}",
+        ]
+        if row.mode == "batch":
+            command.append("--batch=100")
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        results = json.loads(out.read_text())["workloads"]
+    key = f"{name} [grpc-batch100]" if row.mode == "batch" else name
+    return dict(results[key])
+
+
+def run_with_extender(binary: Path, row: Row, pods: int, timeout: str = "10m") -> dict[str, Any]:
+    """kube-scheduler's loop calling a podfit-server that holds the same cluster (loaded as podfit bench
+    loads it; the loop's own bindings are not fed back, as no feeder runs here)."""
+    from podfit.client import AsyncClient, bench
+    from podfit.client.conformance import free_port
+
+    grpc_port, extender_port = free_port(), free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "podfit.server.app",
+            f"--grpc-addr=127.0.0.1:{grpc_port}",
+            f"--extender-addr=127.0.0.1:{extender_port}",
+            "--metrics-addr=off",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+
+        async def load() -> None:
+            async with AsyncClient(f"127.0.0.1:{grpc_port}") as client:
+                for _ in range(100):
+                    try:
+                        await client.stats(timeout=1)
+                        break
+                    except Exception:
+                        await asyncio.sleep(0.1)
+                await bench.load(client, bench.WORKLOADS[row.workload], row.nodes, row.init_pods)
+
+        asyncio.run(load())
+        before = process_cpu_seconds(server.pid)
+        result = run_loop(
+            binary,
+            row,
+            pods,
+            extender=f"http://127.0.0.1:{extender_port}/scheduler",
+            node_cache_capable=row.mode == "extender",
+            timeout=timeout,
+        )
+        # What each side spent per pod: podfit-server's CPU over the run, the loop's over its life.
+        result["podfit_cpu_ms_per_pod"] = round((process_cpu_seconds(server.pid) - before) * 1000 / pods, 3)
+        return result
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds of a process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(binary: Path, row: Row, decisions: int) -> tuple[float, float, float]:
+    """(kube-scheduler's figure, podfit's figure, ratio) of one round; throughput in pods/s, or ms per
+    preempting pod for the preemption row (where the ratio is podfit's time over kube-scheduler's)."""
+    pods = max(100, decisions // 5) if row.mode == "preempt" else decisions
+    alone = run_loop(binary, row, pods)
+    if row.mode in ("extender", "extender-nodes"):
+        with_podfit = run_with_extender(binary, row, max(200, decisions // 4))
+        return (
+            alone["throughput"]["avg"],
+            with_podfit["throughput"]["avg"],
+            (with_podfit["throughput"]["avg"] / alone["throughput"]["avg"]),
+        )
+    result = run_podfit_bench(row, max(100, decisions // 10) if row.mode == "preempt" else decisions)
+    if row.mode == "preempt":
+        return alone["ms_per_pod"], result["latency_ms"]["p50"], result["latency_ms"]["p50"] / alone["ms_per_pod"]
+    return (
+        alone["throughput"]["avg"],
+        result["throughput"]["avg"],
+        result["throughput"]["avg"] / alone["throughput"]["avg"],
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("rows", nargs="*", choices=[[], *ROWS], default=[])
+    parser.add_argument("--release", default="v1.37.2", help="kube-scheduler release to compare with")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--decisions", type=int, default=2000, help="measured pods per unary row")
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
+    names = args.rows or list(ROWS)
+    binary = loop_binary(args.release)
+    print(
+        f"machine: {machine()}; podfit-server: 1 process; "
+        f"kube-scheduler {args.release} loop, GOMAXPROCS {os.cpu_count()}"
+    )
+    print()
+    print("| row | workload | kube-scheduler loop | podfit | ratio per round | median ratio | goal |")
+    print("|---|---|---|---|---|---:|---|")
+    figures: dict[str, Any] = {"machine": machine(), "release": args.release, "rows": {}}
+    for name in names:
+        row = ROWS[name]
+        rounds = [measure(binary, row, args.decisions) for _ in range(args.rounds)]
+        unit = " ms" if row.mode == "preempt" else "/s"
+        ratios = [r for _, _, r in rounds]
+        print(
+            f"| {name} | {row.workload} {row.nodes} nodes / {row.init_pods} pods "
+            f"| {', '.join(f'{k:,.1f}{unit}' for k, _, _ in rounds)} "
+            f"| {', '.join(f'{p:,.1f}{unit}' for _, p, _ in rounds)} "
+            f"| {', '.join(f'{r:.2f}' for r in ratios)} | {statistics.median(ratios):.2f} | {row.goal} |",
+            flush=True,
+        )
+        figures["rows"][name] = {"rounds": rounds, "median_ratio": statistics.median(ratios), "goal": row.goal}
+        time.sleep(1)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
