@@ -146,7 +146,7 @@ class _Order:
     @classmethod
     def on(cls, info: NodeInfo, now: float) -> _Order:
         derived = info.derived
-        order = derived.get(_ORDER) if derived is not None else None
+        order = derived.get(_ORDER) if derived else None
         if not isinstance(order, _Order) or order.epoch != _CLASSES.epoch:
             order = cls.of(info.pods.values())
             if info.derived is None:
@@ -259,14 +259,16 @@ class DefaultPreemption:
         candidates: list[_Candidate] = []
         failures: dict[str, Status] = {}
         potential: list[tuple[int, int, NodeInfo, _Order, int]] = []
+        unschedulable, threshold = Code.UNSCHEDULABLE, -pod.priority
         for index, info in enumerate(snapshot.node_infos):
-            verdict = statuses.get(info.name)
-            if verdict is None or verdict.code is not Code.UNSCHEDULABLE:
+            name = info.node.name
+            verdict = statuses.get(name)
+            if verdict is None or verdict.code is not unschedulable:
                 continue
             order = _Order.on(info, now)
-            first = bisect.bisect_right(order.neg_priorities, -pod.priority)  # pods of lower priority
+            first = bisect.bisect_right(order.neg_priorities, threshold)  # where pods of lower priority start
             if first == len(order.pods):
-                failures[info.name] = unresolvable(REASON_NO_VICTIMS)
+                failures[name] = unresolvable(REASON_NO_VICTIMS)
                 continue
             potential.append((-order.neg_priorities[-1], index, info, order, first))
         potential.sort(key=lambda entry: entry[:2])
@@ -275,10 +277,14 @@ class DefaultPreemption:
         if self._batchable(state, framework):
             # Nodes holding outranking nominated pods are filtered with those added: one by one, below.
             nominated = {name for name, pods in snapshot.nominated_pods.items() if outranking_nominated(pod, pods)}
-            batch = [(info, order, first) for _, _, info, order, first in potential if info.name not in nominated]
+            batch = (
+                [entry[2:] for entry in potential if entry[2].node.name not in nominated]
+                if nominated
+                else [entry[2:] for entry in potential]
+            )
             rows = self._select_victims_rows(state, pod, batch, snapshot, framework, budgets, now)
             failures.update(rows.failures)
-            potential = [entry for entry in potential if entry[2].name in nominated]
+            potential = [entry for entry in potential if entry[2].node.name in nominated] if nominated else []
         best = rows.rank
         for lowest, _, info, order, first in potential:
             if best is not None and (0, lowest, lowest + _PRIORITY_OFFSET, 1, -math.inf) > best:
@@ -289,11 +295,13 @@ class DefaultPreemption:
             if status is _OUTRANKED:
                 continue
             best = self._record(info, victims, violations, status, candidates, failures, now, best)
-        errors = [
-            status.message
-            for info in snapshot.node_infos
-            if (status := failures.get(info.name)) is not None and status.code is Code.ERROR
-        ]
+        errors: list[str] = []
+        if any(status.code is Code.ERROR for status in failures.values()):
+            errors = [
+                status.message
+                for info in snapshot.node_infos
+                if (status := failures.get(info.name)) is not None and status.code is Code.ERROR
+            ]
         return candidates, rows, failures, errors
 
     @staticmethod
@@ -350,34 +358,41 @@ class DefaultPreemption:
         if not nodes:
             return _Rows([])
         base = snapshot.table
-        table = base.subset(np.array([base.row_of[info.name] for info, _, _ in nodes], dtype=np.intp))
+        names = [info.node.name for info, _, _ in nodes]
+        row_of = base.row_of
+        table = base.subset(np.array([row_of[name] for name in names], dtype=np.intp))
         count = len(nodes)
         # Per node: its lower-priority pods in reprieve order (PDB-violating first), and how many violate.
         orders: list[Sequence[Pod]] = []
         classes: list[Sequence[int]] = []
         starts: list[Sequence[float]] = []
+        negated: list[Sequence[int]] = []
         violating_counts = np.zeros(count, dtype=np.intp)
-        for i, (_, order, first) in enumerate(nodes):
-            lower = order.pods[first:]
-            if not budgets:
-                orders.append(lower)
+        if not budgets:
+            for _, order, first in nodes:
+                orders.append(order.pods[first:])
                 classes.append(order.classes[first:])
                 starts.append(order.starts[first:])
-                continue
-            position = {id(p): k for k, p in enumerate(lower, first)}
-            violating, non_violating = budgets.split(lower)
-            reordered = violating + non_violating
-            orders.append(reordered)
-            classes.append([order.classes[position[id(p)]] for p in reordered])
-            starts.append([order.starts[position[id(p)]] for p in reordered])
-            violating_counts[i] = len(violating)
+                negated.append(order.neg_priorities[first:])
+        else:
+            for i, (_, order, first) in enumerate(nodes):
+                lower = order.pods[first:]
+                position = {id(p): k for k, p in enumerate(lower, first)}
+                violating, non_violating = budgets.split(lower)
+                reordered = violating + non_violating
+                at = [position[id(p)] for p in reordered]
+                orders.append(reordered)
+                classes.append([order.classes[k] for k in at])
+                starts.append([order.starts[k] for k in at])
+                negated.append([order.neg_priorities[k] for k in at])
+                violating_counts[i] = len(violating)
         lengths = np.fromiter(map(len, orders), dtype=np.intp, count=count)
         offsets = np.zeros(count + 1, dtype=np.intp)
         np.cumsum(lengths, out=offsets[1:])
         total = int(offsets[-1])
         node_of = np.repeat(np.arange(count, dtype=np.intp), lengths)
         class_of = np.fromiter(chain.from_iterable(classes), dtype=np.intp, count=total)
-        priority = np.fromiter((p.priority for o in orders for p in o), dtype=np.int64, count=total)
+        priority = -np.fromiter(chain.from_iterable(negated), dtype=np.int64, count=total)
         start = np.fromiter(chain.from_iterable(starts), dtype=np.float64, count=total)
         start[np.isnan(start)] = now
         protected = (np.arange(total, dtype=np.intp) - offsets[node_of]) < violating_counts[node_of]
@@ -406,7 +421,7 @@ class DefaultPreemption:
         statuses: list[Status] = []
         framework.run_filter(state, pod, table, all_rows, codes, statuses)
         for i in np.flatnonzero(codes).tolist():
-            failures.append((nodes[i][0].name, statuses[codes[i] - 1]))
+            failures.append((names[i], statuses[codes[i] - 1]))
         active = np.flatnonzero(codes == 0)
         victim = np.zeros(total, dtype=bool)
         step = 0
@@ -439,7 +454,7 @@ class DefaultPreemption:
         earliest = np.full(count, np.inf)
         np.minimum.at(earliest, owner[at_top], start[chosen][at_top])
         for i in active[victims_count[active] == 0].tolist():
-            name = nodes[i][0].name
+            name = names[i]
             failures.append((name, Status(Code.ERROR, (f'expected at least one victim pod on node "{name}"',))))
         ranked = active[victims_count[active] > 0]
         if not len(ranked):
@@ -460,7 +475,7 @@ class DefaultPreemption:
             int(victims_count[first_row]),
             -float(earliest[first_row]),
         )
-        tied_rows = {nodes[i][0].name: i for i in tied.tolist()}
+        tied_rows = {names[i]: i for i in tied.tolist()}
 
         def pick(name: str) -> _Candidate:
             i = tied_rows[name]
