@@ -12,7 +12,9 @@ Rows (5,000 nodes): ``basic`` (SchedulingBasic, unary Schedule), ``basic-batch``
 ``spread`` (TopologySpreading, unary), ``anti`` (SchedulingPodAntiAffinity, unary), ``preemption``
 (PreemptionBasic: podfit's Preempt p50 against kube-scheduler's time per preempting pod; lower is better),
 ``extender`` and ``extender-nodes`` (kube-scheduler's loop with podfit as its extender, node names or
-whole Node objects, against the loop alone). ``podfit bench`` starts its own server for each row.
+whole Node objects, against the loop alone), and ``null-extender`` / ``null-extender-nodes`` (the same
+with an extender that decides nothing: the bound on any extender on this machine). ``podfit bench``
+starts its own server for each row.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import datetime
 import json
 import os
 import platform
+import socket
 import statistics
 import subprocess
 import sys
@@ -53,6 +56,9 @@ ROWS = {
     "preemption": Row("PreemptionBasic", 5000, 20000, "preempt", "<= 20 ms"),
     "extender": Row("SchedulingBasic", 5000, 10000, "extender", ">= 0.5"),
     "extender-nodes": Row("SchedulingBasic", 5000, 10000, "extender-nodes", ">= 0.25"),
+    # The bound on any extender here: one that decides nothing (benchmarks/null_extender.py, raw asyncio).
+    "null-extender": Row("SchedulingBasic", 5000, 10000, "null-extender", "(bound)"),
+    "null-extender-nodes": Row("SchedulingBasic", 5000, 10000, "null-extender-nodes", "(bound)"),
 }
 
 
@@ -112,6 +118,30 @@ def run_podfit_bench(row: Row, decisions: int) -> dict[str, Any]:
         results = json.loads(out.read_text())["workloads"]
     key = f"{name} [grpc-batch100]" if row.mode == "batch" else name
     return dict(results[key])
+
+
+def run_with_null_extender(binary: Path, row: Row, pods: int) -> dict[str, Any]:
+    from podfit.client.conformance import free_port
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "benchmarks.null_extender", f"--port={port}"], cwd=ROOT)
+    try:
+        for _ in range(100):
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                time.sleep(0.05)
+        return run_loop(
+            binary,
+            row,
+            pods,
+            extender=f"http://127.0.0.1:{port}/scheduler",
+            node_cache_capable=row.mode == "null-extender",
+        )
+    finally:
+        server.terminate()
+        server.wait(30)
 
 
 def run_with_extender(binary: Path, row: Row, pods: int, timeout: str = "10m") -> dict[str, Any]:
@@ -174,6 +204,13 @@ def measure(binary: Path, row: Row, decisions: int) -> tuple[float, float, float
     preempting pod for the preemption row (where the ratio is podfit's time over kube-scheduler's)."""
     pods = max(100, decisions // 5) if row.mode == "preempt" else decisions
     alone = run_loop(binary, row, pods)
+    if row.mode in ("null-extender", "null-extender-nodes"):
+        bound = run_with_null_extender(binary, row, max(200, decisions // 4))
+        return (
+            alone["throughput"]["avg"],
+            bound["throughput"]["avg"],
+            bound["throughput"]["avg"] / alone["throughput"]["avg"],
+        )
     if row.mode in ("extender", "extender-nodes"):
         with_podfit = run_with_extender(binary, row, max(200, decisions // 4))
         return (

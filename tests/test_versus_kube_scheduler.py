@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.versus_kube_scheduler import Row, loop_binary, run_loop, run_with_extender
+from benchmarks.versus_kube_scheduler import Row, loop_binary, run_loop, run_with_extender, run_with_null_extender
 from tests.control_plane import RELEASES
 
 WORKLOADS = ["SchedulingBasic", "TopologySpreading", "SchedulingPodAntiAffinity", "PreemptionBasic"]
@@ -34,5 +34,14 @@ def test_the_loop_schedules_through_podfit_as_its_extender(node_cache_capable: b
     result = run_with_extender(
         loop_binary(RELEASES["v1.37"]), Row("SchedulingBasic", 100, 200, mode, ""), 30, timeout="60s"
     )
+    assert result["extender"].endswith("/scheduler")
+    assert result["pods"] == 30 and result["throughput"]["avg"] > 0
+
+
+@pytest.mark.parametrize("node_cache_capable", [True, False], ids=["node-names", "full-node-objects"])
+def test_the_loop_schedules_through_the_null_extender(node_cache_capable: bool) -> None:
+    """The bound on any extender: the null extender's answers keep every node and bind every pod."""
+    mode = "null-extender" if node_cache_capable else "null-extender-nodes"
+    result = run_with_null_extender(loop_binary(RELEASES["v1.37"]), Row("SchedulingBasic", 100, 200, mode, ""), 30)
     assert result["extender"].endswith("/scheduler")
     assert result["pods"] == 30 and result["throughput"]["avg"] > 0
