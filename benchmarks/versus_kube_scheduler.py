@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
 import json
 import os
-import platform
 import socket
 import statistics
 import subprocess
@@ -60,22 +58,6 @@ ROWS = {
     "null-extender": Row("SchedulingBasic", 5000, 10000, "null-extender", "(bound)"),
     "null-extender-nodes": Row("SchedulingBasic", 5000, 10000, "null-extender-nodes", "(bound)"),
 }
-
-
-def machine() -> str:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    load = os.getloadavg()[0]
-    return (
-        f"{model or platform.processor()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"load {load:.2f}, {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
-    )
 
 
 def loop_binary(release: str) -> Path:
@@ -237,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     names = args.rows or list(ROWS)
+    from podfit.client.bench import machine
+
     binary = loop_binary(args.release)
     print(
         f"machine: {machine()}; podfit-server: 1 process; "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,16 @@ def test_cli_bench_writes_the_json_shape(tmp_path: Path, capsys: pytest.CaptureF
     entry = body["workloads"]["SchedulingBasic/6Nodes_10Pods"]
     assert entry["mode"] == "grpc" and entry["decisions"] == 5
     assert set(entry["latency_ms"]) == {"p50", "p90", "p99", "max"}
-    assert "| SchedulingBasic/6Nodes_10Pods | grpc | 5 |" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| SchedulingBasic/6Nodes_10Pods | grpc | 5 |" in printed
+    # Where it was measured: the machine, its load, and who decided (a server started here, one process).
+    assert re.search(
+        r"^machine: .+, \d+ cores, Python 3\.\d+\.\d+, load \d+\.\d\d, .+; decisions by a podfit-server "
+        r"started here \(1 process\)$",
+        printed,
+        re.MULTILINE,
+    ), printed
+    assert body["machine"] in printed
     assert entry["server_rss_mib"] > 10
     assert entry["server_rss_after_load_mib"] > 10 and entry["cache_estimate_mib"] >= 0
 

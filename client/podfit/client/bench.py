@@ -860,6 +860,26 @@ async def run(
     return results
 
 
+def machine() -> str:
+    """The machine a figure was measured on, as the README states it: CPU model, cores, Python, the load
+    average at the start (these machines are shared and noisy) and the time."""
+    import datetime
+    import os
+    import platform
+
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return (
+        f"{model or platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, load {os.getloadavg()[0]:.2f}, "
+        f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC"
+    )
+
+
 def table(results: Sequence[Result]) -> str:
     lines = [
         "| workload | mode | decisions | load (s) | throughput avg/s | p50/s | p90/s | p99/s "

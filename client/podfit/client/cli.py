@@ -810,6 +810,8 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
     if args.workloads == ["soak"]:
         return _bench_soak(args, config)
     names = bench.expand(args.workloads)
+    where = f"the server at {args.target}" if args.target_given else "a podfit-server started here (1 process)"
+    measured_on = f"machine: {bench.machine()}; decisions by {where}"
     with _progress(len(names), "bench", unit="workload") as bar:
         options: dict[str, Any] = {"batch": args.batch, "view": args.view, "progress": lambda: bar.update(1)}
         if args.target_given:
@@ -821,7 +823,7 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
                         names, server.target, args.decisions, args.stream, server_pid=server.process.pid, **options
                     )
                 )
-    body: dict[str, Any] = {"workloads": {}}
+    body: dict[str, Any] = {"machine": measured_on, "workloads": {}}
     for result in results:
         key = result.name if result.mode == "grpc" else f"{result.name} [{result.mode}]"
         body["workloads"][key] = result.as_dict()
@@ -831,6 +833,7 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
     if args.output in ("json", "yaml"):
         _print_data(body, args.output)
         return 0
+    print(measured_on)
     print(bench.table(results))
     for result in results:
         if result.checked:
