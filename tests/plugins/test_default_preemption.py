@@ -979,3 +979,33 @@ def test_a_start_time_in_the_future_orders_after_a_pod_not_started(with_blockers
         make_cache(_node("n1"), unstarted, future), {"default-scheduler": _profile(with_blockers=with_blockers)}
     )
     assert _victims(engine.preempt(_incoming("1", 10).obj())) == ["future"]
+
+
+@pytest.mark.parametrize("with_blockers", [True, False], ids=["node by node", "nodes in lockstep"])
+def test_request_classes_starting_over_midway_change_no_answer(
+    with_blockers: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The request-class numbering starts over once distinct request sets pile up past its limit (here two,
+    with four in the cluster), before the next dry run: the nodes' kept orders, numbered the old way, are
+    made afresh, and the answer is the one a fresh numbering gives."""
+    objects: list[CacheItem] = []
+    for n, sizes in enumerate([("300m", "600m"), ("900m", "300m"), ("600m", "1200m"), ("1200m", "900m")]):
+        objects.append(_node(f"n{n}"))
+        objects.extend(_pod(f"n{n}-p{i}", f"n{n}", cpu, i + 1, i + 1) for i, cpu in enumerate(sizes))
+    incoming = _incoming("1500m", 10)
+    profile = {"default-scheduler": _profile(with_blockers=with_blockers)}
+    expected = Engine(make_cache(*objects), profile).preempt(incoming.obj())
+    assert expected.nominated_node
+    classes = default_preemption._RequestClasses()
+    monkeypatch.setattr(classes, "LIMIT", 2)
+    monkeypatch.setattr(default_preemption, "_CLASSES", classes)
+    engine = Engine(make_cache(*objects), {"default-scheduler": _profile(with_blockers=with_blockers)})
+    for _ in range(2):  # the second time, every node holds an order from the old numbering
+        result = engine.preempt(incoming.obj())
+        assert (result.nominated_node, _victims(result), list(result.node_ties), result.num_pdb_violations) == (
+            expected.nominated_node,
+            _victims(expected),
+            list(expected.node_ties),
+            expected.num_pdb_violations,
+        )
+    assert classes.epoch == 1

@@ -89,8 +89,9 @@ class _Rows:
 
 class _RequestClasses:
     """Request sets numbered once per process: replicas share theirs, so a node's pods become small ints
-    and the dry run turns each into a request vector once per call, not once per pod. Starts over (a new
-    epoch, which invalidates every node's order) if distinct sets ever pile up."""
+    and the dry run turns each into a request vector once per call, not once per pod. If distinct sets
+    pile up past the limit, the numbering starts over (a new epoch, which makes every node's kept order
+    stale) before the next dry run: never during one, so every order a dry run uses shares its epoch."""
 
     LIMIT = 1 << 16
 
@@ -99,12 +100,14 @@ class _RequestClasses:
         self.keys: list[tuple[tuple[str, int], ...]] = []
         self.epoch = 0
 
+    def before_dry_run(self) -> None:
+        if len(self.keys) >= self.LIMIT:
+            self.ids, self.keys, self.epoch = {}, [], self.epoch + 1
+
     def of(self, requests: Mapping[str, int]) -> int:
         key = tuple(requests.items())
         found = self.ids.get(key)
         if found is None:
-            if len(self.keys) >= self.LIMIT:
-                self.ids, self.keys, self.epoch = {}, [], self.epoch + 1
             found = self.ids[key] = len(self.keys)
             self.keys.append(key)
         return found
@@ -260,6 +263,7 @@ class DefaultPreemption:
         failures: dict[str, Status] = {}
         potential: list[tuple[int, int, NodeInfo, _Order, int]] = []
         unschedulable, threshold = Code.UNSCHEDULABLE, -pod.priority
+        _CLASSES.before_dry_run()
         for index, info in enumerate(snapshot.node_infos):
             name = info.node.name
             verdict = statuses.get(name)
