@@ -10,7 +10,7 @@
 # changed: only its PYTHON_IMAGE build argument.
 #
 # The image is tagged by a hash of everything it is built from (the Containerfile, the build context and
-# the base image), so an unchanged tree is not built twice. The host's CA bundle is mounted read-only
+# the base image), so an unchanged tree is not built twice; older images of this script are removed. The host's CA bundle is mounted read-only
 # into the build steps (never copied into a layer), so pip reaches PyPI through a TLS-inspecting proxy.
 # Needs root (or sudo) to install podman, runc and debootstrap from Debian when they are missing.
 set -euo pipefail
@@ -77,4 +77,9 @@ if ! podman image exists "$image"; then
   podman build --format docker --network host "${mounts[@]}" \
     --build-arg "PYTHON_IMAGE=$base" -f "$root/deploy/Containerfile" -t "$image" "$root" >&2
 fi
+# Each change of the sources makes a new ~0.5 GB image: keep only this one and its base, and drop the
+# build stages left untagged.
+podman images --format '{{.Repository}}:{{.Tag}}' localhost/podfit | grep -E '^localhost/podfit:[0-9a-f]{16}$' |
+  grep -vx "$image" | xargs -r podman rmi >/dev/null 2>&1 || true
+podman image prune -f >/dev/null 2>&1 || true
 echo "$image"
