@@ -180,7 +180,7 @@ def message_to_manifest(message: Message, kind: str) -> dict[str, Any]:
     """The Kubernetes JSON of a typed message (apiVersion/kind filled in when absent)."""
     data = message_to_data(message)
     data.setdefault("kind", kind)
-    data.setdefault("apiVersion", _API_VERSIONS[kind])
+    data.setdefault("apiVersion", API_VERSIONS[kind])
     return data
 
 
@@ -218,9 +218,9 @@ def object_to_manifest(obj: cc.ClusterObject) -> dict[str, Any]:
     return message_to_manifest(message, kind)
 
 
-_API_VERSIONS = {
-    "Node": "v1",
-    "Pod": "v1",
+# The kinds that also have a Kubernetes protobuf form take their apiVersion from that table.
+API_VERSIONS = {
+    **protobuf.API_VERSIONS,
     "Namespace": "v1",
     "Service": "v1",
     "ReplicationController": "v1",
@@ -229,18 +229,8 @@ _API_VERSIONS = {
     "StatefulSet": "apps/v1",
     "Job": "batch/v1",
     "DaemonSet": "apps/v1",
-    "StorageClass": "storage.k8s.io/v1",
-    "PersistentVolume": "v1",
-    "PersistentVolumeClaim": "v1",
-    "CSINode": "storage.k8s.io/v1",
-    "CSIDriver": "storage.k8s.io/v1",
-    "CSIStorageCapacity": "storage.k8s.io/v1",
-    "VolumeAttachment": "storage.k8s.io/v1",
-    "DeviceClass": "resource.k8s.io/v1",
-    "ResourceSlice": "resource.k8s.io/v1",
-    "ResourceClaim": "resource.k8s.io/v1",
 }
-assert set(_API_VERSIONS) == set(KINDS), "every kind podfit holds needs its apiVersion"
+assert set(API_VERSIONS) == set(KINDS), "every kind podfit holds needs its apiVersion"
 
 
 def _field_of(parse_error: str) -> str:
