@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -69,7 +70,7 @@ async def live() -> AsyncIterator[LiveServer]:
 # -- a test PKI: a CA, a server certificate for localhost and a client certificate -------------------
 
 
-def _issue(subject: str, issuer_key: ec.EllipticCurvePrivateKey | None, issuer: x509.Name | None, ca: bool):
+def issue_certificate(subject: str, issuer_key: ec.EllipticCurvePrivateKey | None, issuer: x509.Name | None, ca: bool):
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
     now = datetime.datetime.now(datetime.UTC)
@@ -85,13 +86,16 @@ def _issue(subject: str, issuer_key: ec.EllipticCurvePrivateKey | None, issuer: 
     )
     if not ca:
         builder = builder.add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.DNSName(subject)]), critical=False
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.DNSName(subject), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
         )
     cert = builder.sign(issuer_key or key, hashes.SHA256())
     return key, cert
 
 
-def _pem(key: ec.EllipticCurvePrivateKey, cert: x509.Certificate) -> tuple[bytes, bytes]:
+def pem_bytes(key: ec.EllipticCurvePrivateKey, cert: x509.Certificate) -> tuple[bytes, bytes]:
     key_pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
@@ -101,11 +105,11 @@ def _pem(key: ec.EllipticCurvePrivateKey, cert: x509.Certificate) -> tuple[bytes
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("pki")
-    ca_key, ca_cert = _issue("podfit-test-ca", None, None, ca=True)
+    ca_key, ca_cert = issue_certificate("podfit-test-ca", None, None, ca=True)
     files: dict[str, Path] = {}
     for name in ("server", "client"):
-        key, cert = _issue("localhost" if name == "server" else "feeder", ca_key, ca_cert.subject, ca=False)
-        key_pem, cert_pem = _pem(key, cert)
+        key, cert = issue_certificate("localhost" if name == "server" else "feeder", ca_key, ca_cert.subject, ca=False)
+        key_pem, cert_pem = pem_bytes(key, cert)
         (base / f"{name}.key").write_bytes(key_pem)
         (base / f"{name}.crt").write_bytes(cert_pem)
         files[f"{name}_key"], files[f"{name}_cert"] = base / f"{name}.key", base / f"{name}.crt"

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import datetime
-import ipaddress
 import json
 import os
 import signal
@@ -28,11 +26,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from podfit.client.conformance import free_port
+
+from tests.conftest import issue_certificate, pem_bytes
 
 T = TypeVar("T")
 
@@ -141,54 +139,23 @@ class Process:
 # -- certificates: the apiserver's serving certificate, podfit's, and the service-account signing key -----
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def _pem_key(key: Any) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
 class Pki:
-    """A throwaway CA; leaf certificates for loopback (``localhost`` and 127.0.0.1) signed by it."""
+    """A throwaway CA (the suite's own, ``tests.conftest``); leaf certificates for loopback (``localhost``
+    and 127.0.0.1) signed by it, good as servers and as clients."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
-        self.key = ec.generate_private_key(ec.SECP256R1())
-        self.cert = self._sign(_name("podfit-e2e-ca"), self.key.public_key(), ca=True)
+        self.key, self.cert = issue_certificate("podfit-e2e-ca", None, None, ca=True)
         self.ca = folder / "ca.crt"
         self.ca.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
 
-    def _sign(self, subject: x509.Name, public_key: Any, ca: bool) -> x509.Certificate:
-        now = datetime.datetime.now(datetime.UTC)
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(_name("podfit-e2e-ca"))
-            .public_key(public_key)
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=2))
-            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-        )
-        if not ca:
-            names: list[x509.GeneralName] = [
-                x509.DNSName("localhost"),
-                x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-            ]
-            builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
-        return builder.sign(self.key, hashes.SHA256())
-
     def issue(self, name: str) -> tuple[Path, Path]:
-        """(certificate, key) files for ``name``, good as a server on loopback and as a client."""
-        key = ec.generate_private_key(ec.SECP256R1())
-        cert = self._sign(_name(name), key.public_key(), ca=False)
+        """(certificate, key) files for ``name``."""
+        key_pem, cert_pem = pem_bytes(*issue_certificate(name, self.key, self.cert.subject, ca=False))
         cert_path, key_path = self.folder / f"{name}.crt", self.folder / f"{name}.key"
-        cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        key_path.write_bytes(_pem_key(key))
+        cert_path.write_bytes(cert_pem)
+        key_path.write_bytes(key_pem)
         return cert_path, key_path
 
 
@@ -209,7 +176,11 @@ class ControlPlane:
         self.serving_cert, self.serving_key = self.pki.issue("kube-apiserver")
         sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.sa_key = folder / "pki" / "sa.key"
-        self.sa_key.write_bytes(_pem_key(sa_key))
+        self.sa_key.write_bytes(
+            sa_key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
         self.tokens = folder / "tokens.csv"
         self.tokens.write_text(
             f'{ADMIN_TOKEN},admin,admin,"system:masters"\n'
@@ -273,10 +244,6 @@ class ControlPlane:
         # With watches open it may not exit on SIGTERM alone; a short grace, then SIGKILL, as a kubelet does.
         self.apiserver.stop(timeout=3)
         self.start_apiserver()
-
-    def stop(self) -> None:
-        self.apiserver.stop()
-        self.etcd.stop()
 
     # -- access ----------------------------------------------------------------------------------------
 
@@ -498,9 +465,6 @@ class Podfit:
         self.process.stop()
         self.start()
 
-    def stop(self) -> None:
-        self.process.stop()
-
 
 class Feeder:
     """``podfit feed`` with a kubeconfig of its own; its podfit token comes from the environment."""
@@ -533,9 +497,6 @@ class Feeder:
     def start(self) -> Feeder:
         self.process.start()
         return self
-
-    def stop(self) -> int | None:
-        return self.process.stop()
 
 
 class KubeScheduler:
@@ -583,9 +544,6 @@ class KubeScheduler:
     def start(self) -> KubeScheduler:
         self.process.start()
         return self
-
-    def stop(self) -> None:
-        self.process.stop()
 
 
 class TcpProxy:

@@ -18,7 +18,9 @@ import pytest
 import yaml
 from google.protobuf import json_format
 from podfit.feed.kinds import ALL_KINDS, KindSpec
+from podfit.k8s.convert import API_VERSIONS
 
+from tests.builders import make_node, make_pod
 from tests.control_plane import (
     RELEASES,
     ControlPlane,
@@ -90,11 +92,18 @@ def start_feeder(control_plane: ControlPlane, podfit: Podfit, server: str | None
 # -- the cluster's objects, as the apiserver and as podfit hold them ----------------------------------------------
 
 
-def api_state(control_plane: ControlPlane, spec: KindSpec) -> dict[Key, str]:
+def listed(control_plane: ControlPlane, spec: KindSpec) -> list[dict[str, Any]]:
+    """The apiserver's objects of one kind, as the feeder lists them, as manifests (a list's items carry
+    no apiVersion/kind)."""
     path = spec.path + (f"?fieldSelector={spec.field_selector}" if spec.field_selector else "")
     items = json.loads(control_plane.get(path))["items"]
+    return [{"apiVersion": API_VERSIONS[spec.kind], "kind": spec.kind, **item} for item in items]
+
+
+def api_state(control_plane: ControlPlane, spec: KindSpec) -> dict[Key, str]:
     return {
-        (i["metadata"].get("namespace", ""), i["metadata"]["name"]): i["metadata"]["resourceVersion"] for i in items
+        (m["metadata"].get("namespace", ""), m["metadata"]["name"]): m["metadata"]["resourceVersion"]
+        for m in listed(control_plane, spec)
     }
 
 
@@ -128,40 +137,19 @@ def wait_caught_up(control_plane: ControlPlane, podfit: Podfit, kinds: tuple[Kin
 
 
 def node(name: str, zone: str, cpu: str = "4", memory: str = "8Gi", **labels: str) -> dict[str, Any]:
-    resources = {"cpu": cpu, "memory": memory, "pods": "110", "ephemeral-storage": "100Gi"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "topology.kubernetes.io/zone": zone,
-                **labels,
-            },
-        },
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    """A Node as a kubelet registers it: its capacity and a Ready condition."""
+    builder = make_node(name).capacity(cpu=cpu, memory=memory, pods="110", ephemeral_storage="100Gi")
+    manifest = builder.labels(**{"kubernetes.io/os": "linux", "topology.kubernetes.io/zone": zone}, **labels).json()
+    manifest["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    return manifest
 
 
 def pod(name: str, cpu: str = "100m", memory: str = "128Mi", **spec: Any) -> dict[str, Any]:
+    """A pod of namespace e2e labelled app=<name without its index>, with ``spec`` fields added."""
     labels = spec.pop("labels", {"app": name.rsplit("-", 1)[0]})
-    container = {
-        "name": "c",
-        "image": "registry.k8s.io/pause:3.10",
-        "resources": {"requests": {"cpu": cpu, "memory": memory}},
-    }
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS, "labels": labels},
-        "spec": {"containers": [container], **spec},
-    }
+    manifest = make_pod(name, NS).req(cpu=cpu, memory=memory).labels(**labels).json()
+    manifest["spec"].update(spec)
+    return manifest
 
 
 EVERY_KIND = """
@@ -582,14 +570,6 @@ def test_shadow_parity_kube_scheduler_binds_a_node_of_podfits_best_set(
 
 
 # -- what-if questions, fed versus loaded by hand ------------------------------------------------------------------
-
-
-def listed(control_plane: ControlPlane, spec: KindSpec) -> list[dict[str, Any]]:
-    """The apiserver's objects of one kind as manifests (a list's items carry no apiVersion/kind)."""
-    path = spec.path + (f"?fieldSelector={spec.field_selector}" if spec.field_selector else "")
-    body = json.loads(control_plane.get(path))
-    api_version = spec.path.split("/")[2] if spec.path.startswith("/api/") else "/".join(spec.path.split("/")[2:4])
-    return [{"apiVersion": api_version, "kind": spec.kind, **item} for item in body["items"]]
 
 
 def without_generations(message: Any) -> Any:
