@@ -387,12 +387,13 @@ NO_OTHER_LISTENERS = ("--extender-addr", "off", "--metrics-addr", "127.0.0.1:0")
 class LocalServer:
     """A podfit-server subprocess on a loopback port (the client never imports the server)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *flags: str) -> None:
+        """``flags`` are added to podfit-server's (after the defaults, so they win: e.g. an extender address)."""
         self.port = free_port()
         self.target = f"127.0.0.1:{self.port}"
         env = {**os.environ, "PODFIT_LOG_LEVEL": "WARNING"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, *NO_OTHER_LISTENERS],
+            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, *NO_OTHER_LISTENERS, *flags],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
