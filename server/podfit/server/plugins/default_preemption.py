@@ -281,14 +281,10 @@ class DefaultPreemption:
         if self._batchable(state, framework):
             # Nodes holding outranking nominated pods are filtered with those added: one by one, below.
             nominated = {name for name, pods in snapshot.nominated_pods.items() if outranking_nominated(pod, pods)}
-            batch = (
-                [entry[2:] for entry in potential if entry[2].node.name not in nominated]
-                if nominated
-                else [entry[2:] for entry in potential]
-            )
+            batch = [entry[2:] for entry in potential if entry[2].node.name not in nominated]
             rows = self._select_victims_rows(state, pod, batch, snapshot, framework, budgets, now)
             failures.update(rows.failures)
-            potential = [entry for entry in potential if entry[2].node.name in nominated] if nominated else []
+            potential = [entry for entry in potential if entry[2].node.name in nominated]
         best = rows.rank
         for lowest, _, info, order, first in potential:
             if best is not None and (0, lowest, lowest + _PRIORITY_OFFSET, 1, -math.inf) > best:
