@@ -70,7 +70,15 @@ async def live() -> AsyncIterator[LiveServer]:
 # -- a test PKI: a CA, a server certificate for localhost and a client certificate -------------------
 
 
-def issue_certificate(subject: str, issuer_key: ec.EllipticCurvePrivateKey | None, issuer: x509.Name | None, ca: bool):
+def issue_certificate(
+    subject: str,
+    issuer_key: ec.EllipticCurvePrivateKey | None,
+    issuer: x509.Name | None,
+    ca: bool,
+    loopback_ip: bool = False,
+):
+    """A key and certificate; a leaf names ``localhost`` and ``subject`` (and 127.0.0.1 with
+    ``loopback_ip``: the suite's own certificate deliberately does not, to test a name mismatch)."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
     now = datetime.datetime.now(datetime.UTC)
@@ -87,7 +95,8 @@ def issue_certificate(subject: str, issuer_key: ec.EllipticCurvePrivateKey | Non
     if not ca:
         builder = builder.add_extension(
             x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.DNSName(subject), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                [x509.DNSName("localhost"), x509.DNSName(subject)]
+                + ([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))] if loopback_ip else [])
             ),
             critical=False,
         )

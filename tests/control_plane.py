@@ -152,7 +152,7 @@ class Pki:
 
     def issue(self, name: str) -> tuple[Path, Path]:
         """(certificate, key) files for ``name``."""
-        key_pem, cert_pem = pem_bytes(*issue_certificate(name, self.key, self.cert.subject, ca=False))
+        key_pem, cert_pem = pem_bytes(*issue_certificate(name, self.key, self.cert.subject, ca=False, loopback_ip=True))
         cert_path, key_path = self.folder / f"{name}.crt", self.folder / f"{name}.key"
         cert_path.write_bytes(cert_pem)
         key_path.write_bytes(key_pem)
