@@ -83,6 +83,10 @@ def run_loop(
     return dict(json.loads(done.stdout))
 
 
+# podfit-server's --workers (0: one process per core) and podfit bench's --clients, set by main().
+OPTIONS = {"workers": 0, "clients": 1}
+
+
 def run_podfit_bench(row: Row, decisions: int) -> dict[str, Any]:
     name = f"{row.workload}/{row.nodes}Nodes_{row.init_pods}Pods"
     with tempfile.TemporaryDirectory() as folder:
@@ -93,13 +97,14 @@ def run_podfit_bench(row: Row, decisions: int) -> dict[str, Any]:
             name,
             f"--decisions={decisions}",
             f"--json={out}",
+            f"--workers={OPTIONS['workers']}",
+            f"--clients={OPTIONS['clients']}",
         ]
         if row.mode == "batch":
             command.append("--batch=100")
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
         results = json.loads(out.read_text())["workloads"]
-    key = f"{name} [grpc-batch100]" if row.mode == "batch" else name
-    return dict(results[key])
+    return dict(next(iter(r for r in results.values() if ("batch" in r["mode"]) == (row.mode == "batch"))))
 
 
 def run_with_null_extender(binary: Path, row: Row, pods: int) -> dict[str, Any]:
@@ -133,7 +138,7 @@ def run_with_extender(binary: Path, row: Row, pods: int, timeout: str = "10m") -
     from podfit.client.conformance import LocalServer, free_port
 
     extender_port = free_port()
-    with LocalServer(f"--extender-addr=127.0.0.1:{extender_port}") as server:
+    with LocalServer(f"--extender-addr=127.0.0.1:{extender_port}", f"--workers={OPTIONS['workers']}") as server:
 
         async def load() -> None:
             async with AsyncClient(server.target) as client:
@@ -155,9 +160,12 @@ def run_with_extender(binary: Path, row: Row, pods: int, timeout: str = "10m") -
 
 
 def process_cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds of a process, from /proc (Linux)."""
+    """User plus system CPU seconds of a process and its children (a server's decision workers), from
+    /proc (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(process_cpu_seconds(int(child)) for child in children)
 
 
 def measure(binary: Path, row: Row, decisions: int) -> tuple[float, float, float]:
@@ -196,19 +204,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--decisions", type=int, default=2000, help="measured pods per unary row")
     parser.add_argument("--json", type=Path, help="write the figures here")
+    parser.add_argument("--workers", type=int, default=0, help="podfit-server --workers (default 0: one per core)")
+    parser.add_argument("--clients", type=int, default=1, help="podfit bench --clients for the unary rows")
     args = parser.parse_args(argv)
+    OPTIONS.update(workers=args.workers, clients=args.clients)
     names = args.rows or list(ROWS)
     from podfit.client.bench import machine
 
     binary = loop_binary(args.release)
     print(
-        f"machine: {machine()}; podfit-server: 1 process; "
+        f"machine: {machine()}; podfit-server --workers {args.workers} (0: one process per core), "
+        f"podfit bench --clients {args.clients}; "
         f"kube-scheduler {args.release} loop, GOMAXPROCS {os.cpu_count()}"
     )
     print()
     print("| row | workload | kube-scheduler loop | podfit | ratio per round | median ratio | goal |")
     print("|---|---|---|---|---|---:|---|")
-    figures: dict[str, Any] = {"machine": machine(), "release": args.release, "rows": {}}
+    figures: dict[str, Any] = {"machine": machine(), "release": args.release, "rows": {}, **OPTIONS}
     for name in names:
         row = ROWS[name]
         rounds = [measure(binary, row, args.decisions) for _ in range(args.rounds)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -74,10 +75,13 @@ def test_cli_bench_writes_the_json_shape(tmp_path: Path, capsys: pytest.CaptureF
     assert set(entry["latency_ms"]) == {"p50", "p90", "p99", "max"}
     printed = capsys.readouterr().out
     assert "| SchedulingBasic/6Nodes_10Pods | grpc | 5 |" in printed
-    # Where it was measured: the machine, its load, and who decided (a server started here, one process).
+    # Where it was measured: the machine, its load, who decided (a server started here, with a process
+    # per core) and who asked.
+    processes = len(os.sched_getaffinity(0))
+    expected = "1 process" if processes == 1 else f"{processes} processes: the cache's owner and {processes - 1} "
     assert re.search(
         r"^machine: .+, \d+ cores, Python 3\.\d+\.\d+, load \d+\.\d\d, .+; decisions by a podfit-server "
-        r"started here \(1 process\)$",
+        rf"started here \({re.escape(expected)}.*\), asked by 1 client$",
         printed,
         re.MULTILINE,
     ), printed

@@ -30,6 +30,9 @@ class ChannelConfig:
     client_certificate: bytes | None = None
     client_key: bytes | None = None
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    # A connection of its own instead of one shared by every channel to the target: a server with
+    # decision workers (podfit-server --workers) spreads connections over its processes, not calls.
+    own_connection: bool = False
 
     @classmethod
     def from_files(
@@ -55,10 +58,13 @@ class ChannelConfig:
         )
 
     def options(self) -> list[tuple[str, Any]]:
-        return [
+        options: list[tuple[str, Any]] = [
             ("grpc.max_receive_message_length", self.max_message_bytes),
             ("grpc.max_send_message_length", self.max_message_bytes),
         ]
+        if self.own_connection:
+            options.append(("grpc.use_local_subchannel_pool", 1))
+        return options
 
     def credentials(self) -> grpc.ChannelCredentials | None:
         if not self.tls:

@@ -39,6 +39,8 @@ throughput percentiles say little.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import math
 import re
 import time
@@ -442,10 +444,11 @@ async def run_workload(
     server_pid: int | None = None,
     batch: int = 0,
     view: str = "basic",
+    clients: int = 1,
 ) -> Result:
     """Loads the workload's nodes and its pods (bound), then times ``decisions`` measured pods: one
-    unary call each, one ScheduleStream, or ScheduleBatch calls of ``batch`` pods (each pod's latency
-    is then its batch's round trip)."""
+    unary call each (from ``clients`` concurrent callers), one ScheduleStream, or ScheduleBatch calls of
+    ``batch`` pods (each pod's latency is then its batch's round trip)."""
     kind, nodes, pods = parse_name(name)
     workload = WORKLOADS[kind]
     load_seconds = await load(client, workload, nodes, pods)
@@ -460,6 +463,8 @@ async def run_workload(
     preempting = workload.measured_priority > workload.init_priority
     template = _measured_template(workload)
     mode = f"grpc-batch{batch}" if batch else "grpc-stream" if stream else "grpc"
+    if clients > 1 and not (batch or stream):
+        mode += f" x{clients} clients"
     if view != "basic":
         mode += f" ({view} view)"
     result = Result(name, mode, decisions, 0.0, load_seconds=load_seconds)
@@ -488,20 +493,43 @@ async def run_workload(
             result.latencies_ms.append((now - sent[len(result.completions)]) * 1000)
             result.completions.append(now)
     else:
-        for i in range(decisions):
+
+        async def decide(via: AsyncClient, i: int) -> None:
             manifest = _measured(template, i)
             t0 = time.perf_counter()
             if preempting:
-                await client.preempt(manifest)
+                await via.preempt(manifest)
             else:
-                await client.schedule(manifest, assume=True, view=view)
+                await via.schedule(manifest, assume=True, view=view)
             now = time.perf_counter()
             result.latencies_ms.append((now - t0) * 1000)
             result.completions.append(now)
             if workload.churn:
-                await client.apply([pod(f"churn-{i}", {"color": "red"}, None, f"node-{(i * 7) % nodes:05d}")])
+                await via.apply([pod(f"churn-{i}", {"color": "red"}, None, f"node-{(i * 7) % nodes:05d}")])
                 if i:
-                    await client.delete("Pod", f"churn-{i - 1}", "default")
+                    await via.delete("Pod", f"churn-{i - 1}", "default")
+
+        if clients == 1:
+            for i in range(decisions):
+                await decide(client, i)
+        else:
+            # Concurrent callers, each on a connection of its own (a server with decision workers spreads
+            # connections over its processes), taking the pods in turn.
+            config = dataclasses.replace(client.config, own_connection=True)
+            connections = [AsyncClient(config=config) for _ in range(clients)]
+            try:
+                for via in connections:
+                    await via.stats()  # connected before the clock starts
+                started = time.perf_counter()
+
+                async def caller(k: int) -> None:
+                    for i in range(k, decisions, clients):
+                        await decide(connections[k], i)
+
+                await asyncio.gather(*(caller(k) for k in range(clients)))
+            finally:
+                for via in connections:
+                    await via.close()
     result.seconds = time.perf_counter() - started
     return result
 
@@ -807,15 +835,18 @@ async def run_simulation(client: AsyncClient, name: str, calls: int, server_pid:
 
 
 def process_rss_mib(pid: int) -> float | None:
-    """VmRSS of a local process (Linux), for the memory figure."""
+    """VmRSS of a local server (Linux), for the memory figure: its process and its decision workers
+    (its children), each of which holds a copy of the cache."""
     try:
         with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
+            rss = next((int(line.split()[1]) / 1024 for line in status if line.startswith("VmRSS:")), None)
+        with open(f"/proc/{pid}/task/{pid}/children") as children:
+            workers = [int(child) for child in children.read().split()]
     except OSError:
         return None
-    return None
+    if rss is None:
+        return None
+    return rss + sum(process_rss_mib(child) or 0.0 for child in workers)
 
 
 async def run(
@@ -827,11 +858,12 @@ async def run(
     batch: int = 0,
     view: str = "basic",
     progress: Callable[[], object] | None = None,
+    clients: int = 1,
     **options: Any,
 ) -> list[Result]:
-    """Each workload unary, then (for placements, not preemption or churn) streamed and batched if asked.
-    A simulation workload runs ``decisions`` calls (None: its own default), never streamed or batched.
-    ``progress`` is called once per workload done."""
+    """Each workload unary (from ``clients`` concurrent callers), then (for placements, not preemption or
+    churn) streamed and batched if asked. A simulation workload runs ``decisions`` calls (None: its own
+    default), never streamed or batched. ``progress`` is called once per workload done."""
     results = []
     async with AsyncClient(target, **options) as client:
         for name in names:
@@ -852,12 +884,19 @@ async def run(
                 *([(False, batch)] if batch and extra else []),
             ]
             for streamed, size in modes:
-                results.append(await run_workload(client, name, count, streamed, server_pid, size, view))
+                callers = clients if not (streamed or size) else 1
+                results.append(await run_workload(client, name, count, streamed, server_pid, size, view, callers))
                 if server_pid is not None:
                     results[-1].server_rss_mib = process_rss_mib(server_pid)
             if progress is not None:
                 progress()
     return results
+
+
+async def server_processes(target: str, **options: Any) -> int:
+    """How many processes answer at ``target`` (the owner and its decision workers)."""
+    async with AsyncClient(target, **options) as client:
+        return max(1, (await client.stats()).workers)
 
 
 def machine() -> str:

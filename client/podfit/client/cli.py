@@ -801,6 +801,12 @@ def _bench_soak(args: argparse.Namespace, config: ChannelConfig) -> int:
     return 0 if report.ok else 1
 
 
+def _processes(count: int) -> str:
+    if count == 1:
+        return "1 process"
+    return f"{count} processes: the cache's owner and {count - 1} decision worker{'s' if count > 2 else ''}"
+
+
 def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
     import asyncio
 
@@ -810,19 +816,29 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
     if args.workloads == ["soak"]:
         return _bench_soak(args, config)
     names = bench.expand(args.workloads)
-    where = f"the server at {args.target}" if args.target_given else "a podfit-server started here (1 process)"
-    measured_on = f"machine: {bench.machine()}; decisions by {where}"
+    callers = f"{args.clients} concurrent clients" if args.clients > 1 else "1 client"
+    machine = bench.machine()  # the load before the run
     with _progress(len(names), "bench", unit="workload") as bar:
-        options: dict[str, Any] = {"batch": args.batch, "view": args.view, "progress": lambda: bar.update(1)}
+        options: dict[str, Any] = {
+            "batch": args.batch,
+            "view": args.view,
+            "progress": lambda: bar.update(1),
+            "clients": args.clients,
+        }
         if args.target_given:
+            processes = asyncio.run(bench.server_processes(args.target, config=config))
+            where = f"the server at {args.target} ({_processes(processes)})"
             results = asyncio.run(bench.run(names, args.target, args.decisions, args.stream, config=config, **options))
         else:
-            with LocalServer() as server:
+            with LocalServer("--workers", str(args.workers)) as server:
+                processes = asyncio.run(bench.server_processes(server.target))
+                where = f"a podfit-server started here ({_processes(processes)})"
                 results = asyncio.run(
                     bench.run(
                         names, server.target, args.decisions, args.stream, server_pid=server.process.pid, **options
                     )
                 )
+    measured_on = f"machine: {machine}; decisions by {where}, asked by {callers}"
     body: dict[str, Any] = {"machine": measured_on, "workloads": {}}
     for result in results:
         key = result.name if result.mode == "grpc" else f"{result.name} [{result.mode}]"
@@ -1008,6 +1024,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--stream", action="store_true", help="also measure over ScheduleStream")
     p.add_argument("--batch", type=int, default=0, metavar="N", help="also measure ScheduleBatch calls of N pods")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="processes of the podfit-server bench starts (its --workers; default 0: one per core); a server "
+        "given with --target reports its own",
+    )
+    p.add_argument(
+        "--clients",
+        type=int,
+        default=1,
+        metavar="K",
+        help="unary decisions from K concurrent callers, each on its own connection (default 1)",
+    )
     p.add_argument(
         "--view",
         choices=("basic", "full"),

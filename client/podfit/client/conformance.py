@@ -382,6 +382,9 @@ def stop_process(process: subprocess.Popen[Any]) -> None:
 # /metrics stays on, on a port of its own: benchmarks measure the server as it runs by default, with
 # the Prometheus reader attached.
 NO_OTHER_LISTENERS = ("--extender-addr", "off", "--metrics-addr", "127.0.0.1:0")
+# One process unless the flags say otherwise: the conformance replay and the CLI's own servers answer one
+# caller at a time, and a decision worker would only double the start-up (podfit bench passes --workers).
+ONE_PROCESS = ("--workers", "1")
 
 
 class LocalServer:
@@ -393,7 +396,10 @@ class LocalServer:
         self.target = f"127.0.0.1:{self.port}"
         env = {**os.environ, "PODFIT_LOG_LEVEL": "WARNING"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target, *NO_OTHER_LISTENERS, *flags],
+            [
+                *(sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.target),
+                *(*NO_OTHER_LISTENERS, *ONE_PROCESS, *flags),
+            ],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

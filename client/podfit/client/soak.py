@@ -21,15 +21,16 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import itertools
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-from podfit.client._requests import object_key
+from podfit.client._requests import ChannelConfig, object_key
 from podfit.client.aio import AsyncClient
 from podfit.client.errors import PodfitError
 from podfit.client.manifests import to_cluster_object
@@ -114,9 +115,19 @@ def _pod(name: str, cpu_millis: int = 0, node_selector: dict[str, str] | None = 
 
 class Soak:
     def __init__(
-        self, client: AsyncClient, *, nodes: int = 24, feeders: int = 2, deciders: int = 4, seed: int = 0
+        self,
+        client: AsyncClient,
+        *,
+        nodes: int = 24,
+        feeders: int = 2,
+        deciders: int = 4,
+        seed: int = 0,
+        connections: Sequence[AsyncClient] = (),
     ) -> None:
         self.client = client
+        # One per feeder, decider and the reaper, in that order, when given: a server with decision
+        # workers spreads connections over its processes, and read-your-writes holds per connection.
+        self.connections = list(connections) or [client]
         self.nodes = [f"soak-node-{i:03d}" for i in range(nodes)]
         self.feeders = feeders
         self.deciders = deciders
@@ -170,7 +181,8 @@ class Soak:
             while (request := await outbox.get()) is not None:
                 yield request
 
-        responses = self.client.stream(requests()).__aiter__()
+        client = self._via(index)
+        responses = client.stream(requests()).__aiter__()
         mine: collections.deque[str] = collections.deque()
         try:
             while not self._stop.is_set():
@@ -193,16 +205,19 @@ class Soak:
                 mine.append(pending)
                 if len(updates) == 3:
                     self.acked.pending.discard(mine.popleft())
-                await self._check_label_visible(node, version)
+                await self._check_label_visible(client, node, version)
         finally:
             await outbox.put(None)
             with contextlib.suppress(PodfitError, StopAsyncIteration):
                 async for _ in responses:
                     pass
 
-    async def _check_label_visible(self, node: str, version: int) -> None:
+    def _via(self, slot: int) -> AsyncClient:
+        return self.connections[slot % len(self.connections)]
+
+    async def _check_label_visible(self, client: AsyncClient, node: str, version: int) -> None:
         probe = _pod("probe", node_selector={VERSION_LABEL: str(version), "kubernetes.io/hostname": node})
-        answer = await self._call("filter", self.client.filter(probe, node_names=[node]))
+        answer = await self._call("filter", client.filter(probe, node_names=[node]))
         if answer is not None and not (len(answer.nodes) == 1 and answer.nodes[0].fits):
             verdict = [(v.node_name, v.plugin, list(v.reasons)) for v in answer.nodes]
             self.report.violate(f"read-your-writes: {node} version {version} acknowledged, Filter saw {verdict}")
@@ -210,18 +225,19 @@ class Soak:
     # -- deciders --------------------------------------------------------------------------------
 
     async def _decider(self, index: int) -> None:
+        client = self._via(self.feeders + index)
         for sequence in itertools.count():
             if self._stop.is_set():
                 return
             name = f"placed-{index}-{sequence}"
             cpu = self.random.choice(CPU_CHOICES_MILLIS)
-            call = self.client.schedule(_pod(name, cpu), assume=True, disable_preemption=True, view="basic")
+            call = client.schedule(_pod(name, cpu), assume=True, disable_preemption=True, view="basic")
             answer = await self._call("schedule_assume", call)
             if answer is None or not answer.assumed_generation:
                 await asyncio.sleep(0.01)  # full for now: the reaper frees room
                 continue
             self.acked.placed[name] = (answer.selected_node, cpu)
-            got = await self._call("get", self.client.get("Pod", name, NAMESPACE))
+            got = await self._call("get", client.get("Pod", name, NAMESPACE))
             bound = got.object.pod.spec.node_name if got is not None else None
             if got is not None and bound != answer.selected_node:
                 self.report.violate(f"read-your-writes: {name} placed on {answer.selected_node}, Get says {bound!r}")
@@ -229,18 +245,19 @@ class Soak:
 
     async def _reaper(self) -> None:
         """Deletes reserved pods, oldest first, once a few have piled up (they completed)."""
+        client = self._via(self.feeders + self.deciders)
         while not self._stop.is_set():
             if len(self.acked.reapable) < 8:
                 await asyncio.sleep(0.005)
                 continue
             names = [self.acked.reapable.popleft() for _ in range(4)]
             deletes = [object_key("Pod", name, NAMESPACE) for name in names]
-            if await self._call("apply_delete", self.client.apply(deletes=deletes)) is None:
+            if await self._call("apply_delete", client.apply(deletes=deletes)) is None:
                 return
             for name in names:
                 self.acked.placed.pop(name, None)
             try:
-                await self.client.get("Pod", names[0], NAMESPACE)
+                await client.get("Pod", names[0], NAMESPACE)
                 self.report.violate(f"read-your-writes: {names[0]} deleted, Get still finds it")
             except PodfitError as exc:
                 if exc.code is not grpc.StatusCode.NOT_FOUND:
@@ -307,6 +324,13 @@ def _millis(cpu: str) -> int:
     return int(cpu[:-1]) if cpu.endswith("m") else int(float(cpu) * 1000)
 
 
-async def run(target: str, seconds: float, **options: Any) -> SoakReport:
-    async with AsyncClient(target, **options) as client:
-        return await Soak(client).run(seconds)
+async def run(target: str, seconds: float, config: ChannelConfig | None = None) -> SoakReport:
+    """The soak with every feeder, decider and the reaper on a connection of its own."""
+    config = dataclasses.replace(config or ChannelConfig(target=target), target=target, own_connection=True)
+    soak = Soak(AsyncClient(config=config))
+    soak.connections = [AsyncClient(config=config) for _ in range(soak.feeders + soak.deciders + 1)]
+    try:
+        return await soak.run(seconds)
+    finally:
+        for client in {*soak.connections, soak.client}:
+            await client.close()

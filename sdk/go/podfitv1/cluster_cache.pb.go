@@ -1923,8 +1923,11 @@ type StatsResponse struct {
 	ResourceSlices int32 `protobuf:"varint,29,opt,name=resource_slices,json=resourceSlices,proto3" json:"resource_slices,omitempty"`
 	// ResourceClaims in the cache.
 	ResourceClaims int32 `protobuf:"varint,30,opt,name=resource_claims,json=resourceClaims,proto3" json:"resource_claims,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Processes answering on this server's listeners (podfit-server --workers): the owner of the cache and
+	// the decision workers that replicate it; 1 for a single process.
+	Workers       int32 `protobuf:"varint,31,opt,name=workers,proto3" json:"workers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatsResponse) Reset() {
@@ -2167,6 +2170,13 @@ func (x *StatsResponse) GetResourceClaims() int32 {
 	return 0
 }
 
+func (x *StatsResponse) GetWorkers() int32 {
+	if x != nil {
+		return x.Workers
+	}
+	return 0
+}
+
 // A feeder's word that the cache holds the whole cluster, for ClusterCache.MarkSynced.
 type MarkSyncedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2392,7 +2402,7 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x0econtinue_token\x18\x04 \x01(\tR\rcontinueToken\x120\n" +
 	"\x14remaining_item_count\x18\x05 \x01(\x03R\x12remainingItemCount\x12D\n" +
 	"\x10node_allocations\x18\x06 \x03(\v2\x19.podfit.v1.NodeAllocationR\x0fnodeAllocations\"\x0e\n" +
-	"\fStatsRequest\"\x9e\n" +
+	"\fStatsRequest\"\xb8\n" +
 	"\n" +
 	"\rStatsResponse\x12\x1e\n" +
 	"\n" +
@@ -2433,7 +2443,8 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x12volume_attachments\x18\x1b \x01(\x05R\x11volumeAttachments\x12%\n" +
 	"\x0edevice_classes\x18\x1c \x01(\x05R\rdeviceClasses\x12'\n" +
 	"\x0fresource_slices\x18\x1d \x01(\x05R\x0eresourceSlices\x12'\n" +
-	"\x0fresource_claims\x18\x1e \x01(\x05R\x0eresourceClaims\x1aB\n" +
+	"\x0fresource_claims\x18\x1e \x01(\x05R\x0eresourceClaims\x12\x18\n" +
+	"\aworkers\x18\x1f \x01(\x05R\aworkers\x1aB\n" +
 	"\x14ProfileVersionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"+\n" +

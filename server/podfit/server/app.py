@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import signal
 import ssl
 import sys
@@ -31,8 +32,10 @@ from podfit.server.telemetry import Telemetry, TelemetryInterceptor
 from podfit.server.transport.ca_expander import ExpanderServicer
 from podfit.server.transport.decoding import add_servicer
 from podfit.server.transport.extender import start_extender
+from podfit.server.transport.forward import OwnerLink
 from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer, SimulationServicer
 from podfit.server.transport.probes import start_probes
+from podfit.server.workers import Follower, Owner, default_workers
 from podfit.v1 import (
     cluster_cache_pb2,
     cluster_cache_pb2_grpc,
@@ -86,6 +89,7 @@ class _JsonFormatter(logging.Formatter):
             "code",
             "duration_ms",
             "details",
+            "workers",
         ):
             if hasattr(record, key):
                 entry[key] = getattr(record, key)
@@ -182,6 +186,27 @@ def _extender_ssl(settings: Settings) -> ssl.SSLContext | None:
     return context
 
 
+def register_services(server: grpc.aio.Server, service: SchedulingService, owner: OwnerLink | None = None) -> None:
+    """The podfit.v1 services on ``server``; registered through add_servicer, so request bytes that do not
+    decode are refused as INVALID_ARGUMENT."""
+    cache, scheduler = ClusterCacheServicer(service, owner), SchedulerServicer(service, owner)
+    add_servicer(cluster_cache_pb2_grpc.add_ClusterCacheServicer_to_server, cache, server)
+    add_servicer(scheduler_pb2_grpc.add_SchedulerServicer_to_server, scheduler, server)
+    add_servicer(simulation_pb2_grpc.add_SimulationServicer_to_server, SimulationServicer(service), server)
+
+
+def build_service(settings: Settings, telemetry: Telemetry) -> SchedulingService:
+    return SchedulingService(
+        profiles_from_settings(settings),
+        telemetry=telemetry,
+        memo_ttl_seconds=settings.memo_ttl_seconds,
+        memo_backend=settings.memo_backend,
+        memo_options=settings.memo_options,
+        wait_for_sync=settings.wait_for_sync,
+        limits=settings.limits,
+    )
+
+
 async def _start_ca_expander(
     settings: Settings, service: SchedulingService, telemetry: Telemetry, options: list[tuple[str, int]]
 ) -> tuple[grpc.aio.Server, int]:
@@ -209,10 +234,14 @@ async def create_server(
     extender_addr: str | None = None,
     telemetry: Telemetry | None = None,
     service: SchedulingService | None = None,
+    owner: OwnerLink | None = None,
+    reuse_port: bool = False,
 ) -> RunningServer:
     """Builds and starts the server; ``addr`` like "127.0.0.1:0" picks a free port (tests).
 
     The extender endpoint starts only when ``extender_addr`` (or the settings) names an address.
+    ``reuse_port``: other processes of this server listen on the same ports (podfit.server.workers);
+    ``owner``: this process is a decision worker, forwarding its writes there.
     """
     settings = settings or Settings()
     # The addresses actually bound, overrides included: no listener opens to other hosts unauthenticated.
@@ -222,16 +251,7 @@ async def create_server(
         settings.telemetry_exporter, prometheus=settings.metrics_addr not in ("", "off")
     )
     if service is None:
-        profiles = profiles_from_settings(settings)
-        service = SchedulingService(
-            profiles,
-            telemetry=telemetry,
-            memo_ttl_seconds=settings.memo_ttl_seconds,
-            memo_backend=settings.memo_backend,
-            memo_options=settings.memo_options,
-            wait_for_sync=settings.wait_for_sync,
-            limits=settings.limits,
-        )
+        service = build_service(settings, telemetry)
     drain = Drain()
     # Telemetry outermost: refused calls count in the RPC metrics too (operators alert on them).
     interceptors: list[grpc.aio.ServerInterceptor] = [TelemetryInterceptor(telemetry)]
@@ -241,15 +261,12 @@ async def create_server(
     options = [
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
-        ("grpc.so_reuseport", 0),
+        ("grpc.so_reuseport", int(reuse_port)),
         *PENDING_CALL_LIMITS,
     ]
     # Innermost, so the streams it ends at shutdown are seen by the others as any UNAVAILABLE answer.
     server = grpc.aio.server(interceptors=[*interceptors, drain], options=options)
-    # Registered through add_servicer: request bytes that do not decode are refused as INVALID_ARGUMENT.
-    add_servicer(cluster_cache_pb2_grpc.add_ClusterCacheServicer_to_server, ClusterCacheServicer(service), server)
-    add_servicer(scheduler_pb2_grpc.add_SchedulerServicer_to_server, SchedulerServicer(service), server)
-    add_servicer(simulation_pb2_grpc.add_SimulationServicer_to_server, SimulationServicer(service), server)
+    register_services(server, service, owner)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
 
@@ -302,6 +319,8 @@ async def create_server(
                 idle_timeout=settings.extender_idle_timeout_seconds,
                 ssl_context=_extender_ssl(settings),
                 bind=settings.extender_bind,
+                # The bind verb writes: with it on, the owner alone serves the extender.
+                reuse_port=reuse_port and not settings.extender_bind,
             )
         except OSError as exc:
             await running.stop(0)  # the ca-expander listener too, the memo and telemetry
@@ -338,30 +357,55 @@ def _bound(addr: str, port: int) -> str:
     return f"{addr.rpartition(':')[0]}:{port}"
 
 
-async def _start_metrics_listener(settings: Settings, running: RunningServer) -> tuple[web.AppRunner | None, str]:
-    """The /metrics listener (or None when off) and its URL for the startup line."""
+async def _start_metrics_listener(
+    settings: Settings, running: RunningServer, owner: Owner | None = None
+) -> tuple[web.AppRunner | None, str]:
+    """The /metrics listener (or None when off; with the owner's workers' figures merged in) and its URL
+    for the startup line."""
     registry = running.telemetry.prometheus_registry
     if settings.metrics_addr in ("", "off") or registry is None:
         return None, "off"
     try:
-        runner, port = await start_metrics(registry, settings.metrics_addr)
+        runner, port = await start_metrics(registry, settings.metrics_addr, owner.worker_metrics if owner else None)
     except OSError as exc:
         await running.stop(0)
         raise listen_error("metrics.addr", settings.metrics_addr, "--metrics-addr", exc.strerror or "") from None
     return runner, f"http://{_bound(settings.metrics_addr, port)}{METRICS_PATH}"
 
 
-async def serve(settings: Settings) -> None:
-    running = await create_server(settings)
-    metrics_runner, metrics_url = await _start_metrics_listener(settings, running)
+async def serve(settings: Settings, argv: Sequence[str] = ()) -> None:
+    if settings.follow_owner:
+        await serve_worker(settings)
+        return
+    workers = settings.workers or default_workers()
+    running = await create_server(settings, reuse_port=workers > 1)
+    running.service.workers = workers
+    signalled = _on_signals(running)
     grpc_addr = _bound(settings.grpc_addr, running.port)
     extender = _bound(settings.extender_addr, running.extender_port) if running.extender else "off"
     ca_expander = _bound(settings.ca_expander_addr, running.ca_expander_port) if running.ca_expander else "off"
     probes = _bound(settings.probe_addr, running.probe_port) if running.probes else "off"
+    # Each worker listens where the owner does (the ports it was given, 0 included, resolved).
+    command = [
+        *(sys.executable, "-m", "podfit.server.app", *argv),
+        *("--grpc-addr", grpc_addr, "--ca-expander-addr", ca_expander, "--probe-addr", "off"),
+        *("--extender-addr", "off" if settings.extender_bind else extender, "--metrics-addr", "off"),
+        *("--workers", str(workers)),
+    ]
+    owner = Owner(running.service, command, workers) if workers > 1 else None
+    metrics_runner, metrics_url = await _start_metrics_listener(settings, running, owner)
+    if owner is not None:
+        try:
+            await owner.start(lambda server: register_services(server, running.service))
+            await owner.wait_ready(signalled)
+        except BaseException:
+            await owner.stop()
+            await running.stop(0)
+            raise
     # The addresses are in the message itself, so the text format shows them as well as the JSON fields.
     log.info(
         f"podfit-server listening: grpc={grpc_addr} extender={extender} metrics={metrics_url} "
-        f"ca_expander={ca_expander} probes={probes}",
+        f"ca_expander={ca_expander} probes={probes} workers={workers}",
         extra={
             "addr": grpc_addr,
             "port": running.port,
@@ -374,18 +418,41 @@ async def serve(settings: Settings) -> None:
             "probes": probes,
             "wait_for_sync": settings.wait_for_sync,
             "server_epoch": running.service.epoch,
+            "workers": workers,
         },
     )
-    await _serve_until_signalled(running, settings)
+    await _serve_until_signalled(running, settings, signalled, owner)
     if metrics_runner is not None:  # scraped through the shutdown, closed last
         await metrics_runner.cleanup()
 
 
-async def _serve_until_signalled(running: RunningServer, settings: Settings) -> None:
-    """Serves until SIGTERM/SIGINT, then shuts down gracefully; a second signal hurries the shutdown
-    (no more delay or drain: what is still running is cancelled)."""
+async def serve_worker(settings: Settings) -> None:
+    """A decision worker (podfit.server.workers): loads the owner's cache, then listens beside it until
+    the owner stops it (SIGTERM) or goes away."""
+    # The owner's /metrics asks each worker for its figures (podfit.server.workers).
+    telemetry = Telemetry.from_exporter_name(settings.telemetry_exporter, prometheus=True)
+    service = build_service(settings, telemetry)
+    service.workers = settings.workers
+    follower = Follower(service, settings.follow_owner, telemetry.prometheus_registry)
+    await follower.start()
+    service.reservations = follower
+    link = OwnerLink(follower)
+    running = await create_server(settings, telemetry=telemetry, service=service, owner=link, reuse_port=True)
+    signalled = _on_signals(running, follower.ended)
+    await follower.listening()
+    log.info("decision worker listening (pid %d) at generation %d", os.getpid(), service.generation)
+    await _serve_until_signalled(running, settings, signalled)
+    await follower.close()
+
+
+def _on_signals(running: RunningServer, ended: asyncio.Event | None = None) -> asyncio.Event:
+    """Set at SIGTERM/SIGINT (or once ``ended`` is); a second signal hurries the shutdown (no more delay
+    or drain: what is still running is cancelled)."""
     signalled = asyncio.Event()
     loop = asyncio.get_running_loop()
+    if ended is not None:
+        ended_task = asyncio.create_task(ended.wait())
+        ended_task.add_done_callback(lambda _: signalled.set())
 
     def on_signal() -> None:
         if signalled.is_set():
@@ -395,6 +462,14 @@ async def _serve_until_signalled(running: RunningServer, settings: Settings) -> 
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal)
+    return signalled
+
+
+async def _serve_until_signalled(
+    running: RunningServer, settings: Settings, signalled: asyncio.Event, owner: Owner | None = None
+) -> None:
+    """Serves until ``signalled``, then shuts down gracefully. The owner's workers stop with it, each
+    draining its own calls while the owner still answers their writes."""
     await signalled.wait()
     started = time.monotonic()
     log.info(
@@ -402,7 +477,12 @@ async def _serve_until_signalled(running: RunningServer, settings: Settings) -> 
         settings.shutdown_delay_seconds,
         settings.shutdown_grace_seconds,
     )
-    await running.stop(settings.shutdown_grace_seconds, delay=settings.shutdown_delay_seconds)
+    stopping = running.stop(settings.shutdown_grace_seconds, delay=settings.shutdown_delay_seconds)
+    if owner is None:
+        await stopping
+    else:
+        budget = settings.shutdown_delay_seconds + settings.shutdown_grace_seconds + 5
+        await asyncio.gather(stopping, owner.stop(budget))
     log.info("stopped after %.2f s (%d calls served in all)", time.monotonic() - started, running.drain.started)
 
 
@@ -422,7 +502,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         configure_logging(settings)
         profiles_from_settings(settings)
         preflight(settings)
-        asyncio.run(serve(settings))
+        asyncio.run(serve(settings, list(sys.argv[1:] if argv is None else argv)))
     except (SettingsError, ConfigError) as exc:
         print(f"podfit-server: {exc}", file=sys.stderr)
         return 2

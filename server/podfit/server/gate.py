@@ -51,6 +51,9 @@ class Gate:
         self.heavy_started = 0
         # The running heavy call's cancellation flag.
         self._running: threading.Event | None = None
+        # Called on the event loop as each heavy call lets go of the cache (the journal publishes what
+        # the call wrote once no rollback can come).
+        self.after_heavy: list[Callable[[], None]] = []
 
     @property
     def busy(self) -> bool:
@@ -113,6 +116,8 @@ class Gate:
                     await future
                 raise
         finally:
+            for hook in self.after_heavy:
+                hook()
             self._exclusive, self._running = False, None
             await self._notify()
 

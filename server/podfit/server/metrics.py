@@ -8,18 +8,63 @@ a node: labels are methods, codes, kinds, queues and verbs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
 
 METRICS_PATH = "/metrics"
+# Families every process reports alike (each holds the same cache): the owner's figures are the server's.
+REPLICATED = ("podfit_cache_", "podfit_scheduler_")
+# The expositions of a server's decision workers, gathered at scrape time (podfit.server.workers).
+Gatherer = Callable[[], Awaitable[list[bytes]]]
 
 
-def build_app(registry: CollectorRegistry) -> web.Application:
+class _Merged:
+    """The owner's families with its decision workers' added in: counters, histograms and the in-flight
+    gauge summed sample by sample, so the server reads as one target with the names and labels a single
+    process has."""
+
+    def __init__(self, registry: CollectorRegistry, workers: Sequence[bytes]) -> None:
+        self.registry = registry
+        self.workers = workers
+
+    def collect(self) -> Iterator[Metric]:
+        families = {family.name: copy.deepcopy(family) for family in self.registry.collect()}
+        for exposition in self.workers:
+            for family in text_string_to_metric_families(exposition.decode()):
+                if family.name.startswith(REPLICATED):
+                    continue
+                mine = families.setdefault(family.name, family)
+                if mine is family:
+                    continue
+                index = {(s.name, tuple(sorted(s.labels.items()))): i for i, s in enumerate(mine.samples)}
+                for sample in family.samples:
+                    if sample.name.endswith("_created"):
+                        continue
+                    at = index.get((sample.name, tuple(sorted(sample.labels.items()))))
+                    if at is None:
+                        mine.samples.append(sample)
+                    else:
+                        mine.samples[at] = mine.samples[at]._replace(value=mine.samples[at].value + sample.value)
+        yield from families.values()
+
+
+def exposition(registry: CollectorRegistry, workers: Sequence[bytes] = ()) -> bytes:
+    if not workers:
+        return bytes(generate_latest(registry))
+    merged = CollectorRegistry(auto_describe=False)
+    merged.register(_Merged(registry, workers))
+    return bytes(generate_latest(merged))
+
+
+def build_app(registry: CollectorRegistry, workers: Gatherer | None = None) -> web.Application:
     async def scrape(request: web.Request) -> web.Response:
-        response = web.Response(body=generate_latest(registry))
+        response = web.Response(body=exposition(registry, await workers() if workers is not None else ()))
         response.headers["Content-Type"] = CONTENT_TYPE_LATEST
         return response
 
@@ -28,12 +73,15 @@ def build_app(registry: CollectorRegistry) -> web.Application:
     return app
 
 
-async def start_metrics(registry: CollectorRegistry, addr: str) -> tuple[web.AppRunner, int]:
-    """Serves ``registry`` on ``addr`` (HOST:PORT; port 0 picks one): (runner, bound port).
+async def start_metrics(
+    registry: CollectorRegistry, addr: str, workers: Gatherer | None = None
+) -> tuple[web.AppRunner, int]:
+    """Serves ``registry`` (with ``workers``' expositions merged in) on ``addr`` (HOST:PORT; port 0 picks
+    one): (runner, bound port).
 
     Raises OSError when the address cannot be bound."""
     host, _, port = addr.rpartition(":")
-    runner = web.AppRunner(build_app(registry), access_log=None, handle_signals=False)
+    runner = web.AppRunner(build_app(registry, workers), access_log=None, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, host.strip("[]") or "0.0.0.0", int(port), reuse_address=True)
     try:

@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from aiocache import Cache
 from podfit.server.budget import Limits
@@ -58,6 +58,32 @@ class CacheNotSyncedError(RuntimeError):
 class StalePodError(ValueError):
     """An assume of a pod older than the cache's copy (its resourceVersion is behind): the reservation
     would be ignored as stale, so it is refused before anything changes."""
+
+
+class ReservationMoved(Exception):
+    """A decision worker's reservation was refused by the owner: the cache moved on since the decision
+    was made on the worker's replica. The owner decides the call again (podfit.server.workers)."""
+
+
+class Reservations(Protocol):
+    """Where a decision worker's reservations are made: the owner of the cache."""
+
+    async def commit(self, generation: int, changes: Sequence[Change]) -> int:
+        """Applies ``changes`` if the cache is still at ``generation`` (the one they were decided on) and
+        returns the generation holding them; raises ReservationMoved otherwise."""
+        ...
+
+
+class _Deferred:
+    """An assume's changes, held for the owner instead of applied here."""
+
+    def __init__(self, generation: int) -> None:
+        self.generation = generation
+        self.changes: builtins.list[Change] | None = None
+
+    def __call__(self, changes: Iterable[Change]) -> BatchResult:
+        self.changes = builtins.list(changes)
+        return BatchResult(self.generation + 1)
 
 
 class PodRejected(ValueError):
@@ -200,6 +226,7 @@ class CacheStats:
     device_classes: int = 0
     resource_slices: int = 0
     resource_claims: int = 0
+    workers: int = 1
 
 
 def bound_source(source: bytes, node_name: str) -> bytes:
@@ -286,6 +313,10 @@ class SchedulingService:
         self._sync_listeners: builtins.list[Callable[[], Awaitable[None]]] = []
         # Set at SIGTERM: readiness turns false (the extender's /readyz 503) while calls are still served.
         self.shutting_down = False
+        # Processes serving this cache (the owner and its decision workers, podfit.server.workers).
+        self.workers = 1
+        # In a decision worker: the owner, which makes every reservation.
+        self.reservations: Reservations | None = None
         self.engine = Engine(self.cache, profiles)
         self.telemetry = telemetry or Telemetry.disabled()
         self._memo_ttl = memo_ttl_seconds
@@ -335,6 +366,8 @@ class SchedulingService:
             log.debug("cache already synced; MarkSynced from feeder %r ignored", feeder)
             return generation
         self._synced = True
+        if self.cache.journal is not None:
+            self.cache.journal.record(("synced", feeder))
         log.info(
             "cache synced by feeder %r at generation %d",
             feeder,
@@ -423,6 +456,7 @@ class SchedulingService:
             device_classes=cache.count(Kind.DEVICE_CLASS),
             resource_slices=cache.count(Kind.RESOURCE_SLICE),
             resource_claims=cache.count(Kind.RESOURCE_CLAIM),
+            workers=self.workers,
         )
 
     def unknown_nodes(self, names: Sequence[str]) -> set[str]:
@@ -616,6 +650,9 @@ class SchedulingService:
             if assume:
                 self._check_current(resolved)
             signature, decision = pod_signature(resolved), None
+        # A decision worker decides here and has the owner reserve, if nothing changed meanwhile.
+        deferred = _Deferred(self.cache.generation) if assume and self.reservations is not None else None
+        apply = self.cache.apply if deferred is None else deferred
         # A memoised "nothing fits" serves only when it was answered with PostFilter exactly as asked now
         # (otherwise it lacks the CycleState PostFilter needs: decide afresh).
         if decision is not None and (
@@ -623,13 +660,15 @@ class SchedulingService:
         ):
             result = ScheduleResult.of(resolved, decision)
             if assume:
-                result.assumed_generation = self._assume(resolved, source, decision.selected, self.cache.apply)
-            return result
-        result = self._schedule_now(
-            engine, resolved, source, node_names, scheduler_name, assume, preempt, self.cache.apply, signature
-        )
-        if not result.assumed_generation and result.decision is not None:
-            await self._remember(key, result.decision)
+                result.assumed_generation = self._assume(resolved, source, decision.selected, apply)
+        else:
+            result = self._schedule_now(
+                engine, resolved, source, node_names, scheduler_name, assume, preempt, apply, signature
+            )
+            if not result.assumed_generation and result.decision is not None:
+                await self._remember(key, result.decision)
+        if deferred is not None and deferred.changes is not None and self.reservations is not None:
+            result.assumed_generation = await self.reservations.commit(deferred.generation, deferred.changes)
         return result
 
     def _schedule_now(

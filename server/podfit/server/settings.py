@@ -95,6 +95,11 @@ class Settings:
     scheduler_configuration: Mapping[str, Any] | None = field(default=None, compare=False)
     # Per profile (scheduler name): the version it answers as, overriding kube_scheduler_version.
     profile_versions: Mapping[str, str] = field(default_factory=dict, compare=False)
+    # Processes answering on the listeners: the cache's owner plus workers - 1 decision workers
+    # (podfit.server.workers); 0: one per core this process may use.
+    workers: int = 0
+    # Set only in a decision worker, by its owner: the owner's private socket.
+    follow_owner: str = ""
 
     @property
     def limits(self) -> Limits:
@@ -166,6 +171,7 @@ _SOURCES = {
     "limits_pods_per_option": ("limits.podsPerOption", "PODFIT_LIMITS_PODS_PER_OPTION"),
     "limits_heavy_calls_waiting": ("limits.heavyCallsWaiting", "PODFIT_LIMITS_HEAVY_CALLS_WAITING"),
     "feature_gates": ("featureGates", "PODFIT_FEATURE_GATES"),
+    "workers": ("workers", "PODFIT_WORKERS"),
 }
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
@@ -331,6 +337,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="refuse decisions and report NOT_SERVING until a feeder calls MarkSynced (default: off)",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="processes answering decisions: the cache's owner and workers that replicate it (default 0: one per core)",
+    )
+    parser.add_argument("--follow", help=argparse.SUPPRESS)
     return parser
 
 
@@ -349,7 +361,7 @@ def resolve(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None
         flag = getattr(args, name, None)
         if flag is not None:
             values[name] = flag
-    settings = replace(Settings(), **values, scheduler_configuration=scheduler)
+    settings = replace(Settings(), **values, scheduler_configuration=scheduler, follow_owner=args.follow or "")
     validate(settings)
     return settings
 
@@ -365,6 +377,8 @@ def validate(settings: Settings) -> None:
     settings.feature_gate_overrides  # noqa: B018 (raises SettingsError for a bad gate)
     if settings.max_message_bytes < 1024:
         raise SettingsError("maxMessageBytes: must be at least 1024")
+    if not 0 <= settings.workers <= 256:
+        raise SettingsError(f"workers: {settings.workers} must be between 0 (one per core) and 256")
     if settings.extender_max_body_bytes < 1024:
         raise SettingsError("extender.maxBodyBytes: must be at least 1024")
     if not settings.extender_idle_timeout_seconds > 0:

@@ -31,6 +31,8 @@ def preflight(settings: Settings) -> None:
         raise SettingsError("telemetry.exporter: 'otlp' needs the 'otlp' extra (pip install 'podfit[otlp]')")
     if settings.memo_backend not in ("memory", "redis", "memcached"):
         raise SettingsError(f"memo.backend: {settings.memo_backend!r} must be memory, redis or memcached")
+    if settings.follow_owner:
+        return  # a decision worker listens beside its owner, on the ports the owner already holds
     seen: set[str] = set()
     busy: list[str] = []
     for name, key, flag in _LISTENERS:

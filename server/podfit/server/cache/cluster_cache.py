@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from podfit.server.cache.journal import Journal
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.overlay import Overlay
@@ -130,6 +131,21 @@ class ClusterCache:
         self._slices: list[Any] | None = None
         # Caller-sent Nodes converted before, by (name, uid, resourceVersion).
         self._converted_nodes: dict[tuple[str, str, str], Node] = {}
+        # The owner's record of its writes, for decision workers (podfit.server.workers); None elsewhere.
+        self.journal: Journal | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The cache as a decision worker's image: its state without the owner's journal."""
+        state = dict(self.__dict__)
+        state["journal"] = None
+        return state
+
+    def restore_image(self, image: ClusterCache) -> None:
+        """Becomes ``image`` (the owner's cache, unpickled), keeping this object: the engine and the
+        metrics hold it."""
+        journal = self.journal
+        self.__dict__.update(image.__dict__)
+        self.journal = journal
 
     # ---------------------------------------------------------------------------------------------
     # Reads
@@ -315,6 +331,8 @@ class ClusterCache:
         outcomes = [self._apply_one(change) for change in changes]
         if any(o == Outcome.APPLIED for o in outcomes):
             self.generation += 1
+            if self.journal is not None:
+                self.journal.record(("apply", changes))
         self._unfrozen += len(changes)
         if self._unfrozen >= _FREEZE_AFTER:
             # The cache's records live until replaced and form no cycles: moving them out of the
@@ -535,6 +553,7 @@ class Tentative:
         self._cache = cache
         self.generation = cache.generation
         self._before: dict[tuple[Kind, str], Entry | None] = {}
+        self._journal_mark = cache.journal.mark() if cache.journal is not None else 0
 
     def apply(self, changes: Iterable[Change]) -> BatchResult:
         changes = list(changes)
@@ -549,4 +568,6 @@ class Tentative:
     def rollback(self) -> None:
         if self._before:
             self._cache._restore(self.generation, self._before)
+            if self._cache.journal is not None:
+                self._cache.journal.discard(self._journal_mark)
         self._before = {}

@@ -18,7 +18,7 @@ from podfit.server.budget import CallCancelled, DeadlineExceeded, deadline_scope
 from podfit.server.engine import UnknownProfileError
 from podfit.server.gate import HeavyCallsBusy
 from podfit.server.model import ValidationError
-from podfit.server.service import CacheNotSyncedError, NotFoundError, StalePodError
+from podfit.server.service import CacheNotSyncedError, NotFoundError, ReservationMoved, StalePodError
 
 log = logging.getLogger("podfit.server")
 DOMAIN = "podfit.dev"
@@ -234,7 +234,7 @@ def unary_errors(
                     return await method(self, request, context)
                 async with self.service.gate.shared():
                     return await method(self, request, context)
-        except grpc.aio.AbortError:
+        except (grpc.aio.AbortError, ReservationMoved):  # a worker's refused reservation goes to the owner
             raise
         except Exception as exc:
             log_fault(method.__qualname__, exc)
@@ -252,7 +252,7 @@ def stream_errors(
         try:
             async for response in method(self, requests, context):
                 yield response
-        except grpc.aio.AbortError:
+        except (grpc.aio.AbortError, ReservationMoved):  # a worker's refused reservation goes to the owner
             raise
         except Exception as exc:
             log_fault(method.__qualname__, exc)

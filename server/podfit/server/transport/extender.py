@@ -462,6 +462,7 @@ async def start_extender(
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
     ssl_context: ssl.SSLContext | None = None,
     bind: bool = False,
+    reuse_port: bool = False,
 ) -> tuple[web.AppRunner, int]:
     """Serves the extender; a connection without a request in progress (idle, or still sending its
     headers) is closed after ``idle_timeout`` seconds."""
@@ -475,7 +476,7 @@ async def start_extender(
         lingering_time=0,
     )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, ssl_context=ssl_context, reuse_address=True)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context, reuse_address=True, reuse_port=reuse_port or None)
     await site.start()
     server = site._server
     sockets: Sequence[Any] = getattr(server, "sockets", None) or []

@@ -18,6 +18,7 @@ from podfit.server.telemetry import annotate
 from podfit.server.transport import convert, paging
 from podfit.server.transport.decoding import Undecodable, accepts_undecodable
 from podfit.server.transport.errors import NotFoundError, heavy, log_fault, stream_errors, unary_errors, ungated
+from podfit.server.transport.forward import OwnerLink, current, forwarded, forwarded_stream
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import cluster_cache_pb2_grpc as cc_grpc
 from podfit.v1 import scheduler_pb2 as sc
@@ -32,6 +33,8 @@ _OUTCOMES = {
 }
 # Stream requests read ahead of the one being applied; bounds what a fast feeder can queue here.
 STREAM_WINDOW = 64
+CACHE = "/podfit.v1.ClusterCache/"
+SCHEDULER = "/podfit.v1.Scheduler/"
 
 
 def _key_message(change: Change) -> cc.ObjectKey:
@@ -49,8 +52,10 @@ def _key_message(change: Change) -> cc.ObjectKey:
 
 
 class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
-    def __init__(self, service: SchedulingService) -> None:
+    def __init__(self, service: SchedulingService, owner: OwnerLink | None = None) -> None:
         self.service = service
+        # In a decision worker: where writes go (podfit.server.workers).
+        self.owner = owner
 
     def _apply(self, changes: list[Change]) -> BatchResult:
         """Applies a batch; a refused update is reported at its request field path."""
@@ -59,6 +64,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         except UpdateRejected as exc:
             raise ValidationError(f"updates[{exc.index}].upsert.pod.{exc.error.field}", exc.error.message) from None
 
+    @forwarded(CACHE + "Apply", cc.ApplyResponse)
     @unary_errors
     async def Apply(self, request: cc.ApplyRequest, context: grpc.aio.ServicerContext) -> cc.ApplyResponse:
         changes = convert.changes_from_updates(request.updates)
@@ -76,6 +82,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
             unchanged_count=result.count(Outcome.UNCHANGED),
         )
 
+    @forwarded(CACHE + "Replace", cc.ReplaceResponse)
     @unary_errors
     async def Replace(self, request: cc.ReplaceRequest, context: grpc.aio.ServicerContext) -> cc.ReplaceResponse:
         kind = convert.kind_from_enum(request.kind, "kind")
@@ -110,6 +117,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
             sequence=sequence, error=bounded(error), error_field=bounded(field, 256), server_epoch=self.service.epoch
         )
 
+    @forwarded_stream(CACHE + "Stream", cc.StreamResponse)
     @accepts_undecodable
     @stream_errors
     async def Stream(
@@ -157,6 +165,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         finally:
             reader.cancel()
 
+    @current
     @unary_errors
     @ungated
     async def Get(self, request: cc.GetRequest, context: grpc.aio.ServicerContext) -> cc.GetResponse:
@@ -177,6 +186,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
                 response.node_allocation.CopyFrom(allocation)
         return response
 
+    @current
     @unary_errors
     @ungated
     async def List(self, request: cc.ListRequest, context: grpc.aio.ServicerContext) -> cc.ListResponse:
@@ -214,11 +224,13 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         names = (getattr(e.obj, "name", "") for e in entries)
         return [convert.node_allocation(a) for a in self.service.node_allocations(names)]
 
+    @current
     @unary_errors
     @ungated
     async def Stats(self, request: cc.StatsRequest, context: grpc.aio.ServicerContext) -> cc.StatsResponse:
         return cc.StatsResponse(**dataclasses.asdict(self.service.stats()), server_epoch=self.service.epoch)
 
+    @forwarded(CACHE + "MarkSynced", cc.MarkSyncedResponse)
     @unary_errors
     async def MarkSynced(
         self, request: cc.MarkSyncedRequest, context: grpc.aio.ServicerContext
@@ -232,8 +244,10 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
     """Converts requests into SchedulingService calls and their results into responses; nothing else
     (the service resolves cached pods, decides, assumes and preempts)."""
 
-    def __init__(self, service: SchedulingService) -> None:
+    def __init__(self, service: SchedulingService, owner: OwnerLink | None = None) -> None:
         self.service = service
+        # In a decision worker: the owner, which makes every reservation (podfit.server.workers).
+        self.owner = owner
 
     @staticmethod
     def _pod(ref: sc.PodReference, *, with_source: bool = False) -> PodInput:
@@ -304,6 +318,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         )
         return convert.schedule_response(result, full=request.view != sc.VIEW_BASIC, epoch=self.service.epoch)
 
+    @forwarded(SCHEDULER + "Schedule", sc.ScheduleResponse, when=lambda request: request.assume, optimistic=True)
     @unary_errors
     async def Schedule(self, request: sc.ScheduleRequest, context: grpc.aio.ServicerContext) -> sc.ScheduleResponse:
         return await self._schedule(request)
@@ -314,10 +329,20 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
     ) -> AsyncIterator[sc.ScheduleResponse]:
         """Answers each request in order; an invalid one ends the stream with INVALID_ARGUMENT."""
         async for request in requests:
-            async with self.service.gate.shared():
-                response = await self._schedule(request)
-            yield response
+            owner = self.owner
+            if request.assume and owner is not None:
+                response = await owner.decided_here(SchedulerServicer._gated_schedule, self, request, context)
+                if response is None:
+                    response = await owner.unary(SCHEDULER + "Schedule", request, sc.ScheduleResponse, context)
+                yield response
+                continue
+            yield await self._gated_schedule(request, context)
 
+    async def _gated_schedule(self, request: sc.ScheduleRequest, context: object) -> sc.ScheduleResponse:
+        async with self.service.gate.shared():
+            return await self._schedule(request)
+
+    @forwarded(SCHEDULER + "ScheduleBatch", sc.ScheduleBatchResponse, when=lambda request: not request.dry_run)
     @unary_errors
     @heavy
     async def ScheduleBatch(

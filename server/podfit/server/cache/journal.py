@@ -1,0 +1,120 @@
+"""The owner's cache writes, in order, for the decision workers that keep replicas of its cache.
+
+A worker process holds a copy of the cache and answers decisions from it; only the owner (the process
+every write goes to) changes the cache itself. The owner records each write that changed something as
+an operation, and the workers replay the operations in the owner's order over an image of the cache
+taken at a known position: the cache is deterministic (``ClusterCache.apply`` over the same state with
+the same changes gives the same state and generation), so a worker at position p answers exactly as the
+owner did at p.
+
+Operations are published in frames. A write made on the event loop is published at once (its answer
+can then say where the journal stands after it); writes made by a heavy call on its thread wait for the
+call to end, since a batch may still roll them back (``Tentative``), and a rolled-back write is discarded
+unpublished: the owner's state after a rollback is exactly what it was, so the workers never hear of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import threading
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+# An operation: ("apply", [Change, ...]) or ("synced", feeder).
+Op = tuple[str, Any]
+
+
+class Journal:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[Op] = []
+        # Operations published so far; a frame is (position after it, pickled operations).
+        self.position = 0
+        self._frames: deque[tuple[int, bytes]] = deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+        self._published: asyncio.Condition | None = None
+        # Where each connected follower is (frames behind every one of them are dropped).
+        self._cursors: dict[int, int] = {}
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The event loop whose thread publishes; writes from any other thread wait for ``publish``."""
+        self._loop, self._loop_thread = loop, threading.get_ident()
+        self._published = asyncio.Condition()
+
+    def record(self, op: Op) -> None:
+        with self._lock:
+            self._pending.append(op)
+        if self._loop is not None and threading.get_ident() == self._loop_thread:
+            self.publish()
+
+    def mark(self) -> int:
+        """Where a tentative set of writes begins (see ``discard``)."""
+        with self._lock:
+            return len(self._pending)
+
+    def discard(self, mark: int) -> None:
+        """Forgets the writes recorded since ``mark``: they were rolled back before anyone saw them."""
+        with self._lock:
+            if mark > len(self._pending):
+                raise RuntimeError("rolled-back writes were already published to the decision workers")
+            del self._pending[mark:]
+
+    def publish(self) -> None:
+        """Makes the pending operations one frame the followers receive; on the event loop's thread."""
+        with self._lock:
+            ops, self._pending = self._pending, []
+        if not ops:
+            return
+        frame = pickle.dumps(ops, protocol=pickle.HIGHEST_PROTOCOL)
+        with self._lock:
+            self.position += len(ops)
+            if self._cursors:
+                self._frames.append((self.position, frame))
+        if self._published is not None and self._loop is not None:
+            self._loop.create_task(self._notify())
+
+    async def _notify(self) -> None:
+        assert self._published is not None
+        async with self._published:
+            self._published.notify_all()
+
+    def image(self, follower: int, state: Any) -> tuple[int, bytes]:
+        """``state`` pickled with the position it reflects, for a new follower whose frames are kept from
+        then on. Taken while nothing writes (the gate is exclusive), so the operations still pending are
+        already in it and belong to that position."""
+        with self._lock:
+            position = self.position + len(self._pending)
+            self._cursors[follower] = position
+        return position, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def frames_after(self, position: int) -> Iterator[tuple[int, bytes]]:
+        for end, frame in self._frames:
+            if end > position:
+                yield end, frame
+
+    async def follow(self, follower: int, position: int) -> list[tuple[int, bytes]]:
+        """The frames after ``position``, waiting for one when there are none yet."""
+        assert self._published is not None
+        with self._lock:
+            self._cursors[follower] = position
+            self._trim()
+        async with self._published:
+            await self._published.wait_for(lambda: self._frames and self._frames[-1][0] > position)
+        return list(self.frames_after(position))
+
+    def forget(self, follower: int) -> None:
+        with self._lock:
+            self._cursors.pop(follower, None)
+            self._trim()
+
+    def _trim(self) -> None:
+        """Drops the frames every follower has (under the lock)."""
+        if not self._cursors:
+            self._frames.clear()
+            return
+        oldest = min(self._cursors.values())
+        while self._frames and self._frames[0][0] <= oldest:
+            self._frames.popleft()

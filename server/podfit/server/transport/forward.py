@@ -1,0 +1,159 @@
+"""A decision worker's writes, forwarded to the owner as they came (podfit.server.workers).
+
+Servicer methods that change the cache are marked ``forwarded``: in the owner (or a single process) they
+run as written; in a worker the request goes to the owner over the private socket, and the answer comes
+back once the worker's replica holds what it acknowledged. The owner's refusals (INVALID_ARGUMENT with
+its field path, FAILED_PRECONDITION...) reach the caller unchanged, details included.
+
+A Schedule that assumes is decided by the worker itself, and only its reservation goes to the owner
+(``SchedulingService.reservations``); when the owner's cache moved on since the decision, the call is
+forwarded whole and the owner decides it again.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+from podfit.server.service import ReservationMoved
+from podfit.server.transport.decoding import Undecodable
+from podfit.server.workers import POSITION_KEY, Follower, OwnerGone, committed
+
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+OWNER_GONE = "this decision worker lost its owner process; retry (the server is restarting)"
+
+
+def _serialize(request: Message | Undecodable) -> bytes:
+    return request.data if isinstance(request, Undecodable) else request.SerializeToString()
+
+
+class OwnerLink:
+    def __init__(self, follower: Follower) -> None:
+        self.follower = follower
+
+    async def caught_up(self, context: grpc.aio.ServicerContext, position: int | None = None) -> None:
+        """Waits until the replica holds the journal up to ``position`` (None: every write the owner has
+        acknowledged so far)."""
+        try:
+            if position is None:
+                await self.follower.barrier(context.time_remaining())
+            else:
+                await self.follower.caught_up(position)
+        except (OwnerGone, grpc.aio.AioRpcError):
+            await context.abort(grpc.StatusCode.UNAVAILABLE, OWNER_GONE)
+
+    async def _relay(self, context: grpc.aio.ServicerContext, exc: grpc.aio.AioRpcError) -> None:
+        await context.abort(exc.code(), exc.details() or "", tuple(exc.trailing_metadata() or ()))
+
+    async def unary(self, method: str, request: Any, response_type: type[Message], context: Any) -> Any:
+        call = self.follower.channel.unary_unary(
+            method, request_serializer=_serialize, response_deserializer=response_type.FromString
+        )
+        answer = call(request, timeout=context.time_remaining())
+        try:
+            response = await answer
+            trailing = dict(await answer.trailing_metadata() or ())
+        except grpc.aio.AioRpcError as exc:
+            await self._relay(context, exc)
+        position = trailing.get(POSITION_KEY)
+        await self.caught_up(context, int(position) if isinstance(position, str) else None)
+        return response
+
+    async def decided_here(self, method: Any, servicer: Any, request: Any, context: Any) -> Any:
+        """``method`` answered by this worker, its reservation made by the owner; None when the owner
+        refused the reservation (the cache moved on)."""
+        token = committed.set(0)
+        try:
+            response = await method(servicer, request, context)
+            position = committed.get()
+        except ReservationMoved:
+            return None
+        finally:
+            committed.reset(token)
+        if position:
+            await self.caught_up(context, position)
+        return response
+
+    async def stream(
+        self, method: str, requests: AsyncIterator[Any], response_type: type[Message], context: Any
+    ) -> AsyncIterator[Any]:
+        call = self.follower.channel.stream_stream(
+            method, request_serializer=_serialize, response_deserializer=response_type.FromString
+        )(requests, timeout=context.time_remaining())
+        try:
+            async for response in call:
+                await self.caught_up(context)
+                yield response
+        except grpc.aio.AioRpcError as exc:
+            await self._relay(context, exc)
+        finally:
+            call.cancel()
+
+
+def forwarded(
+    path: str,
+    response_type: type[Message],
+    when: Callable[[Any], bool] | None = None,
+    *,
+    optimistic: bool = False,
+) -> Callable[[Callable[[Any, Any, Any], Awaitable[Any]]], Callable[[Any, Any, Any], Awaitable[Any]]]:
+    """A unary method that writes: in a worker, ``path`` on the owner answers it (only requests for which
+    ``when`` holds, when given). ``optimistic``: the worker decides and only reserves at the owner, which
+    answers the whole call only when the reservation is refused."""
+
+    def decorate(method: Callable[[Any, Any, Any], Awaitable[Any]]) -> Callable[[Any, Any, Any], Awaitable[Any]]:
+        @functools.wraps(method)
+        async def wrapper(self: Any, request: Any, context: Any) -> Any:
+            owner: OwnerLink | None = self.owner
+            if owner is None or (when is not None and not when(request)):
+                return await method(self, request, context)
+            if optimistic and (response := await owner.decided_here(method, self, request, context)) is not None:
+                return response
+            return await owner.unary(path, request, response_type, context)
+
+        return wrapper
+
+    return decorate
+
+
+def forwarded_stream(
+    path: str, response_type: type[Message]
+) -> Callable[[Callable[[Any, Any, Any], AsyncIterator[Any]]], Callable[[Any, Any, Any], AsyncIterator[Any]]]:
+    """A stream of writes: in a worker, the whole stream goes to ``path`` on the owner."""
+
+    Method = Callable[[Any, Any, Any], AsyncIterator[Any]]
+
+    def decorate(method: Method) -> Method:
+        @functools.wraps(method)
+        async def wrapper(self: Any, requests: Any, context: Any) -> AsyncIterator[Any]:
+            owner: OwnerLink | None = self.owner
+            answers = (
+                method(self, requests, context)
+                if owner is None
+                else owner.stream(path, requests, response_type, context)
+            )
+            async for answer in answers:
+                yield answer
+
+        return wrapper
+
+    return decorate
+
+
+def current(method: Callable[[Any, Any, Any], Awaitable[Any]]) -> Callable[[Any, Any, Any], Awaitable[Any]]:
+    """An inspection (Get, List, Stats): in a worker, answered once the replica has caught up with the
+    owner, so it shows every write acknowledged before it was asked."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: Any) -> Any:
+        owner: OwnerLink | None = self.owner
+        if owner is not None:
+            await owner.caught_up(context)
+        return await method(self, request, context)
+
+    return wrapper

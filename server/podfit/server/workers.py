@@ -1,0 +1,420 @@
+"""Decision workers: podfit-server on every core, with one owner of the cache.
+
+``--workers N`` runs N processes behind the same listeners (SO_REUSEPORT: the kernel spreads connections
+over them). The first is the **owner**: its cache is the cluster, and every write — Apply, Replace,
+Stream, MarkSynced, a Schedule that assumes, a batch that is not a dry run, the extender's bind — is
+made there, one at a time, exactly as a single process makes it. The other N-1 are **workers**: each keeps
+a replica of the owner's cache, fed from the owner's journal (podfit.server.cache.journal) over a private
+Unix socket, and answers the read-only calls (Filter, Score, Schedule without assume, Preempt, the
+Simulation service, BestOptions, the extender's filter and prioritize) from it on its own core. A write
+that reaches a worker is forwarded to the owner as it came, and answered once the worker's replica has
+caught up with it, so a client sees its own writes on the same connection; Get, List and Stats wait
+for the replica to catch up with the owner before answering. A decision made by a worker reflects every
+write the owner acknowledged before the worker received it, give or take the replication delay (well
+under a millisecond on an idle machine): the same promise an informer-fed kube-scheduler makes.
+
+Reservations are serialised in one place, so no node is ever overbooked across workers and assuming
+calls keep a single process's exactness. This is also the shape replicas across machines take: the
+owner becomes a Lease-elected leader, the journal a network stream, and everything else stays as is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import math
+import os
+import pickle
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextvars import ContextVar
+from typing import Any
+
+import grpc
+from podfit.server.cache.cluster_cache import Change
+from podfit.server.cache.journal import Journal
+from podfit.server.service import ReservationMoved, SchedulingService
+from prometheus_client import CollectorRegistry, generate_latest
+
+log = logging.getLogger("podfit.server")
+
+REPLICATION = "/podfit.internal.Replication"
+FOLLOW = f"{REPLICATION}/Follow"
+POSITION = f"{REPLICATION}/Position"
+COMMIT = f"{REPLICATION}/Commit"
+READY = f"{REPLICATION}/Ready"
+METRICS = f"{REPLICATION}/Metrics"
+# How long a scrape waits for a worker's figures.
+METRICS_TIMEOUT_SECONDS = 2.0
+# How long the owner waits at start for its workers to listen before it says it is listening itself.
+START_TIMEOUT_SECONDS = 60.0
+# Trailing metadata of the owner's answer to a forwarded write: where its journal stands after it.
+POSITION_KEY = "podfit-journal-position"
+# The image of the cache is sent in pieces well under any message limit.
+CHUNK_BYTES = 8 * 1024 * 1024
+# The internal socket carries images of the whole cache: no message limit there.
+INTERNAL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+_POSITION = struct.Struct("!Q")
+_HEADER = struct.Struct("!QI")
+
+
+def default_workers(cgroup: str = "/sys/fs/cgroup") -> int:
+    """The cores this process may use: those it may run on, fewer under a CPU quota (a container's CPU
+    limit leaves every core of the machine in the affinity mask)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    quota = _cpu_quota(cgroup)
+    return max(1, min(cores, math.ceil(quota))) if quota else cores
+
+
+def _cpu_quota(cgroup: str) -> float | None:
+    """CPUs the cgroup may use (cgroup v2 ``cpu.max``, or v1's CFS quota and period); None: no limit."""
+    try:
+        with open(os.path.join(cgroup, "cpu.max")) as limit:
+            quota, period = limit.read().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        with (
+            open(os.path.join(cgroup, "cpu", "cpu.cfs_quota_us")) as q,
+            open(os.path.join(cgroup, "cpu", "cpu.cfs_period_us")) as p,
+        ):
+            quota_us, period_us = int(q.read()), int(p.read())
+        return None if quota_us <= 0 else quota_us / period_us
+    except (OSError, ValueError):
+        return None
+
+
+def _identity(data: bytes) -> bytes:
+    return data
+
+
+# The position a decision worker must reach before answering the current call (its reservation's).
+committed: ContextVar[int] = ContextVar("podfit_committed", default=0)
+
+
+class _Positions(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Ends each successful unary answer on the private socket with the journal's position after it, so
+    the forwarding worker waits for exactly that much of the journal."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+
+    async def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
+        handler = await continuation(details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        inner = handler.unary_unary
+
+        async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            response = await inner(request, context)
+            context.set_trailing_metadata(((POSITION_KEY, str(self.journal.position)),))
+            return response
+
+        return handler._replace(unary_unary=behavior)
+
+
+class Owner:
+    """The owner's side: the journal, the private socket the workers follow and forward to, and the
+    worker processes themselves (restarted if one dies)."""
+
+    def __init__(self, service: SchedulingService, command: Sequence[str], count: int) -> None:
+        self.service = service
+        self.command = list(command)
+        self.count = count
+        self.journal = Journal()
+        self.directory = tempfile.mkdtemp(prefix="podfit-owner-")
+        os.chmod(self.directory, 0o700)
+        self.target = f"unix:{os.path.join(self.directory, 'owner.sock')}"
+        self.server: grpc.aio.Server | None = None
+        self.processes: dict[int, subprocess.Popen[bytes]] = {}
+        self._supervisors: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self._followers = itertools.count(1)
+        self.ready: set[int] = set()
+        self._all_ready = asyncio.Event()
+        # Each connected worker's metrics stream: a scrape puts a future here, the stream fills it.
+        self._scrapes: set[asyncio.Queue[asyncio.Future[bytes]]] = set()
+
+    async def start(self, register: Any) -> None:
+        """Starts the private listener, with ``register(server)`` adding the public servicers (a worker
+        forwards writes to them), then the workers."""
+        self.journal.bind(asyncio.get_running_loop())
+        self.service.cache.journal = self.journal
+        self.service.gate.after_heavy.append(self.journal.publish)
+        server = grpc.aio.server(interceptors=[_Positions(self.journal)], options=INTERNAL_OPTIONS)
+        register(server)
+        server.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    REPLICATION.lstrip("/"),
+                    {
+                        "Follow": grpc.unary_stream_rpc_method_handler(
+                            self._follow, request_deserializer=_identity, response_serializer=_identity
+                        ),
+                        "Position": grpc.unary_unary_rpc_method_handler(
+                            self._position, request_deserializer=_identity, response_serializer=_identity
+                        ),
+                        "Commit": grpc.unary_unary_rpc_method_handler(
+                            self._commit, request_deserializer=_identity, response_serializer=_identity
+                        ),
+                        "Ready": grpc.unary_unary_rpc_method_handler(
+                            self._ready, request_deserializer=_identity, response_serializer=_identity
+                        ),
+                        "Metrics": grpc.stream_stream_rpc_method_handler(
+                            self._metrics, request_deserializer=_identity, response_serializer=_identity
+                        ),
+                    },
+                ),
+            )
+        )
+        server.add_insecure_port(self.target)
+        await server.start()
+        self.server = server
+        for index in range(1, self.count):
+            self._supervisors.append(asyncio.create_task(self._supervise(index)))
+
+    async def wait_ready(self, stop: asyncio.Event) -> None:
+        """Returns once every worker listens, ``stop`` is set, or START_TIMEOUT_SECONDS have passed."""
+        if self.count < 2:
+            return
+        waits = [asyncio.create_task(self._all_ready.wait()), asyncio.create_task(stop.wait())]
+        await asyncio.wait(waits, timeout=START_TIMEOUT_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+        for task in waits:
+            task.cancel()
+        if not self._all_ready.is_set() and not stop.is_set():
+            log.warning(
+                "%d of %d decision workers listen after %.0f s; the owner serves without the others",
+                *(len(self.ready), self.count - 1, START_TIMEOUT_SECONDS),
+            )
+
+    async def _metrics(self, requests: Any, context: grpc.aio.ServicerContext) -> None:
+        """A worker's metrics stream: at each scrape the owner asks, the worker answers its exposition."""
+        scrapes: asyncio.Queue[asyncio.Future[bytes]] = asyncio.Queue()
+        self._scrapes.add(scrapes)
+        try:
+            while True:
+                wanted = await scrapes.get()
+                await context.write(b"")
+                answer = await context.read()
+                if answer is grpc.aio.EOF:
+                    wanted.set_result(b"")
+                    return
+                wanted.set_result(answer)
+        finally:
+            self._scrapes.discard(scrapes)
+
+    async def worker_metrics(self) -> list[bytes]:
+        """Every connected worker's Prometheus exposition, for the owner's /metrics; a worker that does
+        not answer in time is left out of this scrape."""
+        loop = asyncio.get_running_loop()
+        wanted = []
+        for scrapes in list(self._scrapes):
+            future: asyncio.Future[bytes] = loop.create_future()
+            scrapes.put_nowait(future)
+            wanted.append(future)
+        done, pending = await asyncio.wait(wanted, timeout=METRICS_TIMEOUT_SECONDS) if wanted else (set(), set())
+        for future in pending:
+            future.cancel()
+        return [future.result() for future in done if not future.cancelled() and future.result()]
+
+    async def _ready(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        """A worker has loaded its image and listens."""
+        self.ready.add(int(request.decode()))
+        if len(self.ready) >= self.count - 1:
+            self._all_ready.set()
+        return b""
+
+    async def _follow(self, request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+        follower = next(self._followers)
+        service = self.service
+        try:
+            position, image = await service.gate.run_heavy(
+                self.journal.image, follower, (service.epoch, service.synced, service.cache)
+            )
+            chunks = [image[i : i + CHUNK_BYTES] for i in range(0, len(image), CHUNK_BYTES)] or [b""]
+            yield _HEADER.pack(position, len(chunks))
+            for chunk in chunks:
+                yield chunk
+            while True:
+                for end, frame in await self.journal.follow(follower, position):
+                    yield _POSITION.pack(end) + frame
+                    position = end
+        finally:
+            self.journal.forget(follower)
+
+    async def _position(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        # Everything acknowledged is published (a heavy call's writes are acknowledged once it ends).
+        return _POSITION.pack(self.journal.position)
+
+    async def _commit(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        """A worker's reservation, made if the cache is still at the generation it was decided on: then
+        the worker's replica was the owner's cache, and the decision is the one the owner would make.
+        Otherwise (or if applying fails) b"": the worker sends the whole call here instead."""
+        generation, changes = pickle.loads(request)
+        service = self.service
+        async with service.gate.shared():
+            if service.cache.generation != generation:
+                return b""
+            try:
+                result = service.cache.apply(changes)
+            except Exception:  # the owner's own decision will say what is wrong
+                return b""
+        return _POSITION.pack(self.journal.position) + _POSITION.pack(result.generation)
+
+    def _spawn(self, index: int) -> subprocess.Popen[bytes]:
+        command = [*self.command, "--follow", self.target]
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+        log.info("decision worker %d started (pid %d)", index, process.pid)
+        return process
+
+    async def _supervise(self, index: int) -> None:
+        """Keeps worker ``index`` running: one that dies is logged and started again, after a pause that
+        doubles (up to 30 s) while it keeps dying young, so a worker that cannot start does not spin."""
+        pause = 1.0
+        while not self._stopping:
+            started = time.monotonic()
+            process = self.processes[index] = self._spawn(index)
+            code = await asyncio.to_thread(process.wait)
+            if self._stopping:
+                return
+            pause = 1.0 if time.monotonic() - started > 60 else min(pause * 2, 30.0)
+            log.error(
+                "decision worker %d (pid %d) exited with %s: starting it again in %.0f s",
+                *(index, process.pid, code, pause),
+            )
+            await asyncio.sleep(pause)
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Stops the workers (SIGTERM: they drain as the owner does), then the private listener."""
+        self._stopping = True
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.processes.values():
+            try:
+                await asyncio.wait_for(asyncio.to_thread(process.wait), timeout)
+            except TimeoutError:
+                process.kill()
+                await asyncio.to_thread(process.wait)
+        for task in self._supervisors:
+            task.cancel()
+        if self.server is not None:
+            await self.server.stop(0)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+class OwnerGone(Exception):
+    """The owner stopped answering: a worker cannot answer for a cache nobody updates."""
+
+
+class Follower:
+    """A worker's side: its replica of the owner's cache, and the channel writes are forwarded on."""
+
+    def __init__(self, service: SchedulingService, target: str, registry: CollectorRegistry | None = None) -> None:
+        self.service = service
+        self.channel = grpc.aio.insecure_channel(target, options=INTERNAL_OPTIONS)
+        self.registry = registry
+        self._metrics_task: asyncio.Task[None] | None = None
+        self.position = 0
+        self._moved = asyncio.Condition()
+        self.ended = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Loads the owner's image of the cache (before this worker listens), then follows its journal."""
+        follow = self.channel.unary_stream(FOLLOW, request_serializer=_identity, response_deserializer=_identity)
+        stream = follow(b"")
+        position, count = _HEADER.unpack(await stream.read())
+        chunks = [await stream.read() for _ in range(count)]
+        epoch, synced, cache = pickle.loads(b"".join(chunks))
+        service = self.service
+        service.cache.restore_image(cache)
+        service.epoch = epoch
+        if synced:
+            await service.mark_synced()
+        self.position = position
+        self._task = asyncio.create_task(self._follow(stream))
+
+    async def _follow(self, stream: Any) -> None:
+        try:
+            while True:
+                message = await stream.read()
+                if message is grpc.aio.EOF:
+                    break
+                (end,) = _POSITION.unpack_from(message)
+                ops = pickle.loads(message[_POSITION.size :])
+                async with self.service.gate.shared():
+                    for op in ops:
+                        await self._apply(op)
+                async with self._moved:
+                    self.position = end
+                    self._moved.notify_all()
+        except grpc.aio.AioRpcError as exc:
+            log.error("decision worker: the owner's journal ended (%s): stopping", exc.code().name)
+        except Exception:
+            log.exception("decision worker: cannot apply the owner's journal: stopping")
+        finally:
+            self.ended.set()
+            async with self._moved:
+                self._moved.notify_all()
+
+    async def _apply(self, op: tuple[str, Any]) -> None:
+        kind, value = op
+        if kind == "apply":
+            self.service.cache.apply(value)
+        elif kind == "synced":
+            await self.service.mark_synced(value)
+
+    async def caught_up(self, position: int) -> None:
+        """Returns once the replica holds everything up to ``position``; OwnerGone if it never will."""
+        async with self._moved:
+            await self._moved.wait_for(lambda: self.position >= position or self.ended.is_set())
+        if self.position < position:
+            raise OwnerGone("the owner process is gone")
+
+    async def commit(self, generation: int, changes: Sequence[Change]) -> int:
+        """Has the owner make a reservation decided on this replica at ``generation`` (Reservations)."""
+        commit = self.channel.unary_unary(COMMIT, request_serializer=_identity, response_deserializer=_identity)
+        answer = await commit(pickle.dumps((generation, list(changes)), protocol=pickle.HIGHEST_PROTOCOL))
+        if not answer:
+            raise ReservationMoved(f"the cache moved past generation {generation}")
+        (position,) = _POSITION.unpack_from(answer)
+        (assumed,) = _POSITION.unpack_from(answer, _POSITION.size)
+        committed.set(position)
+        return int(assumed)
+
+    async def listening(self) -> None:
+        """Tells the owner this worker answers calls now."""
+        ready = self.channel.unary_unary(READY, request_serializer=_identity, response_deserializer=_identity)
+        await ready(str(os.getpid()).encode())
+        if self.registry is not None:
+            self._metrics_task = asyncio.create_task(self._answer_scrapes(self.registry))
+
+    async def _answer_scrapes(self, registry: CollectorRegistry) -> None:
+        call = self.channel.stream_stream(METRICS, request_serializer=_identity, response_deserializer=_identity)()
+        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.CancelledError):
+            while await call.read() is not grpc.aio.EOF:
+                await call.write(bytes(generate_latest(registry)))
+
+    async def barrier(self, timeout: float | None = None) -> None:
+        """Catches the replica up with everything the owner has acknowledged so far."""
+        position_of = self.channel.unary_unary(POSITION, request_serializer=_identity, response_deserializer=_identity)
+        (position,) = _POSITION.unpack(await position_of(b"", timeout=timeout))
+        await self.caught_up(position)
+
+    async def close(self) -> None:
+        for task in (self._task, self._metrics_task):
+            if task is not None:
+                task.cancel()
+        await self.channel.close()

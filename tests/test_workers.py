@@ -1,0 +1,475 @@
+"""Decision workers (podfit.server.workers): an owner and a worker in this process on separate loopback
+ports, so each call goes where the test says; then podfit-server --workers 2 as users start it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import pytest
+from podfit.client import AsyncClient
+from podfit.client.conformance import NO_OTHER_LISTENERS, free_port
+from podfit.client.errors import PodfitError
+from podfit.client.soak import Soak
+from podfit.server.app import RunningServer, build_service, create_server, register_services
+from podfit.server.cache.cluster_cache import Change
+from podfit.server.service import ReservationMoved
+from podfit.server.settings import Settings
+from podfit.server.telemetry import Telemetry
+from podfit.server.transport.forward import OwnerLink
+from podfit.server.workers import Follower, Owner
+from podfit.v1 import cluster_cache_pb2 as cc
+
+
+def node(name: str, cpu: str = "4", zone: str = "a") -> dict[str, Any]:
+    return {
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "uid": f"uid-{name}",
+            "resourceVersion": "1",
+            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone},
+        },
+        "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}},
+    }
+
+
+def pod(name: str, cpu: str = "1", labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    container = {"name": "c", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": labels or {}},
+        "spec": {"containers": [container], **spec},
+    }
+
+
+SPREAD = {
+    "topologySpreadConstraints": [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+    ]
+}
+CLUSTER = [node(f"node-{i}", cpu=str(2 + i % 3), zone="ab"[i % 2]) for i in range(6)]
+
+
+@dataclass
+class Pair:
+    owner: RunningServer
+    worker: RunningServer
+    link: Owner
+    follower: Follower
+    to_owner: AsyncClient
+    to_worker: AsyncClient
+
+    def assert_replica_current(self) -> None:
+        """The worker's replica is the owner's cache: same generation, same pods where they are."""
+        owner, replica = self.owner.service.cache, self.worker.service.cache
+        assert replica.generation == owner.generation
+        assert pods_by_node(self.worker) == pods_by_node(self.owner)
+
+
+def pods_by_node(running: RunningServer) -> dict[str, str]:
+    from podfit.server.model import Kind
+
+    return {e.obj.name: e.obj.node_name for e in running.service.cache.entries(Kind.POD)}  # type: ignore[union-attr]
+
+
+async def start_pair(settings: Settings | None = None, preload: Sequence[dict[str, Any]] = ()) -> Pair:
+    settings = settings or Settings()
+    owner = await create_server(settings, addr="127.0.0.1:0", extender_addr="off")
+    to_owner = AsyncClient(f"127.0.0.1:{owner.port}")
+    if preload:
+        await to_owner.apply(list(preload))
+    link = Owner(owner.service, [], 1)
+    await link.start(lambda server: register_services(server, owner.service))
+    service = build_service(settings, Telemetry.disabled())
+    follower = Follower(service, link.target)
+    await follower.start()
+    service.reservations = follower
+    worker = await create_server(
+        settings, addr="127.0.0.1:0", extender_addr="off", service=service, owner=OwnerLink(follower)
+    )
+    return Pair(owner, worker, link, follower, to_owner, AsyncClient(f"127.0.0.1:{worker.port}"))
+
+
+@pytest.fixture
+async def pair() -> AsyncIterator[Pair]:
+    started = await start_pair(preload=CLUSTER)
+    yield started
+    await stop_pair(started)
+
+
+async def stop_pair(pair: Pair) -> None:
+    await pair.to_worker.close()
+    await pair.to_owner.close()
+    await pair.worker.stop(0)
+    await pair.follower.close()
+    await pair.link.stop()
+    await pair.owner.stop(0)
+
+
+# -- writes through a worker ---------------------------------------------------------------------
+
+
+def slow_replication(pair: Pair, seconds: float = 0.1) -> None:
+    """The worker's replica trails the owner by ``seconds``: an answer that did not wait for it shows."""
+    apply = pair.follower._apply
+
+    async def late(op: tuple[str, Any]) -> None:
+        await asyncio.sleep(seconds)
+        await apply(op)
+
+    pair.follower._apply = late  # type: ignore[method-assign]
+
+
+async def _apply(client: AsyncClient) -> None:
+    await client.apply([pod("pending-1"), node("node-9")])
+
+
+async def _replace(client: AsyncClient) -> None:
+    await client.replace("Node", CLUSTER[:3])
+
+
+async def _stream(client: AsyncClient) -> None:
+    batches = [cc.StreamRequest(sequence=1, updates=[cc.Update(upsert=_object(pod("streamed")))])]
+    acks = [ack async for ack in client.stream(batches)]
+    assert [ack.sequence for ack in acks] == [1] and not acks[0].error
+
+
+async def _schedule_assume(client: AsyncClient) -> None:
+    answer = await client.schedule(pod("placed", labels={"app": "web"}, **SPREAD), assume=True)
+    assert answer.assumed_generation and answer.selected_node
+
+
+async def _schedule_stream_assume(client: AsyncClient) -> None:
+    from podfit.client import schedule_request
+
+    requests = [schedule_request(pod(f"streamed-{i}", cpu="2"), assume=True) for i in range(3)]
+    answers = [a async for a in client.schedule_stream(requests)]
+    assert all(a.assumed_generation for a in answers)
+
+
+async def _schedule_batch(client: AsyncClient) -> None:
+    answer = await client.schedule_batch([pod(f"gang-{i}", labels={"app": "web"}, **SPREAD) for i in range(4)])
+    assert answer.all_placed
+
+
+def _object(manifest: dict[str, Any]) -> cc.ClusterObject:
+    from podfit.client.manifests import to_cluster_object
+
+    return to_cluster_object(manifest)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        pytest.param(_apply, id="Apply"),
+        pytest.param(_replace, id="Replace"),
+        pytest.param(_stream, id="Stream"),
+        pytest.param(_schedule_assume, id="Schedule with assume"),
+        pytest.param(_schedule_stream_assume, id="ScheduleStream with assume"),
+        pytest.param(_schedule_batch, id="ScheduleBatch"),
+    ],
+)
+async def test_a_write_through_a_worker_is_made_by_the_owner_and_seen_by_the_worker_at_once(
+    pair: Pair, write: Callable[[AsyncClient], Awaitable[None]]
+) -> None:
+    slow_replication(pair)
+    before = pair.owner.service.generation
+    await write(pair.to_worker)
+    assert pair.owner.service.generation > before
+    # Read-your-writes: the worker's replica holds the write when its answer arrives, nothing later.
+    pair.assert_replica_current()
+
+
+async def test_mark_synced_through_a_worker_readies_every_process() -> None:
+    started = await start_pair(Settings(wait_for_sync=True))
+    try:
+        with pytest.raises(PodfitError) as refused:
+            await started.to_worker.filter(pod("early"))
+        assert refused.value.code is grpc.StatusCode.FAILED_PRECONDITION
+        await started.to_worker.mark_synced("test")
+        assert started.owner.service.synced and started.worker.service.synced
+        assert (await started.to_worker.filter(pod("now"))).feasible_count == 0
+    finally:
+        await stop_pair(started)
+
+
+# -- refusals, decisions, reservations -----------------------------------------------------------
+
+
+async def test_the_owners_refusal_reaches_the_caller_unchanged(pair: Pair) -> None:
+    bad = pod("bad")
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots"
+    errors = []
+    for client in (pair.to_owner, pair.to_worker):
+        with pytest.raises(PodfitError) as refused:
+            await client.apply([bad])
+        errors.append(refused.value)
+    assert errors[0] == errors[1]
+    assert errors[0].code is grpc.StatusCode.INVALID_ARGUMENT
+    assert errors[0].field_violations and "cpu" in errors[0].field_violations[0][0]
+
+
+async def test_a_worker_decides_like_the_owner(pair: Pair) -> None:
+    await pair.to_owner.apply([pod(f"bound-{i}", cpu="1", nodeName=f"node-{i % 4}") for i in range(5)])
+    await pair.to_worker.stats()  # caught up
+    for probe in (pod("small", cpu="1"), pod("big", cpu="3"), pod("web", labels={"app": "web"}, **SPREAD)):
+        answers = [await client.score(probe) for client in (pair.to_owner, pair.to_worker)]
+        assert answers[0] == answers[1]
+        assert answers[0].scores
+
+
+async def test_a_worker_decides_an_assume_itself_and_the_owner_only_reserves(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def not_here(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the owner decided a call its worker should have decided")
+
+    monkeypatch.setattr(pair.owner.service, "schedule", not_here)
+    slow_replication(pair)
+    answer = await pair.to_worker.schedule(pod("placed"), assume=True)
+    assert pods_by_node(pair.owner)["placed"] == answer.selected_node
+    assert answer.assumed_generation == pair.owner.service.generation
+    pair.assert_replica_current()
+
+
+class _Moved:
+    """The owner's answer when the cache moved on since the worker's decision."""
+
+    def __init__(self) -> None:
+        self.refused = 0
+
+    async def commit(self, generation: int, changes: Sequence[Change]) -> int:
+        self.refused += 1
+        raise ReservationMoved("moved")
+
+
+async def test_a_refused_reservation_is_decided_again_by_the_owner(pair: Pair) -> None:
+    moved = pair.worker.service.reservations = _Moved()
+    slow_replication(pair)
+    answer = await pair.to_worker.schedule(pod("placed"), assume=True)
+    assert moved.refused == 1
+    assert pods_by_node(pair.owner)["placed"] == answer.selected_node
+    pair.assert_replica_current()
+
+
+async def test_the_owner_reserves_only_at_the_generation_decided_on(pair: Pair) -> None:
+    await pair.to_worker.stats()
+    stale = pair.worker.service.generation
+    await pair.to_owner.apply([pod("meanwhile", nodeName="node-0")])
+    await pair.to_worker.stats()
+    from podfit.server.cache.cluster_cache import Upsert
+    from podfit.server.model import Kind
+    from podfit.server.model.objects import pod_from_k8s
+
+    late = [Upsert(Kind.POD, pod_from_k8s({**pod("late"), "spec": {**pod("late")["spec"], "nodeName": "node-1"}}))]
+    with pytest.raises(ReservationMoved):
+        await pair.follower.commit(stale, late)
+    assert "late" not in pods_by_node(pair.owner)
+    assert await pair.follower.commit(pair.worker.service.generation, late) == pair.owner.service.generation
+    assert pods_by_node(pair.owner)["late"] == "node-1"
+
+
+async def test_a_rolled_back_batch_never_reaches_the_worker(pair: Pair) -> None:
+    before = pair.owner.service.generation
+    gang = [pod(f"gang-{i}", cpu="3") for i in range(10)]  # more than the nodes hold
+    answer = await pair.to_owner.schedule_batch(gang, all_or_nothing=True)
+    assert not answer.all_placed and pair.owner.service.generation == before
+    await pair.to_owner.apply([pod("after")])
+    await pair.to_worker.stats()
+    pair.assert_replica_current()
+
+
+async def test_a_dry_run_batch_is_answered_by_the_worker_alone(pair: Pair, monkeypatch: pytest.MonkeyPatch) -> None:
+    def not_here(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a dry run was forwarded")
+
+    monkeypatch.setattr(pair.owner.service, "schedule_batch", not_here)
+    answer = await pair.to_worker.schedule_batch([pod(f"try-{i}") for i in range(3)], dry_run=True)
+    assert all(r.selected_node for r in answer.results) and not answer.assumed_generation
+
+
+async def test_inspection_on_a_worker_shows_what_the_owner_acknowledged(pair: Pair) -> None:
+    slow_replication(pair)
+    await pair.to_owner.apply([pod("fresh", nodeName="node-2")])
+    got = await pair.to_worker.get("Pod", "fresh", "default")
+    assert got.object.pod.spec.node_name == "node-2"
+    assert (await pair.to_worker.stats()).generation == pair.owner.service.generation
+
+
+async def test_a_worker_started_late_loads_the_whole_cache(pair: Pair) -> None:
+    await pair.to_owner.apply([pod(f"bound-{i}", nodeName=f"node-{i % 6}") for i in range(30)])
+    late = build_service(Settings(), Telemetry.disabled())
+    follower = Follower(late, pair.link.target)
+    await follower.start()
+    try:
+        assert late.generation == pair.owner.service.generation
+        assert late.cache.count(next(iter(late.cache._objects))) >= 0
+        assert late.stats() == pair.owner.service.stats()
+    finally:
+        await follower.close()
+
+
+async def test_a_worker_whose_owner_is_gone_says_so(pair: Pair) -> None:
+    await pair.link.stop()
+    await asyncio.wait_for(pair.follower.ended.wait(), 5)
+    with pytest.raises(PodfitError) as refused:
+        await pair.to_worker.apply([pod("orphan")])
+    assert refused.value.code is grpc.StatusCode.UNAVAILABLE
+
+
+# -- podfit-server --workers 2 -------------------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+@pytest.fixture
+def server() -> Any:
+    from podfit.client.conformance import LocalServer
+
+    with LocalServer("--workers", "2") as started:
+        yield started
+
+
+def _clients(target: str, count: int) -> list[AsyncClient]:
+    # Each on a connection of its own, so the kernel spreads them over the processes.
+    return [AsyncClient(target, own_connection=True) for _ in range(count)]
+
+
+async def test_a_soak_against_two_processes_finds_no_overbooking_and_no_lost_update(server: Any) -> None:
+    clients = _clients(server.target, 8)
+    try:
+        stats = await clients[0].stats()
+        assert stats.workers == 2 and len(_children(server.process.pid)) == 1
+        report = await Soak(clients[0], seed=3, connections=clients).run(5.0)
+        assert report.ok, report.summary()
+        assert report.ops["schedule_assume"] > 50 and report.ops["stream_batch"] > 50, report.summary()
+    finally:
+        for client in clients:
+            await client.close()
+
+
+async def test_a_worker_that_dies_is_started_again_and_the_owner_stops_them_all(server: Any) -> None:
+    (worker,) = _children(server.process.pid)
+    os.kill(worker, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _children(server.process.pid) in ([], [worker]):
+        await asyncio.sleep(0.2)
+    (replacement,) = _children(server.process.pid)
+    assert replacement != worker
+    server.process.send_signal(signal.SIGTERM)
+    assert server.process.wait(timeout=20) == 0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(replacement):
+        await asyncio.sleep(0.1)
+    assert not _alive(replacement)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_workers_flag_is_refused_out_of_range() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "podfit.server.app",
+            "--grpc-addr",
+            f"127.0.0.1:{free_port()}",
+            *NO_OTHER_LISTENERS,
+            "--workers",
+            "-1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2 and "workers: -1 must be between 0" in done.stderr
+
+
+# -- one /metrics for every process --------------------------------------------------------------
+
+
+def _registry_with(requests: float, objects: float, seconds: Sequence[float]) -> Any:
+    from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+    registry = CollectorRegistry()
+    Counter("podfit_extender_requests", "verbs", ["verb"], registry=registry).labels("filter").inc(requests)
+    Gauge("podfit_cache_objects", "objects", ["kind"], registry=registry).labels("Pod").set(objects)
+    histogram = Histogram("podfit_rpc_duration_seconds", "rpc", buckets=(0.01, 1.0), registry=registry)
+    for value in seconds:
+        histogram.observe(value)
+    return registry
+
+
+def _samples(exposition: bytes) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(exposition.decode())
+        for s in family.samples
+        if not s.name.endswith("_created")
+    }
+
+
+@pytest.mark.parametrize(
+    ("sample", "expected"),
+    [
+        pytest.param(("podfit_extender_requests_total", (("verb", "filter"),)), 3 + 4 + 5, id="counters add up"),
+        pytest.param(("podfit_rpc_duration_seconds_count", ()), 2 + 1 + 0, id="histogram counts add up"),
+        pytest.param(("podfit_rpc_duration_seconds_bucket", (("le", "0.01"),)), 1 + 1, id="buckets add up"),
+        pytest.param(("podfit_cache_objects", (("kind", "Pod"),)), 7, id="the cache's gauges are the owner's"),
+    ],
+)
+def test_the_owners_metrics_include_its_workers(
+    sample: tuple[str, tuple[tuple[str, str], ...]], expected: float
+) -> None:
+    from podfit.server.metrics import exposition
+    from prometheus_client import generate_latest
+
+    owner = _registry_with(3, 7, [0.001, 0.5])
+    workers = [generate_latest(_registry_with(4, 7, [0.002])), generate_latest(_registry_with(5, 7, []))]
+    assert _samples(exposition(owner, workers))[sample] == expected
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        pytest.param({}, None, id="no cgroup: every core"),
+        pytest.param({"cpu.max": "max 100000\n"}, None, id="v2 without a limit: every core"),
+        pytest.param({"cpu.max": "50000 100000\n"}, 1, id="v2 half a CPU: one process"),
+        pytest.param({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None, id="v1 unlimited"),
+        pytest.param({"cpu/cpu.cfs_quota_us": "100000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1, id="v1 one CPU"),
+    ],
+)
+def test_the_default_is_a_process_per_core_the_cpu_limit_allows(
+    tmp_path: Any, files: dict[str, str], expected: int | None
+) -> None:
+    from podfit.server.workers import default_workers
+
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert default_workers(str(tmp_path)) == (expected or len(os.sched_getaffinity(0)))
