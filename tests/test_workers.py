@@ -244,6 +244,10 @@ async def test_a_worker_decides_an_assume_itself_and_the_owner_only_reserves(
     assert pods_by_node(pair.owner)["placed"] == answer.selected_node
     assert answer.assumed_generation == pair.owner.service.generation
     pair.assert_replica_current()
+    # The worker made its reservation in its replica at once; the journal's copy of it is skipped.
+    await pair.to_owner.apply([pod("later", nodeName="node-1")])
+    await pair.to_worker.stats()
+    pair.assert_replica_current()
 
 
 class _Moved:
@@ -263,6 +267,17 @@ async def test_a_refused_reservation_is_decided_again_by_the_owner(pair: Pair) -
     answer = await pair.to_worker.schedule(pod("placed"), assume=True)
     assert moved.refused == 1
     assert pods_by_node(pair.owner)["placed"] == answer.selected_node
+    pair.assert_replica_current()
+
+
+async def test_a_worker_whose_reservations_keep_being_refused_forwards_assumes_and_probes_again(pair: Pair) -> None:
+    from podfit.server.transport.forward import PROBE_EVERY
+
+    moved = pair.worker.service.reservations = _Moved()
+    for i in range(2 * PROBE_EVERY):
+        assert (await pair.to_worker.schedule(pod(f"placed-{i}", cpu="100m"), assume=True)).assumed_generation
+    # Refused until forwarding took over, then one probe per PROBE_EVERY calls.
+    assert 4 <= moved.refused <= 4 + 2
     pair.assert_replica_current()
 
 

@@ -65,12 +65,16 @@ class ReservationMoved(Exception):
     was made on the worker's replica. The owner decides the call again (podfit.server.workers)."""
 
 
+class OwnerGone(Exception):
+    """A decision worker lost its owner: nothing it answers could be reserved or kept current."""
+
+
 class Reservations(Protocol):
     """Where a decision worker's reservations are made: the owner of the cache."""
 
     async def commit(self, generation: int, changes: Sequence[Change]) -> int:
         """Applies ``changes`` if the cache is still at ``generation`` (the one they were decided on) and
-        returns the generation holding them; raises ReservationMoved otherwise."""
+        returns the generation holding them; raises ReservationMoved otherwise, OwnerGone if it cannot ask."""
         ...
 
 

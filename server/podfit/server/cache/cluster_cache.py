@@ -146,6 +146,9 @@ class ClusterCache:
         journal = self.journal
         self.__dict__.update(image.__dict__)
         self.journal = journal
+        # Every record is new to this process's collector: set them aside, as apply does (see there).
+        gc.freeze()
+        self._unfrozen = 0
 
     # ---------------------------------------------------------------------------------------------
     # Reads

@@ -18,7 +18,7 @@ from podfit.server.budget import CallCancelled, DeadlineExceeded, deadline_scope
 from podfit.server.engine import UnknownProfileError
 from podfit.server.gate import HeavyCallsBusy
 from podfit.server.model import ValidationError
-from podfit.server.service import CacheNotSyncedError, NotFoundError, ReservationMoved, StalePodError
+from podfit.server.service import CacheNotSyncedError, NotFoundError, OwnerGone, ReservationMoved, StalePodError
 
 log = logging.getLogger("podfit.server")
 DOMAIN = "podfit.dev"
@@ -107,6 +107,8 @@ def status_for(exc: BaseException) -> status_pb2.Status:
         return _status(code_pb2.NOT_FOUND, str(exc), None, "NOT_FOUND")
     if isinstance(exc, StalePodError):
         return _status(code_pb2.ABORTED, str(exc), None, "STALE_POD")
+    if isinstance(exc, OwnerGone):
+        return _status(code_pb2.UNAVAILABLE, f"{exc}: retry", None, "OWNER_GONE")
     if isinstance(exc, CacheNotSyncedError):
         failure = error_details_pb2.PreconditionFailure(
             violations=[
@@ -175,6 +177,7 @@ _EXPECTED = (
     DeadlineExceeded,
     HeavyCallsBusy,
     CallCancelled,
+    OwnerGone,
 )
 # Refused input worth a line in the log (a miss on a Get is not).
 _REJECTED = (ValidationError, ConversionError, UnknownProfileError, RecursionError, UnicodeError)

@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import Message
-from podfit.server.service import ReservationMoved
+from podfit.server.service import OwnerGone, ReservationMoved
 from podfit.server.transport.decoding import Undecodable
-from podfit.server.workers import POSITION_KEY, Follower, OwnerGone, committed
+from podfit.server.workers import POSITION_KEY, Follower, committed
 
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
@@ -32,9 +32,19 @@ def _serialize(request: Message | Undecodable) -> bytes:
     return request.data if isinstance(request, Undecodable) else request.SerializeToString()
 
 
+# A worker decides assuming calls itself while most of its reservations are accepted; when the owner's
+# cache keeps moving under it (concurrent assumes elsewhere), the decision made here is wasted work, and
+# it forwards them instead, trying again every PROBE_EVERY calls.
+REFUSED_AT_MOST = 0.5
+PROBE_EVERY = 16
+
+
 class OwnerLink:
     def __init__(self, follower: Follower) -> None:
         self.follower = follower
+        # Share of recent reservations the owner refused (exponentially weighted).
+        self.refused = 0.0
+        self._assumes = 0
 
     async def caught_up(self, context: grpc.aio.ServicerContext, position: int | None = None) -> None:
         """Waits until the replica holds the journal up to ``position`` (None: every write the owner has
@@ -67,14 +77,19 @@ class OwnerLink:
     async def decided_here(self, method: Any, servicer: Any, request: Any, context: Any) -> Any:
         """``method`` answered by this worker, its reservation made by the owner; None when the owner
         refused the reservation (the cache moved on)."""
+        self._assumes += 1
+        if self.refused > REFUSED_AT_MOST and self._assumes % PROBE_EVERY:
+            return None
         token = committed.set(0)
         try:
             response = await method(servicer, request, context)
             position = committed.get()
         except ReservationMoved:
+            self.refused = 0.8 * self.refused + 0.2
             return None
         finally:
             committed.reset(token)
+        self.refused *= 0.8
         if position:
             await self.caught_up(context, position)
         return response
