@@ -296,6 +296,10 @@ async def test_the_owner_reserves_only_at_the_generation_decided_on(pair: Pair) 
     assert "late" not in pods_by_node(pair.owner)
     assert await pair.follower.commit(pair.worker.service.generation, late) == pair.owner.service.generation
     assert pods_by_node(pair.owner)["late"] == "node-1"
+    # A reservation that changes nothing is no journal operation: the owner answers such a call whole.
+    await pair.to_worker.stats()
+    with pytest.raises(ReservationMoved):
+        await pair.follower.commit(pair.worker.service.generation, late)
 
 
 async def test_a_rolled_back_batch_never_reaches_the_worker(pair: Pair) -> None:
@@ -488,3 +492,57 @@ def test_the_default_is_a_process_per_core_the_cpu_limit_allows(
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     assert default_workers(str(tmp_path)) == (expected or len(os.sched_getaffinity(0)))
+
+
+def test_the_merge_keeps_one_target_info_and_counts_retired_workers_counters_only() -> None:
+    from podfit.server.metrics import exposition
+    from prometheus_client import CollectorRegistry, Info, generate_latest
+
+    def with_target(requests: float, objects: float) -> Any:
+        registry = _registry_with(requests, objects, [])
+        Info("target", "the process", registry=registry).info({"service_name": "podfit"})
+        return registry
+
+    owner = with_target(3, 7)
+    running, gone = generate_latest(with_target(4, 7)), generate_latest(with_target(5, 9))
+    text = exposition(owner, [running], [gone]).decode()
+    assert text.count("# TYPE target_info") == 1
+    samples = _samples(text.encode())
+    assert samples[("podfit_extender_requests_total", (("verb", "filter"),))] == 3 + 4 + 5
+    assert samples[("podfit_cache_objects", (("kind", "Pod"),))] == 7
+    assert CollectorRegistry  # the exposition parsed back above, so it is valid text
+
+
+# -- the journal ---------------------------------------------------------------------------------
+
+
+def test_a_rollback_after_its_writes_were_published_is_refused() -> None:
+    from podfit.server.cache.journal import Journal
+
+    journal = Journal()  # not bound to a loop: writes wait for publish(), as a heavy call's do
+    mark = journal.mark()
+    journal.record(("synced", "a"))
+    journal.discard(mark)
+    journal.publish()
+    assert journal.position == 0
+    mark = journal.mark()
+    journal.record(("synced", "b"))
+    journal.publish()
+    with pytest.raises(RuntimeError, match="already published"):
+        journal.discard(mark)
+
+
+async def test_a_follower_far_behind_is_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    from podfit.server.cache import journal as journal_module
+
+    monkeypatch.setattr(journal_module, "MAX_BACKLOG_BYTES", 2_000)
+    journal = journal_module.Journal()
+    journal.bind(asyncio.get_running_loop())
+    journal.image(1, None)  # follower 1 reads nothing from here on
+    journal.image(2, None)
+    for i in range(20):
+        journal.record(("synced", "x" * 200 + str(i)))
+        frames = await journal.follow(2, journal.position - 1)
+        assert frames[-1][0] == journal.position
+    with pytest.raises(journal_module.FollowerDropped):
+        await journal.follow(1, 0)

@@ -792,7 +792,7 @@ def _bench_soak(args: argparse.Namespace, config: ChannelConfig) -> int:
     if args.target_given:
         report = asyncio.run(soak.run(args.target, args.duration, config=config))
     else:
-        with LocalServer() as server:
+        with LocalServer("--workers", str(args.workers)) as server:
             report = asyncio.run(soak.run(server.target, args.duration))
     print(report.summary())
     if args.json:

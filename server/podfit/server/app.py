@@ -10,7 +10,7 @@ import signal
 import ssl
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -128,7 +128,9 @@ class RunningServer:
     # Set by a second SIGTERM/SIGINT: cut the shutdown delay and the drain short.
     hurry: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def stop(self, grace: float | None = None, delay: float = 0.0) -> None:
+    async def stop(
+        self, grace: float | None = None, delay: float = 0.0, before_close: Awaitable[None] | None = None
+    ) -> None:
         """Graceful shutdown (see podfit.server.lifecycle): NOT_SERVING at once (gRPC health and the
         extender's /readyz), everything still served for ``delay`` seconds while load balancers notice;
         then open streams end UNAVAILABLE, the calls that reached the server are answered, the ports
@@ -145,6 +147,8 @@ class RunningServer:
         if self.extender is not None:
             closing.append(self.extender.cleanup())
         await asyncio.gather(*closing)
+        if before_close is not None:  # the decision workers, which still forward writes to this service
+            await before_close
         await self.service.close()
         if self.probes is not None:  # last: readiness says NOT_SERVING for the whole drain
             await self.probes.cleanup()
@@ -477,12 +481,10 @@ async def _serve_until_signalled(
         settings.shutdown_delay_seconds,
         settings.shutdown_grace_seconds,
     )
-    stopping = running.stop(settings.shutdown_grace_seconds, delay=settings.shutdown_delay_seconds)
-    if owner is None:
-        await stopping
-    else:
-        budget = settings.shutdown_delay_seconds + settings.shutdown_grace_seconds + 5
-        await asyncio.gather(stopping, owner.stop(budget))
+    # The workers stop beside the owner's listeners, and the service closes only once they are gone.
+    budget = settings.shutdown_delay_seconds + settings.shutdown_grace_seconds + 5
+    workers = asyncio.ensure_future(owner.stop(budget)) if owner is not None else None
+    await running.stop(settings.shutdown_grace_seconds, delay=settings.shutdown_delay_seconds, before_close=workers)
     log.info("stopped after %.2f s (%d calls served in all)", time.monotonic() - started, running.drain.started)
 
 

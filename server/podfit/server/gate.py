@@ -85,9 +85,11 @@ class Gate:
         async with changed:
             changed.notify_all()
 
-    async def run_heavy(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` on the worker thread with the cache to itself; cancelled with the calling task."""
-        if self._waiting >= self.waiting_limit:
+    async def run_heavy(self, fn: Callable[..., T], *args: Any, queued: bool = True) -> T:
+        """``fn(*args)`` on the worker thread with the cache to itself; cancelled with the calling task.
+        ``queued`` False: not counted against ``waiting_limit`` (a decision worker's image, which must not
+        be refused for the callers' load)."""
+        if queued and self._waiting >= self.waiting_limit:
             raise HeavyCallsBusy(
                 f"{self._waiting} heavy calls (simulations, estimates, drains, preemptions, batches) are "
                 "already waiting for the one running; retry later"
@@ -110,10 +112,11 @@ class Gate:
                 return await asyncio.shield(future)
             except asyncio.CancelledError:
                 # The caller left (client gone, deadline, shutdown): stop the thread at its next check
-                # and keep the cache to ourselves until it has.
+                # and keep the cache to ourselves until it has, however often this task is cancelled.
                 cancelled.set()
-                with suppress(BaseException):
-                    await future
+                while not future.done():
+                    with suppress(asyncio.CancelledError):
+                        await asyncio.wait({future})
                 raise
         finally:
             for hook in self.after_heavy:

@@ -18,10 +18,13 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 METRICS_PATH = "/metrics"
-# Families every process reports alike (each holds the same cache): the owner's figures are the server's.
-REPLICATED = ("podfit_cache_", "podfit_scheduler_")
-# The expositions of a server's decision workers, gathered at scrape time (podfit.server.workers).
-Gatherer = Callable[[], Awaitable[list[bytes]]]
+# Families every process reports alike (each holds the same cache, and OpenTelemetry's target_info):
+# the owner's figures are the server's.
+REPLICATED = ("podfit_cache_", "podfit_scheduler_", "target")
+# The expositions of a server's decision workers, gathered at scrape time (podfit.server.workers): those
+# running, and the last of those that went away, whose counters and histograms stay counted so that the
+# server's never fall back.
+Gatherer = Callable[[], Awaitable[tuple[list[bytes], list[bytes]]]]
 
 
 class _Merged:
@@ -29,15 +32,16 @@ class _Merged:
     gauge summed sample by sample, so the server reads as one target with the names and labels a single
     process has."""
 
-    def __init__(self, registry: CollectorRegistry, workers: Sequence[bytes]) -> None:
+    def __init__(self, registry: CollectorRegistry, workers: Sequence[bytes], retired: Sequence[bytes]) -> None:
         self.registry = registry
         self.workers = workers
+        self.retired = retired
 
     def collect(self) -> Iterator[Metric]:
         families = {family.name: copy.deepcopy(family) for family in self.registry.collect()}
-        for exposition in self.workers:
+        for exposition, gone in [*((e, False) for e in self.workers), *((e, True) for e in self.retired)]:
             for family in text_string_to_metric_families(exposition.decode()):
-                if family.name.startswith(REPLICATED):
+                if family.name.startswith(REPLICATED) or (gone and family.type == "gauge"):
                     continue
                 mine = families.setdefault(family.name, family)
                 if mine is family:
@@ -54,17 +58,18 @@ class _Merged:
         yield from families.values()
 
 
-def exposition(registry: CollectorRegistry, workers: Sequence[bytes] = ()) -> bytes:
-    if not workers:
+def exposition(registry: CollectorRegistry, workers: Sequence[bytes] = (), retired: Sequence[bytes] = ()) -> bytes:
+    if not workers and not retired:
         return bytes(generate_latest(registry))
     merged = CollectorRegistry(auto_describe=False)
-    merged.register(_Merged(registry, workers))
+    merged.register(_Merged(registry, workers, retired))
     return bytes(generate_latest(merged))
 
 
 def build_app(registry: CollectorRegistry, workers: Gatherer | None = None) -> web.Application:
     async def scrape(request: web.Request) -> web.Response:
-        response = web.Response(body=exposition(registry, await workers() if workers is not None else ()))
+        running, retired = await workers() if workers is not None else ([], [])
+        response = web.Response(body=exposition(registry, running, retired))
         response.headers["Content-Type"] = CONTENT_TYPE_LATEST
         return response
 

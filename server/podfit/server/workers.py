@@ -39,7 +39,7 @@ from typing import Any
 
 import grpc
 from podfit.server.cache.cluster_cache import Change
-from podfit.server.cache.journal import Journal
+from podfit.server.cache.journal import FollowerDropped, Journal
 from podfit.server.service import OwnerGone, ReservationMoved, SchedulingService
 from prometheus_client import CollectorRegistry, generate_latest
 
@@ -153,6 +153,9 @@ class Owner:
         self._all_ready = asyncio.Event()
         # Each connected worker's metrics stream: a scrape puts a future here, the stream fills it.
         self._scrapes: set[asyncio.Queue[asyncio.Future[bytes]]] = set()
+        self._last: dict[asyncio.Queue[asyncio.Future[bytes]], bytes] = {}
+        # The last figures of workers that went away (their counters and histograms stay counted).
+        self.retired_metrics: list[bytes] = []
 
     async def start(self, register: Any) -> None:
         """Starts the private listener, with ``register(server)`` adding the public servicers (a worker
@@ -213,25 +216,36 @@ class Owner:
                 await context.write(b"")
                 answer = await context.read()
                 if answer is grpc.aio.EOF:
-                    wanted.set_result(b"")
                     return
-                wanted.set_result(answer)
+                self._last[scrapes] = answer
+                if not wanted.done():  # a scrape that gave up on it has its last answer
+                    wanted.set_result(answer)
         finally:
             self._scrapes.discard(scrapes)
+            # A worker that went away keeps counting in /metrics: its counters must not fall back.
+            if (last := self._last.pop(scrapes, None)) is not None:
+                self.retired_metrics.append(last)
 
-    async def worker_metrics(self) -> list[bytes]:
-        """Every connected worker's Prometheus exposition, for the owner's /metrics; a worker that does
-        not answer in time is left out of this scrape."""
+    async def worker_metrics(self) -> tuple[list[bytes], list[bytes]]:
+        """For the owner's /metrics: each connected worker's Prometheus exposition (its last one when it
+        does not answer in time), and the last of each worker that went away."""
         loop = asyncio.get_running_loop()
-        wanted = []
+        asked: dict[asyncio.Future[bytes], asyncio.Queue[asyncio.Future[bytes]]] = {}
         for scrapes in list(self._scrapes):
             future: asyncio.Future[bytes] = loop.create_future()
             scrapes.put_nowait(future)
-            wanted.append(future)
-        done, pending = await asyncio.wait(wanted, timeout=METRICS_TIMEOUT_SECONDS) if wanted else (set(), set())
-        for future in pending:
-            future.cancel()
-        return [future.result() for future in done if not future.cancelled() and future.result()]
+            asked[future] = scrapes
+        answers = []
+        if asked:
+            done, _ = await asyncio.wait(asked, timeout=METRICS_TIMEOUT_SECONDS)
+            for future, scrapes in asked.items():
+                if future in done:
+                    answers.append(future.result())
+                else:
+                    future.cancel()
+                    if scrapes in self._last:
+                        answers.append(self._last[scrapes])
+        return answers, list(self.retired_metrics)
 
     async def _ready(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         """A worker has loaded its image and listens."""
@@ -246,7 +260,7 @@ class Owner:
         service = self.service
         try:
             position, image = await service.gate.run_heavy(
-                self.journal.image, follower, (service.epoch, service.synced, service.cache)
+                self.journal.image, follower, (service.epoch, service.synced, service.cache), queued=False
             )
             writer.write(_POSITION.pack(position) + _POSITION.pack(len(image)))
             for start in range(0, len(image), CHUNK_BYTES):
@@ -281,6 +295,8 @@ class Owner:
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
+        except FollowerDropped as exc:
+            log.error("%s: its connection is closed, and it starts again from a new image", exc)
         finally:
             writer.close()
             if task is not None:
@@ -295,11 +311,16 @@ class Owner:
         async with service.gate.shared():
             if service.cache.generation != generation:
                 return b""
+            before = self.journal.position
             try:
                 result = service.cache.apply(changes)
             except Exception:  # the owner's own decision will say what is wrong
                 return b""
-        return _POSITION.pack(self.journal.position) + _POSITION.pack(result.generation)
+            # Published at once (this is the loop's thread): the reservation is the journal's next operation.
+            position = self.journal.position
+        if position != before + 1:  # it changed nothing: let the owner answer the call whole
+            return b""
+        return _POSITION.pack(position) + _POSITION.pack(result.generation)
 
     def _spawn(self, index: int) -> subprocess.Popen[bytes]:
         command = [*self.command, "--follow", self.target]
@@ -418,8 +439,8 @@ class Follower:
     async def commit(self, generation: int, changes: Sequence[Change]) -> int:
         """Has the owner make a reservation decided on this replica at ``generation`` (Reservations)."""
         request = pickle.dumps((generation, list(changes)), protocol=pickle.HIGHEST_PROTOCOL)
-        try:
-            async with self._commit_lock:
+        async with self._commit_lock:
+            try:
                 if self._commits is None:
                     self._commits = await asyncio.open_unix_connection(self.stream_path)
                     self._commits[1].write(COMMIT)
@@ -428,12 +449,12 @@ class Follower:
                 await writer.drain()
                 (length,) = _LENGTH.unpack(await reader.readexactly(_LENGTH.size))
                 answer = await reader.readexactly(length)
-        except (OSError, asyncio.IncompleteReadError) as exc:
-            self._drop_commits()
-            raise OwnerGone("the owner process is gone") from exc
-        except BaseException:
-            self._drop_commits()  # cancelled mid-exchange: the stream's framing is lost with it
-            raise
+            except (OSError, asyncio.IncompleteReadError) as exc:
+                self._drop_commits()
+                raise OwnerGone("the owner process is gone") from exc
+            except BaseException:
+                self._drop_commits()  # cancelled mid-exchange: the stream's framing is lost with it
+                raise
         if not answer:
             raise ReservationMoved(f"the cache moved past generation {generation}")
         (position,) = _POSITION.unpack_from(answer)
@@ -461,10 +482,13 @@ class Follower:
             self._metrics_task = asyncio.create_task(self._answer_scrapes(self.registry))
 
     async def _answer_scrapes(self, registry: CollectorRegistry) -> None:
-        call = self.channel.stream_stream(METRICS, request_serializer=_identity, response_deserializer=_identity)()
-        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.CancelledError):
-            while await call.read() is not grpc.aio.EOF:
-                await call.write(bytes(generate_latest(registry)))
+        """Answers the owner's scrapes with this worker's figures for as long as the owner is there."""
+        while not self.ended.is_set():
+            call = self.channel.stream_stream(METRICS, request_serializer=_identity, response_deserializer=_identity)()
+            with contextlib.suppress(grpc.aio.AioRpcError):
+                while await call.read() is not grpc.aio.EOF:
+                    await call.write(bytes(generate_latest(registry)))
+            await asyncio.sleep(1.0)
 
     async def barrier(self, timeout: float | None = None) -> None:
         """Catches the replica up with everything the owner has acknowledged so far."""

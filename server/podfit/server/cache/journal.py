@@ -24,6 +24,13 @@ from typing import Any
 
 # An operation: ("apply", [Change, ...]) or ("synced", feeder).
 Op = tuple[str, Any]
+# Frames kept for a follower that does not read them (stopped, or far too slow) before it is let go: it
+# stops, and its owner starts it again from a new image.
+MAX_BACKLOG_BYTES = 512 * 1024 * 1024
+
+
+class FollowerDropped(Exception):
+    """A follower fell more than MAX_BACKLOG_BYTES behind."""
 
 
 class Journal:
@@ -38,6 +45,11 @@ class Journal:
         self._published: asyncio.Condition | None = None
         # Where each connected follower is (frames behind every one of them are dropped).
         self._cursors: dict[int, int] = {}
+        self._dropped: set[int] = set()
+        self._backlog_bytes = 0
+        # Operations recorded and published in all, to tell a rollback from a write already sent.
+        self._recorded = 0
+        self._published_count = 0
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The event loop whose thread publishes; writes from any other thread wait for ``publish``."""
@@ -47,25 +59,28 @@ class Journal:
     def record(self, op: Op) -> None:
         with self._lock:
             self._pending.append(op)
+            self._recorded += 1
         if self._loop is not None and threading.get_ident() == self._loop_thread:
             self.publish()
 
     def mark(self) -> int:
         """Where a tentative set of writes begins (see ``discard``)."""
         with self._lock:
-            return len(self._pending)
+            return self._recorded
 
     def discard(self, mark: int) -> None:
         """Forgets the writes recorded since ``mark``: they were rolled back before anyone saw them."""
         with self._lock:
-            if mark > len(self._pending):
+            if self._published_count > mark:
                 raise RuntimeError("rolled-back writes were already published to the decision workers")
-            del self._pending[mark:]
+            del self._pending[mark - self._published_count :]
+            self._recorded = mark
 
     def publish(self) -> None:
         """Makes the pending operations one frame the followers receive; on the event loop's thread."""
         with self._lock:
             ops, self._pending = self._pending, []
+            self._published_count += len(ops)
         if not ops:
             return
         frame = pickle.dumps(ops, protocol=pickle.HIGHEST_PROTOCOL)
@@ -73,6 +88,9 @@ class Journal:
             self.position += len(ops)
             if self._cursors:
                 self._frames.append((self.position, frame))
+                self._backlog_bytes += len(frame)
+                if self._backlog_bytes > MAX_BACKLOG_BYTES:
+                    self._drop_laggards()
         if self._published is not None and self._loop is not None:
             self._loop.create_task(self._notify())
 
@@ -102,7 +120,12 @@ class Journal:
             self._cursors[follower] = position
             self._trim()
         async with self._published:
-            await self._published.wait_for(lambda: self._frames and self._frames[-1][0] > position)
+            await self._published.wait_for(
+                lambda: follower in self._dropped or bool(self._frames and self._frames[-1][0] > position)
+            )
+        if follower in self._dropped:
+            self._dropped.discard(follower)
+            raise FollowerDropped(f"decision worker {follower} fell over {MAX_BACKLOG_BYTES} bytes behind")
         return list(self.frames_after(position))
 
     def forget(self, follower: int) -> None:
@@ -110,11 +133,23 @@ class Journal:
             self._cursors.pop(follower, None)
             self._trim()
 
+    def _drop_laggards(self) -> None:
+        """Lets go of the followers furthest behind (under the lock) and of the frames kept for them."""
+        oldest = min(self._cursors.values())
+        for follower, position in list(self._cursors.items()):
+            if position == oldest:
+                del self._cursors[follower]
+                self._dropped.add(follower)
+        self._trim()
+        if self._loop is not None:
+            self._loop.create_task(self._notify())
+
     def _trim(self) -> None:
         """Drops the frames every follower has (under the lock)."""
         if not self._cursors:
             self._frames.clear()
+            self._backlog_bytes = 0
             return
         oldest = min(self._cursors.values())
         while self._frames and self._frames[0][0] <= oldest:
-            self._frames.popleft()
+            self._backlog_bytes -= len(self._frames.popleft()[1])
