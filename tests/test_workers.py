@@ -28,18 +28,11 @@ from podfit.server.transport.forward import OwnerLink
 from podfit.server.workers import Follower, Owner
 from podfit.v1 import cluster_cache_pb2 as cc
 
+from tests.builders import make_node
+
 
 def node(name: str, cpu: str = "4", zone: str = "a") -> dict[str, Any]:
-    return {
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "uid": f"uid-{name}",
-            "resourceVersion": "1",
-            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone},
-        },
-        "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"}},
-    }
+    return make_node(name).label("topology.kubernetes.io/zone", zone).capacity(cpu=cpu, memory="16Gi").json()
 
 
 def pod(name: str, cpu: str = "1", labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
