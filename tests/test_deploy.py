@@ -1025,3 +1025,14 @@ def test_metrics_are_reachable_only_from_the_scrapers_namespace() -> None:
     policy = _one("NetworkPolicy", "podfit")
     open_ports = {p["port"] for rule in policy["spec"]["ingress"] if "from" not in rule for p in rule["ports"]}
     assert open_ports == {50051, 8888, 8081}
+
+
+def test_the_server_requests_a_core_for_each_of_its_processes() -> None:
+    """With decision workers, every process of the server answers on a core of its own: a request of
+    fewer cores than PODFIT_WORKERS would have them share, which measured slower than one process."""
+    from podfit.k8s.quantity import parse_quantity
+
+    (container,) = [c for name, _, c in PODFIT_CONTAINERS if name.endswith(f"/{SERVER_CONTAINER}")]
+    workers = int(next(e["value"] for e in container.get("env", []) if e["name"] == "PODFIT_WORKERS"))
+    assert workers >= 1
+    assert parse_quantity(str(container["resources"]["requests"]["cpu"])) >= workers
