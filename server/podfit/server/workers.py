@@ -45,29 +45,30 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 log = logging.getLogger("podfit.server")
 
+# The private gRPC socket: the public services (writes a worker forwards) and these.
 REPLICATION = "/podfit.internal.Replication"
 POSITION = f"{REPLICATION}/Position"
+READY = f"{REPLICATION}/Ready"
+METRICS = f"{REPLICATION}/Metrics"
+# The internal socket carries whole requests of any size: no message limit there.
+INTERNAL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+# Trailing metadata of the owner's answer to a forwarded write: where its journal stands after it.
+POSITION_KEY = "podfit-journal-position"
 # The journal and the reservations travel on a plain Unix stream beside the gRPC socket: a gRPC message
 # costs each side more CPU than the write it carries (a reservation's round trip took ~1 ms over gRPC
 # against ~0.4 ms here, on 2 busy cores). A connection says first which it is.
 STREAM_SOCKET = "replica.sock"
 FOLLOW, COMMIT = b"F", b"C"
 _LENGTH = struct.Struct("!I")
-READY = f"{REPLICATION}/Ready"
-METRICS = f"{REPLICATION}/Metrics"
+_POSITION = struct.Struct("!Q")
+# A journal frame's header: the position after it, and the length of its pickled operations.
+_FRAME = struct.Struct("!QQ")
+# The image of the cache is written in pieces, each awaited (the owner's loop stays responsive).
+CHUNK_BYTES = 8 * 1024 * 1024
 # How long a scrape waits for a worker's figures.
 METRICS_TIMEOUT_SECONDS = 2.0
 # How long the owner waits at start for its workers to listen before it says it is listening itself.
 START_TIMEOUT_SECONDS = 60.0
-# Trailing metadata of the owner's answer to a forwarded write: where its journal stands after it.
-POSITION_KEY = "podfit-journal-position"
-# The image of the cache is sent in pieces well under any message limit.
-CHUNK_BYTES = 8 * 1024 * 1024
-# The internal socket carries images of the whole cache: no message limit there.
-INTERNAL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
-_POSITION = struct.Struct("!Q")
-# A journal frame's header: the position after it, and the length of its pickled operations.
-_FRAME = struct.Struct("!QQ")
 
 
 def default_workers(cgroup: str = "/sys/fs/cgroup") -> int:
