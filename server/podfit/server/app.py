@@ -389,14 +389,16 @@ async def serve(settings: Settings, argv: Sequence[str] = ()) -> None:
     extender = _bound(settings.extender_addr, running.extender_port) if running.extender else "off"
     ca_expander = _bound(settings.ca_expander_addr, running.ca_expander_port) if running.ca_expander else "off"
     probes = _bound(settings.probe_addr, running.probe_port) if running.probes else "off"
-    # Each worker listens where the owner does (the ports it was given, 0 included, resolved).
-    command = [
-        *(sys.executable, "-m", "podfit.server.app", *argv),
-        *("--grpc-addr", grpc_addr, "--ca-expander-addr", ca_expander, "--probe-addr", "off"),
-        *("--extender-addr", "off" if settings.extender_bind else extender, "--metrics-addr", "off"),
-        *("--workers", str(workers)),
-    ]
-    owner = Owner(running.service, command, workers) if workers > 1 else None
+    owner = None
+    if workers > 1:
+        # Each worker listens where the owner does (the ports it was given, 0 included, resolved).
+        command = [
+            *(sys.executable, "-m", "podfit.server.app", *argv),
+            *("--grpc-addr", grpc_addr, "--ca-expander-addr", ca_expander, "--probe-addr", "off"),
+            *("--extender-addr", "off" if settings.extender_bind else extender, "--metrics-addr", "off"),
+            *("--workers", str(workers)),
+        ]
+        owner = Owner(running.service, command, workers)
     metrics_runner, metrics_url = await _start_metrics_listener(settings, running, owner)
     if owner is not None:
         try:

@@ -79,15 +79,22 @@ class Reservations(Protocol):
 
 
 class _Deferred:
-    """An assume's changes, held for the owner instead of applied here."""
+    """An assume's changes, held for the owner instead of applied here (as ``apply`` takes them)."""
 
-    def __init__(self, generation: int) -> None:
+    def __init__(self, reservations: Reservations, generation: int) -> None:
+        self.reservations = reservations
         self.generation = generation
         self.changes: builtins.list[Change] | None = None
 
     def __call__(self, changes: Iterable[Change]) -> BatchResult:
         self.changes = builtins.list(changes)
         return BatchResult(self.generation + 1)
+
+    async def commit(self) -> int:
+        """The generation holding the reservation, 0 when the decision reserved nothing."""
+        if self.changes is None:
+            return 0
+        return await self.reservations.commit(self.generation, self.changes)
 
 
 class PodRejected(ValueError):
@@ -655,7 +662,7 @@ class SchedulingService:
                 self._check_current(resolved)
             signature, decision = pod_signature(resolved), None
         # A decision worker decides here and has the owner reserve, if nothing changed meanwhile.
-        deferred = _Deferred(self.cache.generation) if assume and self.reservations is not None else None
+        deferred = _Deferred(self.reservations, self.cache.generation) if assume and self.reservations else None
         apply = self.cache.apply if deferred is None else deferred
         # A memoised "nothing fits" serves only when it was answered with PostFilter exactly as asked now
         # (otherwise it lacks the CycleState PostFilter needs: decide afresh).
@@ -671,8 +678,8 @@ class SchedulingService:
             )
             if not result.assumed_generation and result.decision is not None:
                 await self._remember(key, result.decision)
-        if deferred is not None and deferred.changes is not None and self.reservations is not None:
-            result.assumed_generation = await self.reservations.commit(deferred.generation, deferred.changes)
+        if deferred is not None:
+            result.assumed_generation = await deferred.commit()
         return result
 
     def _schedule_now(

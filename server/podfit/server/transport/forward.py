@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 from google.protobuf.message import Message
 from podfit.server.service import OwnerGone, ReservationMoved
 from podfit.server.transport.decoding import Undecodable
 from podfit.server.workers import POSITION_KEY, Follower, committed
-
-Req = TypeVar("Req")
-Resp = TypeVar("Resp")
 
 OWNER_GONE = "this decision worker lost its owner process; retry (the server is restarting)"
 
@@ -74,7 +71,17 @@ class OwnerLink:
         await self.caught_up(context, int(position) if isinstance(position, str) else None)
         return response
 
-    async def decided_here(self, method: Any, servicer: Any, request: Any, context: Any) -> Any:
+    async def answer(
+        self, path: str, response_type: type[Message], method: Any, servicer: Any, request: Any, context: Any
+    ) -> Any:
+        """An assuming call: decided here with its reservation made by the owner, or, when the owner
+        refuses it (or keeps refusing this worker's), answered whole by ``path`` on the owner."""
+        response = await self._decided_here(method, servicer, request, context)
+        if response is None:
+            response = await self.unary(path, request, response_type, context)
+        return response
+
+    async def _decided_here(self, method: Any, servicer: Any, request: Any, context: Any) -> Any:
         """``method`` answered by this worker, its reservation made by the owner; None when the owner
         refused the reservation (the cache moved on)."""
         self._assumes += 1
@@ -127,8 +134,8 @@ def forwarded(
             owner: OwnerLink | None = self.owner
             if owner is None or (when is not None and not when(request)):
                 return await method(self, request, context)
-            if optimistic and (response := await owner.decided_here(method, self, request, context)) is not None:
-                return response
+            if optimistic:
+                return await owner.answer(path, response_type, method, self, request, context)
             return await owner.unary(path, request, response_type, context)
 
         return wrapper

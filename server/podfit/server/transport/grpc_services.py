@@ -33,8 +33,10 @@ _OUTCOMES = {
 }
 # Stream requests read ahead of the one being applied; bounds what a fast feeder can queue here.
 STREAM_WINDOW = 64
-CACHE = "/podfit.v1.ClusterCache/"
-SCHEDULER = "/podfit.v1.Scheduler/"
+# Method paths on the owner, for what a decision worker forwards (podfit.server.transport.forward).
+CACHE = f"/{cc.DESCRIPTOR.services_by_name['ClusterCache'].full_name}/"
+SCHEDULER = f"/{sc.DESCRIPTOR.services_by_name['Scheduler'].full_name}/"
+SCHEDULE = SCHEDULER + "Schedule"
 
 
 def _key_message(change: Change) -> cc.ObjectKey:
@@ -318,7 +320,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         )
         return convert.schedule_response(result, full=request.view != sc.VIEW_BASIC, epoch=self.service.epoch)
 
-    @forwarded(SCHEDULER + "Schedule", sc.ScheduleResponse, when=lambda request: request.assume, optimistic=True)
+    @forwarded(SCHEDULE, sc.ScheduleResponse, when=lambda request: request.assume, optimistic=True)
     @unary_errors
     async def Schedule(self, request: sc.ScheduleRequest, context: grpc.aio.ServicerContext) -> sc.ScheduleResponse:
         return await self._schedule(request)
@@ -329,14 +331,11 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
     ) -> AsyncIterator[sc.ScheduleResponse]:
         """Answers each request in order; an invalid one ends the stream with INVALID_ARGUMENT."""
         async for request in requests:
-            owner = self.owner
-            if request.assume and owner is not None:
-                response = await owner.decided_here(SchedulerServicer._gated_schedule, self, request, context)
-                if response is None:
-                    response = await owner.unary(SCHEDULER + "Schedule", request, sc.ScheduleResponse, context)
-                yield response
-                continue
-            yield await self._gated_schedule(request, context)
+            if request.assume and self.owner is not None:
+                schedule = SchedulerServicer._gated_schedule
+                yield await self.owner.answer(SCHEDULE, sc.ScheduleResponse, schedule, self, request, context)
+            else:
+                yield await self._gated_schedule(request, context)
 
     async def _gated_schedule(self, request: sc.ScheduleRequest, context: object) -> sc.ScheduleResponse:
         async with self.service.gate.shared():
