@@ -213,3 +213,16 @@ def test_cli_bench_runs_a_simulation_workload(tmp_path: Path, capsys: pytest.Cap
     printed = capsys.readouterr().out
     assert "| SimulateDrain1Node/20Nodes_300Pods | grpc | 2 |" in printed
     assert "SimulateDrain1Node/20Nodes_300Pods: every answer checked: 1 node(s) removable" in printed
+
+
+def test_cli_bench_asks_from_concurrent_clients_of_a_server_with_decision_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "bench.json"
+    argv = ["bench", "SchedulingBasic/6Nodes_10Pods", "--decisions", "6", "--workers", "2", "--clients", "3"]
+    assert main([*argv, "--json", str(out)]) == 0
+    entry = json.loads(out.read_text())["workloads"]["SchedulingBasic/6Nodes_10Pods [grpc x3 clients]"]
+    assert entry["mode"] == "grpc x3 clients" and entry["decisions"] == 6
+    assert "(2 processes: the cache's owner and 1 decision worker), asked by 3 concurrent clients" in (
+        capsys.readouterr().out
+    )

@@ -95,3 +95,35 @@ def test_the_readme_async_python_snippet_runs_as_shown() -> None:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == expected.group(1).strip()
+
+
+def test_podfit_load_asks_a_server_with_decision_workers_from_concurrent_connections(tmp_path: Path) -> None:
+    """sdk/go/cmd/podfit-load, the benchmark README's concurrent caller, built and run as documented."""
+    if shutil.which("go") is None:
+        pytest.fail("go is not installed: the Go SDK needs Go >= 1.26 (see the README)")
+    binary = tmp_path / "podfit-load"
+    built = subprocess.run(
+        ["go", "build", "-o", str(binary), "./cmd/podfit-load"],
+        cwd=ROOT / "sdk" / "go",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    from podfit.client.sync import Client
+
+    with LocalServer("--workers", "2") as local:
+        with Client(local.target) as client:
+            room = {"cpu": "64", "memory": "256Gi", "pods": "110"}
+            client.apply(
+                [{"kind": "Node", "metadata": {"name": f"n{i}"}, "status": {"allocatable": room}} for i in range(3)]
+            )
+        argv = [str(binary), "-target", local.target, "-insecure", "-clients", "4", "-decisions", "40", "-assume"]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        assert re.fullmatch(
+            r"clients=4 assume=true decisions=40 placed=40 seconds=[\d.]+ per_second=\d+\n", done.stdout
+        )
+        with Client(local.target) as client:
+            assert sum(1 for p in client.list("Pod").objects if p.pod.spec.node_name) == 40
