@@ -41,6 +41,9 @@ class Limits:
     # Heavy calls (simulations, estimates, drains, BestOptions, preemptions, batches) that may wait while
     # one runs; one more is RESOURCE_EXHAUSTED (podfit.server.gate).
     heavy_calls_waiting: int = 8
+    # A heavy call's deadline on the server, from its arrival, whatever the client's (a client may send
+    # none): DEADLINE_EXCEEDED after it. Bounds how long it and the writes queued behind it wait.
+    heavy_call_seconds: int = 30
 
     def check(self, field: str, count: int, limit: int, what: str, setting: str) -> None:
         if count > limit:
@@ -68,11 +71,23 @@ _deadline: ContextVar[float | None] = ContextVar("podfit_deadline", default=None
 @contextmanager
 def deadline_scope(seconds: float | None) -> Iterator[None]:
     """Work inside runs until ``seconds`` from now (None: no deadline)."""
-    token = _deadline.set(None if seconds is None else time.monotonic() + seconds)
+    with deadline_at(None if seconds is None else time.monotonic() + seconds):
+        yield
+
+
+@contextmanager
+def deadline_at(deadline: float | None) -> Iterator[None]:
+    """Work inside runs until ``deadline`` (``time.monotonic()``; None: no deadline)."""
+    token = _deadline.set(deadline)
     try:
         yield
     finally:
         _deadline.reset(token)
+
+
+def current_deadline() -> float | None:
+    """The current call's deadline (``time.monotonic()``), None when it has none."""
+    return _deadline.get()
 
 
 _cancelled: ContextVar[threading.Event | None] = ContextVar("podfit_cancelled", default=None)

@@ -3,20 +3,25 @@ alone on a worker thread.
 
 Decisions and updates are short and run on the event loop, interleaved only where they await; they hold
 the gate *shared*. A heavy call (a simulation, an estimate, a drain, BestOptions, preemption, a batch)
-holds it *exclusively*: it waits for the shared holders to finish, new ones wait behind it, and it runs on
-a worker thread over the cache it then has to itself — so the event loop stays free for what needs no
-gate (health checks, Stats, Get and List, /metrics), which answer within a few milliseconds while it runs
-(the thread gives up the interpreter lock every few milliseconds). Updates are delayed, never dropped.
+holds it *exclusively*, on a worker thread, so the event loop stays free for what needs no gate (health
+checks, Stats, Get and List, /metrics). Updates are delayed, never dropped.
+
+The gate is first come, first served: whoever arrives while the cache is taken queues, and the queue is
+served in arrival order — a run of shared holders at its head together, a heavy call alone. So an update
+that arrived before a heavy call runs before it, never after heavy calls that came later, and a heavy call
+is never starved by a stream of decisions. Leaving the queue (a caller cancelled, or its deadline passed)
+serves whoever it was holding back at once: nothing waits on a wakeup that nobody sends.
+
+Every heavy call has a server-side deadline (``limits.heavyCallSeconds``), whatever the client sends,
+covering its wait in the queue and its run; with ``heavy_calls_waiting`` queued at most, a write waits at
+most (1 + that many) heavy deadlines, never without bound.
 
 Why a thread rather than a process pool or cooperative chunking: decisions read the cache's own
 structures in place (no copy is made for a snapshot), so another process would need the whole cluster
 shipped to it for each call, and chunking on the event loop would let updates change those structures
-under a half-done simulation. Excluding writers for the duration is what keeps the thread's view
-consistent, at the price of updates waiting behind at most one heavy call (bounded by its deadline).
-
-A heavy call ends when its deadline passes, when its client goes away, or when the server stops: the
-event loop sets the call's cancellation flag, which the simulation loops check between steps
-(``budget.check_deadline``), and keeps the gate closed until the thread has let go of the cache.
+under a half-done simulation. The thread stops at its next check (``budget.check_deadline``) once its
+deadline passes, its client goes away or the server stops, and the gate stays closed until it has let go
+of the cache.
 """
 
 from __future__ import annotations
@@ -24,32 +29,45 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from podfit.server.budget import cancellation_scope
+from podfit.server.budget import DeadlineExceeded, cancellation_scope, current_deadline, deadline_at
 
 T = TypeVar("T")
+
+# A heavy call's server-side deadline when none is configured (limits.heavyCallSeconds).
+DEFAULT_HEAVY_CALL_SECONDS = 30.0
 
 
 class HeavyCallsBusy(Exception):
     """Too many heavy calls are already waiting: RESOURCE_EXHAUSTED, retry later."""
 
 
+@dataclass(eq=False, slots=True)
+class _Waiter:
+    exclusive: bool
+    granted: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
 class Gate:
-    def __init__(self, waiting_limit: int = 8) -> None:
+    def __init__(self, waiting_limit: int = 8, heavy_seconds: float = DEFAULT_HEAVY_CALL_SECONDS) -> None:
         # Heavy calls allowed to wait while one runs; one more is refused.
         self.waiting_limit = waiting_limit
+        # Each heavy call's deadline on this server, from its arrival (queue wait included).
+        self.heavy_seconds = heavy_seconds
         self._shared = 0
         self._exclusive = False
-        self._waiting = 0
-        self._changed: asyncio.Condition | None = None
+        self._queue: deque[_Waiter] = deque()
         # One thread: heavy calls run one at a time anyway.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="podfit-heavy")
         self.heavy_started = 0
-        # The running heavy call's cancellation flag.
+        # The running heavy call's cancellation flag, and a future done when the gate is next free.
         self._running: threading.Event | None = None
         # Called on the event loop as each heavy call lets go of the cache (the journal publishes what
         # the call wrote once no rollback can come).
@@ -60,51 +78,98 @@ class Gate:
         """Whether a heavy call holds the cache."""
         return self._exclusive
 
-    def _condition(self) -> asyncio.Condition:
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        return self._changed
+    @property
+    def waiting(self) -> int:
+        """Heavy calls queued (not yet running)."""
+        return sum(1 for waiter in self._queue if waiter.exclusive)
+
+    @property
+    def queued(self) -> int:
+        """Callers of either kind queued."""
+        return len(self._queue)
+
+    def _admit(self) -> None:
+        """Grants the queue's head in arrival order: every shared waiter up to the first heavy call, or
+        that heavy call alone once nobody holds the cache. Synchronous, so no grant is ever lost."""
+        while self._queue and not self._exclusive:
+            head = self._queue[0]
+            if head.exclusive:
+                if self._shared:
+                    return
+                self._exclusive = True
+            else:
+                self._shared += 1
+            self._queue.popleft()
+            head.granted.set_result(None)
+
+    def _release_shared(self) -> None:
+        self._shared -= 1
+        self._admit()
+
+    def _release_exclusive(self) -> None:
+        self._exclusive, self._running = False, None
+        self._admit()
+
+    async def _wait(self, waiter: _Waiter, deadline: float | None) -> None:
+        """Queues ``waiter`` until granted; leaves the queue (and lets the next in) when cancelled or at
+        ``deadline`` (DeadlineExceeded)."""
+        self._queue.append(waiter)
+        self._admit()
+        try:
+            if deadline is None:
+                await asyncio.shield(waiter.granted)
+            else:
+                async with asyncio.timeout_at(asyncio.get_running_loop().time() + deadline - time.monotonic()):
+                    await asyncio.shield(waiter.granted)
+        except BaseException as exc:
+            if waiter.granted.done():
+                # Granted while being cancelled: give it back.
+                (self._release_exclusive if waiter.exclusive else self._release_shared)()
+            else:
+                self._queue.remove(waiter)
+                self._admit()
+            if isinstance(exc, TimeoutError):
+                raise DeadlineExceeded(
+                    "the deadline passed while waiting for the heavy calls ahead of this call "
+                    f"({self.waiting} waiting, one running)"
+                ) from None
+            raise
 
     @asynccontextmanager
     async def shared(self) -> AsyncIterator[None]:
-        """Held around a decision or an update (no wait at all while no heavy call runs or waits)."""
-        if self._exclusive or self._waiting:
-            changed = self._condition()
-            async with changed:
-                await changed.wait_for(lambda: not (self._exclusive or self._waiting))
-        self._shared += 1
+        """Held around a decision or an update (no wait at all while nothing is queued and no heavy call
+        runs)."""
+        if self._exclusive or self._queue:
+            await self._wait(_Waiter(False), current_deadline())
+        else:
+            self._shared += 1
         try:
             yield
         finally:
-            self._shared -= 1
-            if not self._shared and self._waiting:
-                await self._notify()
-
-    async def _notify(self) -> None:
-        changed = self._condition()
-        async with changed:
-            changed.notify_all()
+            self._release_shared()
 
     async def run_heavy(self, fn: Callable[..., T], *args: Any, queued: bool = True) -> T:
-        """``fn(*args)`` on the worker thread with the cache to itself; cancelled with the calling task.
-        ``queued`` False: not counted against ``waiting_limit`` (a decision worker's image, which must not
-        be refused for the callers' load)."""
-        if queued and self._waiting >= self.waiting_limit:
+        """``fn(*args)`` on the worker thread with the cache to itself, within the caller's deadline and
+        this server's (``heavy_seconds``); cancelled with the calling task. ``queued`` False: not counted
+        against ``waiting_limit`` and without the server's deadline (a decision worker's image, which must
+        not be refused for the callers' load)."""
+        waiting = self.waiting
+        if queued and waiting >= self.waiting_limit:
             raise HeavyCallsBusy(
-                f"{self._waiting} heavy calls (simulations, estimates, drains, preemptions, batches) are "
+                f"{waiting} heavy calls (simulations, estimates, drains, preemptions, batches) are "
                 "already waiting for the one running; retry later"
             )
-        self._waiting += 1
-        try:
-            changed = self._condition()
-            async with changed:
-                await changed.wait_for(lambda: not self._exclusive and not self._shared)
-                self._exclusive = True
-        finally:
-            self._waiting -= 1
+        deadline = current_deadline()
+        if queued:
+            mine = time.monotonic() + self.heavy_seconds
+            deadline = mine if deadline is None else min(deadline, mine)
+        if self._exclusive or self._shared or self._queue:
+            await self._wait(_Waiter(True), deadline)
+        else:
+            self._exclusive = True
         cancelled = self._running = threading.Event()
         try:
-            with cancellation_scope(cancelled):
+            with cancellation_scope(cancelled), deadline_at(deadline):
                 context = contextvars.copy_context()
             self.heavy_started += 1
             future = asyncio.get_running_loop().run_in_executor(self._executor, context.run, fn, *args)
@@ -121,16 +186,14 @@ class Gate:
         finally:
             for hook in self.after_heavy:
                 hook()
-            self._exclusive, self._running = False, None
-            await self._notify()
+            self._release_exclusive()
 
     async def stop(self, timeout: float = 1.0) -> None:
         """Cancels the running heavy call (the server is stopping) and waits, up to ``timeout``, for its
         thread to let go of the cache."""
         if self._running is not None:
             self._running.set()
-        changed = self._condition()
-        with suppress(TimeoutError):
-            async with changed:
-                await asyncio.wait_for(changed.wait_for(lambda: not self._exclusive), timeout)
+        ends = time.monotonic() + timeout
+        while self._exclusive and time.monotonic() < ends:
+            await asyncio.sleep(0.01)
         self._executor.shutdown(wait=False, cancel_futures=True)

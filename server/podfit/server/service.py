@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from aiocache import Cache
-from podfit.server.budget import Limits
+from podfit.server.budget import Limits, check_deadline
 from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache, Entry, UpdateRejected, Upsert
 from podfit.server.cache.overlay import Overlay
 from podfit.server.cache.snapshot import Snapshot
@@ -315,7 +315,7 @@ class SchedulingService:
         # Per-request limits, checked before any work (podfit.server.budget).
         self.limits = limits or Limits()
         # Decisions and updates share the cache; a heavy call has it alone, on a worker thread.
-        self.gate = Gate(self.limits.heavy_calls_waiting)
+        self.gate = Gate(self.limits.heavy_calls_waiting, self.limits.heavy_call_seconds)
         # This process's cache id, new at every start: a restart empties the cache, and a feeder that sees
         # another epoch knows it must resync in full.
         self.epoch = uuid.uuid4().hex
@@ -770,6 +770,8 @@ class SchedulingService:
         placement = BatchPlacement([], tentative.generation)
         try:
             for i, (record, source) in enumerate(resolved):
+                # A batch is a heavy call: it stops at its deadline, and its reservations are undone.
+                check_deadline()
                 try:
                     result = self._schedule_now(
                         engine, record, source, node_names, scheduler_name, True, preempt, tentative.apply

@@ -87,6 +87,7 @@ class Settings:
     limits_expansion_options: int = 1_000
     limits_pods_per_option: int = 10_000
     limits_heavy_calls_waiting: int = 8
+    limits_heavy_call_seconds: int = 30
     # The kube-scheduler version decisions answer as unless a profile or a request says otherwise.
     kube_scheduler_version: str = DEFAULT_VERSION
     # kube-scheduler's --feature-gates: "A=true,B=false" (or a mapping in the file), for every version.
@@ -111,6 +112,7 @@ class Settings:
             expansion_options=self.limits_expansion_options,
             pods_per_option=self.limits_pods_per_option,
             heavy_calls_waiting=self.limits_heavy_calls_waiting,
+            heavy_call_seconds=self.limits_heavy_call_seconds,
         )
 
     @property
@@ -170,6 +172,7 @@ _SOURCES = {
     "limits_expansion_options": ("limits.expansionOptions", "PODFIT_LIMITS_EXPANSION_OPTIONS"),
     "limits_pods_per_option": ("limits.podsPerOption", "PODFIT_LIMITS_PODS_PER_OPTION"),
     "limits_heavy_calls_waiting": ("limits.heavyCallsWaiting", "PODFIT_LIMITS_HEAVY_CALLS_WAITING"),
+    "limits_heavy_call_seconds": ("limits.heavyCallSeconds", "PODFIT_LIMITS_HEAVY_CALL_SECONDS"),
     "feature_gates": ("featureGates", "PODFIT_FEATURE_GATES"),
     "workers": ("workers", "PODFIT_WORKERS"),
 }
