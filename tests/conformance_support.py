@@ -1,16 +1,18 @@
 """In-process replay of conformance cases: builds a cache from a case and answers in ``expect`` shape.
 
-The gRPC runner (``podfit conformance``) is the yardstick; this is the fast path plugin tests use.
+The gRPC runner (``podfit conformance``) is the yardstick; this is the fast path plugin tests use, and
+``assert_every_case_passed`` is how the suite judges a runner's report.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from podfit.client.conformance_compare import Report
 from podfit.server.cache.cluster_cache import ClusterCache, Upsert
 from podfit.server.config import default_profile
 from podfit.server.engine import Decision, Engine
@@ -100,3 +102,13 @@ def evaluate_case(case: Mapping[str, Any]) -> dict[str, Any]:
         }
         answer["postfilter"] = result.postfilter
     return answer
+
+
+def assert_every_case_passed(report: Report, cases: Sequence[Mapping[str, Any]], what: str) -> None:
+    """Every case of ``cases`` was replayed, compared on something and matched. A case with nothing to
+    compare is a failure in the report ("nothing compared: ..."), never a pass; an empty corpus fails."""
+    failed = [f["id"] for f in report.failures]
+    details = "\n".join(f"{f['id']}: {f['diff']}" for f in report.failures[:3])
+    assert not failed, f"{len(failed)} of {len(cases)} {what} cases failed: {failed[:10]}\n{details}"
+    assert cases, f"no {what} case: nothing compared"
+    assert report.ok and report.total == report.passed == len(cases), (report.total, report.passed, len(cases))

@@ -4,18 +4,27 @@ API (as ``podfit conformance`` does, the version read from each case) and fails 
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from podfit.client.cli import NO_CASES
 from podfit.client.conformance import REMOVAL_RULES, case_version, filter_expect, load_cases, run_cases
 from podfit.client.conformance_compare import (
+    CHECKS,
+    NOTHING_COMPARED,
     REMOVAL_CHECKS,
     Report,
     compare_answers,
     compare_case,
     compare_field_sets,
+    compare_fields,
 )
 
+from tests.conformance_support import assert_every_case_passed
 from tests.conftest import LiveServer
 from tests.corpora import corpus
 
@@ -46,10 +55,7 @@ async def test_every_public_case_passes_on_every_field(live: LiveServer, corpus:
     cases = load_cases(corpus[release])
     assert {case_version(c) for c in cases} == {release}, "the corpus answers as another version"
     report = await run_cases(cases, live.target)
-    failed = [f["id"] for f in report.failures]
-    details = "\n".join(f["diff"] for f in report.failures[:3])
-    assert not failed, f"{len(failed)} of {len(cases)} {release} cases differ: {failed[:10]}\n{details}"
-    assert report.passed == len(cases)
+    assert_every_case_passed(report, cases, release)
 
 
 # cluster-autoscaler's scale-down planner (removal/FORMAT.md), each case under each destination rule.
@@ -68,10 +74,7 @@ async def test_every_public_removal_case_passes_on_every_field(live: LiveServer,
     assert len(cases) == 150
     assert all(c[REMOVAL_RULES[rule]] is not None for c in cases), "every public case is stable under both rules"
     report = await run_cases(cases, live.target, removal_rules=(rule,))
-    failed = [f["id"] for f in report.failures]
-    details = "\n".join(f["diff"] for f in report.failures[:3])
-    assert not failed, f"{len(failed)} of {len(cases)} removal cases differ under {rule}: {failed[:10]}\n{details}"
-    assert report.passed == len(cases)
+    assert_every_case_passed(report, cases, f"removal ({rule})")
     assert all(tally.match == tally.total == len(cases) for tally in report.checks.values())
 
 
@@ -243,3 +246,133 @@ def test_filter_rpc_expectation(expect: dict[str, object], filter_status: str) -
     report = Report()
     answers = {"Filter": {"status": filter_status}, "Score": {"status": expect["status"]}}
     assert compare_answers(report, "case", expect, answers, {"Filter": filter_expect(expect)})
+
+
+# -- a case with nothing to compare fails, in the CLI as in the suite ----------------------------------
+
+PODFIT = str(Path(sys.executable).parent / "podfit")
+_REMOVAL_CASE = load_cases(REMOVAL)[0]
+
+
+def _removal_case(**fields: object) -> dict[str, object]:
+    return {**_REMOVAL_CASE, "id": "rm-empty", **fields}
+
+
+NOTHING_TO_COMPARE = {
+    "no stable answer under either rule": (
+        _removal_case(expect=None, expect_all_destinations=None, expect_all_destinations_stable=False),
+        tuple(REMOVAL_RULES),
+        "other-nodes: expect is missing or null",
+    ),
+    "CA's rule asked alone and its answer not marked stable": (
+        _removal_case(expect_all_destinations_stable=False),
+        ("all-but-removed",),
+        "all-but-removed: expect_all_destinations is not marked stable",
+    ),
+    "podfit's rule asked alone and its answer missing": (
+        _removal_case(expect=None),
+        ("other-nodes",),
+        "other-nodes: expect is missing or null",
+    ),
+    "no rule asked": (_removal_case(), (), "rules: no destination rule asked"),
+}
+
+
+@pytest.mark.parametrize("name", list(NOTHING_TO_COMPARE), ids=list(NOTHING_TO_COMPARE))
+async def test_a_removal_case_with_nothing_to_compare_fails(live: LiveServer, name: str) -> None:
+    case, rules, reason = NOTHING_TO_COMPARE[name]
+    report = await run_cases([case], live.target, removal_rules=rules)
+    assert (report.total, report.passed, report.ok) == (1, 0, False)
+    (failure,) = report.failures
+    assert failure["diff"].startswith(f"{NOTHING_COMPARED}: ") and reason in failure["diff"], failure["diff"]
+    with pytest.raises(AssertionError, match=NOTHING_COMPARED):
+        assert_every_case_passed(report, [case], "removal")
+
+
+async def test_a_removal_case_compared_under_one_stable_rule_passes(live: LiveServer) -> None:
+    """The control: a rule left out for want of a stable answer fails nothing while another compares."""
+    case = _removal_case(expect_all_destinations_stable=False)
+    report = await run_cases([case], live.target)
+    assert_every_case_passed(report, [case], "removal")
+    assert report.checks["node"].total == 1
+
+
+@pytest.mark.parametrize(
+    ("checks", "compare", "reason"),
+    [
+        pytest.param(
+            CHECKS,
+            lambda report: compare_case(report, "case", _case({}), {}),
+            "no answer has a compared field",
+            id="a scheduling answer without any compared field",
+        ),
+        pytest.param(
+            CHECKS,
+            lambda report: compare_answers(report, "case", _case({}), {"Filter": {}, "Preempt": {"victims": []}}),
+            "no answer has a compared field",
+            id="answers of several RPCs none with a compared field",
+        ),
+        pytest.param(
+            REMOVAL_CHECKS,
+            lambda report: compare_field_sets(report, "case", {}),
+            "no answer to compare",
+            id="a removal case answered under no rule",
+        ),
+        pytest.param(
+            REMOVAL_CHECKS,
+            lambda report: compare_field_sets(report, "case", {}, {"all-but-removed": "not stable"}),
+            "all-but-removed: not stable",
+            id="a removal case whose only rule was left out names why",
+        ),
+        pytest.param(
+            (),
+            lambda report: compare_fields(report, "case", {"node_count": 1}, {"node_count": 1}),
+            "no checks to run",
+            id="a report without checks",
+        ),
+    ],
+)
+def test_a_comparison_of_nothing_fails(checks: tuple[str, ...], compare: Callable[[Report], bool], reason: str) -> None:
+    report = Report.for_checks(checks)
+    assert compare(report) is False
+    assert (report.total, report.passed, report.ok) == (1, 0, False)
+    (failure,) = report.failures
+    assert failure["diff"].startswith(f"{NOTHING_COMPARED}: ") and reason in failure["diff"], failure["diff"]
+
+
+def _write_cases(path: Path, cases: list[dict[str, object]]) -> str:
+    path.write_text("".join(json.dumps(case) + "\n" for case in cases))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("cases", "out", "err"),
+    [
+        pytest.param(
+            [NOTHING_TO_COMPARE["no stable answer under either rule"][0]],
+            [f"--- rm-empty\n{NOTHING_COMPARED}: other-nodes: expect is missing", "0 passed, 1 failed"],
+            "",
+            id="a removal case without a stable answer",
+        ),
+        pytest.param(
+            [_removal_case(id="rm-ok"), NOTHING_TO_COMPARE["no stable answer under either rule"][0]],
+            [f"--- rm-empty\n{NOTHING_COMPARED}:", "1 passed, 1 failed"],
+            "",
+            id="one case with nothing to compare among passing ones",
+        ),
+        pytest.param([], ["0 passed, 0 failed"], NO_CASES, id="a file without cases"),
+    ],
+)
+async def test_the_cli_fails_a_case_with_nothing_to_compare(
+    live: LiveServer, tmp_path: Path, cases: list[dict[str, object]], out: list[str], err: str
+) -> None:
+    path = _write_cases(tmp_path / "cases.jsonl", cases)
+    process = await asyncio.create_subprocess_exec(
+        PODFIT, "--target", live.target, "conformance", path,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=120)
+    assert process.returncode == 1, (stdout.decode(), stderr.decode())
+    for line in out:
+        assert line in stdout.decode(), stdout.decode()
+    assert err in stderr.decode()

@@ -757,6 +757,10 @@ def cmd_stats(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+# What ``podfit conformance`` says of a cases file without a case (and fails).
+NO_CASES = "no case to compare, nothing compared"
+
+
 def cmd_conformance(args: argparse.Namespace, config: ChannelConfig) -> int:
     from podfit.client.conformance import run
     from podfit.client.conformance_compare import format_table
@@ -772,14 +776,17 @@ def cmd_conformance(args: argparse.Namespace, config: ChannelConfig) -> int:
     if args.report_json:
         with open(args.report_json, "w") as out:
             json.dump(report.as_dict(), out, indent=2)
+    if not report.total:
+        # An empty file compares nothing: never a pass.
+        print(f"{NO_CASES}: {args.cases}", file=sys.stderr)
     if args.output in ("json", "yaml"):
         _print_data(report.as_dict(), args.output)
-        return 0 if report.failed == 0 else 1
+        return 0 if report.ok else 1
     print(format_table(report))
     for failure in report.failures[: args.show]:
         print(f"\n--- {failure['id']}\n{failure['diff']}")
     print(f"\n{report.passed} passed, {report.failed} failed")
-    return 0 if report.failed == 0 else 1
+    return 0 if report.ok else 1
 
 
 def _bench_soak(args: argparse.Namespace, config: ChannelConfig) -> int:

@@ -271,11 +271,26 @@ def _by_field(candidates: Iterable[Mapping[str, Any]]) -> dict[str, list[Any]]:
     return {name: [row[name] for row in rows] for name in REMOVAL_CHECKS}
 
 
+def removal_rules_left_out(case: Mapping[str, Any], rules: Iterable[str]) -> dict[str, str]:
+    """Rule -> why a removal case cannot be compared under it: cluster-autoscaler's recorded answer is
+    missing (``null``: its runs disagreed) or not marked stable (removal/FORMAT.md)."""
+    left_out = {}
+    for rule in rules:
+        field = REMOVAL_RULES[rule]
+        if case.get(field) is None:
+            left_out[rule] = f"{field} is missing or null (no stable answer was recorded)"
+        elif rule == "all-but-removed" and not case.get("expect_all_destinations_stable"):
+            left_out[rule] = f"{field} is not marked stable (expect_all_destinations_stable is not true)"
+    return left_out
+
+
 async def answer_removal_case(
     client: AsyncClient, case: Mapping[str, Any], rules: Iterable[str] = tuple(REMOVAL_RULES)
 ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """Rule -> (expect, answer) of a removal case, per compared field a list over the candidates. A rule
-    whose recorded answer is missing or not stable is left out."""
+    whose recorded answer is missing or not stable is left out (``removal_rules_left_out``)."""
+    rules = tuple(rules)
+    left_out = removal_rules_left_out(case, rules)
     await client.replace("Pod", [])
     await client.replace("Node", _with_kind(case["nodes"], "Node"))
     await client.replace("Pod", _with_kind(case["pods"], "Pod"))
@@ -286,9 +301,9 @@ async def answer_removal_case(
     o = case["options"]
     answers = {}
     for rule in rules:
-        expect = case.get(REMOVAL_RULES[rule])
-        if expect is None or (rule == "all-but-removed" and not case.get("expect_all_destinations_stable")):
+        if rule in left_out:
             continue
+        expect = case[REMOVAL_RULES[rule]]
         response = await client.simulate_drain(
             list(case["candidates"]),
             skip_nodes_with_system_pods=o["skipNodesWithSystemPods"],
@@ -336,8 +351,8 @@ async def run_cases(
     **client_options: Any,
 ) -> Report:
     """Replays the cases of one corpus (the first case's) and reports them; ``progress`` is called once
-    per case done. A removal case is answered under each of ``removal_rules`` (see ``REMOVAL_RULES``) and
-    passes when every one matches."""
+    per case done. A removal case is answered under each of ``removal_rules`` (see ``REMOVAL_RULES``) with
+    a stable recorded answer, and passes when every one matches; a case with nothing to compare fails."""
     rules = tuple(removal_rules)
     report: Report | None = None
     corpus = ""
@@ -354,7 +369,9 @@ async def run_cases(
                 answers = await answer_case(client, case)
                 compare_answers(report, case["id"], expect, answers, {"Filter": filter_expect(expect)})
             elif corpus == "removal":
-                compare_field_sets(report, case["id"], await answer_removal_case(client, case, rules))
+                compared = await answer_removal_case(client, case, rules)
+                left_out = removal_rules_left_out(case, rules) if rules else {"rules": "no destination rule asked"}
+                compare_field_sets(report, case["id"], compared, left_out)
             else:
                 answer = answer_drain_case if corpus == "drain" else answer_estimate_case
                 compare_fields(report, case["id"], *await answer(client, case))

@@ -71,6 +71,11 @@ class Report:
     def failed(self) -> int:
         return self.total - self.passed
 
+    @property
+    def ok(self) -> bool:
+        """Whether the run passes: at least one case, and every case compared on something and matched."""
+        return self.total > 0 and self.failed == 0
+
     def plugin(self, name: str, kind: str) -> Tally:
         entry = self.plugins.setdefault(name, {"filter": Tally(), "score": Tally()})
         return entry[kind]
@@ -114,12 +119,15 @@ def compare_answers(
     when every one matches."""
     diffs: list[str] = []
     report.total += 1
+    before = _tallied(report)
     for source, actual in answers.items():
         where = f"{source}: " if source else ""
         wanted = (expects or {}).get(source, expect)
         for check, judge in _JUDGES.items():
             if check in actual:
                 diffs.extend(f"{where}{d}" for d in judge(report, wanted, actual))
+    if _tallied(report) == before:
+        diffs.append(_nothing_compared(f"no answer has a compared field ({', '.join(_JUDGES)})"))
     return _finish(report, case_id, diffs)
 
 
@@ -231,12 +239,18 @@ def compare_fields(report: Report, case_id: str, expect: Mapping[str, Any], actu
 
 
 def compare_field_sets(
-    report: Report, case_id: str, answers: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]]
+    report: Report,
+    case_id: str,
+    answers: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]],
+    left_out: Mapping[str, str] | None = None,
 ) -> bool:
     """``compare_fields`` for a case answered several ways (label -> (expect, actual)), e.g. a removal case
-    under each destination rule: every field of every answer is tallied, and the case passes when all match."""
+    under each destination rule: every field of every answer is tallied, and the case passes when all match.
+    ``left_out`` names the labels not answered and why (a removal rule without a stable recorded answer);
+    a case with nothing compared at all fails, with those reasons."""
     diffs = []
     report.total += 1
+    before = _tallied(report)
     for label, (expect, actual) in answers.items():
         where = f"{label}: " if label else ""
         for name, tally in report.checks.items():
@@ -245,7 +259,23 @@ def compare_field_sets(
             tally.add(ok)
             if not ok:
                 diffs.append(f"{where}{name}: expected {json.dumps(e)}, got {json.dumps(a)}")
+    if _tallied(report) == before:
+        reasons = "; ".join(f"{label}: {reason}" for label, reason in (left_out or {}).items())
+        diffs.append(_nothing_compared(reasons or ("no answer to compare" if report.checks else "no checks to run")))
     return _finish(report, case_id, diffs)
+
+
+# The start of the failure of a case that was compared on nothing (such a case is never a pass).
+NOTHING_COMPARED = "nothing compared"
+
+
+def _nothing_compared(why: str) -> str:
+    return f"{NOTHING_COMPARED}: {why}; a case that checks nothing cannot pass"
+
+
+def _tallied(report: Report) -> int:
+    """How many comparisons the report holds, over all checks."""
+    return sum(tally.total for tally in report.checks.values())
 
 
 def _finish(report: Report, case_id: str, diffs: list[str]) -> bool:
