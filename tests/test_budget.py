@@ -8,8 +8,8 @@ import asyncio
 import json
 import resource
 import time
-from contextlib import suppress
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
 import pytest
@@ -24,6 +24,7 @@ from tests.builders import make_node, make_pod
 from tests.conftest import LiveServer, start_live_server
 
 INT32_MAX = 2**31 - 1
+T = TypeVar("T")
 
 
 def _json(obj: dict[str, Any]) -> cc.ClusterObject:
@@ -143,20 +144,45 @@ async def _two_thousand_nodes(server: LiveServer) -> None:
     await server.client.apply([make_node(f"n{i:04d}").capacity(cpu="1", pods="110").json() for i in range(2000)])
 
 
+async def _timed(call: Awaitable[T]) -> tuple[T | PodfitError, float]:
+    """A call's own outcome (its answer, or the PodfitError it ended with) and how long it took."""
+    started = time.monotonic()
+    try:
+        return await call, time.monotonic() - started
+    except PodfitError as exc:
+        return exc, time.monotonic() - started
+
+
+def _ended_at_its_deadline(outcome: object, took: float, deadline: float) -> None:
+    """The call ran until its deadline and ended there, with DEADLINE_EXCEEDED: no answer, no other error."""
+    assert isinstance(outcome, PodfitError), f"answered before its deadline after {took:.2f} s: {outcome}"
+    assert outcome.code is grpc.StatusCode.DEADLINE_EXCEEDED, (outcome.code, outcome.message)
+    assert deadline - 0.1 < took < deadline + 1.0, f"ended {took:.2f} s in, its deadline was {deadline} s"
+
+
+async def _until(condition: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
+    """Waits (on the event loop the in-process server shares) until ``condition`` holds."""
+    ends = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < ends, f"{what}: not within {timeout} s"
+        await asyncio.sleep(0.01)
+
+
 async def test_health_and_stats_answer_while_a_heavy_call_runs(live: LiveServer) -> None:
     await _two_thousand_nodes(live)
-    heavy = asyncio.ensure_future(live.client._call(live.client.simulation.Simulate, _long_simulate(), 3.0))
+    # _long_simulate takes seconds more than 3 s (about 18 s on the project's 2-core machine): it must run until
+    # its deadline.
+    heavy = asyncio.ensure_future(_timed(live.client._call(live.client.simulation.Simulate, _long_simulate(), 3.0)))
     health = health_pb2_grpc.HealthStub(live.client._channel)
     latencies = []
-    await asyncio.sleep(0.2)  # the simulation has the cache
+    await _until(lambda: live.running.service.gate.busy, "the simulation has the cache")
     while not heavy.done() and len(latencies) < 60:
         started = time.monotonic()
         await health.Check(health_pb2.HealthCheckRequest(), timeout=2)
         await live.client.stats()
         latencies.append((time.monotonic() - started) / 2)
         await asyncio.sleep(0.02)
-    with suppress(PodfitError):
-        await heavy
+    _ended_at_its_deadline(*await heavy, deadline=3.0)
     assert len(latencies) >= 20, "the heavy call ended too soon to measure anything"
     latencies.sort()
     assert latencies[int(len(latencies) * 0.99) - 1] < 0.1, latencies[-5:]
@@ -196,18 +222,26 @@ async def test_heavy_calls_beyond_the_waiting_limit_are_refused() -> None:
     server = await start_live_server(Settings(limits_heavy_calls_waiting=1))
     try:
         await _two_thousand_nodes(server)
-        calls = [
-            asyncio.ensure_future(server.client._call(server.client.simulation.Simulate, _long_simulate(), 2.0))
-            for _ in range(2)
-        ]
-        await asyncio.sleep(0.3)  # one runs, one waits
+        simulate = server.client.simulation.Simulate
+        gate = server.running.service.gate
+        started = time.monotonic()
+        running = asyncio.ensure_future(_timed(server.client._call(simulate, _long_simulate(), 1.5)))
+        await _until(lambda: gate.busy, "the long simulation has the cache")
+        sent = time.monotonic()
+        waiting = asyncio.ensure_future(_timed(server.client._call(simulate, _simulate(1, pods=1), 20)))
+        # The short one waits for it: the one heavy call allowed to wait.
+        await _until(lambda: gate.waiting == 1, "the short simulation waits")
         with pytest.raises(PodfitError) as caught:
-            await server.client._call(server.client.simulation.Simulate, _simulate(1), 5)
+            await server.client._call(simulate, _simulate(1), 5)
         assert caught.value.code is grpc.StatusCode.RESOURCE_EXHAUSTED
         assert "heavy calls" in caught.value.message
-        for call in calls:
-            with suppress(PodfitError):
-                await call
+        # The running call ends at its deadline; the waiting one is answered once the cache is free.
+        _ended_at_its_deadline(*await running, deadline=1.5)
+        answer, took = await waiting
+        assert isinstance(answer, sim.SimulateResponse), f"the waiting call failed after {took:.2f} s: {answer}"
+        assert [(p.name, bool(p.node_name)) for p in answer.placements] == [("p0", True)]
+        answered = sent + took - started
+        assert answered > 1.4, f"the waiting call was answered {answered:.2f} s in, before the running one ended"
     finally:
         await server.client.close()
         await server.running.stop(0)
