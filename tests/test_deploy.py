@@ -558,6 +558,17 @@ def test_the_cluster_set_up_is_locked_down(tmp_path: Path) -> None:
         assert path in mounted, path
 
 
+def test_the_feeder_shares_no_writable_volume_with_the_server() -> None:
+    """The server's decision workers talk to their owner over a socket in its /tmp: a feeder that could
+    reach that directory could reach the private channel."""
+
+    def writable(name: str) -> set[str]:
+        return {m["name"] for m in _container(name)["volumeMounts"] if not m.get("readOnly")}
+
+    assert writable(SERVER_CONTAINER), "the server has a writable /tmp"
+    assert not writable(SERVER_CONTAINER) & writable(FEEDER_CONTAINER)
+
+
 def _secret_files(container_name: str) -> dict[str, str]:
     """Files a container sees from Secrets: path -> secret name (a volume without items: any file in it)."""
     volumes = {v["name"]: v["secret"] for v in _pod_spec()["volumes"] if "secret" in v}

@@ -4,6 +4,7 @@ ports, so each call goes where the test says; then podfit-server --workers 2 as 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -21,6 +22,7 @@ from podfit.client.errors import PodfitError
 from podfit.client.soak import Soak
 from podfit.server.app import RunningServer, build_service, create_server, register_services
 from podfit.server.cache.cluster_cache import Change
+from podfit.server.model import Kind
 from podfit.server.service import ReservationMoved
 from podfit.server.settings import Settings
 from podfit.server.telemetry import Telemetry
@@ -88,7 +90,7 @@ async def start_pair(settings: Settings | None = None, preload: Sequence[dict[st
     link = Owner(owner.service, [], 1)
     await link.start(lambda server: register_services(server, owner.service))
     service = build_service(settings, Telemetry.disabled())
-    follower = Follower(service, link.target)
+    follower = Follower(service, link.target, link.token)
     await follower.start()
     service.reservations = follower
     worker = await create_server(
@@ -283,7 +285,8 @@ async def test_the_owner_reserves_only_at_the_generation_decided_on(pair: Pair) 
     from podfit.server.model import Kind
     from podfit.server.model.objects import pod_from_k8s
 
-    late = [Upsert(Kind.POD, pod_from_k8s({**pod("late"), "spec": {**pod("late")["spec"], "nodeName": "node-1"}}))]
+    manifest = {**pod("late"), "spec": {**pod("late")["spec"], "nodeName": "node-1"}}
+    late = [Upsert(Kind.POD, pod_from_k8s(manifest), _object(manifest).SerializeToString())]
     with pytest.raises(ReservationMoved):
         await pair.follower.commit(stale, late)
     assert "late" not in pods_by_node(pair.owner)
@@ -325,22 +328,167 @@ async def test_inspection_on_a_worker_shows_what_the_owner_acknowledged(pair: Pa
 async def test_a_worker_started_late_loads_the_whole_cache(pair: Pair) -> None:
     await pair.to_owner.apply([pod(f"bound-{i}", nodeName=f"node-{i % 6}") for i in range(30)])
     late = build_service(Settings(), Telemetry.disabled())
-    follower = Follower(late, pair.link.target)
+    follower = Follower(late, pair.link.target, pair.link.token)
     await follower.start()
     try:
         assert late.generation == pair.owner.service.generation
-        assert late.cache.count(next(iter(late.cache._objects))) >= 0
+        assert late.stats().pods == 30 and late.stats().nodes == len(CLUSTER)
         assert late.stats() == pair.owner.service.stats()
+        assert pods_by_node(pair.owner) == {e.obj.name: e.obj.node_name for e in late.cache.entries(Kind.POD)}
     finally:
         await follower.close()
 
 
-async def test_a_worker_whose_owner_is_gone_says_so(pair: Pair) -> None:
+async def _decide(client: AsyncClient) -> Any:
+    return await client.schedule(pod("question"))
+
+
+async def _write(client: AsyncClient) -> Any:
+    return await client.apply([pod("orphan")])
+
+
+@pytest.mark.parametrize("call", [pytest.param(_decide, id="a decision"), pytest.param(_write, id="a write")])
+async def test_a_worker_whose_owner_is_gone_answers_nothing_from_its_replica(
+    pair: Pair, call: Callable[[AsyncClient], Awaitable[Any]]
+) -> None:
+    await _decide(pair.to_worker)  # answered while the owner is there
     await pair.link.stop()
     await asyncio.wait_for(pair.follower.ended.wait(), 5)
     with pytest.raises(PodfitError) as refused:
-        await pair.to_worker.apply([pod("orphan")])
+        await call(pair.to_worker)
     assert refused.value.code is grpc.StatusCode.UNAVAILABLE
+    assert refused.value.reason == "OWNER_GONE"
+    assert pair.link.directory not in str(refused.value)
+
+
+async def _heavy_on(client: AsyncClient, seconds: float = 30.0) -> Any:
+    """A Simulate of seconds on a 2,000-node cluster (5,000 pods that fit only on 5,000 template nodes)."""
+    from podfit.v1 import simulation_pb2 as sim
+
+    template = _object(make_node("template").capacity(cpu="4", memory="8Gi", pods="110").json())
+    pods = [schedule_ref(pod(f"p{i}", cpu="2")) for i in range(5000)]
+    request = sim.SimulateRequest(
+        scenario=sim.Scenario(add_nodes=[sim.HypotheticalNodes(template=template, count=5000)]), pods=pods
+    )
+    return asyncio.ensure_future(client._call(client.simulation.Simulate, request, seconds))
+
+
+def schedule_ref(manifest: dict[str, Any]) -> Any:
+    from podfit.v1 import scheduler_pb2 as sc
+
+    return sc.PodReference(kubernetes_json=json.dumps(manifest).encode())
+
+
+async def _while_the_workers_replica_is_held(pair: Pair) -> Any:
+    await pair.to_owner.apply([make_node(f"big-{i:04d}").capacity(cpu="1", pods="110").json() for i in range(2000)])
+    heavy = await _heavy_on(pair.to_worker)
+    while not pair.worker.service.gate.busy:
+        await asyncio.sleep(0.01)
+    return heavy
+
+
+async def test_inspection_on_a_worker_answers_at_once_while_a_heavy_call_holds_its_replica(pair: Pair) -> None:
+    heavy = await _while_the_workers_replica_is_held(pair)
+    try:
+        await pair.to_owner.apply([pod("fresh", nodeName="node-2")])
+        started = time.monotonic()
+        got = await pair.to_worker.get("Pod", "fresh", "default")
+        stats = await pair.to_worker.stats()
+        assert time.monotonic() - started < 0.5
+        assert pair.worker.service.gate.busy, "the heavy call ended before the inspection was answered"
+        assert got.object.pod.spec.node_name == "node-2"
+        assert stats.generation == pair.owner.service.generation
+    finally:
+        heavy.cancel()
+
+
+async def test_decisions_queued_behind_a_heavy_call_see_every_write_the_worker_received(pair: Pair) -> None:
+    heavy = await _while_the_workers_replica_is_held(pair)
+    await pair.to_owner.apply([pod("first", nodeName="node-2")])
+    await pair.to_owner.apply([pod("second", nodeName="node-3")])
+    written = pair.owner.service.generation
+    # Both writes reach the worker's socket while its replica is held.
+    while pair.follower.received < pair.link.journal.position:
+        await asyncio.sleep(0.01)
+    assert pair.worker.service.gate.busy
+    decision = asyncio.ensure_future(pair.to_worker.schedule(pod("queued")))
+    await asyncio.sleep(0.05)
+    heavy.cancel()
+    answer = await asyncio.wait_for(decision, 10)
+    assert answer.generation == written
+
+
+async def test_a_follower_let_go_for_lagging_is_disconnected_at_once(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from podfit.server.cache import journal as journal_module
+
+    monkeypatch.setattr(journal_module, "MAX_BACKLOG_BYTES", 1_000_000)
+    # The worker stops reading its socket: the owner's task for it blocks writing, the backlog grows.
+    assert pair.follower._journal is not None
+    pair.follower._journal.transport.pause_reading()
+    big = {"kind": "Pod", "metadata": {"annotations": {"a": "x" * 20_000}}}
+    for i in range(200):
+        manifest = pod(f"heavy-{i}")
+        manifest["metadata"] = {**manifest["metadata"], **big["metadata"]}
+        await pair.to_owner.apply([manifest])
+    try:
+        async with asyncio.timeout(5):
+            while pair.link.journal._cursors or any(not t.done() for t in pair.link._connections):
+                await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(
+            f"cursors {pair.link.journal._cursors} backlog {pair.link.journal._backlog_bytes} "
+            f"connections {[t.done() for t in pair.link._connections]} dropped {pair.link.journal._dropped}"
+        ) from None
+
+
+async def test_the_private_socket_refuses_whoever_lacks_the_token(pair: Pair, tmp_path: Any) -> None:
+    import pickle
+
+    from podfit.server import workers
+
+    stream = os.path.join(pair.link.directory, workers.STREAM_SOCKET)
+    reader, writer = await asyncio.open_unix_connection(stream)
+    writer.write(workers.COMMIT + b"\0" * workers.TOKEN_BYTES)
+    assert await asyncio.wait_for(reader.read(), 2) == b""  # closed without an answer
+    writer.close()
+
+    class Exploit:
+        def __reduce__(self) -> Any:
+            return (open, (str(tmp_path / "pwned"), "w"))
+
+    reader, writer = await asyncio.open_unix_connection(stream)
+    payload = pickle.dumps((pair.owner.service.generation, [Exploit()]))
+    writer.write(workers.COMMIT + pair.link.token + len(payload).to_bytes(4, "big") + payload)
+    length = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 2), "big")
+    assert await reader.readexactly(length) == b""  # refused: no reservation
+    writer.close()
+    assert not (tmp_path / "pwned").exists()
+
+    channel = grpc.aio.insecure_channel(pair.link.target)
+    try:
+        position = channel.unary_unary(workers.POSITION)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await position(b"")
+        assert refused.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        await channel.close()
+
+
+def test_retired_workers_metrics_are_one_running_sum() -> None:
+    from podfit.server.metrics import retire
+    from prometheus_client import generate_latest
+
+    total = b""
+    for _ in range(50):
+        total = retire(total, generate_latest(_registry_with(2, 7, [0.002])))
+    once = len(retire(b"", generate_latest(_registry_with(2, 7, [0.002]))))
+    samples = _samples(total)
+    assert samples[("podfit_extender_requests_total", (("verb", "filter"),))] == 100
+    assert samples[("podfit_rpc_duration_seconds_count", ())] == 50
+    assert ("podfit_cache_objects", (("kind", "Pod"),)) not in samples  # a gone worker's gauges are not kept
+    assert len(total) < 2 * once
 
 
 # -- podfit-server --workers 2 -------------------------------------------------------------------
@@ -530,8 +678,8 @@ async def test_a_follower_far_behind_is_let_go(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(journal_module, "MAX_BACKLOG_BYTES", 2_000)
     journal = journal_module.Journal()
     journal.bind(asyncio.get_running_loop())
-    journal.image(1, None)  # follower 1 reads nothing from here on
-    journal.image(2, None)
+    journal.cursor(1)  # follower 1 reads nothing from here on
+    journal.cursor(2)
     for i in range(20):
         journal.record(("synced", "x" * 200 + str(i)))
         frames = await journal.follow(2, journal.position - 1)

@@ -35,7 +35,7 @@ from podfit.server.transport.extender import start_extender
 from podfit.server.transport.forward import OwnerLink
 from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer, SimulationServicer
 from podfit.server.transport.probes import start_probes
-from podfit.server.workers import Follower, Owner, default_workers
+from podfit.server.workers import Follower, Owner, default_workers, read_token
 from podfit.v1 import (
     cluster_cache_pb2,
     cluster_cache_pb2_grpc,
@@ -439,7 +439,7 @@ async def serve_worker(settings: Settings) -> None:
     telemetry = Telemetry.from_exporter_name(settings.telemetry_exporter, prometheus=True)
     service = build_service(settings, telemetry)
     service.workers = settings.workers
-    follower = Follower(service, settings.follow_owner, telemetry.prometheus_registry)
+    follower = Follower(service, settings.follow_owner, read_token(), telemetry.prometheus_registry)
     await follower.start()
     service.reservations = follower
     link = OwnerLink(follower)
@@ -447,6 +447,11 @@ async def serve_worker(settings: Settings) -> None:
     signalled = _on_signals(running, follower.ended)
     await follower.listening()
     log.info("decision worker listening (pid %d) at generation %d", os.getpid(), service.generation)
+    await signalled.wait()
+    if follower.ended.is_set():
+        # Its replica can no longer be kept current (every decision is refused OWNER_GONE already): there
+        # is nothing to wait for, and a new worker starts from a new image if the owner is still there.
+        settings = replace(settings, shutdown_delay_seconds=0.0)
     await _serve_until_signalled(running, settings, signalled)
     await follower.close()
 

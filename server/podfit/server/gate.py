@@ -110,10 +110,13 @@ class Gate:
         self._exclusive, self._running = False, None
         self._admit()
 
-    async def _wait(self, waiter: _Waiter, deadline: float | None) -> None:
-        """Queues ``waiter`` until granted; leaves the queue (and lets the next in) when cancelled or at
-        ``deadline`` (DeadlineExceeded)."""
-        self._queue.append(waiter)
+    async def _wait(self, waiter: _Waiter, deadline: float | None, first: bool = False) -> None:
+        """Queues ``waiter`` (at the head when ``first``) until granted; leaves the queue (and lets the
+        next in) when cancelled or at ``deadline`` (DeadlineExceeded)."""
+        if first:
+            self._queue.appendleft(waiter)
+        else:
+            self._queue.append(waiter)
         self._admit()
         try:
             if deadline is None:
@@ -136,11 +139,12 @@ class Gate:
             raise
 
     @asynccontextmanager
-    async def shared(self) -> AsyncIterator[None]:
+    async def shared(self, *, first: bool = False) -> AsyncIterator[None]:
         """Held around a decision or an update (no wait at all while nothing is queued and no heavy call
-        runs)."""
-        if self._exclusive or self._queue:
-            await self._wait(_Waiter(False), current_deadline())
+        runs). ``first``: ahead of everyone queued — a decision worker's replication, so that the calls
+        queued behind a heavy call decide on everything the worker had received by then."""
+        if self._exclusive or (self._queue and not first):
+            await self._wait(_Waiter(False), current_deadline(), first)
         else:
             self._shared += 1
         try:

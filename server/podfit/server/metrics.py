@@ -66,6 +66,14 @@ def exposition(registry: CollectorRegistry, workers: Sequence[bytes] = (), retir
     return bytes(generate_latest(merged))
 
 
+def retire(total: bytes, last: bytes) -> bytes:
+    """``total`` (the summed counters and histograms of the workers that went away) with ``last``, one
+    more worker's final figures, added in: one exposition however often workers restart."""
+    merged = CollectorRegistry(auto_describe=False)
+    merged.register(_Merged(CollectorRegistry(auto_describe=False), (), [e for e in (total, last) if e]))
+    return bytes(generate_latest(merged))
+
+
 def build_app(registry: CollectorRegistry, workers: Gatherer | None = None) -> web.Application:
     async def scrape(request: web.Request) -> web.Response:
         running, retired = await workers() if workers is not None else ([], [])

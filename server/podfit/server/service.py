@@ -328,6 +328,9 @@ class SchedulingService:
         self.workers = 1
         # In a decision worker: the owner, which makes every reservation.
         self.reservations: Reservations | None = None
+        # In a decision worker whose replica can no longer be kept current (its owner went away, or let it
+        # go): why. Nothing is answered from that replica from then on (OwnerGone).
+        self.replica_lost = ""
         self.engine = Engine(self.cache, profiles)
         self.telemetry = telemetry or Telemetry.disabled()
         self._memo_ttl = memo_ttl_seconds
@@ -361,7 +364,10 @@ class SchedulingService:
         return self._synced
 
     def require_synced(self) -> None:
-        """Raises CacheNotSyncedError unless the cache is synced; every decision flow starts with it."""
+        """Raises CacheNotSyncedError unless the cache is synced, OwnerGone when it is a replica that can
+        no longer be kept current; every decision flow starts with it."""
+        if self.replica_lost:
+            raise OwnerGone(f"this decision worker's replica is no longer current ({self.replica_lost})")
         if not self._synced:
             raise CacheNotSyncedError()
 

@@ -22,15 +22,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import itertools
 import logging
 import math
 import os
 import pickle
+import secrets
 import shutil
 import signal
+import stat
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -38,9 +42,13 @@ from contextvars import ContextVar
 from typing import Any
 
 import grpc
-from podfit.server.cache.cluster_cache import Change
+from podfit.server.cache.cluster_cache import Change, Upsert
 from podfit.server.cache.journal import FollowerDropped, Journal
-from podfit.server.service import OwnerGone, ReservationMoved, SchedulingService
+from podfit.server.metrics import retire
+from podfit.server.model import Kind, Pod, ValidationError
+from podfit.server.service import GivenPod, OwnerGone, ReservationMoved, SchedulingService
+from podfit.server.transport.convert import upsert_from_object
+from podfit.v1 import cluster_cache_pb2 as cc
 from prometheus_client import CollectorRegistry, generate_latest
 
 log = logging.getLogger("podfit.server")
@@ -54,6 +62,15 @@ METRICS = f"{REPLICATION}/Metrics"
 INTERNAL_OPTIONS = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
 # Trailing metadata of the owner's answer to a forwarded write: where its journal stands after it.
 POSITION_KEY = "podfit-journal-position"
+# Every call and connection on the private socket starts with this secret, which the owner hands each
+# worker on its standard input (never in argv or the environment, which other processes can read).
+TOKEN_KEY = "podfit-internal-token"
+TOKEN_BYTES = 32
+# A reservation on the stream: version, the generation it was decided at, then the pod's stored form (a
+# serialized podfit.v1 ClusterObject, bound to its node). Typed and versioned: the owner decodes it as it
+# decodes an Apply, and never unpickles anything a peer sends.
+COMMIT_VERSION = 1
+_COMMIT = struct.Struct("!BQ")
 # The journal and the reservations travel on a plain Unix stream beside the gRPC socket: a gRPC message
 # costs each side more CPU than the write it carries (a reservation's round trip took ~1 ms over gRPC
 # against ~0.4 ms here, on 2 busy cores). A connection says first which it is.
@@ -130,6 +147,50 @@ class _Positions(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return handler._replace(unary_unary=behavior)
 
 
+class _Authenticated(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Refuses every call on the private socket that does not carry the owner's token: the socket's
+    directory is the owner's alone, and this keeps it so even where another process shares the UID."""
+
+    def __init__(self, token: bytes) -> None:
+        self.token = token.hex()
+
+    async def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
+        given = dict(details.invocation_metadata or ()).get(TOKEN_KEY, "")
+        if isinstance(given, str) and hmac.compare_digest(given, self.token):
+            return await continuation(details)
+
+        async def refuse(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, "not a decision worker of this server")
+
+        return grpc.unary_unary_rpc_method_handler(refuse, request_deserializer=_identity)
+
+
+def encode_commit(generation: int, changes: Sequence[Change]) -> bytes:
+    """A reservation for the owner: the pod's bound source, nothing the owner would have to trust."""
+    pod = changes[0]
+    if not isinstance(pod, Upsert) or pod.kind is not Kind.POD or not pod.source:
+        raise ValueError("a reservation starts with the bound pod's stored form")
+    return _COMMIT.pack(COMMIT_VERSION, generation) + pod.source
+
+
+def decode_commit(request: bytes) -> tuple[int, GivenPod, str]:
+    """(generation, the pod with its source, its node): ValueError for anything else."""
+    if len(request) < _COMMIT.size:
+        raise ValueError("a reservation too short for its header")
+    version, generation = _COMMIT.unpack_from(request)
+    if version != COMMIT_VERSION:
+        raise ValueError(f"reservation encoding {version}, this owner reads {COMMIT_VERSION}")
+    source = request[_COMMIT.size :]
+    try:
+        upsert = upsert_from_object(cc.ClusterObject.FromString(source), "reservation", Kind.POD)
+    except Exception as exc:  # any undecodable or invalid pod: refused, never applied
+        raise ValueError(f"a reservation that is no pod: {exc}") from None
+    pod = upsert.obj
+    if not isinstance(pod, Pod) or not pod.node_name:
+        raise ValueError("a reservation of a pod bound to no node")
+    return int(generation), GivenPod(pod, source), pod.node_name
+
+
 class Owner:
     """The owner's side: the journal, the private socket the workers follow and forward to, and the
     worker processes themselves (restarted if one dies)."""
@@ -155,8 +216,11 @@ class Owner:
         # Each connected worker's metrics stream: a scrape puts a future here, the stream fills it.
         self._scrapes: set[asyncio.Queue[asyncio.Future[bytes]]] = set()
         self._last: dict[asyncio.Queue[asyncio.Future[bytes]], bytes] = {}
-        # The last figures of workers that went away (their counters and histograms stay counted).
-        self.retired_metrics: list[bytes] = []
+        # The counters and histograms of every worker that went away, summed into one exposition (so
+        # none falls back, and a crash-looping worker adds nothing to keep).
+        self.retired_metrics = b""
+        # What each worker proves it is one, on every call and connection (see TOKEN_KEY).
+        self.token = secrets.token_bytes(TOKEN_BYTES)
 
     async def start(self, register: Any) -> None:
         """Starts the private listener, with ``register(server)`` adding the public servicers (a worker
@@ -164,7 +228,9 @@ class Owner:
         self.journal.bind(asyncio.get_running_loop())
         self.service.cache.journal = self.journal
         self.service.gate.after_heavy.append(self.journal.publish)
-        server = grpc.aio.server(interceptors=[_Positions(self.journal)], options=INTERNAL_OPTIONS)
+        server = grpc.aio.server(
+            interceptors=[_Authenticated(self.token), _Positions(self.journal)], options=INTERNAL_OPTIONS
+        )
         register(server)
         server.add_generic_rpc_handlers(
             (
@@ -225,7 +291,7 @@ class Owner:
             self._scrapes.discard(scrapes)
             # A worker that went away keeps counting in /metrics: its counters must not fall back.
             if (last := self._last.pop(scrapes, None)) is not None:
-                self.retired_metrics.append(last)
+                self.retired_metrics = retire(self.retired_metrics, last)
 
     async def worker_metrics(self) -> tuple[list[bytes], list[bytes]]:
         """For the owner's /metrics: each connected worker's Prometheus exposition (its last one when it
@@ -246,7 +312,7 @@ class Owner:
                     future.cancel()
                     if scrapes in self._last:
                         answers.append(self._last[scrapes])
-        return answers, list(self.retired_metrics)
+        return answers, [self.retired_metrics] if self.retired_metrics else []
 
     async def _ready(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         """A worker has loaded its image and listens."""
@@ -259,10 +325,13 @@ class Owner:
         """A worker's replica: an image of the cache, then every journal frame after it, as published."""
         follower = next(self._followers)
         service = self.service
+        # A follower let go for lagging is closed at once, even while this task waits for it to drain.
+        self.journal.on_drop(follower, writer.transport.abort)
         try:
-            position, image = await service.gate.run_heavy(
-                self.journal.image, follower, (service.epoch, service.synced, service.cache), queued=False
-            )
+            # The image is taken on the heavy-call thread with the cache to itself, so writes and decisions
+            # wait while it is pickled (about a second per 100,000 pods); snapshots that nobody waits for
+            # are issue 36's, and will take this off the owner's path.
+            position, image = await service.gate.run_heavy(self._image, follower, queued=False)
             writer.write(_POSITION.pack(position) + _POSITION.pack(len(image)))
             for start in range(0, len(image), CHUNK_BYTES):
                 writer.write(image[start : start + CHUNK_BYTES])
@@ -275,6 +344,11 @@ class Owner:
         finally:
             self.journal.forget(follower)
 
+    def _image(self, follower: int) -> tuple[int, bytes]:
+        service = self.service
+        position = self.journal.cursor(follower)
+        return position, pickle.dumps((service.epoch, service.synced, service.cache), protocol=pickle.HIGHEST_PROTOCOL)
+
     async def _position(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         # Everything acknowledged is published (a heavy call's writes are acknowledged once it ends).
         return _POSITION.pack(self.journal.position)
@@ -286,6 +360,9 @@ class Owner:
             self._connections.add(task)
         try:
             kind = await reader.readexactly(1)
+            if not hmac.compare_digest(await reader.readexactly(TOKEN_BYTES), self.token):
+                log.warning("a connection to the owner's private socket without its token: closed")
+                return
             if kind == FOLLOW:
                 await self._follow(writer)
                 return
@@ -306,26 +383,34 @@ class Owner:
     async def _commit(self, request: bytes) -> bytes:
         """A worker's reservation, made if the cache is still at the generation it was decided on: then
         the worker's replica was the owner's cache, and the decision is the one the owner would make.
-        Otherwise (or if applying fails) b"": the worker sends the whole call here instead."""
-        generation, changes = pickle.loads(request)
+        Otherwise (or if the reservation is refused) b"": the worker sends the whole call here instead."""
+        try:
+            generation, pod, node_name = decode_commit(request)
+        except ValueError as exc:
+            log.warning("a decision worker's reservation refused: %s", exc)
+            return b""
         service = self.service
         async with service.gate.shared():
             if service.cache.generation != generation:
                 return b""
             before = self.journal.position
             try:
-                result = service.cache.apply(changes)
-            except Exception:  # the owner's own decision will say what is wrong
+                assumed = service.assume(pod, node_name)
+            except (ValidationError, LookupError, ValueError):  # the owner's own decision will say what is wrong
                 return b""
             # Published at once (this is the loop's thread): the reservation is the journal's next operation.
             position = self.journal.position
         if position != before + 1:  # it changed nothing: let the owner answer the call whole
             return b""
-        return _POSITION.pack(position) + _POSITION.pack(result.generation)
+        return _POSITION.pack(position) + _POSITION.pack(assumed)
 
     def _spawn(self, index: int) -> subprocess.Popen[bytes]:
         command = [*self.command, "--follow", self.target]
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(command, stdin=subprocess.PIPE)
+        assert process.stdin is not None
+        with contextlib.suppress(OSError):  # one that died at once is restarted like any other
+            process.stdin.write(self.token.hex().encode() + b"\n")
+            process.stdin.close()
         log.info("decision worker %d started (pid %d)", index, process.pid)
         return process
 
@@ -369,27 +454,66 @@ class Owner:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-class Follower:
-    """A worker's side: its replica of the owner's cache, and the channel writes are forwarded on."""
+def _check_owner_directory(path: str) -> None:
+    """The owner's socket must be in a directory only this user can write (the owner made it ``0700``):
+    then what answers there is the owner, and its image and journal may be loaded."""
+    info = os.stat(os.path.dirname(path))
+    if info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) & 0o077:
+        raise OwnerGone(f"the owner's directory is open to others (mode {stat.S_IMODE(info.st_mode):o}): refusing it")
 
-    def __init__(self, service: SchedulingService, target: str, registry: CollectorRegistry | None = None) -> None:
+
+def read_token(stream: Any = None) -> bytes:
+    """The owner's token, as the owner writes it to a worker's standard input."""
+    line = (stream or sys.stdin).readline().strip()
+    try:
+        token = bytes.fromhex(line)
+    except ValueError:
+        token = b""
+    if len(token) != TOKEN_BYTES:
+        raise OwnerGone("no token from the owner on standard input")
+    return token
+
+
+class Follower:
+    """A worker's side: its replica of the owner's cache, and the channel writes are forwarded on.
+
+    The journal is read as it arrives and applied ahead of any call waiting for the gate, so a decision
+    queued behind a heavy call never runs on a replica older than what this worker had received."""
+
+    def __init__(
+        self, service: SchedulingService, target: str, token: bytes, registry: CollectorRegistry | None = None
+    ) -> None:
         self.service = service
+        self.token = token
         self.channel = grpc.aio.insecure_channel(target, options=INTERNAL_OPTIONS)
-        self.stream_path = os.path.join(os.path.dirname(target.removeprefix("unix:")), STREAM_SOCKET)
+        # Sent with every call on the private channel.
+        self.metadata = ((TOKEN_KEY, token.hex()),)
+        # The owner's private directory (never shown to callers: see forward.OwnerLink._relay).
+        self.directory = os.path.dirname(target.removeprefix("unix:"))
+        self.stream_path = os.path.join(self.directory, STREAM_SOCKET)
         self._commits: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self._journal: asyncio.StreamWriter | None = None
         self._commit_lock = asyncio.Lock()
         self.registry = registry
         self._metrics_task: asyncio.Task[None] | None = None
         self.position = 0
+        # Journal frames read but not yet applied, and the position after the last of them.
+        self._received: list[tuple[int, bytes]] = []
+        self.received = 0
+        self._arrived = asyncio.Event()
         self._moved = asyncio.Condition()
         self.ended = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def _connect(self, kind: bytes, limit: int = 2**16) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        _check_owner_directory(self.stream_path)
+        reader, writer = await asyncio.open_unix_connection(self.stream_path, limit=limit)
+        writer.write(kind + self.token)
+        return reader, writer
 
     async def start(self) -> None:
         """Loads the owner's image of the cache (before this worker listens), then follows its journal."""
-        reader, writer = await asyncio.open_unix_connection(self.stream_path, limit=CHUNK_BYTES)
-        writer.write(FOLLOW)
+        reader, writer = await self._connect(FOLLOW, CHUNK_BYTES)
         (position,) = _POSITION.unpack(await reader.readexactly(_POSITION.size))
         (length,) = _POSITION.unpack(await reader.readexactly(_POSITION.size))
         epoch, synced, cache = pickle.loads(await reader.readexactly(length))
@@ -398,30 +522,52 @@ class Follower:
         service.epoch = epoch
         if synced:
             await service.mark_synced()
-        self.position = position
+        self.position = self.received = position
         self._journal = writer
-        self._task = asyncio.create_task(self._follow(reader))
+        self._tasks = [asyncio.create_task(self._read(reader)), asyncio.create_task(self._replay())]
 
-    async def _follow(self, reader: asyncio.StreamReader) -> None:
+    async def _read(self, reader: asyncio.StreamReader) -> None:
+        """Receives the journal's frames as they come, whatever the gate is doing."""
         try:
             while True:
                 end, length = _FRAME.unpack(await reader.readexactly(_FRAME.size))
-                ops = pickle.loads(await reader.readexactly(length))
-                async with self.service.gate.shared():
-                    for at, op in enumerate(ops, start=end - len(ops) + 1):
-                        if at > self.position:  # else this worker made it already (its own reservation)
-                            await self._apply(op)
-                            self.position = at
+                self._received.append((end, await reader.readexactly(length)))
+                self.received = end
+                self._arrived.set()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            log.error("decision worker: the owner's journal ended: this worker stops answering")
+            self._lost("the owner's journal ended")
+
+    async def _replay(self) -> None:
+        """Applies what was received, in order, ahead of the calls queued for the gate."""
+        try:
+            while True:
+                await self._arrived.wait()
+                self._arrived.clear()
+                async with self.service.gate.shared(first=True):
+                    frames, self._received = self._received, []
+                    for end, frame in frames:
+                        ops = pickle.loads(frame)
+                        for at, op in enumerate(ops, start=end - len(ops) + 1):
+                            if at > self.position:  # else this worker made it already (its own reservation)
+                                await self._apply(op)
+                                self.position = at
                 async with self._moved:
                     self._moved.notify_all()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            log.error("decision worker: the owner's journal ended: stopping")
         except Exception:
-            log.exception("decision worker: cannot apply the owner's journal: stopping")
-        finally:
-            self.ended.set()
-            async with self._moved:
-                self._moved.notify_all()
+            log.exception("decision worker: cannot apply the owner's journal: this worker stops answering")
+            self._lost("its replica could not apply the owner's journal")
+
+    def _lost(self, why: str) -> None:
+        """The replica can no longer be kept current: no decision is answered from it from now on."""
+        self.service.replica_lost = why
+        self.ended.set()
+        if self._tasks:
+            asyncio.get_running_loop().create_task(self._wake())
+
+    async def _wake(self) -> None:
+        async with self._moved:
+            self._moved.notify_all()
 
     async def _apply(self, op: tuple[str, Any]) -> None:
         kind, value = op
@@ -429,6 +575,11 @@ class Follower:
             self.service.cache.apply(value)
         elif kind == "synced":
             await self.service.mark_synced(value)
+
+    async def current(self) -> None:
+        """Returns once the replica holds everything this worker has received (at once, normally)."""
+        if self.position < self.received:
+            await self.caught_up(self.received)
 
     async def caught_up(self, position: int) -> None:
         """Returns once the replica holds everything up to ``position``; OwnerGone if it never will."""
@@ -439,12 +590,11 @@ class Follower:
 
     async def commit(self, generation: int, changes: Sequence[Change]) -> int:
         """Has the owner make a reservation decided on this replica at ``generation`` (Reservations)."""
-        request = pickle.dumps((generation, list(changes)), protocol=pickle.HIGHEST_PROTOCOL)
+        request = encode_commit(generation, changes)
         async with self._commit_lock:
             try:
                 if self._commits is None:
-                    self._commits = await asyncio.open_unix_connection(self.stream_path)
-                    self._commits[1].write(COMMIT)
+                    self._commits = await self._connect(COMMIT)
                 reader, writer = self._commits
                 writer.write(_LENGTH.pack(len(request)) + request)
                 await writer.drain()
@@ -478,14 +628,15 @@ class Follower:
     async def listening(self) -> None:
         """Tells the owner this worker answers calls now."""
         ready = self.channel.unary_unary(READY, request_serializer=_identity, response_deserializer=_identity)
-        await ready(str(os.getpid()).encode())
+        await ready(str(os.getpid()).encode(), metadata=self.metadata)
         if self.registry is not None:
             self._metrics_task = asyncio.create_task(self._answer_scrapes(self.registry))
 
     async def _answer_scrapes(self, registry: CollectorRegistry) -> None:
         """Answers the owner's scrapes with this worker's figures for as long as the owner is there."""
         while not self.ended.is_set():
-            call = self.channel.stream_stream(METRICS, request_serializer=_identity, response_deserializer=_identity)()
+            metrics = self.channel.stream_stream(METRICS, request_serializer=_identity, response_deserializer=_identity)
+            call = metrics(metadata=self.metadata)
             with contextlib.suppress(grpc.aio.AioRpcError):
                 while await call.read() is not grpc.aio.EOF:
                     await call.write(bytes(generate_latest(registry)))
@@ -494,11 +645,11 @@ class Follower:
     async def barrier(self, timeout: float | None = None) -> None:
         """Catches the replica up with everything the owner has acknowledged so far."""
         position_of = self.channel.unary_unary(POSITION, request_serializer=_identity, response_deserializer=_identity)
-        (position,) = _POSITION.unpack(await position_of(b"", timeout=timeout))
+        (position,) = _POSITION.unpack(await position_of(b"", timeout=timeout, metadata=self.metadata))
         await self.caught_up(position)
 
     async def close(self) -> None:
-        for task in (self._task, self._metrics_task):
+        for task in (*self._tasks, self._metrics_task):
             if task is not None:
                 task.cancel()
         self._drop_commits()

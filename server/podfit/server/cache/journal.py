@@ -19,7 +19,7 @@ import asyncio
 import pickle
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # An operation: ("apply", [Change, ...]) or ("synced", feeder).
@@ -46,6 +46,8 @@ class Journal:
         # Where each connected follower is (frames behind every one of them are dropped).
         self._cursors: dict[int, int] = {}
         self._dropped: set[int] = set()
+        # What closes each follower's connection when it is let go (its task may be blocked writing to it).
+        self._closers: dict[int, Callable[[], None]] = {}
         self._backlog_bytes = 0
         # Operations recorded and published in all, to tell a rollback from a write already sent.
         self._recorded = 0
@@ -99,14 +101,17 @@ class Journal:
         async with self._published:
             self._published.notify_all()
 
-    def image(self, follower: int, state: Any) -> tuple[int, bytes]:
-        """``state`` pickled with the position it reflects, for a new follower whose frames are kept from
-        then on. Taken while nothing writes (the gate is exclusive), so the operations still pending are
-        already in it and belong to that position."""
+    def cursor(self, follower: int) -> int:
+        """Starts keeping frames for a new follower, whose image is taken now (while nothing writes: the
+        operations still pending are already in the cache, so they belong to the position returned)."""
         with self._lock:
             position = self.position + len(self._pending)
             self._cursors[follower] = position
-        return position, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        return position
+
+    def on_drop(self, follower: int, close: Callable[[], None]) -> None:
+        """``close()`` is called (on the loop) if ``follower`` is let go for lagging."""
+        self._closers[follower] = close
 
     def frames_after(self, position: int) -> Iterator[tuple[int, bytes]]:
         for end, frame in self._frames:
@@ -129,6 +134,7 @@ class Journal:
         return list(self.frames_after(position))
 
     def forget(self, follower: int) -> None:
+        self._closers.pop(follower, None)
         with self._lock:
             self._cursors.pop(follower, None)
             self._trim()
@@ -136,13 +142,19 @@ class Journal:
     def _drop_laggards(self) -> None:
         """Lets go of the followers furthest behind (under the lock) and of the frames kept for them."""
         oldest = min(self._cursors.values())
+        dropped = []
         for follower, position in list(self._cursors.items()):
             if position == oldest:
                 del self._cursors[follower]
                 self._dropped.add(follower)
+                dropped.append(follower)
         self._trim()
         if self._loop is not None:
             self._loop.create_task(self._notify())
+            for follower in dropped:
+                close = self._closers.pop(follower, None)
+                if close is not None:
+                    self._loop.call_soon_threadsafe(close)
 
     def _trim(self) -> None:
         """Drops the frames every follower has (under the lock)."""

@@ -29,7 +29,7 @@ from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.status import Code
 from podfit.server.model import Node, Pod, ValidationError
 from podfit.server.model.objects import pod_from_k8s
-from podfit.server.service import CachedPod, CacheNotSyncedError, NotFoundError, SchedulingService
+from podfit.server.service import CachedPod, CacheNotSyncedError, NotFoundError, OwnerGone, SchedulingService
 from podfit.server.transport.errors import RateLimitedLog
 
 log = logging.getLogger("podfit.server.extender")
@@ -380,6 +380,8 @@ def _route(handler: Handler, verb: str, service: SchedulingService) -> Callable[
             return _json_response(result)
         except CacheNotSyncedError as exc:
             return _json_response({"Error": f"{verb}: {exc}", "reason": CACHE_NOT_SYNCED}, status=503)
+        except OwnerGone as exc:
+            return _json_response({"Error": f"{verb}: {exc}: retry", "reason": "OWNER_GONE"}, status=503)
         except ClientGone:
             # Not an error of podfit's: counted apart, logged at debug level only.
             log.debug("extender %s: the client closed the connection before sending its request", verb)
@@ -433,6 +435,8 @@ def build_app(
         from SIGTERM on (load balancers stop sending while the calls they sent are still answered)."""
         if service.shutting_down:
             return web.Response(text="not ready: server shutting down", status=503)
+        if service.replica_lost:
+            return web.Response(text=f"not ready: {service.replica_lost}", status=503)
         if service.synced:
             return web.Response(text="ok")
         return web.Response(text=f"not ready: {CacheNotSyncedError()}", status=503)

@@ -18,11 +18,18 @@ from typing import Any
 
 import grpc
 from google.protobuf.message import Message
+from grpc_status import rpc_status
 from podfit.server.service import OwnerGone, ReservationMoved
 from podfit.server.transport.decoding import Undecodable
+from podfit.server.transport.errors import status_for
 from podfit.server.workers import POSITION_KEY, Follower, committed
 
 OWNER_GONE = "this decision worker lost its owner process; retry (the server is restarting)"
+
+
+async def owner_gone(context: grpc.aio.ServicerContext) -> None:
+    """UNAVAILABLE with reason OWNER_GONE (ErrorInfo), as for any call a worker without owner refuses."""
+    await context.abort_with_status(rpc_status.to_status(status_for(OwnerGone(OWNER_GONE))))
 
 
 def _serialize(request: Message | Undecodable) -> bytes:
@@ -52,21 +59,33 @@ class OwnerLink:
             else:
                 await self.follower.caught_up(position)
         except (OwnerGone, grpc.aio.AioRpcError):
-            await context.abort(grpc.StatusCode.UNAVAILABLE, OWNER_GONE)
+            await owner_gone(context)
 
     async def _relay(self, context: grpc.aio.ServicerContext, exc: grpc.aio.AioRpcError) -> None:
-        await context.abort(exc.code(), exc.details() or "", tuple(exc.trailing_metadata() or ()))
+        """The owner's own refusal, as it sent it; a failure of the private channel itself (its text names
+        the private socket) is OWNER_GONE."""
+        trailing = tuple(exc.trailing_metadata() or ())
+        from_owner = any(key == "grpc-status-details-bin" for key, _ in trailing)
+        if exc.code() is grpc.StatusCode.UNAVAILABLE and not from_owner:
+            await owner_gone(context)
+        details = (exc.details() or "").replace(self.follower.directory, "<owner>")
+        await context.abort(exc.code(), details, trailing)
 
-    async def unary(self, method: str, request: Any, response_type: type[Message], context: Any) -> Any:
+    async def unary(
+        self, method: str, request: Any, response_type: type[Message], context: Any, *, follow: bool = True
+    ) -> Any:
+        """``method`` answered by the owner; with ``follow``, once this replica holds what it wrote."""
         call = self.follower.channel.unary_unary(
             method, request_serializer=_serialize, response_deserializer=response_type.FromString
         )
-        answer = call(request, timeout=context.time_remaining())
+        answer = call(request, timeout=context.time_remaining(), metadata=self.follower.metadata)
         try:
             response = await answer
             trailing = dict(await answer.trailing_metadata() or ())
         except grpc.aio.AioRpcError as exc:
             await self._relay(context, exc)
+        if not follow:
+            return response
         position = trailing.get(POSITION_KEY)
         await self.caught_up(context, int(position) if isinstance(position, str) else None)
         return response
@@ -106,7 +125,7 @@ class OwnerLink:
     ) -> AsyncIterator[Any]:
         call = self.follower.channel.stream_stream(
             method, request_serializer=_serialize, response_deserializer=response_type.FromString
-        )(requests, timeout=context.time_remaining())
+        )(requests, timeout=context.time_remaining(), metadata=self.follower.metadata)
         try:
             async for response in call:
                 await self.caught_up(context)
@@ -167,15 +186,23 @@ def forwarded_stream(
     return decorate
 
 
-def current(method: Callable[[Any, Any, Any], Awaitable[Any]]) -> Callable[[Any, Any, Any], Awaitable[Any]]:
+def current(
+    path: str, response_type: type[Message]
+) -> Callable[[Callable[[Any, Any, Any], Awaitable[Any]]], Callable[[Any, Any, Any], Awaitable[Any]]]:
     """An inspection (Get, List, Stats): in a worker, answered once the replica has caught up with the
-    owner, so it shows every write acknowledged before it was asked."""
+    owner, so it shows every write acknowledged before it was asked — or, while a heavy call holds this
+    worker's replica (which then cannot advance), answered by ``path`` on the owner, which never waits."""
 
-    @functools.wraps(method)
-    async def wrapper(self: Any, request: Any, context: Any) -> Any:
-        owner: OwnerLink | None = self.owner
-        if owner is not None:
-            await owner.caught_up(context)
-        return await method(self, request, context)
+    def decorate(method: Callable[[Any, Any, Any], Awaitable[Any]]) -> Callable[[Any, Any, Any], Awaitable[Any]]:
+        @functools.wraps(method)
+        async def wrapper(self: Any, request: Any, context: Any) -> Any:
+            owner: OwnerLink | None = self.owner
+            if owner is not None:
+                if self.service.gate.busy:
+                    return await owner.unary(path, request, response_type, context, follow=False)
+                await owner.caught_up(context)
+            return await method(self, request, context)
 
-    return wrapper
+        return wrapper
+
+    return decorate

@@ -167,7 +167,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         finally:
             reader.cancel()
 
-    @current
+    @current(CACHE + "Get", cc.GetResponse)
     @unary_errors
     @ungated
     async def Get(self, request: cc.GetRequest, context: grpc.aio.ServicerContext) -> cc.GetResponse:
@@ -188,7 +188,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
                 response.node_allocation.CopyFrom(allocation)
         return response
 
-    @current
+    @current(CACHE + "List", cc.ListResponse)
     @unary_errors
     @ungated
     async def List(self, request: cc.ListRequest, context: grpc.aio.ServicerContext) -> cc.ListResponse:
@@ -226,7 +226,7 @@ class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
         names = (getattr(e.obj, "name", "") for e in entries)
         return [convert.node_allocation(a) for a in self.service.node_allocations(names)]
 
-    @current
+    @current(CACHE + "Stats", cc.StatsResponse)
     @unary_errors
     @ungated
     async def Stats(self, request: cc.StatsRequest, context: grpc.aio.ServicerContext) -> cc.StatsResponse:
