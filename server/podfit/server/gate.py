@@ -186,6 +186,8 @@ class Gate:
                 while not future.done():
                     with suppress(asyncio.CancelledError):
                         await asyncio.wait({future})
+                if not future.cancelled():
+                    future.exception()  # the thread's own ending (CallCancelled): retrieved, not logged
                 raise
         finally:
             for hook in self.after_heavy:
