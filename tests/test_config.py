@@ -286,3 +286,114 @@ def test_the_shipped_kubernetes_podfit_config_loads() -> None:
     assert (settings.extender_addr, settings.extender_url_prefix) == ("0.0.0.0:8888", "/scheduler")
     assert settings.auth_tokens_file == "/var/run/secrets/podfit/auth/tokens.csv"
     assert settings.tls_client_ca_file == "/var/run/secrets/podfit/tls/ca.crt"
+
+
+# -- gates podfit does not honour (issue 35: settings that silently do nothing) ---------------------------
+
+
+def _profiles_at_start(version: str, flag: str, profile_versions: dict[str, str] | None = None) -> dict[str, Any]:
+    """What the server builds at start from --kube-scheduler-version, --feature-gates and profileVersions."""
+    settings = resolve(["--kube-scheduler-version", version, "--feature-gates", flag], environ={})
+    names = {"default-scheduler", *(profile_versions or {})}
+    document = config(*({"schedulerName": name} for name in sorted(names))) if profile_versions else None
+    return profiles_from_configuration(document, version, settings.feature_gate_overrides, profile_versions)
+
+
+@pytest.mark.parametrize(
+    ("version", "flag", "message"),
+    [
+        pytest.param("v1.37", "PodLevelResources=false", "featureGates.PodLevelResources: feature gate "
+                     "PodLevelResources=false is not modelled by podfit (it answers with the v1.37 default, true)",
+                     id="v1.37 PodLevelResources=false"),
+        pytest.param("v1.35", "PodLevelResources=false", "featureGates.PodLevelResources: feature gate "
+                     "PodLevelResources=false is not modelled by podfit (it answers with the v1.35 default, true)",
+                     id="v1.35 PodLevelResources=false"),
+        pytest.param("v1.35", "DRAPrioritizedList=false", "featureGates.DRAPrioritizedList: cannot set feature "
+                     "gate DRAPrioritizedList to false, feature is locked to true in v1.37.2",
+                     id="DRAPrioritizedList=false is locked in v1.37, so refused for any server version"),
+        pytest.param("v1.37", "DRAPartitionableDevices=false", "featureGates.DRAPartitionableDevices: feature gate "
+                     "DRAPartitionableDevices=false is not modelled", id="v1.37 DRAPartitionableDevices=false"),
+        pytest.param("v1.37", "DRAConsumableCapacity=false", "featureGates.DRAConsumableCapacity: feature gate "
+                     "DRAConsumableCapacity=false is not modelled", id="v1.37 DRAConsumableCapacity=false"),
+        pytest.param("v1.35", "DRAConsumableCapacity=true", "featureGates.DRAConsumableCapacity: feature gate "
+                     "DRAConsumableCapacity=true is not modelled by podfit (it answers with the v1.35 default, "
+                     "false)", id="v1.35 DRAConsumableCapacity=true"),
+        pytest.param("v1.35", "DRAExtendedResource=true", "featureGates.DRAExtendedResource: feature gate "
+                     "DRAExtendedResource=true is not modelled", id="v1.35 DRAExtendedResource=true"),
+        pytest.param("v1.35", "DRAAdminAccess=false", "featureGates.DRAAdminAccess: cannot set feature gate",
+                     id="DRAAdminAccess=false is locked in v1.37"),
+        pytest.param("v1.37", "OpportunisticBatching=false", "featureGates.OpportunisticBatching: feature gate "
+                     "OpportunisticBatching=false is not modelled", id="v1.37 OpportunisticBatching=false"),
+        pytest.param("v1.37", "SchedulerAsyncAPICalls=true", "featureGates.SchedulerAsyncAPICalls: feature gate "
+                     "SchedulerAsyncAPICalls=true is not modelled", id="v1.37 SchedulerAsyncAPICalls=true"),
+        pytest.param("v1.35", "GangScheduling=true", "featureGates.GangScheduling: feature gate "
+                     "GangScheduling=true is not modelled", id="v1.35 GangScheduling=true"),
+        pytest.param("v1.37", "DRASchedulerFilterTimeout=false", "featureGates.DRASchedulerFilterTimeout: feature "
+                     "gate DRASchedulerFilterTimeout=false is not modelled",
+                     id="v1.37 DRASchedulerFilterTimeout=false"),
+    ],
+)  # fmt: skip
+def test_a_gate_podfit_does_not_honour_is_refused_at_start_naming_it(version: str, flag: str, message: str) -> None:
+    with pytest.raises((ConfigError, SettingsError)) as error:
+        _profiles_at_start(version, flag)
+    assert str(error.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("version", "flag", "features"),
+    [
+        pytest.param("v1.37", "PodLevelResources=true", {}, id="v1.37 a gate at its default"),
+        pytest.param("v1.35", "DRAConsumableCapacity=false,DRAPrioritizedList=true", {},
+                     id="v1.35 DRA gates at their defaults"),
+        pytest.param("v1.37", "DRAConsumableCapacity=true,DRAExtendedResource=true",
+                     {"enable_dra_extended_resource": True}, id="v1.37 DRA gates at their defaults"),
+        pytest.param("v1.35", "CompositePodGroup=true", {}, id="v1.35 a gate only v1.37 has is not v1.35's"),
+        pytest.param("v1.37", "DRADeviceTaints=false", {"enable_dra_device_taints": False},
+                     id="v1.37 DRADeviceTaints=false is honoured"),
+        pytest.param("v1.35", "DRADeviceTaints=true", {"enable_dra_device_taints": True},
+                     id="v1.35 DRADeviceTaints=true is honoured"),
+        pytest.param("v1.35", "StorageCapacityScoring=true,VolumeLimitScaling=true",
+                     {"enable_storage_capacity_scoring": True, "enable_volume_limit_scaling": True},
+                     id="v1.35 storage gates are honoured"),
+        pytest.param("v1.35", "NodeDeclaredFeatures=true", {"enable_node_declared_features": True},
+                     id="v1.35 NodeDeclaredFeatures=true is honoured"),
+    ],
+)  # fmt: skip
+def test_a_gate_at_its_default_or_honoured_is_accepted(version: str, flag: str, features: dict[str, bool]) -> None:
+    profile = _profiles_at_start(version, flag)["default-scheduler"]
+    for name, value in features.items():
+        assert getattr(profile.features, name) is value
+
+
+def test_a_profile_at_another_version_refuses_a_gate_it_does_not_honour() -> None:
+    # DRAConsumableCapacity=true is v1.37's default, but the legacy profile answers as v1.35.
+    _profiles_at_start("v1.37", "DRAConsumableCapacity=true")
+    with pytest.raises(ConfigError, match=r"^featureGates\.DRAConsumableCapacity: feature gate DRAConsumableCapacity"
+                       r"=true is not modelled by podfit \(it answers with the v1\.35 default, false\).*"
+                       r"\(profile 'legacy' answers as v1\.35\.4\)$"):  # fmt: skip
+        _profiles_at_start("v1.37", "DRAConsumableCapacity=true", {"legacy": "v1.35"})
+
+
+def test_a_request_for_a_version_that_does_not_honour_the_servers_gates_is_refused() -> None:
+    from podfit.server.cache.cluster_cache import ClusterCache
+    from podfit.server.engine import Engine
+    from podfit.server.model import ValidationError
+
+    engine = Engine(ClusterCache(), _profiles_at_start("v1.37", "DRAConsumableCapacity=true"))
+    assert engine.at_version("v1.37") is not None
+    with pytest.raises(ValidationError) as error:
+        engine.at_version("v1.35")
+    assert error.value.field == "kube_scheduler_version"
+    assert "feature gate DRAConsumableCapacity=true is not modelled by podfit" in error.value.message
+
+
+def test_every_gate_podfit_honours_has_a_features_field_that_reads_it() -> None:
+    from dataclasses import fields
+
+    from podfit.server.framework.versions import GATES, Features
+
+    names = {f.name for f in fields(Features)}
+    for name, gate in GATES.items():
+        if any(spec.honoured for spec in gate.versions.values()):
+            assert gate.field in names and gate.reader, name
+        assert not gate.field or gate.field in names, name

@@ -222,7 +222,10 @@ def _implements(plugin: Plugin, point: str) -> bool:
 
 def _profile(name: str, spec: ProfileSpec, version: KubeSchedulerVersion) -> Profile:
     plugins, args, where = spec.plugins, spec.args, spec.where
-    features = version.features(spec.feature_gates)
+    try:
+        features = version.features(spec.feature_gates)
+    except ValidationError as exc:
+        raise ConfigError(f"{exc} (profile {name!r} answers as {version.release})") from None
     for key in plugins:
         if key != "multiPoint" and key not in POINTS:
             raise ConfigError(f"{where}.plugins.{key}: unknown extension point")

@@ -19,7 +19,7 @@ import numpy as np
 from podfit.k8s.limits import echo
 from podfit.server.cache.cluster_cache import ClusterCache
 from podfit.server.cache.snapshot import Snapshot
-from podfit.server.config import profile_at
+from podfit.server.config import ConfigError, profile_at
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.fit_error import outcome_fit_error
 from podfit.server.framework.interfaces import NO_POST_FILTER, IntpArray, PreemptionResult
@@ -167,7 +167,11 @@ class Engine:
         target = parse_version(version)
         engine = self._at_version.get(target.name)
         if engine is None:
-            profiles = {name: profile_at(f.profile, target) for name, f in self.frameworks.items()}
+            try:
+                profiles = {name: profile_at(f.profile, target) for name, f in self.frameworks.items()}
+            except ConfigError as exc:
+                # The server's configuration (its feature gates) cannot be answered at that version.
+                raise ValidationError("kube_scheduler_version", f"cannot answer as {target.release}: {exc}") from None
             engine = Engine(self.cache, profiles)
             # A profile already at that version keeps its framework (and the framework's row memo).
             for name, framework in self.frameworks.items():

@@ -9,8 +9,13 @@ Besides gates, a release changes code that no gate guards (a scoring formula, a 
 changes are listed per version as ``behaviours`` and reach the plugins through the same ``Features``,
 named after what the code does, so a plugin branches on a behaviour, never on a version number.
 
-Adding a minor version: add its gate defaults and behaviours here, its corpus under tests, and run the
-conformance suite for it (see README, "kube-scheduler versions").
+A gate podfit does not honour in a version (see ``GateSpec.honoured``) is answered at that version's
+default; setting it to its other value is a ValidationError naming it, raised when a profile is built at
+that version (at start, or for a request asking for another version), never a setting silently ignored.
+
+Adding a minor version: add its gate specs (honoured only where a Features field makes both values answer
+as that version does) and behaviours here, its corpus under tests, and run the conformance suite for it
+(see README, "kube-scheduler versions").
 """
 
 from __future__ import annotations
@@ -24,74 +29,119 @@ from podfit.server.model import ValidationError
 
 @dataclass(frozen=True, slots=True)
 class GateSpec:
-    """One gate's default in one version; a locked gate cannot be set to anything else."""
+    """One gate in one version: its default, stage and lock, and whether podfit honours it there.
+
+    A locked gate cannot be set to anything else (kube-scheduler refuses it at start). A gate podfit
+    honours answers as kube-scheduler does with either value (or refuses, naming the field, a question
+    it cannot model); any other gate is answered at the version's default, and setting it to its other
+    value is refused at start, naming it, since podfit would silently answer as the default."""
 
     default: bool
     stage: str  # ALPHA, BETA or GA
     locked: bool = False
+    honoured: bool = False
 
 
-def _alpha() -> GateSpec:
-    return GateSpec(False, "ALPHA")
+def _alpha(honoured: bool = False) -> GateSpec:
+    return GateSpec(False, "ALPHA", honoured=honoured)
 
 
-def _beta(default: bool = True) -> GateSpec:
-    return GateSpec(default, "BETA")
+def _beta(default: bool = True, honoured: bool = False) -> GateSpec:
+    return GateSpec(default, "BETA", honoured=honoured)
 
 
-def _ga(locked: bool = False) -> GateSpec:
-    return GateSpec(True, "GA", locked)
+def _ga(locked: bool = False, honoured: bool = False) -> GateSpec:
+    return GateSpec(True, "GA", locked, honoured)
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """A gate kube-scheduler reads: its spec per version, and the ``Features`` field (if any) that carries
+    it to the podfit code that reads it (``reader``)."""
+
+    versions: Mapping[str, GateSpec]
+    field: str = ""
+    reader: str = ""
 
 
 # The gates kube-scheduler reads, per gate and version (``pkg/features/kube_features.go`` and the staging
 # feature files, as each version resolves them at its own version). A gate absent from a version does
-# not exist there.
-GATES: dict[str, dict[str, GateSpec]] = {
-    "StorageCapacityScoring": {"v1.35": _alpha(), "v1.37": _beta()},
-    "NodeDeclaredFeatures": {"v1.35": _alpha(), "v1.37": _ga(locked=True)},
-    "VolumeLimitScaling": {"v1.35": _alpha(), "v1.37": _beta()},
-    "InPlacePodLevelResourcesVerticalScaling": {"v1.35": _alpha(), "v1.37": _beta()},
-    "DRAExtendedResource": {"v1.35": _alpha(), "v1.37": _ga(locked=True)},
-    "DRAConsumableCapacity": {"v1.35": _alpha(), "v1.37": _beta()},
-    "DRADeviceBindingConditions": {"v1.35": _alpha(), "v1.37": _beta()},
-    "DRADeviceTaints": {"v1.35": _alpha(), "v1.37": _ga()},
-    "DRADeviceTaintRules": {"v1.35": _alpha(), "v1.37": _ga()},
-    "DRAPartitionableDevices": {"v1.35": _alpha(), "v1.37": _beta()},
-    "DRAAdminAccess": {"v1.35": _beta(), "v1.37": _ga(locked=True)},
-    "DRAPrioritizedList": {"v1.35": _beta(), "v1.37": _ga(locked=True)},
-    "DRAResourceClaimDeviceStatus": {"v1.35": _beta(), "v1.37": _ga(locked=True)},
-    "DRAFractionalCapacityRange": {"v1.37": _beta(default=False)},
-    "DRAWorkloadResourceClaims": {"v1.37": _beta(default=False)},
-    "DRAListTypeAttributes": {"v1.37": _alpha()},
-    "DRANodeAllocatableResources": {"v1.37": _alpha()},
-    "DRAOptionalNodeOperations": {"v1.37": _alpha()},
-    "DRADerivedAttributes": {"v1.37": _alpha()},
-    "DRADeviceCompatibilityGroups": {"v1.37": _alpha()},
-    "GangScheduling": {"v1.35": _alpha()},
-    "GenericWorkload": {"v1.35": _alpha(), "v1.37": _beta(default=False)},
-    "CompositePodGroup": {"v1.37": _alpha()},
-    "PodGroupPreemptionPolicy": {"v1.37": _alpha()},
-    "TopologyAwareWorkloadScheduling": {"v1.37": _alpha()},
-    "InPlacePodVerticalScalingSchedulerPreemption": {"v1.37": _alpha()},
-    "InterPodAffinityHostnameFastPath": {"v1.37": _alpha()},
-    "SchedulerPreQueueingHints": {"v1.37": _alpha()},
-    "SchedulerQueueingHints": {"v1.35": _ga(locked=True)},
-    "SidecarContainers": {"v1.35": _ga(locked=True)},
-    "CSIMigrationPortworx": {"v1.35": _ga(locked=True)},
-    "VolumeAttributesClass": {"v1.35": _ga(), "v1.37": _ga(locked=True)},
+# not exist there. ``honoured=True`` only where a Features field makes the code answer both values as
+# kube-scheduler does. DRADeviceTaints: both versions' default DRA gates pick the incubating allocator,
+# which supports DeviceTaints, so the gate only turns its taint check on or off (k8s.io/
+# dynamic-resource-allocation v0.35.4 and v0.37.2). DRAExtendedResource is read, but honoured in neither:
+# with it on, pods that would use the feature are refused, and v1.35's alpha code is not modelled.
+GATES: dict[str, Gate] = {
+    "StorageCapacityScoring": Gate(
+        {"v1.35": _alpha(honoured=True), "v1.37": _beta(honoured=True)},
+        "enable_storage_capacity_scoring",
+        "VolumeBinding scores",
+    ),
+    "NodeDeclaredFeatures": Gate(
+        {"v1.35": _alpha(honoured=True), "v1.37": _ga(locked=True, honoured=True)},
+        "enable_node_declared_features",
+        "the default plugins include NodeDeclaredFeatures",
+    ),
+    "VolumeLimitScaling": Gate(
+        {"v1.35": _alpha(honoured=True), "v1.37": _beta(honoured=True)},
+        "enable_volume_limit_scaling",
+        "NodeVolumeLimits checks preventPodSchedulingIfMissing",
+    ),
+    "DRADeviceTaints": Gate(
+        {"v1.35": _alpha(honoured=True), "v1.37": _ga(honoured=True)},
+        "enable_dra_device_taints",
+        "the DRA allocator skips devices with untolerated NoSchedule/NoExecute taints",
+    ),
+    "DRAExtendedResource": Gate(
+        {"v1.35": _alpha(), "v1.37": _ga(locked=True)},
+        "enable_dra_extended_resource",
+        "DynamicResources refuses pods that request an extended resource a DeviceClass backs",
+    ),
+    "InPlacePodLevelResourcesVerticalScaling": Gate({"v1.35": _alpha(), "v1.37": _beta()}),
+    "DRAConsumableCapacity": Gate({"v1.35": _alpha(), "v1.37": _beta()}),
+    "DRADeviceBindingConditions": Gate({"v1.35": _alpha(), "v1.37": _beta()}),
+    "DRADeviceTaintRules": Gate({"v1.35": _alpha(), "v1.37": _ga()}),
+    "DRAPartitionableDevices": Gate({"v1.35": _alpha(), "v1.37": _beta()}),
+    "DRAAdminAccess": Gate({"v1.35": _beta(), "v1.37": _ga(locked=True)}),
+    "DRAPrioritizedList": Gate({"v1.35": _beta(), "v1.37": _ga(locked=True)}),
+    "DRAResourceClaimDeviceStatus": Gate({"v1.35": _beta(), "v1.37": _ga(locked=True)}),
+    "DRAFractionalCapacityRange": Gate({"v1.37": _beta(default=False)}),
+    "DRAWorkloadResourceClaims": Gate({"v1.37": _beta(default=False)}),
+    "DRAListTypeAttributes": Gate({"v1.37": _alpha()}),
+    "DRANodeAllocatableResources": Gate({"v1.37": _alpha()}),
+    "DRAOptionalNodeOperations": Gate({"v1.37": _alpha()}),
+    "DRADerivedAttributes": Gate({"v1.37": _alpha()}),
+    "DRADeviceCompatibilityGroups": Gate({"v1.37": _alpha()}),
+    "GangScheduling": Gate({"v1.35": _alpha()}),
+    "GenericWorkload": Gate({"v1.35": _alpha(), "v1.37": _beta(default=False)}),
+    "CompositePodGroup": Gate({"v1.37": _alpha()}),
+    "PodGroupPreemptionPolicy": Gate({"v1.37": _alpha()}),
+    "TopologyAwareWorkloadScheduling": Gate({"v1.37": _alpha()}),
+    "InPlacePodVerticalScalingSchedulerPreemption": Gate({"v1.37": _alpha()}),
+    "InterPodAffinityHostnameFastPath": Gate({"v1.37": _alpha()}),
+    "SchedulerPreQueueingHints": Gate({"v1.37": _alpha()}),
+    "SchedulerQueueingHints": Gate({"v1.35": _ga(locked=True)}),
+    "SidecarContainers": Gate({"v1.35": _ga(locked=True)}),
+    "CSIMigrationPortworx": Gate({"v1.35": _ga(locked=True)}),
+    "VolumeAttributesClass": Gate({"v1.35": _ga(), "v1.37": _ga(locked=True)}),
     # The same in both versions.
-    "DynamicResourceAllocation": {"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)},
-    "SchedulerAsyncPreemption": {"v1.35": _beta(), "v1.37": _beta()},
-    "OpportunisticBatching": {"v1.35": _beta(), "v1.37": _beta()},
-    "PodLevelResources": {"v1.35": _beta(), "v1.37": _beta()},
-    "NodeInclusionPolicyInPodTopologySpread": {"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)},
-    "MatchLabelKeysInPodTopologySpread": {"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)},
-    "DRASchedulerFilterTimeout": {"v1.35": _beta(), "v1.37": _beta()},
-    "InPlacePodVerticalScaling": {"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)},
-    "SchedulerPopFromBackoffQ": {"v1.35": _beta(), "v1.37": _beta()},
-    "SchedulerAsyncAPICalls": {"v1.35": _beta(default=False), "v1.37": _beta(default=False)},
-    "TaintTolerationComparisonOperators": {"v1.35": _alpha(), "v1.37": _alpha()},
+    "DynamicResourceAllocation": Gate({"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)}),
+    "SchedulerAsyncPreemption": Gate({"v1.35": _beta(), "v1.37": _beta()}),
+    "OpportunisticBatching": Gate({"v1.35": _beta(), "v1.37": _beta()}),
+    "PodLevelResources": Gate({"v1.35": _beta(), "v1.37": _beta()}),
+    "NodeInclusionPolicyInPodTopologySpread": Gate({"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)}),
+    "MatchLabelKeysInPodTopologySpread": Gate({"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)}),
+    "DRASchedulerFilterTimeout": Gate({"v1.35": _beta(), "v1.37": _beta()}),
+    "InPlacePodVerticalScaling": Gate({"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)}),
+    "SchedulerPopFromBackoffQ": Gate({"v1.35": _beta(), "v1.37": _beta()}),
+    "SchedulerAsyncAPICalls": Gate({"v1.35": _beta(default=False), "v1.37": _beta(default=False)}),
+    "TaintTolerationComparisonOperators": Gate({"v1.35": _alpha(), "v1.37": _alpha()}),
 }
+
+
+def honoured_gates(version: str) -> list[str]:
+    """The gates podfit honours in ``version`` (both values answered as kube-scheduler does)."""
+    return [name for name, gate in GATES.items() if version in gate.versions and gate.versions[version].honoured]
 
 
 @dataclass(frozen=True)
@@ -106,6 +156,9 @@ class Features:
     enable_storage_capacity_scoring: bool = False
     enable_node_declared_features: bool = False
     enable_volume_limit_scaling: bool = False
+    enable_dra_device_taints: bool = False
+    # Read to refuse pods that would use the feature (DRA-backed extended resources are not modelled).
+    enable_dra_extended_resource: bool = False
     # Behaviours (v1.37): BalancedAllocation scores how the pod changes the node's balance, not the
     # balance with the pod.
     balanced_allocation_scores_change: bool = False
@@ -128,14 +181,6 @@ class Features:
     gates: Mapping[str, bool] = field(default_factory=dict, compare=False)
 
 
-# Gate name -> the Features field it sets.
-_GATE_FIELDS = {
-    "StorageCapacityScoring": "enable_storage_capacity_scoring",
-    "NodeDeclaredFeatures": "enable_node_declared_features",
-    "VolumeLimitScaling": "enable_volume_limit_scaling",
-}
-
-
 @dataclass(frozen=True)
 class KubeSchedulerVersion:
     """A supported minor version: its name (``v1.37``), the release podfit reproduces (``v1.37.2``),
@@ -146,16 +191,25 @@ class KubeSchedulerVersion:
     behaviours: Mapping[str, bool]
 
     def gate_defaults(self) -> dict[str, bool]:
-        return {gate: specs[self.name].default for gate, specs in GATES.items() if self.name in specs}
+        return {name: gate.versions[self.name].default for name, gate in GATES.items() if self.name in gate.versions}
 
     def features(self, overrides: Mapping[str, bool] | None = None) -> Features:
         """This version's Features with ``overrides`` (``--feature-gates``) applied; gates the version
-        does not have are ignored (they belong to another supported version)."""
+        does not have are ignored (they belong to another supported version). A gate podfit does not
+        honour in this version, set to anything but its default, is a ValidationError naming it."""
         gates = self.gate_defaults()
-        for gate, value in (overrides or {}).items():
-            if gate in gates:
-                gates[gate] = value
-        values = {name: gates.get(gate, False) for gate, name in _GATE_FIELDS.items()}
+        for name, value in (overrides or {}).items():
+            if name not in gates:
+                continue
+            if value != gates[name] and not GATES[name].versions[self.name].honoured:
+                raise ValidationError(
+                    f"featureGates.{name}",
+                    f"feature gate {name}={str(value).lower()} is not modelled by podfit (it answers with the "
+                    f"{self.name} default, {str(gates[name]).lower()}); podfit honours "
+                    f"{', '.join(honoured_gates(self.name))}",
+                )
+            gates[name] = value
+        values = {gate.field: gates[name] for name, gate in GATES.items() if gate.field and name in gates}
         return Features(**values, **self.behaviours, gates=gates)
 
 
@@ -225,7 +279,7 @@ def parse_feature_gates(value: str | Mapping[str, object], field_path: str = "fe
             flag = raw.lower() == "true"
         else:
             raise ValidationError(f"{field_path}.{name}", f"invalid value of {name}={raw}, err: must be true or false")
-        for version, spec in GATES[name].items():
+        for version, spec in GATES[name].versions.items():
             if spec.locked and flag != spec.default:
                 raise ValidationError(
                     f"{field_path}.{name}",
