@@ -132,6 +132,13 @@ _POINTER_SCALARS = frozenset(
         "ExactDeviceRequest.adminAccess",
         "DeviceConstraint.matchAttribute",
         "DeviceRequestAllocationResult.adminAccess",
+        "ResourceSliceSpec.perDeviceNodeSelection",
+        "Device.nodeName",
+        "Device.allNodes",
+        "Device.bindsToNode",
+        "Device.allowMultipleAllocations",
+        "DeviceToleration.tolerationSeconds",
+        "DeviceConstraint.distinctAttribute",
     }
 )
 # Go non-pointer structs: always written and always in JSON (omitempty does not apply to structs; a zero
@@ -190,6 +197,7 @@ _VALUE_STRUCTS = frozenset(
         "ResourceSlice.spec",
         "ResourceSliceSpec.pool",
         "DeviceCapacity.value",
+        "Counter.value",
         "DRAResourceClaim.metadata",
         "DRAResourceClaim.spec",
         "DRAResourceClaim.status",
@@ -287,6 +295,11 @@ _NO_OMITEMPTY = frozenset(
         "ResourcePool.generation",
         "ResourcePool.resourceSliceCount",
         "Device.name",
+        "CounterSet.name",
+        "DeviceCounterConsumption.counterSet",
+        "DeviceTaint.key",
+        "DeviceTaint.effect",
+        "CapacityRequestPolicy.default",
         "DeviceClaim.requests",
         "DeviceRequest.name",
         "ExactDeviceRequest.deviceClassName",
@@ -506,6 +519,8 @@ def _to_json(message: Message, path: str) -> dict[str, Any]:
                     result[name] = _message_to_json(field, value, _join(path, name))
             elif message.HasField(name):
                 result[name] = _message_to_json(field, value, _join(path, name))
+            elif field.always:
+                result[name] = None  # a Go pointer without omitempty
         elif value or field.always:
             where = _join(path, name)
             if field.shape is _Shape.MAP:

@@ -10,6 +10,7 @@ from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from podfit.v1 import objects_pb2 as _objects_pb2
 import builtins as _builtins
@@ -71,7 +72,10 @@ class DeviceClassSpec(_message.Message):
     CONFIG_FIELD_NUMBER: _builtins.int
     EXTENDED_RESOURCE_NAME_FIELD_NUMBER: _builtins.int
     extended_resource_name: _builtins.str
-    """An extended resource name backed by the class; kept as sent."""
+    """An extended resource name backed by the class (DRAExtendedResource). With the feature on (v1.37),
+    a decision about a pod that requests this resource (or deviceclass.resource.kubernetes.io/<class>)
+    is refused with INVALID_ARGUMENT: podfit does not model DRA-backed extended resources.
+    """
     @_builtins.property
     def selectors(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceSelector]:
         """ANDed CEL selectors a device must pass to belong to the class."""
@@ -243,12 +247,18 @@ class ResourceSliceSpec(_message.Message):
     NODE_SELECTOR_FIELD_NUMBER: _builtins.int
     ALL_NODES_FIELD_NUMBER: _builtins.int
     DEVICES_FIELD_NUMBER: _builtins.int
+    PER_DEVICE_NODE_SELECTION_FIELD_NUMBER: _builtins.int
+    SHARED_COUNTERS_FIELD_NUMBER: _builtins.int
     driver: _builtins.str
     """The DRA driver that publishes the devices."""
     node_name: _builtins.str
     """The devices are local to this node."""
     all_nodes: _builtins.bool
     """The devices are reachable from every node."""
+    per_device_node_selection: _builtins.bool
+    """Each device says which nodes reach it (DRAPartitionableDevices): held, not modelled; a decision
+    whose allocation would reach the pool is refused with INVALID_ARGUMENT naming the field.
+    """
     @_builtins.property
     def pool(self) -> Global___ResourcePool:
         """The pool the slice belongs to."""
@@ -261,6 +271,10 @@ class ResourceSliceSpec(_message.Message):
     def devices(self) -> _containers.RepeatedCompositeFieldContainer[Global___Device]:
         """The devices; names are unique within the pool."""
 
+    @_builtins.property
+    def shared_counters(self) -> _containers.RepeatedCompositeFieldContainer[Global___CounterSet]:
+        """Counter sets the pool's devices consume (DRAPartitionableDevices): held, not modelled, as above."""
+
     def __init__(
         self,
         *,
@@ -270,21 +284,98 @@ class ResourceSliceSpec(_message.Message):
         node_selector: _objects_pb2.NodeSelector | None = ...,
         all_nodes: _builtins.bool | None = ...,
         devices: _abc.Iterable[Global___Device] | None = ...,
+        per_device_node_selection: _builtins.bool | None = ...,
+        shared_counters: _abc.Iterable[Global___CounterSet] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_all_nodes", b"_all_nodes", "_node_name", b"_node_name", "all_nodes", b"all_nodes", "node_name", b"node_name", "node_selector", b"node_selector", "pool", b"pool"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_all_nodes", b"_all_nodes", "_node_name", b"_node_name", "_per_device_node_selection", b"_per_device_node_selection", "all_nodes", b"all_nodes", "node_name", b"node_name", "node_selector", b"node_selector", "per_device_node_selection", b"per_device_node_selection", "pool", b"pool"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_all_nodes", b"_all_nodes", "_node_name", b"_node_name", "all_nodes", b"all_nodes", "devices", b"devices", "driver", b"driver", "node_name", b"node_name", "node_selector", b"node_selector", "pool", b"pool"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_all_nodes", b"_all_nodes", "_node_name", b"_node_name", "_per_device_node_selection", b"_per_device_node_selection", "all_nodes", b"all_nodes", "devices", b"devices", "driver", b"driver", "node_name", b"node_name", "node_selector", b"node_selector", "per_device_node_selection", b"per_device_node_selection", "pool", b"pool", "shared_counters", b"shared_counters"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__all_nodes: _TypeAlias = _typing.Literal["all_nodes"]  # noqa: Y015
     _WhichOneofArgType__all_nodes: _TypeAlias = _typing.Literal["_all_nodes", b"_all_nodes"]  # noqa: Y015
     _WhichOneofReturnType__node_name: _TypeAlias = _typing.Literal["node_name"]  # noqa: Y015
     _WhichOneofArgType__node_name: _TypeAlias = _typing.Literal["_node_name", b"_node_name"]  # noqa: Y015
+    _WhichOneofReturnType__per_device_node_selection: _TypeAlias = _typing.Literal["per_device_node_selection"]  # noqa: Y015
+    _WhichOneofArgType__per_device_node_selection: _TypeAlias = _typing.Literal["_per_device_node_selection", b"_per_device_node_selection"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__all_nodes) -> _WhichOneofReturnType__all_nodes | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__node_name) -> _WhichOneofReturnType__node_name | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__per_device_node_selection) -> _WhichOneofReturnType__per_device_node_selection | None: ...
 
 Global___ResourceSliceSpec: _TypeAlias = ResourceSliceSpec  # noqa: Y015
+
+@_typing.final
+class CounterSet(_message.Message):
+    """resource.k8s.io/v1 CounterSet (partitionable devices; not modelled)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class CountersEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___Counter: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___Counter | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    COUNTERS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The counter set's name, unique within the pool."""
+    @_builtins.property
+    def counters(self) -> _containers.MessageMap[_builtins.str, Global___Counter]:
+        """Counters by name."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        counters: _abc.Mapping[_builtins.str, Global___Counter] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["counters", b"counters", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CounterSet: _TypeAlias = CounterSet  # noqa: Y015
+
+@_typing.final
+class Counter(_message.Message):
+    """resource.k8s.io/v1 Counter."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VALUE_FIELD_NUMBER: _builtins.int
+    value: _builtins.str
+    """A quantity, e.g. "40Gi"."""
+    def __init__(
+        self,
+        *,
+        value: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Counter: _TypeAlias = Counter  # noqa: Y015
 
 @_typing.final
 class ResourcePool(_message.Message):
@@ -367,8 +458,25 @@ class Device(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     ATTRIBUTES_FIELD_NUMBER: _builtins.int
     CAPACITY_FIELD_NUMBER: _builtins.int
+    TAINTS_FIELD_NUMBER: _builtins.int
+    CONSUMES_COUNTERS_FIELD_NUMBER: _builtins.int
+    NODE_NAME_FIELD_NUMBER: _builtins.int
+    NODE_SELECTOR_FIELD_NUMBER: _builtins.int
+    ALL_NODES_FIELD_NUMBER: _builtins.int
+    BINDS_TO_NODE_FIELD_NUMBER: _builtins.int
+    BINDING_CONDITIONS_FIELD_NUMBER: _builtins.int
+    BINDING_FAILURE_CONDITIONS_FIELD_NUMBER: _builtins.int
+    ALLOW_MULTIPLE_ALLOCATIONS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The device's name in its pool."""
+    node_name: _builtins.str
+    """With the slice's per_device_node_selection: the node that reaches the device (not modelled, as above)."""
+    all_nodes: _builtins.bool
+    """With the slice's per_device_node_selection: every node reaches the device (not modelled)."""
+    binds_to_node: _builtins.bool
+    """Binding conditions (DRADeviceBindingConditions): held, not modelled, as above."""
+    allow_multiple_allocations: _builtins.bool
+    """The device may be shared by several allocations (DRAConsumableCapacity): held, not modelled."""
     @_builtins.property
     def attributes(self) -> _containers.MessageMap[_builtins.str, Global___DeviceAttribute]:
         """Typed attributes by name; a name without a domain belongs to the driver's domain."""
@@ -377,20 +485,155 @@ class Device(_message.Message):
     def capacity(self) -> _containers.MessageMap[_builtins.str, Global___DeviceCapacity]:
         """Capacities by name (same naming as attributes)."""
 
+    @_builtins.property
+    def taints(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceTaint]:
+        """Taints, read when the DRADeviceTaints gate is on (by default in v1.37, not in v1.35): a NoSchedule
+        or NoExecute taint keeps the device from every request that does not tolerate it.
+        """
+
+    @_builtins.property
+    def consumes_counters(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceCounterConsumption]:
+        """Counters the device consumes (DRAPartitionableDevices): held, not modelled; a decision whose
+        allocation would reach the device's pool is refused with INVALID_ARGUMENT naming the field.
+        """
+
+    @_builtins.property
+    def node_selector(self) -> _objects_pb2.NodeSelector:
+        """With the slice's per_device_node_selection: the nodes that reach the device (not modelled)."""
+
+    @_builtins.property
+    def binding_conditions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Conditions that must be true before a pod using the device is bound (not modelled)."""
+
+    @_builtins.property
+    def binding_failure_conditions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Conditions that fail the binding (not modelled)."""
+
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         attributes: _abc.Mapping[_builtins.str, Global___DeviceAttribute] | None = ...,
         capacity: _abc.Mapping[_builtins.str, Global___DeviceCapacity] | None = ...,
+        taints: _abc.Iterable[Global___DeviceTaint] | None = ...,
+        consumes_counters: _abc.Iterable[Global___DeviceCounterConsumption] | None = ...,
+        node_name: _builtins.str | None = ...,
+        node_selector: _objects_pb2.NodeSelector | None = ...,
+        all_nodes: _builtins.bool | None = ...,
+        binds_to_node: _builtins.bool | None = ...,
+        binding_conditions: _abc.Iterable[_builtins.str] | None = ...,
+        binding_failure_conditions: _abc.Iterable[_builtins.str] | None = ...,
+        allow_multiple_allocations: _builtins.bool | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_all_nodes", b"_all_nodes", "_allow_multiple_allocations", b"_allow_multiple_allocations", "_binds_to_node", b"_binds_to_node", "_node_name", b"_node_name", "all_nodes", b"all_nodes", "allow_multiple_allocations", b"allow_multiple_allocations", "binds_to_node", b"binds_to_node", "node_name", b"node_name", "node_selector", b"node_selector"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attributes", b"attributes", "capacity", b"capacity", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_all_nodes", b"_all_nodes", "_allow_multiple_allocations", b"_allow_multiple_allocations", "_binds_to_node", b"_binds_to_node", "_node_name", b"_node_name", "all_nodes", b"all_nodes", "allow_multiple_allocations", b"allow_multiple_allocations", "attributes", b"attributes", "binding_conditions", b"binding_conditions", "binding_failure_conditions", b"binding_failure_conditions", "binds_to_node", b"binds_to_node", "capacity", b"capacity", "consumes_counters", b"consumes_counters", "name", b"name", "node_name", b"node_name", "node_selector", b"node_selector", "taints", b"taints"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__all_nodes: _TypeAlias = _typing.Literal["all_nodes"]  # noqa: Y015
+    _WhichOneofArgType__all_nodes: _TypeAlias = _typing.Literal["_all_nodes", b"_all_nodes"]  # noqa: Y015
+    _WhichOneofReturnType__allow_multiple_allocations: _TypeAlias = _typing.Literal["allow_multiple_allocations"]  # noqa: Y015
+    _WhichOneofArgType__allow_multiple_allocations: _TypeAlias = _typing.Literal["_allow_multiple_allocations", b"_allow_multiple_allocations"]  # noqa: Y015
+    _WhichOneofReturnType__binds_to_node: _TypeAlias = _typing.Literal["binds_to_node"]  # noqa: Y015
+    _WhichOneofArgType__binds_to_node: _TypeAlias = _typing.Literal["_binds_to_node", b"_binds_to_node"]  # noqa: Y015
+    _WhichOneofReturnType__node_name: _TypeAlias = _typing.Literal["node_name"]  # noqa: Y015
+    _WhichOneofArgType__node_name: _TypeAlias = _typing.Literal["_node_name", b"_node_name"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__all_nodes) -> _WhichOneofReturnType__all_nodes | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__allow_multiple_allocations) -> _WhichOneofReturnType__allow_multiple_allocations | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__binds_to_node) -> _WhichOneofReturnType__binds_to_node | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__node_name) -> _WhichOneofReturnType__node_name | None: ...
+
+Global___Device: _TypeAlias = Device  # noqa: Y015
+
+@_typing.final
+class DeviceTaint(_message.Message):
+    """resource.k8s.io/v1 DeviceTaint."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    EFFECT_FIELD_NUMBER: _builtins.int
+    TIME_ADDED_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    """The taint key."""
+    value: _builtins.str
+    """The taint value."""
+    effect: _builtins.str
+    """NoSchedule or NoExecute keep the device from requests that do not tolerate it; None and unknown
+    effects change nothing (as upstream).
+    """
+    @_builtins.property
+    def time_added(self) -> _timestamp_pb2.Timestamp:
+        """When the taint was added; kept as sent, not read."""
+
+    def __init__(
+        self,
+        *,
+        key: _builtins.str = ...,
+        value: _builtins.str = ...,
+        effect: _builtins.str = ...,
+        time_added: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["time_added", b"time_added"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["effect", b"effect", "key", b"key", "time_added", b"time_added", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___Device: _TypeAlias = Device  # noqa: Y015
+Global___DeviceTaint: _TypeAlias = DeviceTaint  # noqa: Y015
+
+@_typing.final
+class DeviceCounterConsumption(_message.Message):
+    """resource.k8s.io/v1 DeviceCounterConsumption (partitionable devices; not modelled)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class CountersEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___Counter: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___Counter | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    COUNTER_SET_FIELD_NUMBER: _builtins.int
+    COUNTERS_FIELD_NUMBER: _builtins.int
+    counter_set: _builtins.str
+    """The pool's counter set the counters come from."""
+    @_builtins.property
+    def counters(self) -> _containers.MessageMap[_builtins.str, Global___Counter]:
+        """The counters consumed, by name."""
+
+    def __init__(
+        self,
+        *,
+        counter_set: _builtins.str = ...,
+        counters: _abc.Mapping[_builtins.str, Global___Counter] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["counter_set", b"counter_set", "counters", b"counters"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeviceCounterConsumption: _TypeAlias = DeviceCounterConsumption  # noqa: Y015
 
 @_typing.final
 class DeviceAttribute(_message.Message):
@@ -448,20 +691,99 @@ class DeviceCapacity(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     VALUE_FIELD_NUMBER: _builtins.int
+    REQUEST_POLICY_FIELD_NUMBER: _builtins.int
     value: _builtins.str
     """A quantity, e.g. "80Gi"."""
+    @_builtins.property
+    def request_policy(self) -> Global___CapacityRequestPolicy:
+        """How requests consume the capacity (DRAConsumableCapacity): held, not modelled; a decision whose
+        allocation would reach the device's pool is refused with INVALID_ARGUMENT naming the field.
+        """
+
     def __init__(
         self,
         *,
         value: _builtins.str = ...,
+        request_policy: Global___CapacityRequestPolicy | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["request_policy", b"request_policy"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["request_policy", b"request_policy", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeviceCapacity: _TypeAlias = DeviceCapacity  # noqa: Y015
+
+@_typing.final
+class CapacityRequestPolicy(_message.Message):
+    """resource.k8s.io/v1 CapacityRequestPolicy (consumable capacity; not modelled; its default is dropped)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VALID_VALUES_FIELD_NUMBER: _builtins.int
+    VALID_RANGE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def valid_values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The amounts a request may consume."""
+
+    @_builtins.property
+    def valid_range(self) -> Global___CapacityRequestPolicyRange:
+        """The range a request's amount must fall in."""
+
+    def __init__(
+        self,
+        *,
+        valid_values: _abc.Iterable[_builtins.str] | None = ...,
+        valid_range: Global___CapacityRequestPolicyRange | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["valid_range", b"valid_range"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["valid_range", b"valid_range", "valid_values", b"valid_values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CapacityRequestPolicy: _TypeAlias = CapacityRequestPolicy  # noqa: Y015
+
+@_typing.final
+class CapacityRequestPolicyRange(_message.Message):
+    """resource.k8s.io/v1 CapacityRequestPolicyRange (consumable capacity; not modelled)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MIN_FIELD_NUMBER: _builtins.int
+    MAX_FIELD_NUMBER: _builtins.int
+    STEP_FIELD_NUMBER: _builtins.int
+    min: _builtins.str
+    """The least amount."""
+    max: _builtins.str
+    """The largest amount."""
+    step: _builtins.str
+    """Amounts are min plus a multiple of step."""
+    def __init__(
+        self,
+        *,
+        min: _builtins.str | None = ...,
+        max: _builtins.str | None = ...,
+        step: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_max", b"_max", "_min", b"_min", "_step", b"_step", "max", b"max", "min", b"min", "step", b"step"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_max", b"_max", "_min", b"_min", "_step", b"_step", "max", b"max", "min", b"min", "step", b"step"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__max: _TypeAlias = _typing.Literal["max"]  # noqa: Y015
+    _WhichOneofArgType__max: _TypeAlias = _typing.Literal["_max", b"_max"]  # noqa: Y015
+    _WhichOneofReturnType__min: _TypeAlias = _typing.Literal["min"]  # noqa: Y015
+    _WhichOneofArgType__min: _TypeAlias = _typing.Literal["_min", b"_min"]  # noqa: Y015
+    _WhichOneofReturnType__step: _TypeAlias = _typing.Literal["step"]  # noqa: Y015
+    _WhichOneofArgType__step: _TypeAlias = _typing.Literal["_step", b"_step"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max) -> _WhichOneofReturnType__max | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__min) -> _WhichOneofReturnType__min | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__step) -> _WhichOneofReturnType__step | None: ...
+
+Global___CapacityRequestPolicyRange: _TypeAlias = CapacityRequestPolicyRange  # noqa: Y015
 
 @_typing.final
 class ResourceClaim(_message.Message):
@@ -614,6 +936,8 @@ class ExactDeviceRequest(_message.Message):
     ALLOCATION_MODE_FIELD_NUMBER: _builtins.int
     COUNT_FIELD_NUMBER: _builtins.int
     ADMIN_ACCESS_FIELD_NUMBER: _builtins.int
+    TOLERATIONS_FIELD_NUMBER: _builtins.int
+    CAPACITY_FIELD_NUMBER: _builtins.int
     device_class_name: _builtins.str
     """The DeviceClass whose selectors apply; it must exist."""
     allocation_mode: _builtins.str
@@ -626,6 +950,16 @@ class ExactDeviceRequest(_message.Message):
     def selectors(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceSelector]:
         """ANDed with the class's selectors."""
 
+    @_builtins.property
+    def tolerations(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceToleration]:
+        """Taints of the devices that this request tolerates (DRADeviceTaints)."""
+
+    @_builtins.property
+    def capacity(self) -> Global___CapacityRequirements:
+        """Capacity each device must have left (DRAConsumableCapacity): not modelled; a decision that would
+        allocate the claim is refused with INVALID_ARGUMENT naming the field.
+        """
+
     def __init__(
         self,
         *,
@@ -634,16 +968,102 @@ class ExactDeviceRequest(_message.Message):
         allocation_mode: _builtins.str = ...,
         count: _builtins.int = ...,
         admin_access: _builtins.bool | None = ...,
+        tolerations: _abc.Iterable[Global___DeviceToleration] | None = ...,
+        capacity: Global___CapacityRequirements | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_admin_access", b"_admin_access", "admin_access", b"admin_access"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_admin_access", b"_admin_access", "admin_access", b"admin_access", "capacity", b"capacity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_admin_access", b"_admin_access", "admin_access", b"admin_access", "allocation_mode", b"allocation_mode", "count", b"count", "device_class_name", b"device_class_name", "selectors", b"selectors"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_admin_access", b"_admin_access", "admin_access", b"admin_access", "allocation_mode", b"allocation_mode", "capacity", b"capacity", "count", b"count", "device_class_name", b"device_class_name", "selectors", b"selectors", "tolerations", b"tolerations"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__admin_access: _TypeAlias = _typing.Literal["admin_access"]  # noqa: Y015
     _WhichOneofArgType__admin_access: _TypeAlias = _typing.Literal["_admin_access", b"_admin_access"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__admin_access) -> _WhichOneofReturnType__admin_access | None: ...
 
 Global___ExactDeviceRequest: _TypeAlias = ExactDeviceRequest  # noqa: Y015
+
+@_typing.final
+class DeviceToleration(_message.Message):
+    """resource.k8s.io/v1 DeviceToleration."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    OPERATOR_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    EFFECT_FIELD_NUMBER: _builtins.int
+    TOLERATION_SECONDS_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    """The taint key it matches; empty (with Exists) matches every key."""
+    operator: _builtins.str
+    """Equal (default) or Exists."""
+    value: _builtins.str
+    """The taint value it matches with Equal."""
+    effect: _builtins.str
+    """Empty matches every effect."""
+    toleration_seconds: _builtins.int
+    """How long a NoExecute taint is tolerated; kept as sent (allocation does not read it)."""
+    def __init__(
+        self,
+        *,
+        key: _builtins.str = ...,
+        operator: _builtins.str = ...,
+        value: _builtins.str = ...,
+        effect: _builtins.str = ...,
+        toleration_seconds: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_toleration_seconds", b"_toleration_seconds", "toleration_seconds", b"toleration_seconds"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_toleration_seconds", b"_toleration_seconds", "effect", b"effect", "key", b"key", "operator", b"operator", "toleration_seconds", b"toleration_seconds", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__toleration_seconds: _TypeAlias = _typing.Literal["toleration_seconds"]  # noqa: Y015
+    _WhichOneofArgType__toleration_seconds: _TypeAlias = _typing.Literal["_toleration_seconds", b"_toleration_seconds"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__toleration_seconds) -> _WhichOneofReturnType__toleration_seconds | None: ...
+
+Global___DeviceToleration: _TypeAlias = DeviceToleration  # noqa: Y015
+
+@_typing.final
+class CapacityRequirements(_message.Message):
+    """resource.k8s.io/v1 CapacityRequirements (consumable capacity; not modelled)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class RequestsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    REQUESTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def requests(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Amounts by capacity name."""
+
+    def __init__(
+        self,
+        *,
+        requests: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["requests", b"requests"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CapacityRequirements: _TypeAlias = CapacityRequirements  # noqa: Y015
 
 @_typing.final
 class DeviceSubRequest(_message.Message):
@@ -656,6 +1076,8 @@ class DeviceSubRequest(_message.Message):
     SELECTORS_FIELD_NUMBER: _builtins.int
     ALLOCATION_MODE_FIELD_NUMBER: _builtins.int
     COUNT_FIELD_NUMBER: _builtins.int
+    TOLERATIONS_FIELD_NUMBER: _builtins.int
+    CAPACITY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The sub-request's name within its request."""
     device_class_name: _builtins.str
@@ -668,6 +1090,14 @@ class DeviceSubRequest(_message.Message):
     def selectors(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceSelector]:
         """ANDed with the class's selectors."""
 
+    @_builtins.property
+    def tolerations(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceToleration]:
+        """Taints of the devices that this alternative tolerates (DRADeviceTaints)."""
+
+    @_builtins.property
+    def capacity(self) -> Global___CapacityRequirements:
+        """Capacity each device must have left (DRAConsumableCapacity): not modelled, as in ExactDeviceRequest."""
+
     def __init__(
         self,
         *,
@@ -676,10 +1106,12 @@ class DeviceSubRequest(_message.Message):
         selectors: _abc.Iterable[Global___DeviceSelector] | None = ...,
         allocation_mode: _builtins.str = ...,
         count: _builtins.int = ...,
+        tolerations: _abc.Iterable[Global___DeviceToleration] | None = ...,
+        capacity: Global___CapacityRequirements | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["capacity", b"capacity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocation_mode", b"allocation_mode", "count", b"count", "device_class_name", b"device_class_name", "name", b"name", "selectors", b"selectors"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocation_mode", b"allocation_mode", "capacity", b"capacity", "count", b"count", "device_class_name", b"device_class_name", "name", b"name", "selectors", b"selectors", "tolerations", b"tolerations"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -693,8 +1125,13 @@ class DeviceConstraint(_message.Message):
 
     REQUESTS_FIELD_NUMBER: _builtins.int
     MATCH_ATTRIBUTE_FIELD_NUMBER: _builtins.int
+    DISTINCT_ATTRIBUTE_FIELD_NUMBER: _builtins.int
     match_attribute: _builtins.str
     """Every device allocated for those requests has this attribute with one and the same value."""
+    distinct_attribute: _builtins.str
+    """Every device allocated for those requests has a distinct value of this attribute
+    (DRAConsumableCapacity): not modelled; a decision that would allocate the claim is refused.
+    """
     @_builtins.property
     def requests(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The requests it applies to; empty means all of the claim's requests."""
@@ -704,13 +1141,19 @@ class DeviceConstraint(_message.Message):
         *,
         requests: _abc.Iterable[_builtins.str] | None = ...,
         match_attribute: _builtins.str | None = ...,
+        distinct_attribute: _builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_match_attribute", b"_match_attribute", "match_attribute", b"match_attribute"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_distinct_attribute", b"_distinct_attribute", "_match_attribute", b"_match_attribute", "distinct_attribute", b"distinct_attribute", "match_attribute", b"match_attribute"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_match_attribute", b"_match_attribute", "match_attribute", b"match_attribute", "requests", b"requests"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_distinct_attribute", b"_distinct_attribute", "_match_attribute", b"_match_attribute", "distinct_attribute", b"distinct_attribute", "match_attribute", b"match_attribute", "requests", b"requests"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__distinct_attribute: _TypeAlias = _typing.Literal["distinct_attribute"]  # noqa: Y015
+    _WhichOneofArgType__distinct_attribute: _TypeAlias = _typing.Literal["_distinct_attribute", b"_distinct_attribute"]  # noqa: Y015
     _WhichOneofReturnType__match_attribute: _TypeAlias = _typing.Literal["match_attribute"]  # noqa: Y015
     _WhichOneofArgType__match_attribute: _TypeAlias = _typing.Literal["_match_attribute", b"_match_attribute"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__distinct_attribute) -> _WhichOneofReturnType__distinct_attribute | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__match_attribute) -> _WhichOneofReturnType__match_attribute | None: ...
 
 Global___DeviceConstraint: _TypeAlias = DeviceConstraint  # noqa: Y015
@@ -840,6 +1283,8 @@ class DeviceRequestAllocationResult(_message.Message):
     POOL_FIELD_NUMBER: _builtins.int
     DEVICE_FIELD_NUMBER: _builtins.int
     ADMIN_ACCESS_FIELD_NUMBER: _builtins.int
+    BINDING_CONDITIONS_FIELD_NUMBER: _builtins.int
+    BINDING_FAILURE_CONDITIONS_FIELD_NUMBER: _builtins.int
     request: _builtins.str
     """The request ("request" or "request/sub-request") it satisfies."""
     driver: _builtins.str
@@ -850,6 +1295,16 @@ class DeviceRequestAllocationResult(_message.Message):
     """The device's name."""
     admin_access: _builtins.bool
     """An admin-access allocation does not make the device in use for others."""
+    @_builtins.property
+    def binding_conditions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Conditions that must be true before the pod is bound (DRADeviceBindingConditions): not modelled;
+        a decision about a pod using the claim is refused with INVALID_ARGUMENT naming the field.
+        """
+
+    @_builtins.property
+    def binding_failure_conditions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Conditions that fail the binding (not modelled, as above)."""
+
     def __init__(
         self,
         *,
@@ -858,10 +1313,12 @@ class DeviceRequestAllocationResult(_message.Message):
         pool: _builtins.str = ...,
         device: _builtins.str = ...,
         admin_access: _builtins.bool | None = ...,
+        binding_conditions: _abc.Iterable[_builtins.str] | None = ...,
+        binding_failure_conditions: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_admin_access", b"_admin_access", "admin_access", b"admin_access"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_admin_access", b"_admin_access", "admin_access", b"admin_access", "device", b"device", "driver", b"driver", "pool", b"pool", "request", b"request"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_admin_access", b"_admin_access", "admin_access", b"admin_access", "binding_conditions", b"binding_conditions", "binding_failure_conditions", b"binding_failure_conditions", "device", b"device", "driver", b"driver", "pool", b"pool", "request", b"request"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__admin_access: _TypeAlias = _typing.Literal["admin_access"]  # noqa: Y015
     _WhichOneofArgType__admin_access: _TypeAlias = _typing.Literal["_admin_access", b"_admin_access"]  # noqa: Y015

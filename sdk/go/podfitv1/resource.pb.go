@@ -14,6 +14,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -106,7 +107,9 @@ type DeviceClassSpec struct {
 	Selectors []*DeviceSelector `protobuf:"bytes,1,rep,name=selectors,proto3" json:"selectors,omitempty"`
 	// Driver configuration handed to the claims of the class; kept as sent.
 	Config []*DeviceClassConfiguration `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty"`
-	// An extended resource name backed by the class; kept as sent.
+	// An extended resource name backed by the class (DRAExtendedResource). With the feature on (v1.37),
+	// a decision about a pod that requests this resource (or deviceclass.resource.kubernetes.io/<class>)
+	// is refused with INVALID_ARGUMENT: podfit does not model DRA-backed extended resources.
 	ExtendedResourceName string `protobuf:"bytes,3,opt,name=extended_resource_name,json=extendedResourceName,proto3" json:"extended_resource_name,omitempty"`
 	unknownFields        protoimpl.UnknownFields
 	sizeCache            protoimpl.SizeCache
@@ -443,9 +446,14 @@ type ResourceSliceSpec struct {
 	// The devices are reachable from every node.
 	AllNodes *bool `protobuf:"varint,5,opt,name=all_nodes,json=allNodes,proto3,oneof" json:"all_nodes,omitempty"`
 	// The devices; names are unique within the pool.
-	Devices       []*Device `protobuf:"bytes,6,rep,name=devices,proto3" json:"devices,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Devices []*Device `protobuf:"bytes,6,rep,name=devices,proto3" json:"devices,omitempty"`
+	// Each device says which nodes reach it (DRAPartitionableDevices): held, not modelled; a decision
+	// whose allocation would reach the pool is refused with INVALID_ARGUMENT naming the field.
+	PerDeviceNodeSelection *bool `protobuf:"varint,7,opt,name=per_device_node_selection,json=perDeviceNodeSelection,proto3,oneof" json:"per_device_node_selection,omitempty"`
+	// Counter sets the pool's devices consume (DRAPartitionableDevices): held, not modelled, as above.
+	SharedCounters []*CounterSet `protobuf:"bytes,8,rep,name=shared_counters,json=sharedCounters,proto3" json:"shared_counters,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ResourceSliceSpec) Reset() {
@@ -520,6 +528,121 @@ func (x *ResourceSliceSpec) GetDevices() []*Device {
 	return nil
 }
 
+func (x *ResourceSliceSpec) GetPerDeviceNodeSelection() bool {
+	if x != nil && x.PerDeviceNodeSelection != nil {
+		return *x.PerDeviceNodeSelection
+	}
+	return false
+}
+
+func (x *ResourceSliceSpec) GetSharedCounters() []*CounterSet {
+	if x != nil {
+		return x.SharedCounters
+	}
+	return nil
+}
+
+// resource.k8s.io/v1 CounterSet (partitionable devices; not modelled).
+type CounterSet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The counter set's name, unique within the pool.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Counters by name.
+	Counters      map[string]*Counter `protobuf:"bytes,2,rep,name=counters,proto3" json:"counters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CounterSet) Reset() {
+	*x = CounterSet{}
+	mi := &file_podfit_v1_resource_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CounterSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CounterSet) ProtoMessage() {}
+
+func (x *CounterSet) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_resource_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CounterSet.ProtoReflect.Descriptor instead.
+func (*CounterSet) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CounterSet) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CounterSet) GetCounters() map[string]*Counter {
+	if x != nil {
+		return x.Counters
+	}
+	return nil
+}
+
+// resource.k8s.io/v1 Counter.
+type Counter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A quantity, e.g. "40Gi".
+	Value         string `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Counter) Reset() {
+	*x = Counter{}
+	mi := &file_podfit_v1_resource_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Counter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Counter) ProtoMessage() {}
+
+func (x *Counter) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_resource_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Counter.ProtoReflect.Descriptor instead.
+func (*Counter) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Counter) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 // resource.k8s.io/v1 ResourcePool.
 type ResourcePool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -535,7 +658,7 @@ type ResourcePool struct {
 
 func (x *ResourcePool) Reset() {
 	*x = ResourcePool{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[8]
+	mi := &file_podfit_v1_resource_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -547,7 +670,7 @@ func (x *ResourcePool) String() string {
 func (*ResourcePool) ProtoMessage() {}
 
 func (x *ResourcePool) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[8]
+	mi := &file_podfit_v1_resource_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -560,7 +683,7 @@ func (x *ResourcePool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourcePool.ProtoReflect.Descriptor instead.
 func (*ResourcePool) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{8}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ResourcePool) GetName() string {
@@ -592,14 +715,34 @@ type Device struct {
 	// Typed attributes by name; a name without a domain belongs to the driver's domain.
 	Attributes map[string]*DeviceAttribute `protobuf:"bytes,2,rep,name=attributes,proto3" json:"attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Capacities by name (same naming as attributes).
-	Capacity      map[string]*DeviceCapacity `protobuf:"bytes,3,rep,name=capacity,proto3" json:"capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Capacity map[string]*DeviceCapacity `protobuf:"bytes,3,rep,name=capacity,proto3" json:"capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Taints, read when the DRADeviceTaints gate is on (by default in v1.37, not in v1.35): a NoSchedule
+	// or NoExecute taint keeps the device from every request that does not tolerate it.
+	Taints []*DeviceTaint `protobuf:"bytes,4,rep,name=taints,proto3" json:"taints,omitempty"`
+	// Counters the device consumes (DRAPartitionableDevices): held, not modelled; a decision whose
+	// allocation would reach the device's pool is refused with INVALID_ARGUMENT naming the field.
+	ConsumesCounters []*DeviceCounterConsumption `protobuf:"bytes,5,rep,name=consumes_counters,json=consumesCounters,proto3" json:"consumes_counters,omitempty"`
+	// With the slice's per_device_node_selection: the node that reaches the device (not modelled, as above).
+	NodeName *string `protobuf:"bytes,6,opt,name=node_name,json=nodeName,proto3,oneof" json:"node_name,omitempty"`
+	// With the slice's per_device_node_selection: the nodes that reach the device (not modelled).
+	NodeSelector *NodeSelector `protobuf:"bytes,7,opt,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty"`
+	// With the slice's per_device_node_selection: every node reaches the device (not modelled).
+	AllNodes *bool `protobuf:"varint,8,opt,name=all_nodes,json=allNodes,proto3,oneof" json:"all_nodes,omitempty"`
+	// Binding conditions (DRADeviceBindingConditions): held, not modelled, as above.
+	BindsToNode *bool `protobuf:"varint,9,opt,name=binds_to_node,json=bindsToNode,proto3,oneof" json:"binds_to_node,omitempty"`
+	// Conditions that must be true before a pod using the device is bound (not modelled).
+	BindingConditions []string `protobuf:"bytes,10,rep,name=binding_conditions,json=bindingConditions,proto3" json:"binding_conditions,omitempty"`
+	// Conditions that fail the binding (not modelled).
+	BindingFailureConditions []string `protobuf:"bytes,11,rep,name=binding_failure_conditions,json=bindingFailureConditions,proto3" json:"binding_failure_conditions,omitempty"`
+	// The device may be shared by several allocations (DRAConsumableCapacity): held, not modelled.
+	AllowMultipleAllocations *bool `protobuf:"varint,12,opt,name=allow_multiple_allocations,json=allowMultipleAllocations,proto3,oneof" json:"allow_multiple_allocations,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *Device) Reset() {
 	*x = Device{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[9]
+	mi := &file_podfit_v1_resource_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -611,7 +754,7 @@ func (x *Device) String() string {
 func (*Device) ProtoMessage() {}
 
 func (x *Device) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[9]
+	mi := &file_podfit_v1_resource_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -624,7 +767,7 @@ func (x *Device) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Device.ProtoReflect.Descriptor instead.
 func (*Device) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{9}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Device) GetName() string {
@@ -648,6 +791,198 @@ func (x *Device) GetCapacity() map[string]*DeviceCapacity {
 	return nil
 }
 
+func (x *Device) GetTaints() []*DeviceTaint {
+	if x != nil {
+		return x.Taints
+	}
+	return nil
+}
+
+func (x *Device) GetConsumesCounters() []*DeviceCounterConsumption {
+	if x != nil {
+		return x.ConsumesCounters
+	}
+	return nil
+}
+
+func (x *Device) GetNodeName() string {
+	if x != nil && x.NodeName != nil {
+		return *x.NodeName
+	}
+	return ""
+}
+
+func (x *Device) GetNodeSelector() *NodeSelector {
+	if x != nil {
+		return x.NodeSelector
+	}
+	return nil
+}
+
+func (x *Device) GetAllNodes() bool {
+	if x != nil && x.AllNodes != nil {
+		return *x.AllNodes
+	}
+	return false
+}
+
+func (x *Device) GetBindsToNode() bool {
+	if x != nil && x.BindsToNode != nil {
+		return *x.BindsToNode
+	}
+	return false
+}
+
+func (x *Device) GetBindingConditions() []string {
+	if x != nil {
+		return x.BindingConditions
+	}
+	return nil
+}
+
+func (x *Device) GetBindingFailureConditions() []string {
+	if x != nil {
+		return x.BindingFailureConditions
+	}
+	return nil
+}
+
+func (x *Device) GetAllowMultipleAllocations() bool {
+	if x != nil && x.AllowMultipleAllocations != nil {
+		return *x.AllowMultipleAllocations
+	}
+	return false
+}
+
+// resource.k8s.io/v1 DeviceTaint.
+type DeviceTaint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The taint key.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The taint value.
+	Value string `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// NoSchedule or NoExecute keep the device from requests that do not tolerate it; None and unknown
+	// effects change nothing (as upstream).
+	Effect string `protobuf:"bytes,3,opt,name=effect,proto3" json:"effect,omitempty"`
+	// When the taint was added; kept as sent, not read.
+	TimeAdded     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=time_added,json=timeAdded,proto3" json:"time_added,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceTaint) Reset() {
+	*x = DeviceTaint{}
+	mi := &file_podfit_v1_resource_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceTaint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceTaint) ProtoMessage() {}
+
+func (x *DeviceTaint) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_resource_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceTaint.ProtoReflect.Descriptor instead.
+func (*DeviceTaint) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DeviceTaint) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *DeviceTaint) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *DeviceTaint) GetEffect() string {
+	if x != nil {
+		return x.Effect
+	}
+	return ""
+}
+
+func (x *DeviceTaint) GetTimeAdded() *timestamppb.Timestamp {
+	if x != nil {
+		return x.TimeAdded
+	}
+	return nil
+}
+
+// resource.k8s.io/v1 DeviceCounterConsumption (partitionable devices; not modelled).
+type DeviceCounterConsumption struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pool's counter set the counters come from.
+	CounterSet string `protobuf:"bytes,1,opt,name=counter_set,json=counterSet,proto3" json:"counter_set,omitempty"`
+	// The counters consumed, by name.
+	Counters      map[string]*Counter `protobuf:"bytes,2,rep,name=counters,proto3" json:"counters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeviceCounterConsumption) Reset() {
+	*x = DeviceCounterConsumption{}
+	mi := &file_podfit_v1_resource_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceCounterConsumption) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceCounterConsumption) ProtoMessage() {}
+
+func (x *DeviceCounterConsumption) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_resource_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceCounterConsumption.ProtoReflect.Descriptor instead.
+func (*DeviceCounterConsumption) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DeviceCounterConsumption) GetCounterSet() string {
+	if x != nil {
+		return x.CounterSet
+	}
+	return ""
+}
+
+func (x *DeviceCounterConsumption) GetCounters() map[string]*Counter {
+	if x != nil {
+		return x.Counters
+	}
+	return nil
+}
+
 // resource.k8s.io/v1 DeviceAttribute: exactly one value.
 type DeviceAttribute struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -665,7 +1000,7 @@ type DeviceAttribute struct {
 
 func (x *DeviceAttribute) Reset() {
 	*x = DeviceAttribute{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[10]
+	mi := &file_podfit_v1_resource_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +1012,7 @@ func (x *DeviceAttribute) String() string {
 func (*DeviceAttribute) ProtoMessage() {}
 
 func (x *DeviceAttribute) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[10]
+	mi := &file_podfit_v1_resource_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +1025,7 @@ func (x *DeviceAttribute) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceAttribute.ProtoReflect.Descriptor instead.
 func (*DeviceAttribute) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{10}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeviceAttribute) GetInt() int64 {
@@ -725,14 +1060,17 @@ func (x *DeviceAttribute) GetVersion() string {
 type DeviceCapacity struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A quantity, e.g. "80Gi".
-	Value         string `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	Value string `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	// How requests consume the capacity (DRAConsumableCapacity): held, not modelled; a decision whose
+	// allocation would reach the device's pool is refused with INVALID_ARGUMENT naming the field.
+	RequestPolicy *CapacityRequestPolicy `protobuf:"bytes,2,opt,name=request_policy,json=requestPolicy,proto3" json:"request_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeviceCapacity) Reset() {
 	*x = DeviceCapacity{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[11]
+	mi := &file_podfit_v1_resource_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +1082,7 @@ func (x *DeviceCapacity) String() string {
 func (*DeviceCapacity) ProtoMessage() {}
 
 func (x *DeviceCapacity) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[11]
+	mi := &file_podfit_v1_resource_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,12 +1095,138 @@ func (x *DeviceCapacity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceCapacity.ProtoReflect.Descriptor instead.
 func (*DeviceCapacity) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{11}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeviceCapacity) GetValue() string {
 	if x != nil {
 		return x.Value
+	}
+	return ""
+}
+
+func (x *DeviceCapacity) GetRequestPolicy() *CapacityRequestPolicy {
+	if x != nil {
+		return x.RequestPolicy
+	}
+	return nil
+}
+
+// resource.k8s.io/v1 CapacityRequestPolicy (consumable capacity; not modelled; its default is dropped).
+type CapacityRequestPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The amounts a request may consume.
+	ValidValues []string `protobuf:"bytes,2,rep,name=valid_values,json=validValues,proto3" json:"valid_values,omitempty"`
+	// The range a request's amount must fall in.
+	ValidRange    *CapacityRequestPolicyRange `protobuf:"bytes,3,opt,name=valid_range,json=validRange,proto3" json:"valid_range,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CapacityRequestPolicy) Reset() {
+	*x = CapacityRequestPolicy{}
+	mi := &file_podfit_v1_resource_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CapacityRequestPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CapacityRequestPolicy) ProtoMessage() {}
+
+func (x *CapacityRequestPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_resource_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CapacityRequestPolicy.ProtoReflect.Descriptor instead.
+func (*CapacityRequestPolicy) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CapacityRequestPolicy) GetValidValues() []string {
+	if x != nil {
+		return x.ValidValues
+	}
+	return nil
+}
+
+func (x *CapacityRequestPolicy) GetValidRange() *CapacityRequestPolicyRange {
+	if x != nil {
+		return x.ValidRange
+	}
+	return nil
+}
+
+// resource.k8s.io/v1 CapacityRequestPolicyRange (consumable capacity; not modelled).
+type CapacityRequestPolicyRange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The least amount.
+	Min *string `protobuf:"bytes,1,opt,name=min,proto3,oneof" json:"min,omitempty"`
+	// The largest amount.
+	Max *string `protobuf:"bytes,2,opt,name=max,proto3,oneof" json:"max,omitempty"`
+	// Amounts are min plus a multiple of step.
+	Step          *string `protobuf:"bytes,3,opt,name=step,proto3,oneof" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CapacityRequestPolicyRange) Reset() {
+	*x = CapacityRequestPolicyRange{}
+	mi := &file_podfit_v1_resource_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CapacityRequestPolicyRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CapacityRequestPolicyRange) ProtoMessage() {}
+
+func (x *CapacityRequestPolicyRange) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_resource_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CapacityRequestPolicyRange.ProtoReflect.Descriptor instead.
+func (*CapacityRequestPolicyRange) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *CapacityRequestPolicyRange) GetMin() string {
+	if x != nil && x.Min != nil {
+		return *x.Min
+	}
+	return ""
+}
+
+func (x *CapacityRequestPolicyRange) GetMax() string {
+	if x != nil && x.Max != nil {
+		return *x.Max
+	}
+	return ""
+}
+
+func (x *CapacityRequestPolicyRange) GetStep() string {
+	if x != nil && x.Step != nil {
+		return *x.Step
 	}
 	return ""
 }
@@ -787,7 +1251,7 @@ type ResourceClaim struct {
 
 func (x *ResourceClaim) Reset() {
 	*x = ResourceClaim{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[12]
+	mi := &file_podfit_v1_resource_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -799,7 +1263,7 @@ func (x *ResourceClaim) String() string {
 func (*ResourceClaim) ProtoMessage() {}
 
 func (x *ResourceClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[12]
+	mi := &file_podfit_v1_resource_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -812,7 +1276,7 @@ func (x *ResourceClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceClaim.ProtoReflect.Descriptor instead.
 func (*ResourceClaim) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{12}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ResourceClaim) GetApiVersion() string {
@@ -861,7 +1325,7 @@ type ResourceClaimSpec struct {
 
 func (x *ResourceClaimSpec) Reset() {
 	*x = ResourceClaimSpec{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[13]
+	mi := &file_podfit_v1_resource_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +1337,7 @@ func (x *ResourceClaimSpec) String() string {
 func (*ResourceClaimSpec) ProtoMessage() {}
 
 func (x *ResourceClaimSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[13]
+	mi := &file_podfit_v1_resource_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +1350,7 @@ func (x *ResourceClaimSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceClaimSpec.ProtoReflect.Descriptor instead.
 func (*ResourceClaimSpec) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{13}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ResourceClaimSpec) GetDevices() *DeviceClaim {
@@ -911,7 +1375,7 @@ type DeviceClaim struct {
 
 func (x *DeviceClaim) Reset() {
 	*x = DeviceClaim{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[14]
+	mi := &file_podfit_v1_resource_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -923,7 +1387,7 @@ func (x *DeviceClaim) String() string {
 func (*DeviceClaim) ProtoMessage() {}
 
 func (x *DeviceClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[14]
+	mi := &file_podfit_v1_resource_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -936,7 +1400,7 @@ func (x *DeviceClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceClaim.ProtoReflect.Descriptor instead.
 func (*DeviceClaim) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{14}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeviceClaim) GetRequests() []*DeviceRequest {
@@ -975,7 +1439,7 @@ type DeviceRequest struct {
 
 func (x *DeviceRequest) Reset() {
 	*x = DeviceRequest{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[15]
+	mi := &file_podfit_v1_resource_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -987,7 +1451,7 @@ func (x *DeviceRequest) String() string {
 func (*DeviceRequest) ProtoMessage() {}
 
 func (x *DeviceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[15]
+	mi := &file_podfit_v1_resource_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1000,7 +1464,7 @@ func (x *DeviceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceRequest.ProtoReflect.Descriptor instead.
 func (*DeviceRequest) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{15}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeviceRequest) GetName() string {
@@ -1036,14 +1500,19 @@ type ExactDeviceRequest struct {
 	// With ExactCount: how many devices (default 1).
 	Count int64 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
 	// Admin access: devices may be allocated although in use, and do not count as in use.
-	AdminAccess   *bool `protobuf:"varint,5,opt,name=admin_access,json=adminAccess,proto3,oneof" json:"admin_access,omitempty"`
+	AdminAccess *bool `protobuf:"varint,5,opt,name=admin_access,json=adminAccess,proto3,oneof" json:"admin_access,omitempty"`
+	// Taints of the devices that this request tolerates (DRADeviceTaints).
+	Tolerations []*DeviceToleration `protobuf:"bytes,6,rep,name=tolerations,proto3" json:"tolerations,omitempty"`
+	// Capacity each device must have left (DRAConsumableCapacity): not modelled; a decision that would
+	// allocate the claim is refused with INVALID_ARGUMENT naming the field.
+	Capacity      *CapacityRequirements `protobuf:"bytes,7,opt,name=capacity,proto3" json:"capacity,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExactDeviceRequest) Reset() {
 	*x = ExactDeviceRequest{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[16]
+	mi := &file_podfit_v1_resource_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1524,7 @@ func (x *ExactDeviceRequest) String() string {
 func (*ExactDeviceRequest) ProtoMessage() {}
 
 func (x *ExactDeviceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[16]
+	mi := &file_podfit_v1_resource_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1537,7 @@ func (x *ExactDeviceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExactDeviceRequest.ProtoReflect.Descriptor instead.
 func (*ExactDeviceRequest) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{16}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExactDeviceRequest) GetDeviceClassName() string {
@@ -1106,6 +1575,148 @@ func (x *ExactDeviceRequest) GetAdminAccess() bool {
 	return false
 }
 
+func (x *ExactDeviceRequest) GetTolerations() []*DeviceToleration {
+	if x != nil {
+		return x.Tolerations
+	}
+	return nil
+}
+
+func (x *ExactDeviceRequest) GetCapacity() *CapacityRequirements {
+	if x != nil {
+		return x.Capacity
+	}
+	return nil
+}
+
+// resource.k8s.io/v1 DeviceToleration.
+type DeviceToleration struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The taint key it matches; empty (with Exists) matches every key.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Equal (default) or Exists.
+	Operator string `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	// The taint value it matches with Equal.
+	Value string `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	// Empty matches every effect.
+	Effect string `protobuf:"bytes,4,opt,name=effect,proto3" json:"effect,omitempty"`
+	// How long a NoExecute taint is tolerated; kept as sent (allocation does not read it).
+	TolerationSeconds *int64 `protobuf:"varint,5,opt,name=toleration_seconds,json=tolerationSeconds,proto3,oneof" json:"toleration_seconds,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *DeviceToleration) Reset() {
+	*x = DeviceToleration{}
+	mi := &file_podfit_v1_resource_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceToleration) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceToleration) ProtoMessage() {}
+
+func (x *DeviceToleration) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_resource_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceToleration.ProtoReflect.Descriptor instead.
+func (*DeviceToleration) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *DeviceToleration) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *DeviceToleration) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *DeviceToleration) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *DeviceToleration) GetEffect() string {
+	if x != nil {
+		return x.Effect
+	}
+	return ""
+}
+
+func (x *DeviceToleration) GetTolerationSeconds() int64 {
+	if x != nil && x.TolerationSeconds != nil {
+		return *x.TolerationSeconds
+	}
+	return 0
+}
+
+// resource.k8s.io/v1 CapacityRequirements (consumable capacity; not modelled).
+type CapacityRequirements struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Amounts by capacity name.
+	Requests      map[string]string `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CapacityRequirements) Reset() {
+	*x = CapacityRequirements{}
+	mi := &file_podfit_v1_resource_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CapacityRequirements) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CapacityRequirements) ProtoMessage() {}
+
+func (x *CapacityRequirements) ProtoReflect() protoreflect.Message {
+	mi := &file_podfit_v1_resource_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CapacityRequirements.ProtoReflect.Descriptor instead.
+func (*CapacityRequirements) Descriptor() ([]byte, []int) {
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CapacityRequirements) GetRequests() map[string]string {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
 // resource.k8s.io/v1 DeviceSubRequest.
 type DeviceSubRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1118,14 +1729,18 @@ type DeviceSubRequest struct {
 	// "ExactCount" (default) or "All".
 	AllocationMode string `protobuf:"bytes,4,opt,name=allocation_mode,json=allocationMode,proto3" json:"allocation_mode,omitempty"`
 	// With ExactCount: how many devices (default 1).
-	Count         int64 `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
+	Count int64 `protobuf:"varint,5,opt,name=count,proto3" json:"count,omitempty"`
+	// Taints of the devices that this alternative tolerates (DRADeviceTaints).
+	Tolerations []*DeviceToleration `protobuf:"bytes,6,rep,name=tolerations,proto3" json:"tolerations,omitempty"`
+	// Capacity each device must have left (DRAConsumableCapacity): not modelled, as in ExactDeviceRequest.
+	Capacity      *CapacityRequirements `protobuf:"bytes,7,opt,name=capacity,proto3" json:"capacity,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeviceSubRequest) Reset() {
 	*x = DeviceSubRequest{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[17]
+	mi := &file_podfit_v1_resource_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1137,7 +1752,7 @@ func (x *DeviceSubRequest) String() string {
 func (*DeviceSubRequest) ProtoMessage() {}
 
 func (x *DeviceSubRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[17]
+	mi := &file_podfit_v1_resource_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1150,7 +1765,7 @@ func (x *DeviceSubRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceSubRequest.ProtoReflect.Descriptor instead.
 func (*DeviceSubRequest) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{17}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeviceSubRequest) GetName() string {
@@ -1188,6 +1803,20 @@ func (x *DeviceSubRequest) GetCount() int64 {
 	return 0
 }
 
+func (x *DeviceSubRequest) GetTolerations() []*DeviceToleration {
+	if x != nil {
+		return x.Tolerations
+	}
+	return nil
+}
+
+func (x *DeviceSubRequest) GetCapacity() *CapacityRequirements {
+	if x != nil {
+		return x.Capacity
+	}
+	return nil
+}
+
 // resource.k8s.io/v1 DeviceConstraint.
 type DeviceConstraint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1195,13 +1824,16 @@ type DeviceConstraint struct {
 	Requests []string `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
 	// Every device allocated for those requests has this attribute with one and the same value.
 	MatchAttribute *string `protobuf:"bytes,2,opt,name=match_attribute,json=matchAttribute,proto3,oneof" json:"match_attribute,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Every device allocated for those requests has a distinct value of this attribute
+	// (DRAConsumableCapacity): not modelled; a decision that would allocate the claim is refused.
+	DistinctAttribute *string `protobuf:"bytes,3,opt,name=distinct_attribute,json=distinctAttribute,proto3,oneof" json:"distinct_attribute,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *DeviceConstraint) Reset() {
 	*x = DeviceConstraint{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[18]
+	mi := &file_podfit_v1_resource_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1845,7 @@ func (x *DeviceConstraint) String() string {
 func (*DeviceConstraint) ProtoMessage() {}
 
 func (x *DeviceConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[18]
+	mi := &file_podfit_v1_resource_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1858,7 @@ func (x *DeviceConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceConstraint.ProtoReflect.Descriptor instead.
 func (*DeviceConstraint) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{18}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeviceConstraint) GetRequests() []string {
@@ -1239,6 +1871,13 @@ func (x *DeviceConstraint) GetRequests() []string {
 func (x *DeviceConstraint) GetMatchAttribute() string {
 	if x != nil && x.MatchAttribute != nil {
 		return *x.MatchAttribute
+	}
+	return ""
+}
+
+func (x *DeviceConstraint) GetDistinctAttribute() string {
+	if x != nil && x.DistinctAttribute != nil {
+		return *x.DistinctAttribute
 	}
 	return ""
 }
@@ -1256,7 +1895,7 @@ type DeviceClaimConfiguration struct {
 
 func (x *DeviceClaimConfiguration) Reset() {
 	*x = DeviceClaimConfiguration{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[19]
+	mi := &file_podfit_v1_resource_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1907,7 @@ func (x *DeviceClaimConfiguration) String() string {
 func (*DeviceClaimConfiguration) ProtoMessage() {}
 
 func (x *DeviceClaimConfiguration) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[19]
+	mi := &file_podfit_v1_resource_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1920,7 @@ func (x *DeviceClaimConfiguration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceClaimConfiguration.ProtoReflect.Descriptor instead.
 func (*DeviceClaimConfiguration) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{19}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeviceClaimConfiguration) GetRequests() []string {
@@ -1311,7 +1950,7 @@ type ResourceClaimStatus struct {
 
 func (x *ResourceClaimStatus) Reset() {
 	*x = ResourceClaimStatus{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[20]
+	mi := &file_podfit_v1_resource_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1962,7 @@ func (x *ResourceClaimStatus) String() string {
 func (*ResourceClaimStatus) ProtoMessage() {}
 
 func (x *ResourceClaimStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[20]
+	mi := &file_podfit_v1_resource_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1975,7 @@ func (x *ResourceClaimStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceClaimStatus.ProtoReflect.Descriptor instead.
 func (*ResourceClaimStatus) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{20}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ResourceClaimStatus) GetAllocation() *AllocationResult {
@@ -1366,7 +2005,7 @@ type AllocationResult struct {
 
 func (x *AllocationResult) Reset() {
 	*x = AllocationResult{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[21]
+	mi := &file_podfit_v1_resource_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +2017,7 @@ func (x *AllocationResult) String() string {
 func (*AllocationResult) ProtoMessage() {}
 
 func (x *AllocationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[21]
+	mi := &file_podfit_v1_resource_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +2030,7 @@ func (x *AllocationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocationResult.ProtoReflect.Descriptor instead.
 func (*AllocationResult) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{21}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AllocationResult) GetDevices() *DeviceAllocationResult {
@@ -1419,7 +2058,7 @@ type DeviceAllocationResult struct {
 
 func (x *DeviceAllocationResult) Reset() {
 	*x = DeviceAllocationResult{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[22]
+	mi := &file_podfit_v1_resource_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +2070,7 @@ func (x *DeviceAllocationResult) String() string {
 func (*DeviceAllocationResult) ProtoMessage() {}
 
 func (x *DeviceAllocationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[22]
+	mi := &file_podfit_v1_resource_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +2083,7 @@ func (x *DeviceAllocationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceAllocationResult.ProtoReflect.Descriptor instead.
 func (*DeviceAllocationResult) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{22}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeviceAllocationResult) GetResults() []*DeviceRequestAllocationResult {
@@ -1466,14 +2105,19 @@ type DeviceRequestAllocationResult struct {
 	// The device's name.
 	Device string `protobuf:"bytes,4,opt,name=device,proto3" json:"device,omitempty"`
 	// An admin-access allocation does not make the device in use for others.
-	AdminAccess   *bool `protobuf:"varint,5,opt,name=admin_access,json=adminAccess,proto3,oneof" json:"admin_access,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AdminAccess *bool `protobuf:"varint,5,opt,name=admin_access,json=adminAccess,proto3,oneof" json:"admin_access,omitempty"`
+	// Conditions that must be true before the pod is bound (DRADeviceBindingConditions): not modelled;
+	// a decision about a pod using the claim is refused with INVALID_ARGUMENT naming the field.
+	BindingConditions []string `protobuf:"bytes,7,rep,name=binding_conditions,json=bindingConditions,proto3" json:"binding_conditions,omitempty"`
+	// Conditions that fail the binding (not modelled, as above).
+	BindingFailureConditions []string `protobuf:"bytes,8,rep,name=binding_failure_conditions,json=bindingFailureConditions,proto3" json:"binding_failure_conditions,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *DeviceRequestAllocationResult) Reset() {
 	*x = DeviceRequestAllocationResult{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[23]
+	mi := &file_podfit_v1_resource_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1485,7 +2129,7 @@ func (x *DeviceRequestAllocationResult) String() string {
 func (*DeviceRequestAllocationResult) ProtoMessage() {}
 
 func (x *DeviceRequestAllocationResult) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[23]
+	mi := &file_podfit_v1_resource_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1498,7 +2142,7 @@ func (x *DeviceRequestAllocationResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceRequestAllocationResult.ProtoReflect.Descriptor instead.
 func (*DeviceRequestAllocationResult) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{23}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DeviceRequestAllocationResult) GetRequest() string {
@@ -1536,6 +2180,20 @@ func (x *DeviceRequestAllocationResult) GetAdminAccess() bool {
 	return false
 }
 
+func (x *DeviceRequestAllocationResult) GetBindingConditions() []string {
+	if x != nil {
+		return x.BindingConditions
+	}
+	return nil
+}
+
+func (x *DeviceRequestAllocationResult) GetBindingFailureConditions() []string {
+	if x != nil {
+		return x.BindingFailureConditions
+	}
+	return nil
+}
+
 // resource.k8s.io/v1 ResourceClaimConsumerReference.
 type ResourceClaimConsumerReference struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1553,7 +2211,7 @@ type ResourceClaimConsumerReference struct {
 
 func (x *ResourceClaimConsumerReference) Reset() {
 	*x = ResourceClaimConsumerReference{}
-	mi := &file_podfit_v1_resource_proto_msgTypes[24]
+	mi := &file_podfit_v1_resource_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1565,7 +2223,7 @@ func (x *ResourceClaimConsumerReference) String() string {
 func (*ResourceClaimConsumerReference) ProtoMessage() {}
 
 func (x *ResourceClaimConsumerReference) ProtoReflect() protoreflect.Message {
-	mi := &file_podfit_v1_resource_proto_msgTypes[24]
+	mi := &file_podfit_v1_resource_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1578,7 +2236,7 @@ func (x *ResourceClaimConsumerReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceClaimConsumerReference.ProtoReflect.Descriptor instead.
 func (*ResourceClaimConsumerReference) Descriptor() ([]byte, []int) {
-	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{24}
+	return file_podfit_v1_resource_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ResourceClaimConsumerReference) GetApiGroup() string {
@@ -1613,7 +2271,7 @@ var File_podfit_v1_resource_proto protoreflect.FileDescriptor
 
 const file_podfit_v1_resource_proto_rawDesc = "" +
 	"\n" +
-	"\x18podfit/v1/resource.proto\x12\tpodfit.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17podfit/v1/objects.proto\"\xa5\x01\n" +
+	"\x18podfit/v1/resource.proto\x12\tpodfit.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17podfit/v1/objects.proto\"\xa5\x01\n" +
 	"\vDeviceClass\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -1642,36 +2300,77 @@ const file_podfit_v1_resource_proto_rawDesc = "" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x121\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x15.podfit.v1.ObjectMetaR\bmetadata\x120\n" +
-	"\x04spec\x18\x04 \x01(\v2\x1c.podfit.v1.ResourceSliceSpecR\x04spec\"\xa3\x02\n" +
+	"\x04spec\x18\x04 \x01(\v2\x1c.podfit.v1.ResourceSliceSpecR\x04spec\"\xc1\x03\n" +
 	"\x11ResourceSliceSpec\x12\x16\n" +
 	"\x06driver\x18\x01 \x01(\tR\x06driver\x12+\n" +
 	"\x04pool\x18\x02 \x01(\v2\x17.podfit.v1.ResourcePoolR\x04pool\x12 \n" +
 	"\tnode_name\x18\x03 \x01(\tH\x00R\bnodeName\x88\x01\x01\x12<\n" +
 	"\rnode_selector\x18\x04 \x01(\v2\x17.podfit.v1.NodeSelectorR\fnodeSelector\x12 \n" +
 	"\tall_nodes\x18\x05 \x01(\bH\x01R\ballNodes\x88\x01\x01\x12+\n" +
-	"\adevices\x18\x06 \x03(\v2\x11.podfit.v1.DeviceR\adevicesB\f\n" +
+	"\adevices\x18\x06 \x03(\v2\x11.podfit.v1.DeviceR\adevices\x12>\n" +
+	"\x19per_device_node_selection\x18\a \x01(\bH\x02R\x16perDeviceNodeSelection\x88\x01\x01\x12>\n" +
+	"\x0fshared_counters\x18\b \x03(\v2\x15.podfit.v1.CounterSetR\x0esharedCountersB\f\n" +
 	"\n" +
 	"_node_nameB\f\n" +
 	"\n" +
-	"_all_nodes\"t\n" +
+	"_all_nodesB\x1c\n" +
+	"\x1a_per_device_node_selection\"\xb2\x01\n" +
+	"\n" +
+	"CounterSet\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12?\n" +
+	"\bcounters\x18\x02 \x03(\v2#.podfit.v1.CounterSet.CountersEntryR\bcounters\x1aO\n" +
+	"\rCountersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12(\n" +
+	"\x05value\x18\x02 \x01(\v2\x12.podfit.v1.CounterR\x05value:\x028\x01\"\x1f\n" +
+	"\aCounter\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\tR\x05value\"t\n" +
 	"\fResourcePool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x03R\n" +
 	"generation\x120\n" +
-	"\x14resource_slice_count\x18\x03 \x01(\x03R\x12resourceSliceCount\"\xcf\x02\n" +
+	"\x14resource_slice_count\x18\x03 \x01(\x03R\x12resourceSliceCount\"\xf9\x06\n" +
 	"\x06Device\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12A\n" +
 	"\n" +
 	"attributes\x18\x02 \x03(\v2!.podfit.v1.Device.AttributesEntryR\n" +
 	"attributes\x12;\n" +
-	"\bcapacity\x18\x03 \x03(\v2\x1f.podfit.v1.Device.CapacityEntryR\bcapacity\x1aY\n" +
+	"\bcapacity\x18\x03 \x03(\v2\x1f.podfit.v1.Device.CapacityEntryR\bcapacity\x12.\n" +
+	"\x06taints\x18\x04 \x03(\v2\x16.podfit.v1.DeviceTaintR\x06taints\x12P\n" +
+	"\x11consumes_counters\x18\x05 \x03(\v2#.podfit.v1.DeviceCounterConsumptionR\x10consumesCounters\x12 \n" +
+	"\tnode_name\x18\x06 \x01(\tH\x00R\bnodeName\x88\x01\x01\x12<\n" +
+	"\rnode_selector\x18\a \x01(\v2\x17.podfit.v1.NodeSelectorR\fnodeSelector\x12 \n" +
+	"\tall_nodes\x18\b \x01(\bH\x01R\ballNodes\x88\x01\x01\x12'\n" +
+	"\rbinds_to_node\x18\t \x01(\bH\x02R\vbindsToNode\x88\x01\x01\x12-\n" +
+	"\x12binding_conditions\x18\n" +
+	" \x03(\tR\x11bindingConditions\x12<\n" +
+	"\x1abinding_failure_conditions\x18\v \x03(\tR\x18bindingFailureConditions\x12A\n" +
+	"\x1aallow_multiple_allocations\x18\f \x01(\bH\x03R\x18allowMultipleAllocations\x88\x01\x01\x1aY\n" +
 	"\x0fAttributesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
 	"\x05value\x18\x02 \x01(\v2\x1a.podfit.v1.DeviceAttributeR\x05value:\x028\x01\x1aV\n" +
 	"\rCapacityEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12/\n" +
-	"\x05value\x18\x02 \x01(\v2\x19.podfit.v1.DeviceCapacityR\x05value:\x028\x01\"\xa5\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x19.podfit.v1.DeviceCapacityR\x05value:\x028\x01B\f\n" +
+	"\n" +
+	"_node_nameB\f\n" +
+	"\n" +
+	"_all_nodesB\x10\n" +
+	"\x0e_binds_to_nodeB\x1d\n" +
+	"\x1b_allow_multiple_allocations\"\x88\x01\n" +
+	"\vDeviceTaint\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
+	"\x06effect\x18\x03 \x01(\tR\x06effect\x129\n" +
+	"\n" +
+	"time_added\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimeAdded\"\xdb\x01\n" +
+	"\x18DeviceCounterConsumption\x12\x1f\n" +
+	"\vcounter_set\x18\x01 \x01(\tR\n" +
+	"counterSet\x12M\n" +
+	"\bcounters\x18\x02 \x03(\v21.podfit.v1.DeviceCounterConsumption.CountersEntryR\bcounters\x1aO\n" +
+	"\rCountersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12(\n" +
+	"\x05value\x18\x02 \x01(\v2\x12.podfit.v1.CounterR\x05value:\x028\x01\"\xa5\x01\n" +
 	"\x0fDeviceAttribute\x12\x15\n" +
 	"\x03int\x18\x01 \x01(\x03H\x00R\x03int\x88\x01\x01\x12\x17\n" +
 	"\x04bool\x18\x02 \x01(\bH\x01R\x04bool\x88\x01\x01\x12\x1b\n" +
@@ -1681,9 +2380,21 @@ const file_podfit_v1_resource_proto_rawDesc = "" +
 	"\x05_boolB\t\n" +
 	"\a_stringB\n" +
 	"\n" +
-	"\b_version\"&\n" +
+	"\b_version\"o\n" +
 	"\x0eDeviceCapacity\x12\x14\n" +
-	"\x05value\x18\x01 \x01(\tR\x05value\"\xe1\x01\n" +
+	"\x05value\x18\x01 \x01(\tR\x05value\x12G\n" +
+	"\x0erequest_policy\x18\x02 \x01(\v2 .podfit.v1.CapacityRequestPolicyR\rrequestPolicy\"\x82\x01\n" +
+	"\x15CapacityRequestPolicy\x12!\n" +
+	"\fvalid_values\x18\x02 \x03(\tR\vvalidValues\x12F\n" +
+	"\vvalid_range\x18\x03 \x01(\v2%.podfit.v1.CapacityRequestPolicyRangeR\n" +
+	"validRange\"|\n" +
+	"\x1aCapacityRequestPolicyRange\x12\x15\n" +
+	"\x03min\x18\x01 \x01(\tH\x00R\x03min\x88\x01\x01\x12\x15\n" +
+	"\x03max\x18\x02 \x01(\tH\x01R\x03max\x88\x01\x01\x12\x17\n" +
+	"\x04step\x18\x03 \x01(\tH\x02R\x04step\x88\x01\x01B\x06\n" +
+	"\x04_minB\x06\n" +
+	"\x04_maxB\a\n" +
+	"\x05_step\"\xe1\x01\n" +
 	"\rResourceClaim\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -1700,24 +2411,42 @@ const file_podfit_v1_resource_proto_rawDesc = "" +
 	"\rDeviceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x127\n" +
 	"\aexactly\x18\x02 \x01(\v2\x1d.podfit.v1.ExactDeviceRequestR\aexactly\x12D\n" +
-	"\x0ffirst_available\x18\x03 \x03(\v2\x1b.podfit.v1.DeviceSubRequestR\x0efirstAvailable\"\xf1\x01\n" +
+	"\x0ffirst_available\x18\x03 \x03(\v2\x1b.podfit.v1.DeviceSubRequestR\x0efirstAvailable\"\xed\x02\n" +
 	"\x12ExactDeviceRequest\x12*\n" +
 	"\x11device_class_name\x18\x01 \x01(\tR\x0fdeviceClassName\x127\n" +
 	"\tselectors\x18\x02 \x03(\v2\x19.podfit.v1.DeviceSelectorR\tselectors\x12'\n" +
 	"\x0fallocation_mode\x18\x03 \x01(\tR\x0eallocationMode\x12\x14\n" +
 	"\x05count\x18\x04 \x01(\x03R\x05count\x12&\n" +
-	"\fadmin_access\x18\x05 \x01(\bH\x00R\vadminAccess\x88\x01\x01B\x0f\n" +
-	"\r_admin_access\"\xca\x01\n" +
+	"\fadmin_access\x18\x05 \x01(\bH\x00R\vadminAccess\x88\x01\x01\x12=\n" +
+	"\vtolerations\x18\x06 \x03(\v2\x1b.podfit.v1.DeviceTolerationR\vtolerations\x12;\n" +
+	"\bcapacity\x18\a \x01(\v2\x1f.podfit.v1.CapacityRequirementsR\bcapacityB\x0f\n" +
+	"\r_admin_access\"\xb9\x01\n" +
+	"\x10DeviceToleration\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
+	"\boperator\x18\x02 \x01(\tR\boperator\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\tR\x05value\x12\x16\n" +
+	"\x06effect\x18\x04 \x01(\tR\x06effect\x122\n" +
+	"\x12toleration_seconds\x18\x05 \x01(\x03H\x00R\x11tolerationSeconds\x88\x01\x01B\x15\n" +
+	"\x13_toleration_seconds\"\x9e\x01\n" +
+	"\x14CapacityRequirements\x12I\n" +
+	"\brequests\x18\x01 \x03(\v2-.podfit.v1.CapacityRequirements.RequestsEntryR\brequests\x1a;\n" +
+	"\rRequestsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xc6\x02\n" +
 	"\x10DeviceSubRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
 	"\x11device_class_name\x18\x02 \x01(\tR\x0fdeviceClassName\x127\n" +
 	"\tselectors\x18\x03 \x03(\v2\x19.podfit.v1.DeviceSelectorR\tselectors\x12'\n" +
 	"\x0fallocation_mode\x18\x04 \x01(\tR\x0eallocationMode\x12\x14\n" +
-	"\x05count\x18\x05 \x01(\x03R\x05count\"p\n" +
+	"\x05count\x18\x05 \x01(\x03R\x05count\x12=\n" +
+	"\vtolerations\x18\x06 \x03(\v2\x1b.podfit.v1.DeviceTolerationR\vtolerations\x12;\n" +
+	"\bcapacity\x18\a \x01(\v2\x1f.podfit.v1.CapacityRequirementsR\bcapacity\"\xbb\x01\n" +
 	"\x10DeviceConstraint\x12\x1a\n" +
 	"\brequests\x18\x01 \x03(\tR\brequests\x12,\n" +
-	"\x0fmatch_attribute\x18\x02 \x01(\tH\x00R\x0ematchAttribute\x88\x01\x01B\x12\n" +
-	"\x10_match_attribute\"t\n" +
+	"\x0fmatch_attribute\x18\x02 \x01(\tH\x00R\x0ematchAttribute\x88\x01\x01\x122\n" +
+	"\x12distinct_attribute\x18\x03 \x01(\tH\x01R\x11distinctAttribute\x88\x01\x01B\x12\n" +
+	"\x10_match_attributeB\x15\n" +
+	"\x13_distinct_attribute\"t\n" +
 	"\x18DeviceClaimConfiguration\x12\x1a\n" +
 	"\brequests\x18\x01 \x03(\tR\brequests\x12<\n" +
 	"\x06opaque\x18\x02 \x01(\v2$.podfit.v1.OpaqueDeviceConfigurationR\x06opaque\"\xa0\x01\n" +
@@ -1730,13 +2459,15 @@ const file_podfit_v1_resource_proto_rawDesc = "" +
 	"\adevices\x18\x01 \x01(\v2!.podfit.v1.DeviceAllocationResultR\adevices\x12<\n" +
 	"\rnode_selector\x18\x02 \x01(\v2\x17.podfit.v1.NodeSelectorR\fnodeSelector\"\\\n" +
 	"\x16DeviceAllocationResult\x12B\n" +
-	"\aresults\x18\x01 \x03(\v2(.podfit.v1.DeviceRequestAllocationResultR\aresults\"\xb6\x01\n" +
+	"\aresults\x18\x01 \x03(\v2(.podfit.v1.DeviceRequestAllocationResultR\aresults\"\xa3\x02\n" +
 	"\x1dDeviceRequestAllocationResult\x12\x18\n" +
 	"\arequest\x18\x01 \x01(\tR\arequest\x12\x16\n" +
 	"\x06driver\x18\x02 \x01(\tR\x06driver\x12\x12\n" +
 	"\x04pool\x18\x03 \x01(\tR\x04pool\x12\x16\n" +
 	"\x06device\x18\x04 \x01(\tR\x06device\x12&\n" +
-	"\fadmin_access\x18\x05 \x01(\bH\x00R\vadminAccess\x88\x01\x01B\x0f\n" +
+	"\fadmin_access\x18\x05 \x01(\bH\x00R\vadminAccess\x88\x01\x01\x12-\n" +
+	"\x12binding_conditions\x18\a \x03(\tR\x11bindingConditions\x12<\n" +
+	"\x1abinding_failure_conditions\x18\b \x03(\tR\x18bindingFailureConditionsB\x0f\n" +
 	"\r_admin_access\"\x7f\n" +
 	"\x1eResourceClaimConsumerReference\x12\x1b\n" +
 	"\tapi_group\x18\x01 \x01(\tR\bapiGroup\x12\x1a\n" +
@@ -1756,7 +2487,7 @@ func file_podfit_v1_resource_proto_rawDescGZIP() []byte {
 	return file_podfit_v1_resource_proto_rawDescData
 }
 
-var file_podfit_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_podfit_v1_resource_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_podfit_v1_resource_proto_goTypes = []any{
 	(*DeviceClass)(nil),                    // 0: podfit.v1.DeviceClass
 	(*DeviceClassSpec)(nil),                // 1: podfit.v1.DeviceClassSpec
@@ -1766,68 +2497,96 @@ var file_podfit_v1_resource_proto_goTypes = []any{
 	(*OpaqueDeviceConfiguration)(nil),      // 5: podfit.v1.OpaqueDeviceConfiguration
 	(*ResourceSlice)(nil),                  // 6: podfit.v1.ResourceSlice
 	(*ResourceSliceSpec)(nil),              // 7: podfit.v1.ResourceSliceSpec
-	(*ResourcePool)(nil),                   // 8: podfit.v1.ResourcePool
-	(*Device)(nil),                         // 9: podfit.v1.Device
-	(*DeviceAttribute)(nil),                // 10: podfit.v1.DeviceAttribute
-	(*DeviceCapacity)(nil),                 // 11: podfit.v1.DeviceCapacity
-	(*ResourceClaim)(nil),                  // 12: podfit.v1.ResourceClaim
-	(*ResourceClaimSpec)(nil),              // 13: podfit.v1.ResourceClaimSpec
-	(*DeviceClaim)(nil),                    // 14: podfit.v1.DeviceClaim
-	(*DeviceRequest)(nil),                  // 15: podfit.v1.DeviceRequest
-	(*ExactDeviceRequest)(nil),             // 16: podfit.v1.ExactDeviceRequest
-	(*DeviceSubRequest)(nil),               // 17: podfit.v1.DeviceSubRequest
-	(*DeviceConstraint)(nil),               // 18: podfit.v1.DeviceConstraint
-	(*DeviceClaimConfiguration)(nil),       // 19: podfit.v1.DeviceClaimConfiguration
-	(*ResourceClaimStatus)(nil),            // 20: podfit.v1.ResourceClaimStatus
-	(*AllocationResult)(nil),               // 21: podfit.v1.AllocationResult
-	(*DeviceAllocationResult)(nil),         // 22: podfit.v1.DeviceAllocationResult
-	(*DeviceRequestAllocationResult)(nil),  // 23: podfit.v1.DeviceRequestAllocationResult
-	(*ResourceClaimConsumerReference)(nil), // 24: podfit.v1.ResourceClaimConsumerReference
-	nil,                                    // 25: podfit.v1.Device.AttributesEntry
-	nil,                                    // 26: podfit.v1.Device.CapacityEntry
-	(*ObjectMeta)(nil),                     // 27: podfit.v1.ObjectMeta
-	(*structpb.Struct)(nil),                // 28: google.protobuf.Struct
-	(*NodeSelector)(nil),                   // 29: podfit.v1.NodeSelector
+	(*CounterSet)(nil),                     // 8: podfit.v1.CounterSet
+	(*Counter)(nil),                        // 9: podfit.v1.Counter
+	(*ResourcePool)(nil),                   // 10: podfit.v1.ResourcePool
+	(*Device)(nil),                         // 11: podfit.v1.Device
+	(*DeviceTaint)(nil),                    // 12: podfit.v1.DeviceTaint
+	(*DeviceCounterConsumption)(nil),       // 13: podfit.v1.DeviceCounterConsumption
+	(*DeviceAttribute)(nil),                // 14: podfit.v1.DeviceAttribute
+	(*DeviceCapacity)(nil),                 // 15: podfit.v1.DeviceCapacity
+	(*CapacityRequestPolicy)(nil),          // 16: podfit.v1.CapacityRequestPolicy
+	(*CapacityRequestPolicyRange)(nil),     // 17: podfit.v1.CapacityRequestPolicyRange
+	(*ResourceClaim)(nil),                  // 18: podfit.v1.ResourceClaim
+	(*ResourceClaimSpec)(nil),              // 19: podfit.v1.ResourceClaimSpec
+	(*DeviceClaim)(nil),                    // 20: podfit.v1.DeviceClaim
+	(*DeviceRequest)(nil),                  // 21: podfit.v1.DeviceRequest
+	(*ExactDeviceRequest)(nil),             // 22: podfit.v1.ExactDeviceRequest
+	(*DeviceToleration)(nil),               // 23: podfit.v1.DeviceToleration
+	(*CapacityRequirements)(nil),           // 24: podfit.v1.CapacityRequirements
+	(*DeviceSubRequest)(nil),               // 25: podfit.v1.DeviceSubRequest
+	(*DeviceConstraint)(nil),               // 26: podfit.v1.DeviceConstraint
+	(*DeviceClaimConfiguration)(nil),       // 27: podfit.v1.DeviceClaimConfiguration
+	(*ResourceClaimStatus)(nil),            // 28: podfit.v1.ResourceClaimStatus
+	(*AllocationResult)(nil),               // 29: podfit.v1.AllocationResult
+	(*DeviceAllocationResult)(nil),         // 30: podfit.v1.DeviceAllocationResult
+	(*DeviceRequestAllocationResult)(nil),  // 31: podfit.v1.DeviceRequestAllocationResult
+	(*ResourceClaimConsumerReference)(nil), // 32: podfit.v1.ResourceClaimConsumerReference
+	nil,                                    // 33: podfit.v1.CounterSet.CountersEntry
+	nil,                                    // 34: podfit.v1.Device.AttributesEntry
+	nil,                                    // 35: podfit.v1.Device.CapacityEntry
+	nil,                                    // 36: podfit.v1.DeviceCounterConsumption.CountersEntry
+	nil,                                    // 37: podfit.v1.CapacityRequirements.RequestsEntry
+	(*ObjectMeta)(nil),                     // 38: podfit.v1.ObjectMeta
+	(*structpb.Struct)(nil),                // 39: google.protobuf.Struct
+	(*NodeSelector)(nil),                   // 40: podfit.v1.NodeSelector
+	(*timestamppb.Timestamp)(nil),          // 41: google.protobuf.Timestamp
 }
 var file_podfit_v1_resource_proto_depIdxs = []int32{
-	27, // 0: podfit.v1.DeviceClass.metadata:type_name -> podfit.v1.ObjectMeta
+	38, // 0: podfit.v1.DeviceClass.metadata:type_name -> podfit.v1.ObjectMeta
 	1,  // 1: podfit.v1.DeviceClass.spec:type_name -> podfit.v1.DeviceClassSpec
 	2,  // 2: podfit.v1.DeviceClassSpec.selectors:type_name -> podfit.v1.DeviceSelector
 	4,  // 3: podfit.v1.DeviceClassSpec.config:type_name -> podfit.v1.DeviceClassConfiguration
 	3,  // 4: podfit.v1.DeviceSelector.cel:type_name -> podfit.v1.CELDeviceSelector
 	5,  // 5: podfit.v1.DeviceClassConfiguration.opaque:type_name -> podfit.v1.OpaqueDeviceConfiguration
-	28, // 6: podfit.v1.OpaqueDeviceConfiguration.parameters:type_name -> google.protobuf.Struct
-	27, // 7: podfit.v1.ResourceSlice.metadata:type_name -> podfit.v1.ObjectMeta
+	39, // 6: podfit.v1.OpaqueDeviceConfiguration.parameters:type_name -> google.protobuf.Struct
+	38, // 7: podfit.v1.ResourceSlice.metadata:type_name -> podfit.v1.ObjectMeta
 	7,  // 8: podfit.v1.ResourceSlice.spec:type_name -> podfit.v1.ResourceSliceSpec
-	8,  // 9: podfit.v1.ResourceSliceSpec.pool:type_name -> podfit.v1.ResourcePool
-	29, // 10: podfit.v1.ResourceSliceSpec.node_selector:type_name -> podfit.v1.NodeSelector
-	9,  // 11: podfit.v1.ResourceSliceSpec.devices:type_name -> podfit.v1.Device
-	25, // 12: podfit.v1.Device.attributes:type_name -> podfit.v1.Device.AttributesEntry
-	26, // 13: podfit.v1.Device.capacity:type_name -> podfit.v1.Device.CapacityEntry
-	27, // 14: podfit.v1.ResourceClaim.metadata:type_name -> podfit.v1.ObjectMeta
-	13, // 15: podfit.v1.ResourceClaim.spec:type_name -> podfit.v1.ResourceClaimSpec
-	20, // 16: podfit.v1.ResourceClaim.status:type_name -> podfit.v1.ResourceClaimStatus
-	14, // 17: podfit.v1.ResourceClaimSpec.devices:type_name -> podfit.v1.DeviceClaim
-	15, // 18: podfit.v1.DeviceClaim.requests:type_name -> podfit.v1.DeviceRequest
-	18, // 19: podfit.v1.DeviceClaim.constraints:type_name -> podfit.v1.DeviceConstraint
-	19, // 20: podfit.v1.DeviceClaim.config:type_name -> podfit.v1.DeviceClaimConfiguration
-	16, // 21: podfit.v1.DeviceRequest.exactly:type_name -> podfit.v1.ExactDeviceRequest
-	17, // 22: podfit.v1.DeviceRequest.first_available:type_name -> podfit.v1.DeviceSubRequest
-	2,  // 23: podfit.v1.ExactDeviceRequest.selectors:type_name -> podfit.v1.DeviceSelector
-	2,  // 24: podfit.v1.DeviceSubRequest.selectors:type_name -> podfit.v1.DeviceSelector
-	5,  // 25: podfit.v1.DeviceClaimConfiguration.opaque:type_name -> podfit.v1.OpaqueDeviceConfiguration
-	21, // 26: podfit.v1.ResourceClaimStatus.allocation:type_name -> podfit.v1.AllocationResult
-	24, // 27: podfit.v1.ResourceClaimStatus.reserved_for:type_name -> podfit.v1.ResourceClaimConsumerReference
-	22, // 28: podfit.v1.AllocationResult.devices:type_name -> podfit.v1.DeviceAllocationResult
-	29, // 29: podfit.v1.AllocationResult.node_selector:type_name -> podfit.v1.NodeSelector
-	23, // 30: podfit.v1.DeviceAllocationResult.results:type_name -> podfit.v1.DeviceRequestAllocationResult
-	10, // 31: podfit.v1.Device.AttributesEntry.value:type_name -> podfit.v1.DeviceAttribute
-	11, // 32: podfit.v1.Device.CapacityEntry.value:type_name -> podfit.v1.DeviceCapacity
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	10, // 9: podfit.v1.ResourceSliceSpec.pool:type_name -> podfit.v1.ResourcePool
+	40, // 10: podfit.v1.ResourceSliceSpec.node_selector:type_name -> podfit.v1.NodeSelector
+	11, // 11: podfit.v1.ResourceSliceSpec.devices:type_name -> podfit.v1.Device
+	8,  // 12: podfit.v1.ResourceSliceSpec.shared_counters:type_name -> podfit.v1.CounterSet
+	33, // 13: podfit.v1.CounterSet.counters:type_name -> podfit.v1.CounterSet.CountersEntry
+	34, // 14: podfit.v1.Device.attributes:type_name -> podfit.v1.Device.AttributesEntry
+	35, // 15: podfit.v1.Device.capacity:type_name -> podfit.v1.Device.CapacityEntry
+	12, // 16: podfit.v1.Device.taints:type_name -> podfit.v1.DeviceTaint
+	13, // 17: podfit.v1.Device.consumes_counters:type_name -> podfit.v1.DeviceCounterConsumption
+	40, // 18: podfit.v1.Device.node_selector:type_name -> podfit.v1.NodeSelector
+	41, // 19: podfit.v1.DeviceTaint.time_added:type_name -> google.protobuf.Timestamp
+	36, // 20: podfit.v1.DeviceCounterConsumption.counters:type_name -> podfit.v1.DeviceCounterConsumption.CountersEntry
+	16, // 21: podfit.v1.DeviceCapacity.request_policy:type_name -> podfit.v1.CapacityRequestPolicy
+	17, // 22: podfit.v1.CapacityRequestPolicy.valid_range:type_name -> podfit.v1.CapacityRequestPolicyRange
+	38, // 23: podfit.v1.ResourceClaim.metadata:type_name -> podfit.v1.ObjectMeta
+	19, // 24: podfit.v1.ResourceClaim.spec:type_name -> podfit.v1.ResourceClaimSpec
+	28, // 25: podfit.v1.ResourceClaim.status:type_name -> podfit.v1.ResourceClaimStatus
+	20, // 26: podfit.v1.ResourceClaimSpec.devices:type_name -> podfit.v1.DeviceClaim
+	21, // 27: podfit.v1.DeviceClaim.requests:type_name -> podfit.v1.DeviceRequest
+	26, // 28: podfit.v1.DeviceClaim.constraints:type_name -> podfit.v1.DeviceConstraint
+	27, // 29: podfit.v1.DeviceClaim.config:type_name -> podfit.v1.DeviceClaimConfiguration
+	22, // 30: podfit.v1.DeviceRequest.exactly:type_name -> podfit.v1.ExactDeviceRequest
+	25, // 31: podfit.v1.DeviceRequest.first_available:type_name -> podfit.v1.DeviceSubRequest
+	2,  // 32: podfit.v1.ExactDeviceRequest.selectors:type_name -> podfit.v1.DeviceSelector
+	23, // 33: podfit.v1.ExactDeviceRequest.tolerations:type_name -> podfit.v1.DeviceToleration
+	24, // 34: podfit.v1.ExactDeviceRequest.capacity:type_name -> podfit.v1.CapacityRequirements
+	37, // 35: podfit.v1.CapacityRequirements.requests:type_name -> podfit.v1.CapacityRequirements.RequestsEntry
+	2,  // 36: podfit.v1.DeviceSubRequest.selectors:type_name -> podfit.v1.DeviceSelector
+	23, // 37: podfit.v1.DeviceSubRequest.tolerations:type_name -> podfit.v1.DeviceToleration
+	24, // 38: podfit.v1.DeviceSubRequest.capacity:type_name -> podfit.v1.CapacityRequirements
+	5,  // 39: podfit.v1.DeviceClaimConfiguration.opaque:type_name -> podfit.v1.OpaqueDeviceConfiguration
+	29, // 40: podfit.v1.ResourceClaimStatus.allocation:type_name -> podfit.v1.AllocationResult
+	32, // 41: podfit.v1.ResourceClaimStatus.reserved_for:type_name -> podfit.v1.ResourceClaimConsumerReference
+	30, // 42: podfit.v1.AllocationResult.devices:type_name -> podfit.v1.DeviceAllocationResult
+	40, // 43: podfit.v1.AllocationResult.node_selector:type_name -> podfit.v1.NodeSelector
+	31, // 44: podfit.v1.DeviceAllocationResult.results:type_name -> podfit.v1.DeviceRequestAllocationResult
+	9,  // 45: podfit.v1.CounterSet.CountersEntry.value:type_name -> podfit.v1.Counter
+	14, // 46: podfit.v1.Device.AttributesEntry.value:type_name -> podfit.v1.DeviceAttribute
+	15, // 47: podfit.v1.Device.CapacityEntry.value:type_name -> podfit.v1.DeviceCapacity
+	9,  // 48: podfit.v1.DeviceCounterConsumption.CountersEntry.value:type_name -> podfit.v1.Counter
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_podfit_v1_resource_proto_init() }
@@ -1837,17 +2596,20 @@ func file_podfit_v1_resource_proto_init() {
 	}
 	file_podfit_v1_objects_proto_init()
 	file_podfit_v1_resource_proto_msgTypes[7].OneofWrappers = []any{}
-	file_podfit_v1_resource_proto_msgTypes[10].OneofWrappers = []any{}
-	file_podfit_v1_resource_proto_msgTypes[16].OneofWrappers = []any{}
-	file_podfit_v1_resource_proto_msgTypes[18].OneofWrappers = []any{}
+	file_podfit_v1_resource_proto_msgTypes[11].OneofWrappers = []any{}
+	file_podfit_v1_resource_proto_msgTypes[14].OneofWrappers = []any{}
+	file_podfit_v1_resource_proto_msgTypes[17].OneofWrappers = []any{}
+	file_podfit_v1_resource_proto_msgTypes[22].OneofWrappers = []any{}
 	file_podfit_v1_resource_proto_msgTypes[23].OneofWrappers = []any{}
+	file_podfit_v1_resource_proto_msgTypes[26].OneofWrappers = []any{}
+	file_podfit_v1_resource_proto_msgTypes[31].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_podfit_v1_resource_proto_rawDesc), len(file_podfit_v1_resource_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

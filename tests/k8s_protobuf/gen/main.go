@@ -980,19 +980,75 @@ func allNodesResourceSlice() *resourcev1.ResourceSlice {
 	}
 }
 
+// featuresResourceSlice sets the fields of the DRA features podfit reads (taints) or holds and refuses
+// (partitionable devices, binding conditions, consumable capacity).
+func featuresResourceSlice() *resourcev1.ResourceSlice {
+	return &resourcev1.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-2-gpu.example.com-mig"},
+		Spec: resourcev1.ResourceSliceSpec{
+			Driver:                 "gpu.example.com",
+			Pool:                   resourcev1.ResourcePool{Name: "node-2", Generation: 1, ResourceSliceCount: 1},
+			PerDeviceNodeSelection: ptr(true),
+			SharedCounters: []resourcev1.CounterSet{{
+				Name:     "gpu-0-counters",
+				Counters: map[string]resourcev1.Counter{"memory": {Value: q("80Gi")}, "sm": {Value: q("108")}},
+			}},
+			Devices: []resourcev1.Device{
+				{
+					Name: "gpu-0-mig-1",
+					Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
+						"memory": {Value: q("40Gi"), RequestPolicy: &resourcev1.CapacityRequestPolicy{
+							Default:     ptr(q("10Gi")),
+							ValidValues: []resource.Quantity{q("10Gi"), q("20Gi")},
+							ValidRange:  &resourcev1.CapacityRequestPolicyRange{Min: ptr(q("1Gi")), Max: ptr(q("40Gi")), Step: ptr(q("1Gi"))},
+						}},
+					},
+					ConsumesCounters: []resourcev1.DeviceCounterConsumption{{
+						CounterSet: "gpu-0-counters",
+						Counters:   map[string]resourcev1.Counter{"memory": {Value: q("40Gi")}},
+					}},
+					NodeName: ptr("node-2"),
+					Taints: []resourcev1.DeviceTaint{
+						{Key: "example.com/unhealthy", Value: "ecc", Effect: resourcev1.DeviceTaintEffectNoSchedule, TimeAdded: ptr(at(2024, 6, 1, 0, 0, 0, 0))},
+						{Key: "example.com/maintenance", Effect: resourcev1.DeviceTaintEffectNoExecute},
+					},
+					BindsToNode:              ptr(true),
+					BindingConditions:        []string{"example.com/attached"},
+					BindingFailureConditions: []string{"example.com/failed"},
+					AllowMultipleAllocations: ptr(true),
+				},
+				{Name: "gpu-0-mig-2", NodeSelector: zone("a")},
+				{Name: "gpu-0-mig-3", AllNodes: ptr(true)},
+			},
+		},
+	}
+}
+
 func zeroResourceSlice() *resourcev1.ResourceSlice {
 	return &resourcev1.ResourceSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: "zero-slice"},
 		Spec: resourcev1.ResourceSliceSpec{
-			NodeName:     ptr(""),
-			NodeSelector: &v1.NodeSelector{},
-			AllNodes:     ptr(false),
+			NodeName:               ptr(""),
+			NodeSelector:           &v1.NodeSelector{},
+			AllNodes:               ptr(false),
+			PerDeviceNodeSelection: ptr(false),
+			SharedCounters:         []resourcev1.CounterSet{{}},
 			Devices: []resourcev1.Device{{
 				Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
 					"zero": {IntValue: ptr(int64(0)), BoolValue: ptr(false), StringValue: ptr(""), VersionValue: ptr("")},
 					"none": {},
 				},
-				Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"nothing": {}},
+				Capacity: map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
+					"nothing": {},
+					"policy":  {RequestPolicy: &resourcev1.CapacityRequestPolicy{ValidRange: &resourcev1.CapacityRequestPolicyRange{}}},
+				},
+				ConsumesCounters:         []resourcev1.DeviceCounterConsumption{{}},
+				NodeName:                 ptr(""),
+				NodeSelector:             &v1.NodeSelector{},
+				AllNodes:                 ptr(false),
+				Taints:                   []resourcev1.DeviceTaint{{}},
+				BindsToNode:              ptr(false),
+				AllowMultipleAllocations: ptr(false),
 			}},
 		},
 	}
@@ -1020,11 +1076,12 @@ func unmodelledResourceSlice() *resourcev1.ResourceSlice {
 	slice.Name = "unmodelled-slice"
 	slice.Spec.SharedCounters = []resourcev1.CounterSet{{Name: "gpu-0-counters", Counters: map[string]resourcev1.Counter{"memory": {Value: q("80Gi")}}}}
 	device := &slice.Spec.Devices[0]
-	device.ConsumesCounters = []resourcev1.DeviceCounterConsumption{{CounterSet: "gpu-0-counters", Counters: map[string]resourcev1.Counter{"memory": {Value: q("40Gi")}}}}
+	device.ConsumesCounters = []resourcev1.DeviceCounterConsumption{{CounterSet: "gpu-0-counters", Counters: map[string]resourcev1.Counter{"memory": {Value: q("40Gi")}}, CompatibilityGroups: []string{"a"}}}
 	device.Taints = []resourcev1.DeviceTaint{{Key: "example.com/unhealthy", Effect: resourcev1.DeviceTaintEffectNoSchedule}}
 	device.BindsToNode = ptr(true)
 	device.Attributes["list"] = resourcev1.DeviceAttribute{IntValues: []int64{1, 2}}
 	device.Capacity["memory"] = resourcev1.DeviceCapacity{Value: q("80Gi"), RequestPolicy: &resourcev1.CapacityRequestPolicy{Default: ptr(q("1Gi"))}}
+	slice.Spec.PartitionTypeAttribute = ptr(resourcev1.FullyQualifiedName("example.com/type"))
 	return slice
 }
 
@@ -1048,17 +1105,27 @@ func fullResourceClaim() *resourcev1.ResourceClaim {
 					AllocationMode: resourcev1.DeviceAllocationModeExactCount,
 					Count:          2,
 					AdminAccess:    ptr(true),
+					Tolerations: []resourcev1.DeviceToleration{
+						{Key: "example.com/unhealthy", Operator: resourcev1.DeviceTolerationOpEqual, Value: "ecc", Effect: resourcev1.DeviceTaintEffectNoSchedule},
+						{Operator: resourcev1.DeviceTolerationOpExists, Effect: resourcev1.DeviceTaintEffectNoExecute, TolerationSeconds: ptr(int64(300))},
+					},
+					Capacity: &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{"memory": q("10Gi")}},
 				}},
 				{Name: "nic", FirstAvailable: []resourcev1.DeviceSubRequest{
 					{
 						Name: "fast", DeviceClassName: "nic.example.com",
 						Selectors:      []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: `device.attributes["nic.example.com"].speed >= 100`}}},
 						AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1,
+						Tolerations: []resourcev1.DeviceToleration{{Key: "example.com/maintenance", Operator: resourcev1.DeviceTolerationOpExists}},
+						Capacity:    &resourcev1.CapacityRequirements{Requests: map[resourcev1.QualifiedName]resource.Quantity{"bandwidth": q("10G")}},
 					},
 					{Name: "any", DeviceClassName: "nic.example.com", AllocationMode: resourcev1.DeviceAllocationModeAll},
 				}},
 			},
-			Constraints: []resourcev1.DeviceConstraint{{Requests: []string{"gpu", "nic"}, MatchAttribute: ptr(resourcev1.FullyQualifiedName("example.com/numa"))}},
+			Constraints: []resourcev1.DeviceConstraint{
+				{Requests: []string{"gpu", "nic"}, MatchAttribute: ptr(resourcev1.FullyQualifiedName("example.com/numa"))},
+				{Requests: []string{"gpu"}, DistinctAttribute: ptr(resourcev1.FullyQualifiedName("example.com/bus"))},
+			},
 			Config: []resourcev1.DeviceClaimConfiguration{{
 				Requests: []string{"gpu"},
 				DeviceConfiguration: resourcev1.DeviceConfiguration{Opaque: &resourcev1.OpaqueDeviceConfiguration{
@@ -1070,7 +1137,8 @@ func fullResourceClaim() *resourcev1.ResourceClaim {
 			Allocation: &resourcev1.AllocationResult{
 				Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{
 					{Request: "gpu", Driver: "gpu.example.com", Pool: "node-1", Device: "gpu-0", AdminAccess: ptr(true)},
-					{Request: "nic/fast", Driver: "nic.example.com", Pool: "zone-a", Device: "nic-0"},
+					{Request: "nic/fast", Driver: "nic.example.com", Pool: "zone-a", Device: "nic-0",
+						BindingConditions: []string{"example.com/attached"}, BindingFailureConditions: []string{"example.com/failed"}},
 				}},
 				NodeSelector: zone("a"),
 			},
@@ -1086,8 +1154,15 @@ func zeroResourceClaim() *resourcev1.ResourceClaim {
 	return &resourcev1.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "zero-claim"},
 		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
-			Requests:    []resourcev1.DeviceRequest{{Exactly: &resourcev1.ExactDeviceRequest{AdminAccess: ptr(false)}}, {FirstAvailable: []resourcev1.DeviceSubRequest{{}}}},
-			Constraints: []resourcev1.DeviceConstraint{{MatchAttribute: ptr(resourcev1.FullyQualifiedName(""))}},
+			Requests: []resourcev1.DeviceRequest{
+				{Exactly: &resourcev1.ExactDeviceRequest{
+					AdminAccess: ptr(false),
+					Tolerations: []resourcev1.DeviceToleration{{TolerationSeconds: ptr(int64(0))}},
+					Capacity:    &resourcev1.CapacityRequirements{},
+				}},
+				{FirstAvailable: []resourcev1.DeviceSubRequest{{Tolerations: []resourcev1.DeviceToleration{{}}, Capacity: &resourcev1.CapacityRequirements{}}}},
+			},
+			Constraints: []resourcev1.DeviceConstraint{{MatchAttribute: ptr(resourcev1.FullyQualifiedName("")), DistinctAttribute: ptr(resourcev1.FullyQualifiedName(""))}},
 			Config:      []resourcev1.DeviceClaimConfiguration{{}},
 		}},
 		Status: resourcev1.ResourceClaimStatus{
@@ -1227,6 +1302,7 @@ func main() {
 		build("resourceslice-full", fullResourceSlice(), true),
 		build("resourceslice-node-selector", selectorResourceSlice(), true),
 		build("resourceslice-all-nodes", allNodesResourceSlice(), true),
+		build("resourceslice-dra-features", featuresResourceSlice(), true),
 		build("resourceslice-zero-values", zeroResourceSlice(), true),
 		build("resourceslice-invalid-utf8", invalidUTF8ResourceSlice(), true),
 		build("resourceslice-minimal", minimal(&resourcev1.ResourceSlice{}, "resourceslice-minimal"), true),

@@ -224,15 +224,20 @@ class ResourceSliceSpec(_message.Message):
     NODESELECTOR_FIELD_NUMBER: _builtins.int
     ALLNODES_FIELD_NUMBER: _builtins.int
     DEVICES_FIELD_NUMBER: _builtins.int
+    PERDEVICENODESELECTION_FIELD_NUMBER: _builtins.int
+    SHAREDCOUNTERS_FIELD_NUMBER: _builtins.int
     driver: _builtins.str
     nodeName: _builtins.str
     allNodes: _builtins.bool
+    perDeviceNodeSelection: _builtins.bool
     @_builtins.property
     def pool(self) -> Global___ResourcePool: ...
     @_builtins.property
     def nodeSelector(self) -> _core_pb2.NodeSelector: ...
     @_builtins.property
     def devices(self) -> _containers.RepeatedCompositeFieldContainer[Global___Device]: ...
+    @_builtins.property
+    def sharedCounters(self) -> _containers.RepeatedCompositeFieldContainer[Global___CounterSet]: ...
     def __init__(
         self,
         *,
@@ -242,14 +247,80 @@ class ResourceSliceSpec(_message.Message):
         nodeSelector: _core_pb2.NodeSelector | None = ...,
         allNodes: _builtins.bool | None = ...,
         devices: _abc.Iterable[Global___Device] | None = ...,
+        perDeviceNodeSelection: _builtins.bool | None = ...,
+        sharedCounters: _abc.Iterable[Global___CounterSet] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["allNodes", b"allNodes", "driver", b"driver", "nodeName", b"nodeName", "nodeSelector", b"nodeSelector", "pool", b"pool"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["allNodes", b"allNodes", "driver", b"driver", "nodeName", b"nodeName", "nodeSelector", b"nodeSelector", "perDeviceNodeSelection", b"perDeviceNodeSelection", "pool", b"pool"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allNodes", b"allNodes", "devices", b"devices", "driver", b"driver", "nodeName", b"nodeName", "nodeSelector", b"nodeSelector", "pool", b"pool"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allNodes", b"allNodes", "devices", b"devices", "driver", b"driver", "nodeName", b"nodeName", "nodeSelector", b"nodeSelector", "perDeviceNodeSelection", b"perDeviceNodeSelection", "pool", b"pool", "sharedCounters", b"sharedCounters"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ResourceSliceSpec: _TypeAlias = ResourceSliceSpec  # noqa: Y015
+
+@_typing.final
+class CounterSet(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class CountersEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___Counter: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str | None = ...,
+            value: Global___Counter | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    COUNTERS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    @_builtins.property
+    def counters(self) -> _containers.MessageMap[_builtins.str, Global___Counter]: ...
+    def __init__(
+        self,
+        *,
+        name: _builtins.str | None = ...,
+        counters: _abc.Mapping[_builtins.str, Global___Counter] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["counters", b"counters", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CounterSet: _TypeAlias = CounterSet  # noqa: Y015
+
+@_typing.final
+class Counter(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VALUE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def value(self) -> _core_pb2.Quantity: ...
+    def __init__(
+        self,
+        *,
+        value: _core_pb2.Quantity | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Counter: _TypeAlias = Counter  # noqa: Y015
 
 @_typing.final
 class ResourcePool(_message.Message):
@@ -325,25 +396,130 @@ class Device(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     ATTRIBUTES_FIELD_NUMBER: _builtins.int
     CAPACITY_FIELD_NUMBER: _builtins.int
+    CONSUMESCOUNTERS_FIELD_NUMBER: _builtins.int
+    NODENAME_FIELD_NUMBER: _builtins.int
+    NODESELECTOR_FIELD_NUMBER: _builtins.int
+    ALLNODES_FIELD_NUMBER: _builtins.int
+    TAINTS_FIELD_NUMBER: _builtins.int
+    BINDSTONODE_FIELD_NUMBER: _builtins.int
+    BINDINGCONDITIONS_FIELD_NUMBER: _builtins.int
+    BINDINGFAILURECONDITIONS_FIELD_NUMBER: _builtins.int
+    ALLOWMULTIPLEALLOCATIONS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    nodeName: _builtins.str
+    allNodes: _builtins.bool
+    bindsToNode: _builtins.bool
+    allowMultipleAllocations: _builtins.bool
     @_builtins.property
     def attributes(self) -> _containers.MessageMap[_builtins.str, Global___DeviceAttribute]: ...
     @_builtins.property
     def capacity(self) -> _containers.MessageMap[_builtins.str, Global___DeviceCapacity]: ...
+    @_builtins.property
+    def consumesCounters(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceCounterConsumption]: ...
+    @_builtins.property
+    def nodeSelector(self) -> _core_pb2.NodeSelector: ...
+    @_builtins.property
+    def taints(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceTaint]: ...
+    @_builtins.property
+    def bindingConditions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def bindingFailureConditions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
         self,
         *,
         name: _builtins.str | None = ...,
         attributes: _abc.Mapping[_builtins.str, Global___DeviceAttribute] | None = ...,
         capacity: _abc.Mapping[_builtins.str, Global___DeviceCapacity] | None = ...,
+        consumesCounters: _abc.Iterable[Global___DeviceCounterConsumption] | None = ...,
+        nodeName: _builtins.str | None = ...,
+        nodeSelector: _core_pb2.NodeSelector | None = ...,
+        allNodes: _builtins.bool | None = ...,
+        taints: _abc.Iterable[Global___DeviceTaint] | None = ...,
+        bindsToNode: _builtins.bool | None = ...,
+        bindingConditions: _abc.Iterable[_builtins.str] | None = ...,
+        bindingFailureConditions: _abc.Iterable[_builtins.str] | None = ...,
+        allowMultipleAllocations: _builtins.bool | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["name", b"name"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["allNodes", b"allNodes", "allowMultipleAllocations", b"allowMultipleAllocations", "bindsToNode", b"bindsToNode", "name", b"name", "nodeName", b"nodeName", "nodeSelector", b"nodeSelector"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attributes", b"attributes", "capacity", b"capacity", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allNodes", b"allNodes", "allowMultipleAllocations", b"allowMultipleAllocations", "attributes", b"attributes", "bindingConditions", b"bindingConditions", "bindingFailureConditions", b"bindingFailureConditions", "bindsToNode", b"bindsToNode", "capacity", b"capacity", "consumesCounters", b"consumesCounters", "name", b"name", "nodeName", b"nodeName", "nodeSelector", b"nodeSelector", "taints", b"taints"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Device: _TypeAlias = Device  # noqa: Y015
+
+@_typing.final
+class DeviceTaint(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    EFFECT_FIELD_NUMBER: _builtins.int
+    TIMEADDED_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    value: _builtins.str
+    effect: _builtins.str
+    @_builtins.property
+    def timeAdded(self) -> _core_pb2.Time: ...
+    def __init__(
+        self,
+        *,
+        key: _builtins.str | None = ...,
+        value: _builtins.str | None = ...,
+        effect: _builtins.str | None = ...,
+        timeAdded: _core_pb2.Time | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["effect", b"effect", "key", b"key", "timeAdded", b"timeAdded", "value", b"value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["effect", b"effect", "key", b"key", "timeAdded", b"timeAdded", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeviceTaint: _TypeAlias = DeviceTaint  # noqa: Y015
+
+@_typing.final
+class DeviceCounterConsumption(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class CountersEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___Counter: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str | None = ...,
+            value: Global___Counter | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    COUNTERSET_FIELD_NUMBER: _builtins.int
+    COUNTERS_FIELD_NUMBER: _builtins.int
+    counterSet: _builtins.str
+    @_builtins.property
+    def counters(self) -> _containers.MessageMap[_builtins.str, Global___Counter]: ...
+    def __init__(
+        self,
+        *,
+        counterSet: _builtins.str | None = ...,
+        counters: _abc.Mapping[_builtins.str, Global___Counter] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["counterSet", b"counterSet"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["counterSet", b"counterSet", "counters", b"counters"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeviceCounterConsumption: _TypeAlias = DeviceCounterConsumption  # noqa: Y015
 
 @_typing.final
 class DeviceAttribute(_message.Message):
@@ -380,20 +556,82 @@ class DeviceCapacity(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     VALUE_FIELD_NUMBER: _builtins.int
+    REQUESTPOLICY_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def value(self) -> _core_pb2.Quantity: ...
+    @_builtins.property
+    def requestPolicy(self) -> Global___CapacityRequestPolicy: ...
     def __init__(
         self,
         *,
         value: _core_pb2.Quantity | None = ...,
+        requestPolicy: Global___CapacityRequestPolicy | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["requestPolicy", b"requestPolicy", "value", b"value"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["requestPolicy", b"requestPolicy", "value", b"value"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___DeviceCapacity: _TypeAlias = DeviceCapacity  # noqa: Y015
+
+@_typing.final
+class CapacityRequestPolicy(_message.Message):
+    """Field 2 is unused upstream. default is a pointer without omitempty: null in JSON when unset."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DEFAULT_FIELD_NUMBER: _builtins.int
+    VALIDVALUES_FIELD_NUMBER: _builtins.int
+    VALIDRANGE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def default(self) -> _core_pb2.Quantity: ...
+    @_builtins.property
+    def validValues(self) -> _containers.RepeatedCompositeFieldContainer[_core_pb2.Quantity]: ...
+    @_builtins.property
+    def validRange(self) -> Global___CapacityRequestPolicyRange: ...
+    def __init__(
+        self,
+        *,
+        default: _core_pb2.Quantity | None = ...,
+        validValues: _abc.Iterable[_core_pb2.Quantity] | None = ...,
+        validRange: Global___CapacityRequestPolicyRange | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["default", b"default", "validRange", b"validRange"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["default", b"default", "validRange", b"validRange", "validValues", b"validValues"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CapacityRequestPolicy: _TypeAlias = CapacityRequestPolicy  # noqa: Y015
+
+@_typing.final
+class CapacityRequestPolicyRange(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MIN_FIELD_NUMBER: _builtins.int
+    MAX_FIELD_NUMBER: _builtins.int
+    STEP_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def min(self) -> _core_pb2.Quantity: ...
+    @_builtins.property
+    def max(self) -> _core_pb2.Quantity: ...
+    @_builtins.property
+    def step(self) -> _core_pb2.Quantity: ...
+    def __init__(
+        self,
+        *,
+        min: _core_pb2.Quantity | None = ...,
+        max: _core_pb2.Quantity | None = ...,
+        step: _core_pb2.Quantity | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["max", b"max", "min", b"min", "step", b"step"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["max", b"max", "min", b"min", "step", b"step"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CapacityRequestPolicyRange: _TypeAlias = CapacityRequestPolicyRange  # noqa: Y015
 
 @_typing.final
 class DRAResourceClaim(_message.Message):
@@ -513,12 +751,18 @@ class ExactDeviceRequest(_message.Message):
     ALLOCATIONMODE_FIELD_NUMBER: _builtins.int
     COUNT_FIELD_NUMBER: _builtins.int
     ADMINACCESS_FIELD_NUMBER: _builtins.int
+    TOLERATIONS_FIELD_NUMBER: _builtins.int
+    CAPACITY_FIELD_NUMBER: _builtins.int
     deviceClassName: _builtins.str
     allocationMode: _builtins.str
     count: _builtins.int
     adminAccess: _builtins.bool
     @_builtins.property
     def selectors(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceSelector]: ...
+    @_builtins.property
+    def tolerations(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceToleration]: ...
+    @_builtins.property
+    def capacity(self) -> Global___CapacityRequirements: ...
     def __init__(
         self,
         *,
@@ -527,14 +771,88 @@ class ExactDeviceRequest(_message.Message):
         allocationMode: _builtins.str | None = ...,
         count: _builtins.int | None = ...,
         adminAccess: _builtins.bool | None = ...,
+        tolerations: _abc.Iterable[Global___DeviceToleration] | None = ...,
+        capacity: Global___CapacityRequirements | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["adminAccess", b"adminAccess", "allocationMode", b"allocationMode", "count", b"count", "deviceClassName", b"deviceClassName"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["adminAccess", b"adminAccess", "allocationMode", b"allocationMode", "capacity", b"capacity", "count", b"count", "deviceClassName", b"deviceClassName"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["adminAccess", b"adminAccess", "allocationMode", b"allocationMode", "count", b"count", "deviceClassName", b"deviceClassName", "selectors", b"selectors"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["adminAccess", b"adminAccess", "allocationMode", b"allocationMode", "capacity", b"capacity", "count", b"count", "deviceClassName", b"deviceClassName", "selectors", b"selectors", "tolerations", b"tolerations"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ExactDeviceRequest: _TypeAlias = ExactDeviceRequest  # noqa: Y015
+
+@_typing.final
+class DeviceToleration(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    OPERATOR_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    EFFECT_FIELD_NUMBER: _builtins.int
+    TOLERATIONSECONDS_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    operator: _builtins.str
+    value: _builtins.str
+    effect: _builtins.str
+    tolerationSeconds: _builtins.int
+    def __init__(
+        self,
+        *,
+        key: _builtins.str | None = ...,
+        operator: _builtins.str | None = ...,
+        value: _builtins.str | None = ...,
+        effect: _builtins.str | None = ...,
+        tolerationSeconds: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["effect", b"effect", "key", b"key", "operator", b"operator", "tolerationSeconds", b"tolerationSeconds", "value", b"value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["effect", b"effect", "key", b"key", "operator", b"operator", "tolerationSeconds", b"tolerationSeconds", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeviceToleration: _TypeAlias = DeviceToleration  # noqa: Y015
+
+@_typing.final
+class CapacityRequirements(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class RequestsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> _core_pb2.Quantity: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str | None = ...,
+            value: _core_pb2.Quantity | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    REQUESTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def requests(self) -> _containers.MessageMap[_builtins.str, _core_pb2.Quantity]: ...
+    def __init__(
+        self,
+        *,
+        requests: _abc.Mapping[_builtins.str, _core_pb2.Quantity] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["requests", b"requests"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CapacityRequirements: _TypeAlias = CapacityRequirements  # noqa: Y015
 
 @_typing.final
 class DeviceSubRequest(_message.Message):
@@ -545,12 +863,18 @@ class DeviceSubRequest(_message.Message):
     SELECTORS_FIELD_NUMBER: _builtins.int
     ALLOCATIONMODE_FIELD_NUMBER: _builtins.int
     COUNT_FIELD_NUMBER: _builtins.int
+    TOLERATIONS_FIELD_NUMBER: _builtins.int
+    CAPACITY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     deviceClassName: _builtins.str
     allocationMode: _builtins.str
     count: _builtins.int
     @_builtins.property
     def selectors(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceSelector]: ...
+    @_builtins.property
+    def tolerations(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceToleration]: ...
+    @_builtins.property
+    def capacity(self) -> Global___CapacityRequirements: ...
     def __init__(
         self,
         *,
@@ -559,10 +883,12 @@ class DeviceSubRequest(_message.Message):
         selectors: _abc.Iterable[Global___DeviceSelector] | None = ...,
         allocationMode: _builtins.str | None = ...,
         count: _builtins.int | None = ...,
+        tolerations: _abc.Iterable[Global___DeviceToleration] | None = ...,
+        capacity: Global___CapacityRequirements | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["allocationMode", b"allocationMode", "count", b"count", "deviceClassName", b"deviceClassName", "name", b"name"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["allocationMode", b"allocationMode", "capacity", b"capacity", "count", b"count", "deviceClassName", b"deviceClassName", "name", b"name"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocationMode", b"allocationMode", "count", b"count", "deviceClassName", b"deviceClassName", "name", b"name", "selectors", b"selectors"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allocationMode", b"allocationMode", "capacity", b"capacity", "count", b"count", "deviceClassName", b"deviceClassName", "name", b"name", "selectors", b"selectors", "tolerations", b"tolerations"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -574,7 +900,9 @@ class DeviceConstraint(_message.Message):
 
     REQUESTS_FIELD_NUMBER: _builtins.int
     MATCHATTRIBUTE_FIELD_NUMBER: _builtins.int
+    DISTINCTATTRIBUTE_FIELD_NUMBER: _builtins.int
     matchAttribute: _builtins.str
+    distinctAttribute: _builtins.str
     @_builtins.property
     def requests(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
@@ -582,10 +910,11 @@ class DeviceConstraint(_message.Message):
         *,
         requests: _abc.Iterable[_builtins.str] | None = ...,
         matchAttribute: _builtins.str | None = ...,
+        distinctAttribute: _builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["matchAttribute", b"matchAttribute"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["distinctAttribute", b"distinctAttribute", "matchAttribute", b"matchAttribute"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["matchAttribute", b"matchAttribute", "requests", b"requests"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["distinctAttribute", b"distinctAttribute", "matchAttribute", b"matchAttribute", "requests", b"requests"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -696,11 +1025,17 @@ class DeviceRequestAllocationResult(_message.Message):
     POOL_FIELD_NUMBER: _builtins.int
     DEVICE_FIELD_NUMBER: _builtins.int
     ADMINACCESS_FIELD_NUMBER: _builtins.int
+    BINDINGCONDITIONS_FIELD_NUMBER: _builtins.int
+    BINDINGFAILURECONDITIONS_FIELD_NUMBER: _builtins.int
     request: _builtins.str
     driver: _builtins.str
     pool: _builtins.str
     device: _builtins.str
     adminAccess: _builtins.bool
+    @_builtins.property
+    def bindingConditions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def bindingFailureConditions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
         self,
         *,
@@ -709,10 +1044,12 @@ class DeviceRequestAllocationResult(_message.Message):
         pool: _builtins.str | None = ...,
         device: _builtins.str | None = ...,
         adminAccess: _builtins.bool | None = ...,
+        bindingConditions: _abc.Iterable[_builtins.str] | None = ...,
+        bindingFailureConditions: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["adminAccess", b"adminAccess", "device", b"device", "driver", b"driver", "pool", b"pool", "request", b"request"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["adminAccess", b"adminAccess", "device", b"device", "driver", b"driver", "pool", b"pool", "request", b"request"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["adminAccess", b"adminAccess", "bindingConditions", b"bindingConditions", "bindingFailureConditions", b"bindingFailureConditions", "device", b"device", "driver", b"driver", "pool", b"pool", "request", b"request"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -8,7 +8,8 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { NodeSelector, ObjectMeta } from "./objects_pb.js";
 import { file_podfit_v1_objects } from "./objects_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -17,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file podfit/v1/resource.proto.
  */
 export const file_podfit_v1_resource: GenFile = /*@__PURE__*/
-  fileDesc("Chhwb2RmaXQvdjEvcmVzb3VyY2UucHJvdG8SCXBvZGZpdC52MSKDAQoLRGV2aWNlQ2xhc3MSEwoLYXBpX3ZlcnNpb24YASABKAkSDAoEa2luZBgCIAEoCRInCghtZXRhZGF0YRgDIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEigKBHNwZWMYBCABKAsyGi5wb2RmaXQudjEuRGV2aWNlQ2xhc3NTcGVjIpQBCg9EZXZpY2VDbGFzc1NwZWMSLAoJc2VsZWN0b3JzGAEgAygLMhkucG9kZml0LnYxLkRldmljZVNlbGVjdG9yEjMKBmNvbmZpZxgCIAMoCzIjLnBvZGZpdC52MS5EZXZpY2VDbGFzc0NvbmZpZ3VyYXRpb24SHgoWZXh0ZW5kZWRfcmVzb3VyY2VfbmFtZRgDIAEoCSI7Cg5EZXZpY2VTZWxlY3RvchIpCgNjZWwYASABKAsyHC5wb2RmaXQudjEuQ0VMRGV2aWNlU2VsZWN0b3IiJwoRQ0VMRGV2aWNlU2VsZWN0b3ISEgoKZXhwcmVzc2lvbhgBIAEoCSJQChhEZXZpY2VDbGFzc0NvbmZpZ3VyYXRpb24SNAoGb3BhcXVlGAEgASgLMiQucG9kZml0LnYxLk9wYXF1ZURldmljZUNvbmZpZ3VyYXRpb24iWAoZT3BhcXVlRGV2aWNlQ29uZmlndXJhdGlvbhIOCgZkcml2ZXIYASABKAkSKwoKcGFyYW1ldGVycxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QihwEKDVJlc291cmNlU2xpY2USEwoLYXBpX3ZlcnNpb24YASABKAkSDAoEa2luZBgCIAEoCRInCghtZXRhZGF0YRgDIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEioKBHNwZWMYBCABKAsyHC5wb2RmaXQudjEuUmVzb3VyY2VTbGljZVNwZWMi6gEKEVJlc291cmNlU2xpY2VTcGVjEg4KBmRyaXZlchgBIAEoCRIlCgRwb29sGAIgASgLMhcucG9kZml0LnYxLlJlc291cmNlUG9vbBIWCglub2RlX25hbWUYAyABKAlIAIgBARIuCg1ub2RlX3NlbGVjdG9yGAQgASgLMhcucG9kZml0LnYxLk5vZGVTZWxlY3RvchIWCglhbGxfbm9kZXMYBSABKAhIAYgBARIiCgdkZXZpY2VzGAYgAygLMhEucG9kZml0LnYxLkRldmljZUIMCgpfbm9kZV9uYW1lQgwKCl9hbGxfbm9kZXMiTgoMUmVzb3VyY2VQb29sEgwKBG5hbWUYASABKAkSEgoKZ2VuZXJhdGlvbhgCIAEoAxIcChRyZXNvdXJjZV9zbGljZV9jb3VudBgDIAEoAyKbAgoGRGV2aWNlEgwKBG5hbWUYASABKAkSNQoKYXR0cmlidXRlcxgCIAMoCzIhLnBvZGZpdC52MS5EZXZpY2UuQXR0cmlidXRlc0VudHJ5EjEKCGNhcGFjaXR5GAMgAygLMh8ucG9kZml0LnYxLkRldmljZS5DYXBhY2l0eUVudHJ5Gk0KD0F0dHJpYnV0ZXNFbnRyeRILCgNrZXkYASABKAkSKQoFdmFsdWUYAiABKAsyGi5wb2RmaXQudjEuRGV2aWNlQXR0cmlidXRlOgI4ARpKCg1DYXBhY2l0eUVudHJ5EgsKA2tleRgBIAEoCRIoCgV2YWx1ZRgCIAEoCzIZLnBvZGZpdC52MS5EZXZpY2VDYXBhY2l0eToCOAEiiQEKD0RldmljZUF0dHJpYnV0ZRIQCgNpbnQYASABKANIAIgBARIRCgRib29sGAIgASgISAGIAQESEwoGc3RyaW5nGAMgASgJSAKIAQESFAoHdmVyc2lvbhgEIAEoCUgDiAEBQgYKBF9pbnRCBwoFX2Jvb2xCCQoHX3N0cmluZ0IKCghfdmVyc2lvbiIfCg5EZXZpY2VDYXBhY2l0eRINCgV2YWx1ZRgBIAEoCSK3AQoNUmVzb3VyY2VDbGFpbRITCgthcGlfdmVyc2lvbhgBIAEoCRIMCgRraW5kGAIgASgJEicKCG1ldGFkYXRhGAMgASgLMhUucG9kZml0LnYxLk9iamVjdE1ldGESKgoEc3BlYxgEIAEoCzIcLnBvZGZpdC52MS5SZXNvdXJjZUNsYWltU3BlYxIuCgZzdGF0dXMYBSABKAsyHi5wb2RmaXQudjEuUmVzb3VyY2VDbGFpbVN0YXR1cyI8ChFSZXNvdXJjZUNsYWltU3BlYxInCgdkZXZpY2VzGAEgASgLMhYucG9kZml0LnYxLkRldmljZUNsYWltIqABCgtEZXZpY2VDbGFpbRIqCghyZXF1ZXN0cxgBIAMoCzIYLnBvZGZpdC52MS5EZXZpY2VSZXF1ZXN0EjAKC2NvbnN0cmFpbnRzGAIgAygLMhsucG9kZml0LnYxLkRldmljZUNvbnN0cmFpbnQSMwoGY29uZmlnGAMgAygLMiMucG9kZml0LnYxLkRldmljZUNsYWltQ29uZmlndXJhdGlvbiKDAQoNRGV2aWNlUmVxdWVzdBIMCgRuYW1lGAEgASgJEi4KB2V4YWN0bHkYAiABKAsyHS5wb2RmaXQudjEuRXhhY3REZXZpY2VSZXF1ZXN0EjQKD2ZpcnN0X2F2YWlsYWJsZRgDIAMoCzIbLnBvZGZpdC52MS5EZXZpY2VTdWJSZXF1ZXN0IrEBChJFeGFjdERldmljZVJlcXVlc3QSGQoRZGV2aWNlX2NsYXNzX25hbWUYASABKAkSLAoJc2VsZWN0b3JzGAIgAygLMhkucG9kZml0LnYxLkRldmljZVNlbGVjdG9yEhcKD2FsbG9jYXRpb25fbW9kZRgDIAEoCRINCgVjb3VudBgEIAEoAxIZCgxhZG1pbl9hY2Nlc3MYBSABKAhIAIgBAUIPCg1fYWRtaW5fYWNjZXNzIpEBChBEZXZpY2VTdWJSZXF1ZXN0EgwKBG5hbWUYASABKAkSGQoRZGV2aWNlX2NsYXNzX25hbWUYAiABKAkSLAoJc2VsZWN0b3JzGAMgAygLMhkucG9kZml0LnYxLkRldmljZVNlbGVjdG9yEhcKD2FsbG9jYXRpb25fbW9kZRgEIAEoCRINCgVjb3VudBgFIAEoAyJWChBEZXZpY2VDb25zdHJhaW50EhAKCHJlcXVlc3RzGAEgAygJEhwKD21hdGNoX2F0dHJpYnV0ZRgCIAEoCUgAiAEBQhIKEF9tYXRjaF9hdHRyaWJ1dGUiYgoYRGV2aWNlQ2xhaW1Db25maWd1cmF0aW9uEhAKCHJlcXVlc3RzGAEgAygJEjQKBm9wYXF1ZRgCIAEoCzIkLnBvZGZpdC52MS5PcGFxdWVEZXZpY2VDb25maWd1cmF0aW9uIocBChNSZXNvdXJjZUNsYWltU3RhdHVzEi8KCmFsbG9jYXRpb24YASABKAsyGy5wb2RmaXQudjEuQWxsb2NhdGlvblJlc3VsdBI/CgxyZXNlcnZlZF9mb3IYAiADKAsyKS5wb2RmaXQudjEuUmVzb3VyY2VDbGFpbUNvbnN1bWVyUmVmZXJlbmNlInYKEEFsbG9jYXRpb25SZXN1bHQSMgoHZGV2aWNlcxgBIAEoCzIhLnBvZGZpdC52MS5EZXZpY2VBbGxvY2F0aW9uUmVzdWx0Ei4KDW5vZGVfc2VsZWN0b3IYAiABKAsyFy5wb2RmaXQudjEuTm9kZVNlbGVjdG9yIlMKFkRldmljZUFsbG9jYXRpb25SZXN1bHQSOQoHcmVzdWx0cxgBIAMoCzIoLnBvZGZpdC52MS5EZXZpY2VSZXF1ZXN0QWxsb2NhdGlvblJlc3VsdCKKAQodRGV2aWNlUmVxdWVzdEFsbG9jYXRpb25SZXN1bHQSDwoHcmVxdWVzdBgBIAEoCRIOCgZkcml2ZXIYAiABKAkSDAoEcG9vbBgDIAEoCRIOCgZkZXZpY2UYBCABKAkSGQoMYWRtaW5fYWNjZXNzGAUgASgISACIAQFCDwoNX2FkbWluX2FjY2VzcyJgCh5SZXNvdXJjZUNsYWltQ29uc3VtZXJSZWZlcmVuY2USEQoJYXBpX2dyb3VwGAEgASgJEhAKCHJlc291cmNlGAIgASgJEgwKBG5hbWUYAyABKAkSCwoDdWlkGAQgASgJQjNaMWdpdGh1Yi5jb20vcG9kZml0L3BvZGZpdC9zZGsvZ28vcG9kZml0djE7cG9kZml0djFiBnByb3RvMw", [file_google_protobuf_struct, file_podfit_v1_objects]);
+  fileDesc("Chhwb2RmaXQvdjEvcmVzb3VyY2UucHJvdG8SCXBvZGZpdC52MSKDAQoLRGV2aWNlQ2xhc3MSEwoLYXBpX3ZlcnNpb24YASABKAkSDAoEa2luZBgCIAEoCRInCghtZXRhZGF0YRgDIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEigKBHNwZWMYBCABKAsyGi5wb2RmaXQudjEuRGV2aWNlQ2xhc3NTcGVjIpQBCg9EZXZpY2VDbGFzc1NwZWMSLAoJc2VsZWN0b3JzGAEgAygLMhkucG9kZml0LnYxLkRldmljZVNlbGVjdG9yEjMKBmNvbmZpZxgCIAMoCzIjLnBvZGZpdC52MS5EZXZpY2VDbGFzc0NvbmZpZ3VyYXRpb24SHgoWZXh0ZW5kZWRfcmVzb3VyY2VfbmFtZRgDIAEoCSI7Cg5EZXZpY2VTZWxlY3RvchIpCgNjZWwYASABKAsyHC5wb2RmaXQudjEuQ0VMRGV2aWNlU2VsZWN0b3IiJwoRQ0VMRGV2aWNlU2VsZWN0b3ISEgoKZXhwcmVzc2lvbhgBIAEoCSJQChhEZXZpY2VDbGFzc0NvbmZpZ3VyYXRpb24SNAoGb3BhcXVlGAEgASgLMiQucG9kZml0LnYxLk9wYXF1ZURldmljZUNvbmZpZ3VyYXRpb24iWAoZT3BhcXVlRGV2aWNlQ29uZmlndXJhdGlvbhIOCgZkcml2ZXIYASABKAkSKwoKcGFyYW1ldGVycxgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QihwEKDVJlc291cmNlU2xpY2USEwoLYXBpX3ZlcnNpb24YASABKAkSDAoEa2luZBgCIAEoCRInCghtZXRhZGF0YRgDIAEoCzIVLnBvZGZpdC52MS5PYmplY3RNZXRhEioKBHNwZWMYBCABKAsyHC5wb2RmaXQudjEuUmVzb3VyY2VTbGljZVNwZWMi4AIKEVJlc291cmNlU2xpY2VTcGVjEg4KBmRyaXZlchgBIAEoCRIlCgRwb29sGAIgASgLMhcucG9kZml0LnYxLlJlc291cmNlUG9vbBIWCglub2RlX25hbWUYAyABKAlIAIgBARIuCg1ub2RlX3NlbGVjdG9yGAQgASgLMhcucG9kZml0LnYxLk5vZGVTZWxlY3RvchIWCglhbGxfbm9kZXMYBSABKAhIAYgBARIiCgdkZXZpY2VzGAYgAygLMhEucG9kZml0LnYxLkRldmljZRImChlwZXJfZGV2aWNlX25vZGVfc2VsZWN0aW9uGAcgASgISAKIAQESLgoPc2hhcmVkX2NvdW50ZXJzGAggAygLMhUucG9kZml0LnYxLkNvdW50ZXJTZXRCDAoKX25vZGVfbmFtZUIMCgpfYWxsX25vZGVzQhwKGl9wZXJfZGV2aWNlX25vZGVfc2VsZWN0aW9uIpYBCgpDb3VudGVyU2V0EgwKBG5hbWUYASABKAkSNQoIY291bnRlcnMYAiADKAsyIy5wb2RmaXQudjEuQ291bnRlclNldC5Db3VudGVyc0VudHJ5GkMKDUNvdW50ZXJzRW50cnkSCwoDa2V5GAEgASgJEiEKBXZhbHVlGAIgASgLMhIucG9kZml0LnYxLkNvdW50ZXI6AjgBIhgKB0NvdW50ZXISDQoFdmFsdWUYASABKAkiTgoMUmVzb3VyY2VQb29sEgwKBG5hbWUYASABKAkSEgoKZ2VuZXJhdGlvbhgCIAEoAxIcChRyZXNvdXJjZV9zbGljZV9jb3VudBgDIAEoAyK1BQoGRGV2aWNlEgwKBG5hbWUYASABKAkSNQoKYXR0cmlidXRlcxgCIAMoCzIhLnBvZGZpdC52MS5EZXZpY2UuQXR0cmlidXRlc0VudHJ5EjEKCGNhcGFjaXR5GAMgAygLMh8ucG9kZml0LnYxLkRldmljZS5DYXBhY2l0eUVudHJ5EiYKBnRhaW50cxgEIAMoCzIWLnBvZGZpdC52MS5EZXZpY2VUYWludBI+ChFjb25zdW1lc19jb3VudGVycxgFIAMoCzIjLnBvZGZpdC52MS5EZXZpY2VDb3VudGVyQ29uc3VtcHRpb24SFgoJbm9kZV9uYW1lGAYgASgJSACIAQESLgoNbm9kZV9zZWxlY3RvchgHIAEoCzIXLnBvZGZpdC52MS5Ob2RlU2VsZWN0b3ISFgoJYWxsX25vZGVzGAggASgISAGIAQESGgoNYmluZHNfdG9fbm9kZRgJIAEoCEgCiAEBEhoKEmJpbmRpbmdfY29uZGl0aW9ucxgKIAMoCRIiChpiaW5kaW5nX2ZhaWx1cmVfY29uZGl0aW9ucxgLIAMoCRInChphbGxvd19tdWx0aXBsZV9hbGxvY2F0aW9ucxgMIAEoCEgDiAEBGk0KD0F0dHJpYnV0ZXNFbnRyeRILCgNrZXkYASABKAkSKQoFdmFsdWUYAiABKAsyGi5wb2RmaXQudjEuRGV2aWNlQXR0cmlidXRlOgI4ARpKCg1DYXBhY2l0eUVudHJ5EgsKA2tleRgBIAEoCRIoCgV2YWx1ZRgCIAEoCzIZLnBvZGZpdC52MS5EZXZpY2VDYXBhY2l0eToCOAFCDAoKX25vZGVfbmFtZUIMCgpfYWxsX25vZGVzQhAKDl9iaW5kc190b19ub2RlQh0KG19hbGxvd19tdWx0aXBsZV9hbGxvY2F0aW9ucyJpCgtEZXZpY2VUYWludBILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAkSDgoGZWZmZWN0GAMgASgJEi4KCnRpbWVfYWRkZWQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrkBChhEZXZpY2VDb3VudGVyQ29uc3VtcHRpb24SEwoLY291bnRlcl9zZXQYASABKAkSQwoIY291bnRlcnMYAiADKAsyMS5wb2RmaXQudjEuRGV2aWNlQ291bnRlckNvbnN1bXB0aW9uLkNvdW50ZXJzRW50cnkaQwoNQ291bnRlcnNFbnRyeRILCgNrZXkYASABKAkSIQoFdmFsdWUYAiABKAsyEi5wb2RmaXQudjEuQ291bnRlcjoCOAEiiQEKD0RldmljZUF0dHJpYnV0ZRIQCgNpbnQYASABKANIAIgBARIRCgRib29sGAIgASgISAGIAQESEwoGc3RyaW5nGAMgASgJSAKIAQESFAoHdmVyc2lvbhgEIAEoCUgDiAEBQgYKBF9pbnRCBwoFX2Jvb2xCCQoHX3N0cmluZ0IKCghfdmVyc2lvbiJZCg5EZXZpY2VDYXBhY2l0eRINCgV2YWx1ZRgBIAEoCRI4Cg5yZXF1ZXN0X3BvbGljeRgCIAEoCzIgLnBvZGZpdC52MS5DYXBhY2l0eVJlcXVlc3RQb2xpY3kiaQoVQ2FwYWNpdHlSZXF1ZXN0UG9saWN5EhQKDHZhbGlkX3ZhbHVlcxgCIAMoCRI6Cgt2YWxpZF9yYW5nZRgDIAEoCzIlLnBvZGZpdC52MS5DYXBhY2l0eVJlcXVlc3RQb2xpY3lSYW5nZSJsChpDYXBhY2l0eVJlcXVlc3RQb2xpY3lSYW5nZRIQCgNtaW4YASABKAlIAIgBARIQCgNtYXgYAiABKAlIAYgBARIRCgRzdGVwGAMgASgJSAKIAQFCBgoEX21pbkIGCgRfbWF4QgcKBV9zdGVwIrcBCg1SZXNvdXJjZUNsYWltEhMKC2FwaV92ZXJzaW9uGAEgASgJEgwKBGtpbmQYAiABKAkSJwoIbWV0YWRhdGEYAyABKAsyFS5wb2RmaXQudjEuT2JqZWN0TWV0YRIqCgRzcGVjGAQgASgLMhwucG9kZml0LnYxLlJlc291cmNlQ2xhaW1TcGVjEi4KBnN0YXR1cxgFIAEoCzIeLnBvZGZpdC52MS5SZXNvdXJjZUNsYWltU3RhdHVzIjwKEVJlc291cmNlQ2xhaW1TcGVjEicKB2RldmljZXMYASABKAsyFi5wb2RmaXQudjEuRGV2aWNlQ2xhaW0ioAEKC0RldmljZUNsYWltEioKCHJlcXVlc3RzGAEgAygLMhgucG9kZml0LnYxLkRldmljZVJlcXVlc3QSMAoLY29uc3RyYWludHMYAiADKAsyGy5wb2RmaXQudjEuRGV2aWNlQ29uc3RyYWludBIzCgZjb25maWcYAyADKAsyIy5wb2RmaXQudjEuRGV2aWNlQ2xhaW1Db25maWd1cmF0aW9uIoMBCg1EZXZpY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSLgoHZXhhY3RseRgCIAEoCzIdLnBvZGZpdC52MS5FeGFjdERldmljZVJlcXVlc3QSNAoPZmlyc3RfYXZhaWxhYmxlGAMgAygLMhsucG9kZml0LnYxLkRldmljZVN1YlJlcXVlc3QilgIKEkV4YWN0RGV2aWNlUmVxdWVzdBIZChFkZXZpY2VfY2xhc3NfbmFtZRgBIAEoCRIsCglzZWxlY3RvcnMYAiADKAsyGS5wb2RmaXQudjEuRGV2aWNlU2VsZWN0b3ISFwoPYWxsb2NhdGlvbl9tb2RlGAMgASgJEg0KBWNvdW50GAQgASgDEhkKDGFkbWluX2FjY2VzcxgFIAEoCEgAiAEBEjAKC3RvbGVyYXRpb25zGAYgAygLMhsucG9kZml0LnYxLkRldmljZVRvbGVyYXRpb24SMQoIY2FwYWNpdHkYByABKAsyHy5wb2RmaXQudjEuQ2FwYWNpdHlSZXF1aXJlbWVudHNCDwoNX2FkbWluX2FjY2VzcyKIAQoQRGV2aWNlVG9sZXJhdGlvbhILCgNrZXkYASABKAkSEAoIb3BlcmF0b3IYAiABKAkSDQoFdmFsdWUYAyABKAkSDgoGZWZmZWN0GAQgASgJEh8KEnRvbGVyYXRpb25fc2Vjb25kcxgFIAEoA0gAiAEBQhUKE190b2xlcmF0aW9uX3NlY29uZHMiiAEKFENhcGFjaXR5UmVxdWlyZW1lbnRzEj8KCHJlcXVlc3RzGAEgAygLMi0ucG9kZml0LnYxLkNhcGFjaXR5UmVxdWlyZW1lbnRzLlJlcXVlc3RzRW50cnkaLwoNUmVxdWVzdHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIvYBChBEZXZpY2VTdWJSZXF1ZXN0EgwKBG5hbWUYASABKAkSGQoRZGV2aWNlX2NsYXNzX25hbWUYAiABKAkSLAoJc2VsZWN0b3JzGAMgAygLMhkucG9kZml0LnYxLkRldmljZVNlbGVjdG9yEhcKD2FsbG9jYXRpb25fbW9kZRgEIAEoCRINCgVjb3VudBgFIAEoAxIwCgt0b2xlcmF0aW9ucxgGIAMoCzIbLnBvZGZpdC52MS5EZXZpY2VUb2xlcmF0aW9uEjEKCGNhcGFjaXR5GAcgASgLMh8ucG9kZml0LnYxLkNhcGFjaXR5UmVxdWlyZW1lbnRzIo4BChBEZXZpY2VDb25zdHJhaW50EhAKCHJlcXVlc3RzGAEgAygJEhwKD21hdGNoX2F0dHJpYnV0ZRgCIAEoCUgAiAEBEh8KEmRpc3RpbmN0X2F0dHJpYnV0ZRgDIAEoCUgBiAEBQhIKEF9tYXRjaF9hdHRyaWJ1dGVCFQoTX2Rpc3RpbmN0X2F0dHJpYnV0ZSJiChhEZXZpY2VDbGFpbUNvbmZpZ3VyYXRpb24SEAoIcmVxdWVzdHMYASADKAkSNAoGb3BhcXVlGAIgASgLMiQucG9kZml0LnYxLk9wYXF1ZURldmljZUNvbmZpZ3VyYXRpb24ihwEKE1Jlc291cmNlQ2xhaW1TdGF0dXMSLwoKYWxsb2NhdGlvbhgBIAEoCzIbLnBvZGZpdC52MS5BbGxvY2F0aW9uUmVzdWx0Ej8KDHJlc2VydmVkX2ZvchgCIAMoCzIpLnBvZGZpdC52MS5SZXNvdXJjZUNsYWltQ29uc3VtZXJSZWZlcmVuY2UidgoQQWxsb2NhdGlvblJlc3VsdBIyCgdkZXZpY2VzGAEgASgLMiEucG9kZml0LnYxLkRldmljZUFsbG9jYXRpb25SZXN1bHQSLgoNbm9kZV9zZWxlY3RvchgCIAEoCzIXLnBvZGZpdC52MS5Ob2RlU2VsZWN0b3IiUwoWRGV2aWNlQWxsb2NhdGlvblJlc3VsdBI5CgdyZXN1bHRzGAEgAygLMigucG9kZml0LnYxLkRldmljZVJlcXVlc3RBbGxvY2F0aW9uUmVzdWx0IsoBCh1EZXZpY2VSZXF1ZXN0QWxsb2NhdGlvblJlc3VsdBIPCgdyZXF1ZXN0GAEgASgJEg4KBmRyaXZlchgCIAEoCRIMCgRwb29sGAMgASgJEg4KBmRldmljZRgEIAEoCRIZCgxhZG1pbl9hY2Nlc3MYBSABKAhIAIgBARIaChJiaW5kaW5nX2NvbmRpdGlvbnMYByADKAkSIgoaYmluZGluZ19mYWlsdXJlX2NvbmRpdGlvbnMYCCADKAlCDwoNX2FkbWluX2FjY2VzcyJgCh5SZXNvdXJjZUNsYWltQ29uc3VtZXJSZWZlcmVuY2USEQoJYXBpX2dyb3VwGAEgASgJEhAKCHJlc291cmNlGAIgASgJEgwKBG5hbWUYAyABKAkSCwoDdWlkGAQgASgJQjNaMWdpdGh1Yi5jb20vcG9kZml0L3BvZGZpdC9zZGsvZ28vcG9kZml0djE7cG9kZml0djFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_podfit_v1_objects]);
 
 /**
  * resource.k8s.io/v1 DeviceClass: the selectors every request for the class adds.
@@ -82,7 +83,9 @@ export type DeviceClassSpec = Message<"podfit.v1.DeviceClassSpec"> & {
   config: DeviceClassConfiguration[];
 
   /**
-   * An extended resource name backed by the class; kept as sent.
+   * An extended resource name backed by the class (DRAExtendedResource). With the feature on (v1.37),
+   * a decision about a pod that requests this resource (or deviceclass.resource.kubernetes.io/<class>)
+   * is refused with INVALID_ARGUMENT: podfit does not model DRA-backed extended resources.
    *
    * @generated from field: string extended_resource_name = 3;
    */
@@ -276,6 +279,21 @@ export type ResourceSliceSpec = Message<"podfit.v1.ResourceSliceSpec"> & {
    * @generated from field: repeated podfit.v1.Device devices = 6;
    */
   devices: Device[];
+
+  /**
+   * Each device says which nodes reach it (DRAPartitionableDevices): held, not modelled; a decision
+   * whose allocation would reach the pool is refused with INVALID_ARGUMENT naming the field.
+   *
+   * @generated from field: optional bool per_device_node_selection = 7;
+   */
+  perDeviceNodeSelection?: boolean | undefined;
+
+  /**
+   * Counter sets the pool's devices consume (DRAPartitionableDevices): held, not modelled, as above.
+   *
+   * @generated from field: repeated podfit.v1.CounterSet shared_counters = 8;
+   */
+  sharedCounters: CounterSet[];
 };
 
 /**
@@ -284,6 +302,55 @@ export type ResourceSliceSpec = Message<"podfit.v1.ResourceSliceSpec"> & {
  */
 export const ResourceSliceSpecSchema: GenMessage<ResourceSliceSpec> = /*@__PURE__*/
   messageDesc(file_podfit_v1_resource, 7);
+
+/**
+ * resource.k8s.io/v1 CounterSet (partitionable devices; not modelled).
+ *
+ * @generated from message podfit.v1.CounterSet
+ */
+export type CounterSet = Message<"podfit.v1.CounterSet"> & {
+  /**
+   * The counter set's name, unique within the pool.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Counters by name.
+   *
+   * @generated from field: map<string, podfit.v1.Counter> counters = 2;
+   */
+  counters: { [key: string]: Counter };
+};
+
+/**
+ * Describes the message podfit.v1.CounterSet.
+ * Use `create(CounterSetSchema)` to create a new message.
+ */
+export const CounterSetSchema: GenMessage<CounterSet> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_resource, 8);
+
+/**
+ * resource.k8s.io/v1 Counter.
+ *
+ * @generated from message podfit.v1.Counter
+ */
+export type Counter = Message<"podfit.v1.Counter"> & {
+  /**
+   * A quantity, e.g. "40Gi".
+   *
+   * @generated from field: string value = 1;
+   */
+  value: string;
+};
+
+/**
+ * Describes the message podfit.v1.Counter.
+ * Use `create(CounterSchema)` to create a new message.
+ */
+export const CounterSchema: GenMessage<Counter> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_resource, 9);
 
 /**
  * resource.k8s.io/v1 ResourcePool.
@@ -318,7 +385,7 @@ export type ResourcePool = Message<"podfit.v1.ResourcePool"> & {
  * Use `create(ResourcePoolSchema)` to create a new message.
  */
 export const ResourcePoolSchema: GenMessage<ResourcePool> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 8);
+  messageDesc(file_podfit_v1_resource, 10);
 
 /**
  * resource.k8s.io/v1 Device.
@@ -346,6 +413,71 @@ export type Device = Message<"podfit.v1.Device"> & {
    * @generated from field: map<string, podfit.v1.DeviceCapacity> capacity = 3;
    */
   capacity: { [key: string]: DeviceCapacity };
+
+  /**
+   * Taints, read when the DRADeviceTaints gate is on (by default in v1.37, not in v1.35): a NoSchedule
+   * or NoExecute taint keeps the device from every request that does not tolerate it.
+   *
+   * @generated from field: repeated podfit.v1.DeviceTaint taints = 4;
+   */
+  taints: DeviceTaint[];
+
+  /**
+   * Counters the device consumes (DRAPartitionableDevices): held, not modelled; a decision whose
+   * allocation would reach the device's pool is refused with INVALID_ARGUMENT naming the field.
+   *
+   * @generated from field: repeated podfit.v1.DeviceCounterConsumption consumes_counters = 5;
+   */
+  consumesCounters: DeviceCounterConsumption[];
+
+  /**
+   * With the slice's per_device_node_selection: the node that reaches the device (not modelled, as above).
+   *
+   * @generated from field: optional string node_name = 6;
+   */
+  nodeName?: string | undefined;
+
+  /**
+   * With the slice's per_device_node_selection: the nodes that reach the device (not modelled).
+   *
+   * @generated from field: podfit.v1.NodeSelector node_selector = 7;
+   */
+  nodeSelector?: NodeSelector | undefined;
+
+  /**
+   * With the slice's per_device_node_selection: every node reaches the device (not modelled).
+   *
+   * @generated from field: optional bool all_nodes = 8;
+   */
+  allNodes?: boolean | undefined;
+
+  /**
+   * Binding conditions (DRADeviceBindingConditions): held, not modelled, as above.
+   *
+   * @generated from field: optional bool binds_to_node = 9;
+   */
+  bindsToNode?: boolean | undefined;
+
+  /**
+   * Conditions that must be true before a pod using the device is bound (not modelled).
+   *
+   * @generated from field: repeated string binding_conditions = 10;
+   */
+  bindingConditions: string[];
+
+  /**
+   * Conditions that fail the binding (not modelled).
+   *
+   * @generated from field: repeated string binding_failure_conditions = 11;
+   */
+  bindingFailureConditions: string[];
+
+  /**
+   * The device may be shared by several allocations (DRAConsumableCapacity): held, not modelled.
+   *
+   * @generated from field: optional bool allow_multiple_allocations = 12;
+   */
+  allowMultipleAllocations?: boolean | undefined;
 };
 
 /**
@@ -353,7 +485,78 @@ export type Device = Message<"podfit.v1.Device"> & {
  * Use `create(DeviceSchema)` to create a new message.
  */
 export const DeviceSchema: GenMessage<Device> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 9);
+  messageDesc(file_podfit_v1_resource, 11);
+
+/**
+ * resource.k8s.io/v1 DeviceTaint.
+ *
+ * @generated from message podfit.v1.DeviceTaint
+ */
+export type DeviceTaint = Message<"podfit.v1.DeviceTaint"> & {
+  /**
+   * The taint key.
+   *
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * The taint value.
+   *
+   * @generated from field: string value = 2;
+   */
+  value: string;
+
+  /**
+   * NoSchedule or NoExecute keep the device from requests that do not tolerate it; None and unknown
+   * effects change nothing (as upstream).
+   *
+   * @generated from field: string effect = 3;
+   */
+  effect: string;
+
+  /**
+   * When the taint was added; kept as sent, not read.
+   *
+   * @generated from field: google.protobuf.Timestamp time_added = 4;
+   */
+  timeAdded?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message podfit.v1.DeviceTaint.
+ * Use `create(DeviceTaintSchema)` to create a new message.
+ */
+export const DeviceTaintSchema: GenMessage<DeviceTaint> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_resource, 12);
+
+/**
+ * resource.k8s.io/v1 DeviceCounterConsumption (partitionable devices; not modelled).
+ *
+ * @generated from message podfit.v1.DeviceCounterConsumption
+ */
+export type DeviceCounterConsumption = Message<"podfit.v1.DeviceCounterConsumption"> & {
+  /**
+   * The pool's counter set the counters come from.
+   *
+   * @generated from field: string counter_set = 1;
+   */
+  counterSet: string;
+
+  /**
+   * The counters consumed, by name.
+   *
+   * @generated from field: map<string, podfit.v1.Counter> counters = 2;
+   */
+  counters: { [key: string]: Counter };
+};
+
+/**
+ * Describes the message podfit.v1.DeviceCounterConsumption.
+ * Use `create(DeviceCounterConsumptionSchema)` to create a new message.
+ */
+export const DeviceCounterConsumptionSchema: GenMessage<DeviceCounterConsumption> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_resource, 13);
 
 /**
  * resource.k8s.io/v1 DeviceAttribute: exactly one value.
@@ -395,7 +598,7 @@ export type DeviceAttribute = Message<"podfit.v1.DeviceAttribute"> & {
  * Use `create(DeviceAttributeSchema)` to create a new message.
  */
 export const DeviceAttributeSchema: GenMessage<DeviceAttribute> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 10);
+  messageDesc(file_podfit_v1_resource, 14);
 
 /**
  * resource.k8s.io/v1 DeviceCapacity.
@@ -409,6 +612,14 @@ export type DeviceCapacity = Message<"podfit.v1.DeviceCapacity"> & {
    * @generated from field: string value = 1;
    */
   value: string;
+
+  /**
+   * How requests consume the capacity (DRAConsumableCapacity): held, not modelled; a decision whose
+   * allocation would reach the device's pool is refused with INVALID_ARGUMENT naming the field.
+   *
+   * @generated from field: podfit.v1.CapacityRequestPolicy request_policy = 2;
+   */
+  requestPolicy?: CapacityRequestPolicy | undefined;
 };
 
 /**
@@ -416,7 +627,70 @@ export type DeviceCapacity = Message<"podfit.v1.DeviceCapacity"> & {
  * Use `create(DeviceCapacitySchema)` to create a new message.
  */
 export const DeviceCapacitySchema: GenMessage<DeviceCapacity> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 11);
+  messageDesc(file_podfit_v1_resource, 15);
+
+/**
+ * resource.k8s.io/v1 CapacityRequestPolicy (consumable capacity; not modelled; its default is dropped).
+ *
+ * @generated from message podfit.v1.CapacityRequestPolicy
+ */
+export type CapacityRequestPolicy = Message<"podfit.v1.CapacityRequestPolicy"> & {
+  /**
+   * The amounts a request may consume.
+   *
+   * @generated from field: repeated string valid_values = 2;
+   */
+  validValues: string[];
+
+  /**
+   * The range a request's amount must fall in.
+   *
+   * @generated from field: podfit.v1.CapacityRequestPolicyRange valid_range = 3;
+   */
+  validRange?: CapacityRequestPolicyRange | undefined;
+};
+
+/**
+ * Describes the message podfit.v1.CapacityRequestPolicy.
+ * Use `create(CapacityRequestPolicySchema)` to create a new message.
+ */
+export const CapacityRequestPolicySchema: GenMessage<CapacityRequestPolicy> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_resource, 16);
+
+/**
+ * resource.k8s.io/v1 CapacityRequestPolicyRange (consumable capacity; not modelled).
+ *
+ * @generated from message podfit.v1.CapacityRequestPolicyRange
+ */
+export type CapacityRequestPolicyRange = Message<"podfit.v1.CapacityRequestPolicyRange"> & {
+  /**
+   * The least amount.
+   *
+   * @generated from field: optional string min = 1;
+   */
+  min?: string | undefined;
+
+  /**
+   * The largest amount.
+   *
+   * @generated from field: optional string max = 2;
+   */
+  max?: string | undefined;
+
+  /**
+   * Amounts are min plus a multiple of step.
+   *
+   * @generated from field: optional string step = 3;
+   */
+  step?: string | undefined;
+};
+
+/**
+ * Describes the message podfit.v1.CapacityRequestPolicyRange.
+ * Use `create(CapacityRequestPolicyRangeSchema)` to create a new message.
+ */
+export const CapacityRequestPolicyRangeSchema: GenMessage<CapacityRequestPolicyRange> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_resource, 17);
 
 /**
  * resource.k8s.io/v1 ResourceClaim: a request for devices, and where they were allocated.
@@ -466,7 +740,7 @@ export type ResourceClaim = Message<"podfit.v1.ResourceClaim"> & {
  * Use `create(ResourceClaimSchema)` to create a new message.
  */
 export const ResourceClaimSchema: GenMessage<ResourceClaim> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 12);
+  messageDesc(file_podfit_v1_resource, 18);
 
 /**
  * resource.k8s.io/v1 ResourceClaimSpec.
@@ -487,7 +761,7 @@ export type ResourceClaimSpec = Message<"podfit.v1.ResourceClaimSpec"> & {
  * Use `create(ResourceClaimSpecSchema)` to create a new message.
  */
 export const ResourceClaimSpecSchema: GenMessage<ResourceClaimSpec> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 13);
+  messageDesc(file_podfit_v1_resource, 19);
 
 /**
  * resource.k8s.io/v1 DeviceClaim.
@@ -522,7 +796,7 @@ export type DeviceClaim = Message<"podfit.v1.DeviceClaim"> & {
  * Use `create(DeviceClaimSchema)` to create a new message.
  */
 export const DeviceClaimSchema: GenMessage<DeviceClaim> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 14);
+  messageDesc(file_podfit_v1_resource, 20);
 
 /**
  * resource.k8s.io/v1 DeviceRequest: exactly one of exactly and first_available.
@@ -557,7 +831,7 @@ export type DeviceRequest = Message<"podfit.v1.DeviceRequest"> & {
  * Use `create(DeviceRequestSchema)` to create a new message.
  */
 export const DeviceRequestSchema: GenMessage<DeviceRequest> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 15);
+  messageDesc(file_podfit_v1_resource, 21);
 
 /**
  * resource.k8s.io/v1 ExactDeviceRequest.
@@ -599,6 +873,21 @@ export type ExactDeviceRequest = Message<"podfit.v1.ExactDeviceRequest"> & {
    * @generated from field: optional bool admin_access = 5;
    */
   adminAccess?: boolean | undefined;
+
+  /**
+   * Taints of the devices that this request tolerates (DRADeviceTaints).
+   *
+   * @generated from field: repeated podfit.v1.DeviceToleration tolerations = 6;
+   */
+  tolerations: DeviceToleration[];
+
+  /**
+   * Capacity each device must have left (DRAConsumableCapacity): not modelled; a decision that would
+   * allocate the claim is refused with INVALID_ARGUMENT naming the field.
+   *
+   * @generated from field: podfit.v1.CapacityRequirements capacity = 7;
+   */
+  capacity?: CapacityRequirements | undefined;
 };
 
 /**
@@ -606,7 +895,77 @@ export type ExactDeviceRequest = Message<"podfit.v1.ExactDeviceRequest"> & {
  * Use `create(ExactDeviceRequestSchema)` to create a new message.
  */
 export const ExactDeviceRequestSchema: GenMessage<ExactDeviceRequest> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 16);
+  messageDesc(file_podfit_v1_resource, 22);
+
+/**
+ * resource.k8s.io/v1 DeviceToleration.
+ *
+ * @generated from message podfit.v1.DeviceToleration
+ */
+export type DeviceToleration = Message<"podfit.v1.DeviceToleration"> & {
+  /**
+   * The taint key it matches; empty (with Exists) matches every key.
+   *
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * Equal (default) or Exists.
+   *
+   * @generated from field: string operator = 2;
+   */
+  operator: string;
+
+  /**
+   * The taint value it matches with Equal.
+   *
+   * @generated from field: string value = 3;
+   */
+  value: string;
+
+  /**
+   * Empty matches every effect.
+   *
+   * @generated from field: string effect = 4;
+   */
+  effect: string;
+
+  /**
+   * How long a NoExecute taint is tolerated; kept as sent (allocation does not read it).
+   *
+   * @generated from field: optional int64 toleration_seconds = 5;
+   */
+  tolerationSeconds?: bigint | undefined;
+};
+
+/**
+ * Describes the message podfit.v1.DeviceToleration.
+ * Use `create(DeviceTolerationSchema)` to create a new message.
+ */
+export const DeviceTolerationSchema: GenMessage<DeviceToleration> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_resource, 23);
+
+/**
+ * resource.k8s.io/v1 CapacityRequirements (consumable capacity; not modelled).
+ *
+ * @generated from message podfit.v1.CapacityRequirements
+ */
+export type CapacityRequirements = Message<"podfit.v1.CapacityRequirements"> & {
+  /**
+   * Amounts by capacity name.
+   *
+   * @generated from field: map<string, string> requests = 1;
+   */
+  requests: { [key: string]: string };
+};
+
+/**
+ * Describes the message podfit.v1.CapacityRequirements.
+ * Use `create(CapacityRequirementsSchema)` to create a new message.
+ */
+export const CapacityRequirementsSchema: GenMessage<CapacityRequirements> = /*@__PURE__*/
+  messageDesc(file_podfit_v1_resource, 24);
 
 /**
  * resource.k8s.io/v1 DeviceSubRequest.
@@ -648,6 +1007,20 @@ export type DeviceSubRequest = Message<"podfit.v1.DeviceSubRequest"> & {
    * @generated from field: int64 count = 5;
    */
   count: bigint;
+
+  /**
+   * Taints of the devices that this alternative tolerates (DRADeviceTaints).
+   *
+   * @generated from field: repeated podfit.v1.DeviceToleration tolerations = 6;
+   */
+  tolerations: DeviceToleration[];
+
+  /**
+   * Capacity each device must have left (DRAConsumableCapacity): not modelled, as in ExactDeviceRequest.
+   *
+   * @generated from field: podfit.v1.CapacityRequirements capacity = 7;
+   */
+  capacity?: CapacityRequirements | undefined;
 };
 
 /**
@@ -655,7 +1028,7 @@ export type DeviceSubRequest = Message<"podfit.v1.DeviceSubRequest"> & {
  * Use `create(DeviceSubRequestSchema)` to create a new message.
  */
 export const DeviceSubRequestSchema: GenMessage<DeviceSubRequest> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 17);
+  messageDesc(file_podfit_v1_resource, 25);
 
 /**
  * resource.k8s.io/v1 DeviceConstraint.
@@ -676,6 +1049,14 @@ export type DeviceConstraint = Message<"podfit.v1.DeviceConstraint"> & {
    * @generated from field: optional string match_attribute = 2;
    */
   matchAttribute?: string | undefined;
+
+  /**
+   * Every device allocated for those requests has a distinct value of this attribute
+   * (DRAConsumableCapacity): not modelled; a decision that would allocate the claim is refused.
+   *
+   * @generated from field: optional string distinct_attribute = 3;
+   */
+  distinctAttribute?: string | undefined;
 };
 
 /**
@@ -683,7 +1064,7 @@ export type DeviceConstraint = Message<"podfit.v1.DeviceConstraint"> & {
  * Use `create(DeviceConstraintSchema)` to create a new message.
  */
 export const DeviceConstraintSchema: GenMessage<DeviceConstraint> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 18);
+  messageDesc(file_podfit_v1_resource, 26);
 
 /**
  * resource.k8s.io/v1 DeviceClaimConfiguration; kept as sent.
@@ -711,7 +1092,7 @@ export type DeviceClaimConfiguration = Message<"podfit.v1.DeviceClaimConfigurati
  * Use `create(DeviceClaimConfigurationSchema)` to create a new message.
  */
 export const DeviceClaimConfigurationSchema: GenMessage<DeviceClaimConfiguration> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 19);
+  messageDesc(file_podfit_v1_resource, 27);
 
 /**
  * resource.k8s.io/v1 ResourceClaimStatus.
@@ -739,7 +1120,7 @@ export type ResourceClaimStatus = Message<"podfit.v1.ResourceClaimStatus"> & {
  * Use `create(ResourceClaimStatusSchema)` to create a new message.
  */
 export const ResourceClaimStatusSchema: GenMessage<ResourceClaimStatus> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 20);
+  messageDesc(file_podfit_v1_resource, 28);
 
 /**
  * resource.k8s.io/v1 AllocationResult.
@@ -767,7 +1148,7 @@ export type AllocationResult = Message<"podfit.v1.AllocationResult"> & {
  * Use `create(AllocationResultSchema)` to create a new message.
  */
 export const AllocationResultSchema: GenMessage<AllocationResult> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 21);
+  messageDesc(file_podfit_v1_resource, 29);
 
 /**
  * resource.k8s.io/v1 DeviceAllocationResult.
@@ -788,7 +1169,7 @@ export type DeviceAllocationResult = Message<"podfit.v1.DeviceAllocationResult">
  * Use `create(DeviceAllocationResultSchema)` to create a new message.
  */
 export const DeviceAllocationResultSchema: GenMessage<DeviceAllocationResult> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 22);
+  messageDesc(file_podfit_v1_resource, 30);
 
 /**
  * resource.k8s.io/v1 DeviceRequestAllocationResult.
@@ -830,6 +1211,21 @@ export type DeviceRequestAllocationResult = Message<"podfit.v1.DeviceRequestAllo
    * @generated from field: optional bool admin_access = 5;
    */
   adminAccess?: boolean | undefined;
+
+  /**
+   * Conditions that must be true before the pod is bound (DRADeviceBindingConditions): not modelled;
+   * a decision about a pod using the claim is refused with INVALID_ARGUMENT naming the field.
+   *
+   * @generated from field: repeated string binding_conditions = 7;
+   */
+  bindingConditions: string[];
+
+  /**
+   * Conditions that fail the binding (not modelled, as above).
+   *
+   * @generated from field: repeated string binding_failure_conditions = 8;
+   */
+  bindingFailureConditions: string[];
 };
 
 /**
@@ -837,7 +1233,7 @@ export type DeviceRequestAllocationResult = Message<"podfit.v1.DeviceRequestAllo
  * Use `create(DeviceRequestAllocationResultSchema)` to create a new message.
  */
 export const DeviceRequestAllocationResultSchema: GenMessage<DeviceRequestAllocationResult> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 23);
+  messageDesc(file_podfit_v1_resource, 31);
 
 /**
  * resource.k8s.io/v1 ResourceClaimConsumerReference.
@@ -879,5 +1275,5 @@ export type ResourceClaimConsumerReference = Message<"podfit.v1.ResourceClaimCon
  * Use `create(ResourceClaimConsumerReferenceSchema)` to create a new message.
  */
 export const ResourceClaimConsumerReferenceSchema: GenMessage<ResourceClaimConsumerReference> = /*@__PURE__*/
-  messageDesc(file_podfit_v1_resource, 24);
+  messageDesc(file_podfit_v1_resource, 32);
 
