@@ -12,6 +12,20 @@ allocation was for admin access; an admin-access request may take devices in use
 Upstream walked pools in Go map order until v1.37 sorted them; podfit uses the sorted order for both
 versions, which is the only deterministic choice (and v1.35.4's answer whenever one pool can serve).
 
+Device taints (DRADeviceTaints, when the gate is on): a device with a NoSchedule or NoExecute taint the
+request does not tolerate is skipped, checked where upstream checks it (after "in use", before the
+constraints).
+
+Unmodelled features (partitionable devices, consumable capacity, binding conditions) are gathered like
+any other (a per-device-node-selection slice reaches every node), and the search refuses with
+``UnmodelledError`` (a ValidationError naming the field) when it reaches them: a pool whose reach or
+place in the order depends on them (per-device node selection; binding conditions, which upstream
+sorts last) before looking at any of its devices, and a device that uses them (counters it consumes,
+capacity sharing, binding conditions) before checking whether it is in use. Up to that point podfit's
+search is upstream's (pools in the same order, every device looked at modelled), so the first answer
+found without reaching one is upstream's; a search that would have to look further is refused instead
+of answered without the feature.
+
 Outcomes: a list of device results per claim; None when the node cannot serve the claims;
 ``InvalidPools`` when it cannot and an invalid pool was seen; ``AllocationError`` (a framework error that
 aborts the scheduling attempt) for what upstream reports as errors — CEL runtime errors, an "All" request
@@ -35,6 +49,7 @@ from podfit.server.model.dra import (
     DeviceSubRequest,
     ResourceClaim,
     ResourceSlice,
+    UnmodelledError,
 )
 from podfit.server.plugins.helper import terms_match
 
@@ -64,6 +79,8 @@ class AllocatorBehaviour:
     cel_errors_name_device: bool = False
     # v1.37: the device limit is checked per request ("adding n devices exceeds ..."), not per claim.
     claim_limit_per_request: bool = False
+    # DRADeviceTaints: untolerated NoSchedule/NoExecute taints keep a device from a request.
+    device_taints: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,6 +122,17 @@ class _Pool:
     slices: list[ResourceSlice]
     incomplete: bool = False
     invalid: bool = False
+    # The first of its slices that uses a feature podfit does not model: the search refuses to go there.
+    unmodelled: ResourceSlice | None = None
+
+    def refuse(self) -> None:
+        """Raises UnmodelledError when the pool uses a feature podfit does not model."""
+        if self.unmodelled is not None and self.unmodelled.unmodelled is not None:
+            raise UnmodelledError(
+                f"resourceSlice({self.unmodelled.name})",
+                self.unmodelled.unmodelled,
+                f"allocating the pod's claims would reach pool {self.driver}/{self.name}",
+            )
 
 
 @dataclass
@@ -184,6 +212,8 @@ class Selectors:
                 device.name,
                 tuple(sorted(device.attributes.items())),
                 tuple(sorted(device.capacity.items())),
+                device.taints,
+                device.unmodelled is not None,
             )
         return key
 
@@ -244,6 +274,7 @@ class SliceIndex:
                     pool.driver,
                     pool.incomplete,
                     pool.invalid,
+                    pool.unmodelled is not None,
                     tuple(content(pool.driver, device) for item in pool.slices for device in item.devices),
                 )
                 for pool in pools
@@ -255,7 +286,10 @@ class SliceIndex:
         newest: dict[tuple[str, str], list[ResourceSlice]] = {}
         candidates = [*self._by_node.get(node.name, ()), *self._shared]
         for item in candidates:
-            if not (item.all_nodes or item.node_name == node.name or _selects(item, node)):
+            # A slice whose devices each say which nodes reach them may reach any node (not modelled: its pool
+            # is refused when reached).
+            reaches = item.all_nodes or item.per_device_node_selection or item.node_name == node.name
+            if not (reaches or _selects(item, node)):
                 continue
             key = (item.driver, item.pool)
             found = newest.get(key)
@@ -272,7 +306,7 @@ class SliceIndex:
                 if any(g > generation for g in counts):
                     continue  # an obsolete generation
                 if counts.get(generation, 0) != wanted:
-                    pools.append(_Pool(driver, name, [], incomplete=True))
+                    pools.append(_Pool(driver, name, [], incomplete=True, unmodelled=_unmodelled(members)))
                     continue
             members.sort(key=lambda s: s.name)
             seen: set[str] = set()
@@ -281,9 +315,13 @@ class SliceIndex:
                 for device in item.devices:
                     invalid = invalid or device.name in seen
                     seen.add(device.name)
-            pools.append(_Pool(driver, name, members, invalid=invalid))
+            pools.append(_Pool(driver, name, members, invalid=invalid, unmodelled=_unmodelled(members)))
         pools.sort(key=lambda p: (p.driver, p.name))
         return pools
+
+
+def _unmodelled(members: Sequence[ResourceSlice]) -> ResourceSlice | None:
+    return next((item for item in members if item.unmodelled is not None), None)
 
 
 _INDEX: list[Any] = [None, None]
@@ -437,6 +475,8 @@ class Allocator:
             data.num_devices = sub.count
             return data
         for pool in pools:
+            if pool.unmodelled is not None:
+                pool.refuse()
             if pool.incomplete:
                 raise AllocationError(
                     f"claim {claim.key}, request {own}: asks for all devices, but resource pool "
@@ -449,10 +489,22 @@ class Allocator:
                 )
             for item in pool.slices:
                 for device in item.devices:
+                    if device.unmodelled is not None:
+                        _refuse(item, device)
                     if self._selectable(data, claim, pool, device):
                         data.all_devices.append((pool, item, device))
         data.num_devices = len(data.all_devices)
         return data
+
+
+def _refuse(item: ResourceSlice, device: Device) -> None:
+    """Raises UnmodelledError when allocating ``device`` would read a field podfit does not model."""
+    if device.unmodelled is not None:
+        raise UnmodelledError(
+            f"resourceSlice({item.name})",
+            device.unmodelled,
+            f"allocating the pod's claims would consider device {device.name}",
+        )
 
 
 def _selects(item: ResourceSlice, node: Node) -> bool:
@@ -515,10 +567,14 @@ class _Search:
             return False
         admin = data.sub.admin_access
         for pool in self.pools:
+            if pool.unmodelled is not None:
+                pool.refuse()
             if pool.incomplete or pool.invalid:
                 continue
             for item in pool.slices:
                 for device in item.devices:
+                    if device.unmodelled is not None:
+                        _refuse(item, device)
                     key = (pool.driver, pool.name, device.name)
                     if admin:
                         if c in self.allocating.get(key, ()):
@@ -543,6 +599,8 @@ class _Search:
             if c in self.allocating.get(key, ()):
                 return None
         elif self._in_use(key):
+            return None
+        if device.taints and self.allocator.behaviour.device_taints and not data.sub.tolerates(device.taints):
             return None
         name = data.sub.name
         added: list[_MatchAttribute] = []

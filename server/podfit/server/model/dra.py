@@ -3,6 +3,11 @@ ResourceClaims (resource.k8s.io/v1, structured parameters), converted once from 
 
 CEL selectors are kept as text here and compiled by ``podfit.server.plugins.dra_cel``, once per distinct
 expression; a selector that does not compile is refused there, at its field path, when the object arrives.
+
+Fields of DRA features podfit does not model (partitionable devices, consumable capacity, binding
+conditions) are accepted, so that a real cluster can be fed, and recorded as ``unmodelled``: the object's
+first such field path and the feature it belongs to. The allocator refuses (ValidationError) a decision
+that would depend on them, rather than answering as if they were absent (see ``podfit.server.dra``).
 """
 
 from __future__ import annotations
@@ -36,8 +41,36 @@ from podfit.server.model.objects import (
 
 EXACT_COUNT = "ExactCount"
 ALL = "All"
+# DeviceTaint effects that keep a device from requests that do not tolerate them (others change nothing).
+TAINT_EFFECTS_THAT_PREVENT = ("NoSchedule", "NoExecute")
+# The implicit extended resource name of every DeviceClass: this prefix and the class's name.
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+PARTITIONABLE = "partitionable devices (DRAPartitionableDevices)"
+CONSUMABLE = "consumable capacity (DRAConsumableCapacity)"
+BINDING = "binding conditions (DRADeviceBindingConditions)"
 # DeviceAttribute's value fields, one of which is set.
 ATTRIBUTE_TYPES = ("int", "bool", "string", "version")
+
+
+@dataclass(frozen=True, slots=True)
+class Unmodelled:
+    """A field of a DRA feature podfit does not model: where it is (relative to its object) and which
+    feature it belongs to."""
+
+    path: str
+    feature: str
+
+
+class UnmodelledError(ValidationError):
+    """A decision that depends on a field of a DRA feature podfit does not model: refused (INVALID_ARGUMENT
+    at the field, ``owner`` naming the object) rather than answered as if the field were absent."""
+
+    def __init__(self, owner: str, unmodelled: Unmodelled, why: str) -> None:
+        super().__init__(
+            f"{owner}.{unmodelled.path}",
+            f"uses {unmodelled.feature}, which podfit does not model, and {why}: podfit refuses the decision "
+            "rather than answer as if the field were absent",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +80,33 @@ class DeviceClass:
     selectors: tuple[str, ...]
     uid: str = ""
     resource_version: str = ""
+    # spec.extendedResourceName (DRAExtendedResource); "" when unset.
+    extended_resource_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceTaint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceToleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+    def tolerates(self, taint: DeviceTaint) -> bool:
+        """k8s.io/dynamic-resource-allocation/resourceclaim.ToleratesTaint."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        return self.operator == "Exists"
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
@@ -59,6 +119,11 @@ class Device:
     attributes: Mapping[str, tuple[str, Any]]
     # Capacity name -> amount.
     capacity: Mapping[str, Fraction]
+    # spec.devices[].taints.
+    taints: tuple[DeviceTaint, ...] = ()
+    # The device's first field (path from its slice) of a feature podfit does not model, if any: what
+    # allocating this device would read.
+    unmodelled: Unmodelled | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +140,11 @@ class ResourceSlice:
     devices: tuple[Device, ...]
     uid: str = ""
     resource_version: str = ""
+    # spec.perDeviceNodeSelection: which nodes reach the slice depends on its devices (not modelled).
+    per_device_node_selection: bool = False
+    # The first field of a feature podfit does not model that changes the whole pool (which nodes reach
+    # it, the order of pools), if any.
+    unmodelled: Unmodelled | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +157,14 @@ class DeviceSubRequest:
     mode: str
     count: int
     admin_access: bool = False
+    tolerations: tuple[DeviceToleration, ...] = ()
+
+    def tolerates(self, taints: tuple[DeviceTaint, ...]) -> bool:
+        """Whether every NoSchedule and NoExecute taint is tolerated (upstream's taintPreventsAllocation)."""
+        return all(
+            taint.effect not in TAINT_EFFECTS_THAT_PREVENT or any(t.tolerates(taint) for t in self.tolerations)
+            for taint in taints
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +211,10 @@ class ResourceClaim:
     # status.reservedFor as (resource, name, uid).
     reserved_for: tuple[tuple[str, str, str], ...]
     resource_version: str = ""
+    # The first field of a feature podfit does not model in the claim's spec (what allocating it reads),
+    # and in its status.allocation (what using it once allocated reads), if any.
+    unmodelled: Unmodelled | None = None
+    unmodelled_allocation: Unmodelled | None = None
 
     @property
     def key(self) -> str:
@@ -171,6 +253,7 @@ def device_class_from_k8s(data: Mapping[str, Any], path: str = "deviceClass") ->
         selectors=_selectors(spec.get("selectors"), f"{path}.spec.selectors"),
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
         resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        extended_resource_name=_string(spec.get("extendedResourceName"), f"{path}.spec.extendedResourceName"),
     )
 
 
@@ -192,7 +275,54 @@ def _attribute(value: Any, path: str) -> tuple[str, Any]:
     return kind, text
 
 
-def _device(value: Any, path: str) -> Device:
+def _taints(value: Any, path: str) -> tuple[DeviceTaint, ...]:
+    taints = []
+    for i, item in enumerate(_sequence(value, path)):
+        taint = _mapping(item, f"{path}[{i}]")
+        taints.append(
+            DeviceTaint(
+                key=_string(taint.get("key"), f"{path}[{i}].key"),
+                value=_string(taint.get("value"), f"{path}[{i}].value"),
+                effect=_string(taint.get("effect"), f"{path}[{i}].effect"),
+            )
+        )
+    return tuple(taints)
+
+
+def _tolerations(value: Any, path: str) -> tuple[DeviceToleration, ...]:
+    tolerations = []
+    for i, item in enumerate(_sequence(value, path)):
+        toleration = _mapping(item, f"{path}[{i}]")
+        tolerations.append(
+            DeviceToleration(
+                key=_string(toleration.get("key"), f"{path}[{i}].key"),
+                operator=_string(toleration.get("operator"), f"{path}[{i}].operator"),
+                value=_string(toleration.get("value"), f"{path}[{i}].value"),
+                effect=_string(toleration.get("effect"), f"{path}[{i}].effect"),
+            )
+        )
+    return tuple(tolerations)
+
+
+def _device_unmodelled(device: Mapping[str, Any], where: str) -> Unmodelled | None:
+    """The first field of the device whose handling podfit does not model (relative path ``where``): what
+    allocating this device reads (counters it consumes, capacity sharing, binding conditions)."""
+    if device.get("consumesCounters"):
+        return Unmodelled(f"{where}.consumesCounters", PARTITIONABLE)
+    for key in ("bindingConditions", "bindingFailureConditions"):
+        if device.get(key):
+            return Unmodelled(f"{where}.{key}", BINDING)
+    if device.get("bindsToNode") is True:
+        return Unmodelled(f"{where}.bindsToNode", BINDING)
+    if device.get("allowMultipleAllocations") is True:
+        return Unmodelled(f"{where}.allowMultipleAllocations", CONSUMABLE)
+    for key, item in _mapping(device.get("capacity"), f"{where}.capacity").items():
+        if isinstance(item, Mapping) and item.get("requestPolicy") is not None:
+            return Unmodelled(f"{where}.capacity.{key}.requestPolicy", CONSUMABLE)
+    return None
+
+
+def _device(value: Any, path: str, relative: str) -> Device:
     device = _mapping(value, path)
     name = _string(device.get("name"), f"{path}.name")
     if not name:
@@ -209,7 +339,13 @@ def _device(value: Any, path: str) -> Device:
             capacity[str(key)] = parse_quantity(_string(text, where))
         except QuantityError as exc:
             raise ValidationError(where, str(exc)) from exc
-    return Device(name=name, attributes=attributes, capacity=capacity)
+    return Device(
+        name=name,
+        attributes=attributes,
+        capacity=capacity,
+        taints=_taints(device.get("taints"), f"{path}.taints"),
+        unmodelled=_device_unmodelled(device, relative),
+    )
 
 
 def resource_slice_from_k8s(data: Mapping[str, Any], path: str = "resourceSlice") -> ResourceSlice:
@@ -226,8 +362,19 @@ def resource_slice_from_k8s(data: Mapping[str, Any], path: str = "resourceSlice"
     node_name = spec.get("nodeName")
     selector = spec.get("nodeSelector")
     all_nodes = _boolean(spec.get("allNodes"), f"{path}.spec.allNodes")
-    if (node_name is not None) + (selector is not None) + all_nodes != 1:
-        raise ValidationError(f"{path}.spec", "must set exactly one of nodeName, nodeSelector and allNodes")
+    per_device = _boolean(spec.get("perDeviceNodeSelection"), f"{path}.spec.perDeviceNodeSelection")
+    if (node_name is not None) + (selector is not None) + all_nodes + per_device != 1:
+        raise ValidationError(
+            f"{path}.spec", "must set exactly one of nodeName, nodeSelector, allNodes and perDeviceNodeSelection"
+        )
+    raw_devices = _sequence(spec.get("devices"), f"{path}.spec.devices")
+    # What changes the whole pool: which nodes it reaches (per-device node selection) or where it stands in
+    # the allocator's order (pools with binding conditions go last). Shared counters only matter to the
+    # devices that consume them, which refuse on their own.
+    unmodelled = Unmodelled("spec.perDeviceNodeSelection", PARTITIONABLE) if per_device else None
+    for i, item in enumerate(raw_devices):
+        if unmodelled is None and _mapping(item, f"{path}.spec.devices[{i}]").get("bindingConditions"):
+            unmodelled = Unmodelled(f"spec.devices[{i}].bindingConditions", BINDING)
     terms = node_selector(selector, f"{path}.spec.nodeSelector")
     slice_count = _integer(pool.get("resourceSliceCount"), f"{path}.spec.pool.resourceSliceCount")
     if slice_count < 1:
@@ -242,11 +389,12 @@ def resource_slice_from_k8s(data: Mapping[str, Any], path: str = "resourceSlice"
         node_selector=terms,
         all_nodes=all_nodes,
         devices=tuple(
-            _device(item, f"{path}.spec.devices[{i}]")
-            for i, item in enumerate(_sequence(spec.get("devices"), f"{path}.spec.devices"))
+            _device(item, f"{path}.spec.devices[{i}]", f"spec.devices[{i}]") for i, item in enumerate(raw_devices)
         ),
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
         resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        per_device_node_selection=per_device,
+        unmodelled=unmodelled,
     )
 
 
@@ -267,6 +415,7 @@ def _sub_request(value: Mapping[str, Any], name: str, path: str, admin: bool) ->
         mode=mode,
         count=count,
         admin_access=admin and _boolean(value.get("adminAccess"), f"{path}.adminAccess"),
+        tolerations=_tolerations(value.get("tolerations"), f"{path}.tolerations"),
     )
 
 
@@ -322,6 +471,35 @@ def _allocation(
     return tuple(results), node_selector(allocation.get("nodeSelector"), f"{path}.nodeSelector")
 
 
+def _claim_unmodelled(devices: Mapping[str, Any]) -> Unmodelled | None:
+    """The first field of the claim's spec whose allocation podfit does not model (already validated)."""
+    for i, item in enumerate(_sequence(devices.get("requests"), "")):
+        request = _mapping(item, "")
+        where = f"spec.devices.requests[{i}]"
+        alternatives = [(f"{where}.exactly", request.get("exactly"))] if request.get("exactly") is not None else []
+        alternatives += [
+            (f"{where}.firstAvailable[{j}]", sub) for j, sub in enumerate(request.get("firstAvailable") or ())
+        ]
+        for at, sub in alternatives:
+            capacity = _mapping(_mapping(sub, at).get("capacity"), f"{at}.capacity")
+            if _mapping(capacity.get("requests"), f"{at}.capacity.requests"):
+                return Unmodelled(f"{at}.capacity.requests", CONSUMABLE)
+    for i, item in enumerate(_sequence(devices.get("constraints"), "")):
+        if _mapping(item, "").get("distinctAttribute") is not None:
+            return Unmodelled(f"spec.devices.constraints[{i}].distinctAttribute", CONSUMABLE)
+    return None
+
+
+def _allocation_unmodelled(allocation: Any) -> Unmodelled | None:
+    devices = _mapping(_mapping(allocation, "").get("devices"), "")
+    for i, item in enumerate(_sequence(devices.get("results"), "")):
+        result = _mapping(item, "")
+        for key in ("bindingConditions", "bindingFailureConditions"):
+            if result.get(key):
+                return Unmodelled(f"status.allocation.devices.results[{i}].{key}", BINDING)
+    return None
+
+
 def resource_claim_from_k8s(data: Mapping[str, Any], path: str = "resourceClaim") -> ResourceClaim:
     data = _mapping(data, path)
     meta = _meta(data, path)
@@ -351,18 +529,21 @@ def resource_claim_from_k8s(data: Mapping[str, Any], path: str = "resourceClaim"
                 _string(ref.get("uid"), f"{where}.uid"),
             )
         )
+    requests = _requests(devices.get("requests"), f"{path}.spec.devices.requests")
     return ResourceClaim(
         name=_string(meta.get("name"), f"{path}.metadata.name"),
         namespace=_string(meta.get("namespace"), f"{path}.metadata.namespace") or DEFAULT_NAMESPACE,
         uid=_string(meta.get("uid"), f"{path}.metadata.uid"),
         owner_references=_owner_references(meta.get("ownerReferences"), f"{path}.metadata.ownerReferences"),
         being_deleted=_time(meta.get("deletionTimestamp"), f"{path}.metadata.deletionTimestamp") is not None,
-        requests=_requests(devices.get("requests"), f"{path}.spec.devices.requests"),
+        requests=requests,
         constraints=tuple(constraints),
         allocation=allocation,
         allocation_node_selector=node_selector,
         reserved_for=tuple(reserved),
         resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
+        unmodelled=_claim_unmodelled(devices),
+        unmodelled_allocation=_allocation_unmodelled(status.get("allocation")),
     )
 
 

@@ -36,8 +36,9 @@ from podfit.server.framework.profile import DYNAMIC_RESOURCES
 from podfit.server.framework.status import SKIP, Code, PluginError, Status, unresolvable
 from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import NodeSelectorTerm, Pod
-from podfit.server.model.dra import ResourceClaim
+from podfit.server.model.dra import ResourceClaim, UnmodelledError
 from podfit.server.plugins.helper import terms_match
+from podfit.server.plugins.node_resources_fit import refuse_dra_extended_resources
 
 if TYPE_CHECKING:
     from podfit.server.cache.node_table import NodeTable
@@ -130,7 +131,9 @@ class DynamicResources:
         self.behaviour = AllocatorBehaviour(
             cel_errors_name_device=features.dra_cel_errors_name_device,
             claim_limit_per_request=features.dra_claim_limit_per_request,
+            device_taints=features.enable_dra_device_taints,
         )
+        self.dra_extended_resource = features.enable_dra_extended_resource
 
     # -- PreEnqueue --------------------------------------------------------------------------------
 
@@ -150,9 +153,11 @@ class DynamicResources:
     ) -> tuple[PreFilterResult | None, Status | None]:
         data = _State()
         state.write(self.name, data)
+        dra = snapshot.dra
+        if self.dra_extended_resource:
+            refuse_dra_extended_resources(pod, dra.classes)
         if not pod.resource_claims:
             return None, SKIP
-        dra = snapshot.dra
         try:
             claims = pod_claims(pod, dra, self.owner_text_capitalised)
         except ClaimLookupError as exc:
@@ -170,6 +175,12 @@ class DynamicResources:
                     assert sub is not None
                     if sub.class_name not in dra.classes:
                         return None, unresolvable(f"request {sub.name}: device class {sub.class_name} does not exist")
+        for claim in claims:
+            # Allocating a claim reads its whole spec; using an allocated one reads its allocation.
+            unmodelled = claim.unmodelled_allocation if claim.allocated else claim.unmodelled
+            if unmodelled is not None:
+                why = "the pod uses this allocated claim" if claim.allocated else "the pod's claim must be allocated"
+                raise UnmodelledError(f"resourceClaim({claim.key})", unmodelled, why)
         if pending:
             data.allocator = Allocator(dra.classes, slice_index(dra.slices), allocated_devices(dra), self.behaviour)
         data.claims = tuple(claims)

@@ -24,6 +24,7 @@ from podfit.server.framework.profile import NODE_RESOURCES_FIT
 from podfit.server.framework.status import Code, Status
 from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import Pod
+from podfit.server.model.dra import DEVICE_CLASS_RESOURCE_PREFIX, DeviceClass, Unmodelled, UnmodelledError
 from podfit.server.model.objects import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from podfit.server.plugins.helper import go_div
 
@@ -283,6 +284,31 @@ def _requested_to_capacity_ratio_rows(resources: Sequence[ResourceSpec], shape: 
     return score
 
 
+def refuse_dra_extended_resources(pod: Pod, classes: Mapping[str, DeviceClass]) -> None:
+    """With DRAExtendedResource on (v1.37), an extended resource a DeviceClass backs (its
+    ``extendedResourceName``, or ``deviceclass.resource.kubernetes.io/<class>``) may be satisfied by
+    devices instead of node allocatable: NodeResourcesFit and DynamicResources both change. podfit does
+    not model that, so a decision about a pod requesting one is refused (UnmodelledError), naming it."""
+    names = sorted(
+        name
+        for name, amount in pod.requests.items()
+        if amount and (is_extended_resource(name) or name.startswith(DEVICE_CLASS_RESOURCE_PREFIX))
+    )
+    if not names:
+        return
+    backed = {c.extended_resource_name: c for c in classes.values() if c.extended_resource_name}
+    for name in names:
+        found = backed.get(name)
+        if found is None and name.startswith(DEVICE_CLASS_RESOURCE_PREFIX):
+            found = classes.get(name.removeprefix(DEVICE_CLASS_RESOURCE_PREFIX))
+        if found is not None:
+            raise UnmodelledError(
+                f"pod({pod.key})",
+                Unmodelled(f"requests.{name}", "DRA extended resources (DRAExtendedResource)"),
+                f"DeviceClass {found.name} backs the extended resource {name} the pod requests",
+            )
+
+
 # -- the plugin ------------------------------------------------------------------------------------
 
 
@@ -353,14 +379,18 @@ class NodeResourcesFit:
         scorer: ResourceAllocationScorer,
         ignored_resources: frozenset[str] = frozenset(),
         ignored_resource_groups: frozenset[str] = frozenset(),
+        dra_extended_resource: bool = False,
     ) -> None:
         self.scorer = scorer
         self.ignored_resources = ignored_resources
         self.ignored_resource_groups = ignored_resource_groups
+        self.dra_extended_resource = dra_extended_resource
 
     def pre_filter(
         self, state: CycleState, pod: Pod, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status | None]:
+        if self.dra_extended_resource:
+            refuse_dra_extended_resources(pod, snapshot.dra.classes)
         # Never skips: even a pod requesting nothing must respect the node's pod count.
         state.write(self._pre_filter_key, pod_resource(pod))
         return None, None
@@ -584,5 +614,8 @@ def new(args: Mapping[str, Any], features: Features = BASE_FEATURES) -> NodeReso
             raise ValueError(f"{path}.requestedToCapacityRatio.shape: Required value: needed by {kind}")
         row_scorer = _requested_to_capacity_ratio_rows(resources, shape)
     return NodeResourcesFit(
-        ResourceAllocationScorer(resources, use_requested=False, row_scorer=row_scorer), ignored, groups
+        ResourceAllocationScorer(resources, use_requested=False, row_scorer=row_scorer),
+        ignored,
+        groups,
+        features.enable_dra_extended_resource,
     )
