@@ -4,7 +4,6 @@ ports, so each call goes where the test says; then podfit-server --workers 2 as 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -361,27 +360,12 @@ async def test_a_worker_whose_owner_is_gone_answers_nothing_from_its_replica(
     assert pair.link.directory not in str(refused.value)
 
 
-async def _heavy_on(client: AsyncClient, seconds: float = 30.0) -> Any:
-    """A Simulate of seconds on a 2,000-node cluster (5,000 pods that fit only on 5,000 template nodes)."""
-    from podfit.v1 import simulation_pb2 as sim
-
-    template = _object(make_node("template").capacity(cpu="4", memory="8Gi", pods="110").json())
-    pods = [schedule_ref(pod(f"p{i}", cpu="2")) for i in range(5000)]
-    request = sim.SimulateRequest(
-        scenario=sim.Scenario(add_nodes=[sim.HypotheticalNodes(template=template, count=5000)]), pods=pods
-    )
-    return asyncio.ensure_future(client._call(client.simulation.Simulate, request, seconds))
-
-
-def schedule_ref(manifest: dict[str, Any]) -> Any:
-    from podfit.v1 import scheduler_pb2 as sc
-
-    return sc.PodReference(kubernetes_json=json.dumps(manifest).encode())
-
-
 async def _while_the_workers_replica_is_held(pair: Pair) -> Any:
+    """A dry-run batch on the worker: a writer there (its tentative reservations), so it holds the
+    worker's replica exclusively for seconds."""
     await pair.to_owner.apply([make_node(f"big-{i:04d}").capacity(cpu="1", pods="110").json() for i in range(2000)])
-    heavy = await _heavy_on(pair.to_worker)
+    batch = [pod(f"dry-{i}", cpu="500m") for i in range(4000)]
+    heavy = asyncio.ensure_future(pair.to_worker.schedule_batch(batch, dry_run=True, view="basic", timeout=60))
     while not pair.worker.service.gate.busy:
         await asyncio.sleep(0.01)
     return heavy
@@ -395,7 +379,7 @@ async def test_inspection_on_a_worker_answers_at_once_while_a_heavy_call_holds_i
         got = await pair.to_worker.get("Pod", "fresh", "default")
         stats = await pair.to_worker.stats()
         assert time.monotonic() - started < 0.5
-        assert pair.worker.service.gate.busy, "the heavy call ended before the inspection was answered"
+        assert pair.worker.service.gate.busy, "the batch ended before the inspection was answered"
         assert got.object.pod.spec.node_name == "node-2"
         assert stats.generation == pair.owner.service.generation
     finally:

@@ -1,27 +1,23 @@
-"""Who may use the cache when: many decisions and updates at once on the event loop, or one heavy call
-alone on a worker thread.
+"""Who may use the cache when: decisions and updates on the event loop, heavy calls one at a time on a
+worker thread — readers over a frozen snapshot, beside everything else; writers (a batch) alone.
 
 Decisions and updates are short and run on the event loop, interleaved only where they await; they hold
-the gate *shared*. A heavy call (a simulation, an estimate, a drain, BestOptions, preemption, a batch)
-holds it *exclusively*, on a worker thread, so the event loop stays free for what needs no gate (health
-checks, Stats, Get and List, /metrics). Updates are delayed, never dropped.
+the gate *shared*. A heavy call takes the one **heavy slot** (first come, first served; at most
+``waiting_limit`` queued, one more is refused) and runs on a worker thread, so the event loop stays free:
 
-The gate is first come, first served: whoever arrives while the cache is taken queues, and the queue is
-served in arrival order — a run of shared holders at its head together, a heavy call alone. So an update
-that arrived before a heavy call runs before it, never after heavy calls that came later, and a heavy call
-is never starved by a stream of decisions. Leaving the queue (a caller cancelled, or its deadline passed)
-serves whoever it was holding back at once: nothing waits on a wakeup that nobody sends.
+- a **reader** (Simulate, EstimateScaleUp, SimulateDrain, BestOptions, Preempt) gets a frozen snapshot
+  of the generation current when it starts (``ClusterCache.freeze``) and holds nothing else: decisions
+  and updates go on, and later generations, while it reads the one it was given;
+- a **writer** (a ScheduleBatch that reserves) also holds the cache *exclusively*: it waits for the shared
+  holders to leave, and those that come after it wait until it is done (updates are delayed, never
+  dropped). Shared and exclusive holders are served in arrival order, so an update that arrived before
+  a batch runs before it, and a stream of decisions never starves one.
 
-Every heavy call has a server-side deadline (``limits.heavyCallSeconds``), whatever the client sends,
-covering its wait in the queue and its run; with ``heavy_calls_waiting`` queued at most, a write waits at
-most (1 + that many) heavy deadlines, never without bound.
-
-Why a thread rather than a process pool or cooperative chunking: decisions read the cache's own
-structures in place (no copy is made for a snapshot), so another process would need the whole cluster
-shipped to it for each call, and chunking on the event loop would let updates change those structures
-under a half-done simulation. The thread stops at its next check (``budget.check_deadline``) once its
-deadline passes, its client goes away or the server stops, and the gate stays closed until it has let go
-of the cache.
+Leaving a queue (a caller cancelled, or its deadline passed) serves whoever it held back at once: every
+grant is made synchronously, so nothing waits on a wakeup that nobody sends. Every heavy call has a
+server-side deadline (``limits.heavyCallSeconds``) whatever the client sends, covering its wait and its
+run; the thread stops at its next check (``budget.check_deadline``) once it passes, the client goes
+away or the server stops, and a writer keeps the cache until its thread has let go of it.
 """
 
 from __future__ import annotations
@@ -55,6 +51,44 @@ class _Waiter:
     granted: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
+class _Slot:
+    """The heavy-call thread: one holder, the rest queued in arrival order."""
+
+    def __init__(self) -> None:
+        self.held = False
+        self.queue: deque[asyncio.Future[None]] = deque()
+
+    async def take(self, deadline: float | None) -> None:
+        if not self.held and not self.queue:
+            self.held = True
+            return
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.queue.append(granted)
+        try:
+            if deadline is None:
+                await asyncio.shield(granted)
+            else:
+                async with asyncio.timeout_at(asyncio.get_running_loop().time() + deadline - time.monotonic()):
+                    await asyncio.shield(granted)
+        except BaseException as exc:
+            if granted.done():
+                self.give()
+            else:
+                self.queue.remove(granted)
+            if isinstance(exc, TimeoutError):
+                raise DeadlineExceeded(
+                    f"the deadline passed while waiting for the heavy calls ahead of this call ({len(self.queue)} "
+                    "waiting, one running)"
+                ) from None
+            raise
+
+    def give(self) -> None:
+        if self.queue:
+            self.queue.popleft().set_result(None)
+        else:
+            self.held = False
+
+
 class Gate:
     def __init__(self, waiting_limit: int = 8, heavy_seconds: float = DEFAULT_HEAVY_CALL_SECONDS) -> None:
         # Heavy calls allowed to wait while one runs; one more is refused.
@@ -64,10 +98,11 @@ class Gate:
         self._shared = 0
         self._exclusive = False
         self._queue: deque[_Waiter] = deque()
-        # One thread: heavy calls run one at a time anyway.
+        self._slot = _Slot()
+        # One thread: heavy calls run one at a time.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="podfit-heavy")
         self.heavy_started = 0
-        # The running heavy call's cancellation flag, and a future done when the gate is next free.
+        # The running heavy call's cancellation flag.
         self._running: threading.Event | None = None
         # Called on the event loop as each heavy call lets go of the cache (the journal publishes what
         # the call wrote once no rollback can come).
@@ -75,17 +110,22 @@ class Gate:
 
     @property
     def busy(self) -> bool:
-        """Whether a heavy call holds the cache."""
+        """Whether a heavy call holds the cache exclusively (a batch)."""
         return self._exclusive
+
+    @property
+    def heavy_running(self) -> bool:
+        """Whether a heavy call (reader or writer) has the heavy-call thread."""
+        return self._slot.held
 
     @property
     def waiting(self) -> int:
         """Heavy calls queued (not yet running)."""
-        return sum(1 for waiter in self._queue if waiter.exclusive)
+        return len(self._slot.queue)
 
     @property
     def queued(self) -> int:
-        """Callers of either kind queued."""
+        """Shared and exclusive holders queued for the cache."""
         return len(self._queue)
 
     def _admit(self) -> None:
@@ -107,7 +147,7 @@ class Gate:
         self._admit()
 
     def _release_exclusive(self) -> None:
-        self._exclusive, self._running = False, None
+        self._exclusive = False
         self._admit()
 
     async def _wait(self, waiter: _Waiter, deadline: float | None, first: bool = False) -> None:
@@ -152,11 +192,20 @@ class Gate:
         finally:
             self._release_shared()
 
-    async def run_heavy(self, fn: Callable[..., T], *args: Any, queued: bool = True) -> T:
-        """``fn(*args)`` on the worker thread with the cache to itself, within the caller's deadline and
-        this server's (``heavy_seconds``); cancelled with the calling task. ``queued`` False: not counted
-        against ``waiting_limit`` and without the server's deadline (a decision worker's image, which must
-        not be refused for the callers' load)."""
+    async def run_heavy(
+        self,
+        fn: Callable[..., T],
+        *args: Any,
+        queued: bool = True,
+        exclusive: bool = True,
+        prepare: Callable[[], Any] | None = None,
+    ) -> T:
+        """``fn(*args)`` on the heavy-call thread, within the caller's deadline and this server's
+        (``heavy_seconds``); cancelled with the calling task. ``exclusive``: with the cache to itself (a
+        writer); otherwise a reader, which holds nothing but the thread. ``prepare()`` runs on the event loop
+        once the call's turn has come, and its result is passed to ``fn`` first (a reader's frozen snapshot,
+        taken then so it is the newest). ``queued`` False: not counted against ``waiting_limit`` and
+        without the server's deadline."""
         waiting = self.waiting
         if queued and waiting >= self.waiting_limit:
             raise HeavyCallsBusy(
@@ -167,32 +216,44 @@ class Gate:
         if queued:
             mine = time.monotonic() + self.heavy_seconds
             deadline = mine if deadline is None else min(deadline, mine)
-        if self._exclusive or self._shared or self._queue:
-            await self._wait(_Waiter(True), deadline)
-        else:
-            self._exclusive = True
-        cancelled = self._running = threading.Event()
+        await self._slot.take(deadline)
         try:
-            with cancellation_scope(cancelled), deadline_at(deadline):
-                context = contextvars.copy_context()
-            self.heavy_started += 1
-            future = asyncio.get_running_loop().run_in_executor(self._executor, context.run, fn, *args)
+            if exclusive:
+                if self._exclusive or self._shared or self._queue:
+                    await self._wait(_Waiter(True), deadline)
+                else:
+                    self._exclusive = True
             try:
-                return await asyncio.shield(future)
-            except asyncio.CancelledError:
-                # The caller left (client gone, deadline, shutdown): stop the thread at its next check
-                # and keep the cache to ourselves until it has, however often this task is cancelled.
-                cancelled.set()
-                while not future.done():
-                    with suppress(asyncio.CancelledError):
-                        await asyncio.wait({future})
-                if not future.cancelled():
-                    future.exception()  # the thread's own ending (CallCancelled): retrieved, not logged
-                raise
+                if prepare is not None:
+                    args = (prepare(), *args)
+                return await self._run(fn, args, deadline)
+            finally:
+                for hook in self.after_heavy:
+                    hook()
+                if exclusive:
+                    self._release_exclusive()
         finally:
-            for hook in self.after_heavy:
-                hook()
-            self._release_exclusive()
+            self._running = None
+            self._slot.give()
+
+    async def _run(self, fn: Callable[..., T], args: tuple[Any, ...], deadline: float | None) -> T:
+        cancelled = self._running = threading.Event()
+        with cancellation_scope(cancelled), deadline_at(deadline):
+            context = contextvars.copy_context()
+        self.heavy_started += 1
+        future = asyncio.get_running_loop().run_in_executor(self._executor, context.run, fn, *args)
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            # The caller left (client gone, deadline, shutdown): stop the thread at its next check and
+            # keep the thread (and a writer the cache) until it has, however often this task is cancelled.
+            cancelled.set()
+            while not future.done():
+                with suppress(asyncio.CancelledError):
+                    await asyncio.wait({future})
+            if not future.cancelled():
+                future.exception()  # the thread's own ending (CallCancelled): retrieved, not logged
+            raise
 
     async def stop(self, timeout: float = 1.0) -> None:
         """Cancels the running heavy call (the server is stopping) and waits, up to ``timeout``, for its
@@ -200,6 +261,6 @@ class Gate:
         if self._running is not None:
             self._running.set()
         ends = time.monotonic() + timeout
-        while self._exclusive and time.monotonic() < ends:
+        while self._slot.held and time.monotonic() < ends:
             await asyncio.sleep(0.01)
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -195,6 +195,19 @@ class BatchPlacement:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Frozen:
+    """What a heavy read is given, taken on the event loop as its turn comes: the cache frozen at one
+    generation (no later write touches it), and the bound pods of the nodes it drains."""
+
+    snapshot: Snapshot
+    bound: Mapping[str, builtins.list[Pod]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def generation(self) -> int:
+        return self.snapshot.generation
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class NodeAllocation:
     """What the scheduler counts as taken on a node (its NodeInfo): cpu in millicores, others in units."""
 
@@ -543,13 +556,13 @@ class SchedulingService:
                 log.warning("decision memo unavailable, deciding without it: %s: %s", type(exc).__name__, exc)
             return None
 
-    def _pending_view(self, given: PodInput, pod: Pod) -> tuple[Pod, Snapshot | None]:
+    def _pending_view(self, given: PodInput, pod: Pod, base: Snapshot | None = None) -> tuple[Pod, Snapshot | None]:
         """A cached pod that is bound, asked about by name, is answered as kube-scheduler would see it
         pending again: without its node and without its own reservation on that node (a snapshot where
         it is not bound). Any other pod: as given, on the current snapshot (None)."""
         if not isinstance(given, CachedPod) or not pod.node_name or pod.terminal:
             return pod, None
-        overlay = Overlay(self.cache.snapshot())
+        overlay = Overlay(base or self.cache.snapshot())
         if overlay.node(pod.node_name) is not None:
             overlay.remove_pod(pod)
         return dataclasses.replace(pod, node_name=""), overlay.snapshot()
@@ -802,6 +815,12 @@ class SchedulingService:
 
     # -- what-if ----------------------------------------------------------------------------------
 
+    def freeze(self, drained: Sequence[str] = ()) -> Frozen:
+        """On the event loop, when a heavy read's turn comes: the snapshot it reads on its thread while
+        decisions and updates go on (``ClusterCache.freeze``), with the bound pods of ``drained``."""
+        cache = self.cache
+        return Frozen(cache.freeze(), {name: cache.bound_pods(name) for name in drained})
+
     def _resolve_all(self, pods: Sequence[PodInput], path: str) -> builtins.list[Pod]:
         resolved = []
         for i, pod in enumerate(pods):
@@ -812,9 +831,14 @@ class SchedulingService:
         return resolved
 
     def simulate(
-        self, scenario: Scenario, pods: Sequence[PodInput], scheduler_name: str = "", version: str = ""
+        self,
+        frozen: Frozen,
+        scenario: Scenario,
+        pods: Sequence[PodInput],
+        scheduler_name: str = "",
+        version: str = "",
     ) -> SimulationResult:
-        """A scenario and placements on a fork of the current snapshot; the cache never changes."""
+        """A scenario and placements on a fork of ``frozen``; the cache never changes."""
         self.require_synced()
         limits = self.limits
         added = sum(count for _, count in scenario.add_nodes)
@@ -822,12 +846,13 @@ class SchedulingService:
         limits.check_pods(len(pods))
         engine = self.engine.at_version(version)
         started = time.perf_counter()
-        result = simulate(engine, self.cache.snapshot(), scenario, self._resolve_all(pods, "pods"), scheduler_name)
+        result = simulate(engine, frozen.snapshot, scenario, self._resolve_all(pods, "pods"), scheduler_name)
         self.telemetry.decision_latency(time.perf_counter() - started, "simulate")
         return result
 
     def estimate_scale_up(
         self,
+        frozen: Frozen,
         groups: Sequence[Sequence[PodInput]],
         node_groups: Sequence[tuple[str, Node, int]],
         scheduler_name: str = "",
@@ -844,7 +869,7 @@ class SchedulingService:
         engine = self.engine.at_version(version)
         started = time.perf_counter()
         pods = [self._resolve_all(group, f"groups[{i}].pods") for i, group in enumerate(groups)]
-        snapshot = self.cache.snapshot()
+        snapshot = frozen.snapshot
         estimates = [
             (group_id, estimate(engine, snapshot, template, pods, max_new, scheduler_name))
             for group_id, template, max_new in node_groups
@@ -854,6 +879,7 @@ class SchedulingService:
 
     def simulate_drain(
         self,
+        frozen: Frozen,
         node_names: Sequence[str],
         options: DrainOptions,
         now: float | None = None,
@@ -868,10 +894,10 @@ class SchedulingService:
         engine = self.engine.at_version(version)
         started = time.perf_counter()
         # Terminal pods are in the cache but on no NodeInfo; the planner decides whether the drain rules see them.
-        pods_of = {name: self.cache.bound_pods(name) for name in node_names}
+        pods_of = {name: builtins.list(frozen.bound.get(name, ())) for name in node_names}
         result = simulate_removal(
             engine,
-            self.cache.snapshot(),
+            frozen.snapshot,
             node_names,
             pods_of,
             options,
@@ -883,7 +909,7 @@ class SchedulingService:
         return result
 
     def best_expansion_options(
-        self, options: Sequence[ExpansionOption], scheduler_name: str = ""
+        self, frozen: Frozen, options: Sequence[ExpansionOption], scheduler_name: str = ""
     ) -> tuple[builtins.list[int], builtins.list[OptionScore]]:
         """cluster-autoscaler's gRPC expander: the best scale-up options by podfit's simulation."""
         self.require_synced()
@@ -893,7 +919,7 @@ class SchedulingService:
             limits.check_option_pods(f"options[{i}].pod", len(option.pods))
         options = [dataclasses.replace(o, node_count=min(o.node_count, limits.new_nodes_per_estimate)) for o in options]
         started = time.perf_counter()
-        result = best_options(self.engine, self.cache.snapshot(), options, scheduler_name)
+        result = best_options(self.engine, frozen.snapshot, options, scheduler_name)
         self.telemetry.decision_latency(time.perf_counter() - started, "expander")
         return result
 
@@ -940,18 +966,22 @@ class SchedulingService:
         return self._assume(record, source, node_name, self.cache.apply)
 
     def preempt(
-        self, pod: PodInput, node_names: Sequence[str] = (), scheduler_name: str = "", version: str = ""
+        self,
+        frozen: Frozen,
+        pod: PodInput,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        version: str = "",
     ) -> tuple[PreemptionResult, int]:
-        """DefaultPreemption's answer at the current generation: (result, generation)."""
+        """DefaultPreemption's answer at ``frozen``'s generation: (result, generation)."""
         self.require_synced()
         engine = self.engine.at_version(version)
         resolved, _ = self.resolve(pod)
-        resolved, pending = self._pending_view(pod, resolved)
+        resolved, pending = self._pending_view(pod, resolved, frozen.snapshot)
         started = time.perf_counter()
-        generation = self.cache.generation
-        result = engine.preempt(resolved, node_names, scheduler_name, snapshot=pending)
+        result = engine.preempt(resolved, node_names, scheduler_name, snapshot=pending or frozen.snapshot)
         self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
-        return result, generation
+        return result, frozen.generation
 
     def release_for(self, version: str = "", scheduler_name: str = "", pod: PodInput | None = None) -> str:
         """The kube-scheduler release that answers a request naming ``version`` (""), ``scheduler_name``

@@ -328,10 +328,12 @@ class Owner:
         # A follower let go for lagging is closed at once, even while this task waits for it to drain.
         self.journal.on_drop(follower, writer.transport.abort)
         try:
-            # The image is taken on the heavy-call thread with the cache to itself, so writes and decisions
-            # wait while it is pickled (about a second per 100,000 pods); snapshots that nobody waits for
-            # are issue 36's, and will take this off the owner's path.
-            position, image = await service.gate.run_heavy(self._image, follower, queued=False)
+            # The image is the cache frozen at this position (pointer copies on the loop, with no batch half
+            # done), pickled on a thread while the owner goes on writing and deciding.
+            async with service.gate.shared():
+                position = self.journal.cursor(follower)
+                state = (service.epoch, service.synced, service.cache.image())
+            image = await asyncio.to_thread(pickle.dumps, state, pickle.HIGHEST_PROTOCOL)
             writer.write(_POSITION.pack(position) + _POSITION.pack(len(image)))
             for start in range(0, len(image), CHUNK_BYTES):
                 writer.write(image[start : start + CHUNK_BYTES])
@@ -343,11 +345,6 @@ class Owner:
                 await writer.drain()
         finally:
             self.journal.forget(follower)
-
-    def _image(self, follower: int) -> tuple[int, bytes]:
-        service = self.service
-        position = self.journal.cursor(follower)
-        return position, pickle.dumps((service.epoch, service.synced, service.cache), protocol=pickle.HIGHEST_PROTOCOL)
 
     async def _position(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         # Everything acknowledged is published (a heavy call's writes are acknowledged once it ends).
@@ -516,9 +513,9 @@ class Follower:
         reader, writer = await self._connect(FOLLOW, CHUNK_BYTES)
         (position,) = _POSITION.unpack(await reader.readexactly(_POSITION.size))
         (length,) = _POSITION.unpack(await reader.readexactly(_POSITION.size))
-        epoch, synced, cache = pickle.loads(await reader.readexactly(length))
+        epoch, synced, state = pickle.loads(await reader.readexactly(length))
         service = self.service
-        service.cache.restore_image(cache)
+        service.cache.restore_image(state)
         service.epoch = epoch
         if synced:
             await service.mark_synced()

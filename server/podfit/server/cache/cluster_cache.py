@@ -4,6 +4,13 @@ Updates arrive in batches that are converted and validated first and then applie
 batch either lands completely (one new generation) or not at all. Every change bumps the generation;
 a decision sees exactly one generation because decisions and updates both run on the event loop and
 a decision never awaits while it reads.
+
+A reader that must not be held back by writers, nor hold them back (a what-if on another thread, a
+decision worker's image), takes ``freeze()``: a snapshot of this generation that no later write touches.
+Freezing copies nothing — the node table becomes the snapshot's and the cache goes on writing a
+copy-on-write fork of it; each NodeInfo is cloned the first time the cache changes it after a freeze, and
+the containers the snapshot holds are copied on the first write (kube-scheduler's generation-numbered
+NodeInfos and cluster-autoscaler's forked snapshots, for the same reason).
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from podfit.server.cache.journal import Journal
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.overlay import Overlay
-from podfit.server.cache.pod_index import resync
+from podfit.server.cache.pod_index import move_index, resync
 from podfit.server.cache.snapshot import NO_DRA, NO_STORAGE, DraView, ImageSummary, Snapshot, StorageView
 from podfit.server.model import Kind, Node, Pod, ValidationError, WorkloadSelector
 from podfit.server.model.objects import CONTROLLER_KINDS, DRA_KINDS, STORAGE_KINDS, ClusterObject, node_from_k8s
@@ -133,6 +140,11 @@ class ClusterCache:
         self._converted_nodes: dict[tuple[str, str, str], Node] = {}
         # The owner's record of its writes, for decision workers (podfit.server.workers); None elsewhere.
         self.journal: Journal | None = None
+        # Nodes whose NodeInfo was made or cloned since the last freeze (changed in place); any other is
+        # held by a frozen snapshot and cloned before its first change.
+        self._owned: set[str] = set()
+        # Whether _node_infos, _node_list and _node_info_array are a frozen snapshot's too (copied first).
+        self._lists_frozen = False
 
     def __getstate__(self) -> dict[str, Any]:
         """The cache as a decision worker's image: its state without the owner's journal."""
@@ -140,11 +152,40 @@ class ClusterCache:
         state["journal"] = None
         return state
 
-    def restore_image(self, image: ClusterCache) -> None:
-        """Becomes ``image`` (the owner's cache, unpickled), keeping this object: the engine and the
+    def freeze(self) -> Snapshot:
+        """A snapshot of this generation that stays as it is, whatever the cache is written afterwards,
+        for readers on other threads. O(1): see the module's docstring."""
+        snapshot = self.snapshot()
+        frozen = self.table
+        self.table = frozen.fork()
+        move_index(frozen, self.table)
+        self._owned = set()
+        self._lists_frozen = True
+        return snapshot
+
+    def image(self) -> dict[str, Any]:
+        """The cache's state at this generation, as a decision worker loads it (``restore_image``): frozen
+        like a snapshot, with every container copied one level deep (pointer copies, on the loop), so it
+        can be pickled on another thread while writes go on."""
+        table = self.freeze().table
+        state = dict(self.__dict__)
+        for name, value in state.items():
+            if isinstance(value, dict):
+                state[name] = {k: dict(v) if isinstance(v, dict) else v for k, v in value.items()}
+            elif isinstance(value, list | set):
+                state[name] = type(value)(value)
+            elif isinstance(value, np.ndarray):
+                state[name] = value.copy()
+        # Views and summaries are rebuilt on first use: a DraView's memo grows under decisions meanwhile.
+        state.update(journal=None, table=table, _owned=set(), _lists_frozen=False, _views={})
+        state.update(_image_summaries=None, _slices=None, _converted_nodes={})
+        return state
+
+    def restore_image(self, image: dict[str, Any]) -> None:
+        """Becomes ``image`` (the owner's ``image()``, unpickled), keeping this object: the engine and the
         metrics hold it."""
         journal = self.journal
-        self.__dict__.update(image.__dict__)
+        self.__dict__.update(image)
         self.journal = journal
         # Every record is new to this process's collector: set them aside, as apply does (see there).
         gc.freeze()
@@ -466,6 +507,31 @@ class ClusterCache:
         """The pods bound to a node, terminal ones included, in the order the cache received them."""
         return list(self._bound.get(node_name, {}).values())
 
+    def _unfreeze_lists(self) -> None:
+        """Copies the node containers a frozen snapshot holds before the first change after a freeze."""
+        if self._lists_frozen:
+            self._node_infos = dict(self._node_infos)
+            if self._node_list is not None:
+                self._node_list = list(self._node_list)
+                self._node_info_array = self._node_info_array.copy()
+            self._lists_frozen = False
+
+    def _writable(self, info: NodeInfo) -> NodeInfo:
+        """``info``, or its clone put in its place when a frozen snapshot holds it."""
+        name = info.name
+        if name in self._owned:
+            return info
+        self._unfreeze_lists()
+        clone = info.clone()
+        self._node_infos[name] = clone
+        self.table.adopt(clone)
+        if self._node_list is not None:
+            position = self._node_positions[name]
+            self._node_list[position] = clone
+            self._node_info_array[position] = clone
+        self._owned.add(name)
+        return clone
+
     def _add_pod(self, pod: Pod) -> None:
         if pod.node_name:
             self._bound.setdefault(pod.node_name, {})[pod.key] = pod
@@ -481,6 +547,7 @@ class ClusterCache:
         if info is None:
             self._orphans.setdefault(pod.node_name, {})[pod.key] = pod
         else:
+            info = self._writable(info)
             info.add_pod(pod)
             info.generation = self.generation + 1
             self.table.refresh(info)
@@ -511,6 +578,7 @@ class ClusterCache:
                 if not orphans:
                     del self._orphans[pod.node_name]
         else:
+            info = self._writable(info)
             info.remove_pod(pod)
             info.generation = self.generation + 1
             self.table.refresh(info)
@@ -519,6 +587,8 @@ class ClusterCache:
         info = NodeInfo(node, self.generation + 1)
         for pod in self._orphans.pop(node.name, {}).values():
             info.add_pod(pod)
+        self._unfreeze_lists()
+        self._owned.add(node.name)
         self._node_infos[node.name] = info
         self.table.add(info)
         bisect.insort(self._node_names, node.name)
@@ -529,6 +599,8 @@ class ClusterCache:
         self._image_summaries = None
 
     def _remove_node(self, node: Node) -> None:
+        self._unfreeze_lists()
+        self._owned.discard(node.name)
         info = self._node_infos.pop(node.name)
         self.table.remove(info)
         if info.pods:

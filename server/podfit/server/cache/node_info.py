@@ -144,6 +144,16 @@ class NodeInfo:
             return self.non_zero_memory
         return self.requested.get(resource, 0)
 
+    def __getstate__(self) -> dict[str, object]:
+        """Without ``derived``: what decisions derive on the event loop may grow while a frozen NodeInfo
+        is pickled on another thread (a decision worker's image), and is derived again there anyway."""
+        return {slot: getattr(self, slot) for slot in self.__slots__ if slot != "derived"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        for slot, value in state.items():
+            setattr(self, slot, value)
+        self.derived = None
+
     def clone(self) -> NodeInfo:
         """A copy whose pod set can change without touching the cache (preemption's dry runs)."""
         copy = NodeInfo(self.node, self.generation)

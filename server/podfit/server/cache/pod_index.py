@@ -556,6 +556,14 @@ def index_of(table: NodeTable, nodes: Sequence[NodeInfo], rows: IntpArray, gener
     return index
 
 
+def move_index(old: NodeTable, new: NodeTable) -> None:
+    """Hands ``old``'s index to ``new``, a fork of it that the cache writes from now on (``freeze``): the
+    decisions keep their index, and a reader of ``old`` builds its own if it needs one."""
+    index = _INDEXES.pop(old, None)
+    if index is not None:
+        _INDEXES[new] = index
+
+
 def resync(table: NodeTable, nodes: Sequence[NodeInfo], rows: IntpArray, generation: int) -> None:
     """Syncs the table's index, if one was built, to ``generation`` (lower than the index's when the
     cache went back to it by undoing tentative batches)."""

@@ -387,7 +387,10 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         pod = self._pod(request.pod)
         version = request.kube_scheduler_version
         result, generation = await self.service.gate.run_heavy(
-            self.service.preempt, pod, list(request.node_names), request.scheduler_name, version
+            self.service.preempt,
+            *(pod, list(request.node_names), request.scheduler_name, version),
+            exclusive=False,
+            prepare=self.service.freeze,
         )
         annotate(nominated=result.nominated_node, victims=len(result.victims))
         release = self.service.release_for(version, request.scheduler_name, pod)
@@ -409,7 +412,10 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         pods = [convert.pod_input(ref, f"pods[{i}]") for i, ref in enumerate(request.pods)]
         version = request.kube_scheduler_version
         result = await self.service.gate.run_heavy(
-            self.service.simulate, scenario, pods, request.scheduler_name, version
+            self.service.simulate,
+            *(scenario, pods, request.scheduler_name, version),
+            exclusive=False,
+            prepare=self.service.freeze,
         )
         annotate(pods=len(pods), hypothetical_nodes=len(result.hypothetical_nodes))
         response = convert.simulate_response(result, self.service.epoch)
@@ -431,7 +437,10 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         node_groups = [convert.node_group(group, f"node_groups[{i}]") for i, group in enumerate(request.node_groups)]
         version = request.kube_scheduler_version
         generation, estimates = await self.service.gate.run_heavy(
-            self.service.estimate_scale_up, groups, node_groups, request.scheduler_name, version
+            self.service.estimate_scale_up,
+            *(groups, node_groups, request.scheduler_name, version),
+            exclusive=False,
+            prepare=self.service.freeze,
         )
         annotate(groups=len(groups), node_groups=len(node_groups))
         response = convert.estimate_response(generation, estimates, self.service.epoch)
@@ -447,14 +456,12 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         destinations = convert.drain_destinations(request.destinations, "destinations")
         now = convert.optional_time(request, "now")
         version = request.kube_scheduler_version
+        node_names = list(request.node_names)
         result = await self.service.gate.run_heavy(
             self.service.simulate_drain,
-            list(request.node_names),
-            options,
-            now,
-            request.scheduler_name,
-            version,
-            destinations,
+            *(node_names, options, now, request.scheduler_name, version, destinations),
+            exclusive=False,
+            prepare=functools.partial(self.service.freeze, node_names),
         )
         annotate(nodes=len(request.node_names))
         response = convert.drain_response(result, self.service.epoch)
