@@ -402,6 +402,36 @@ async def test_decisions_queued_behind_a_heavy_call_see_every_write_the_worker_r
     assert answer.generation == written
 
 
+async def test_a_new_workers_image_never_holds_the_owner(pair: Pair, monkeypatch: pytest.MonkeyPatch) -> None:
+    await pair.to_owner.apply([pod(f"bound-{i}", nodeName=f"node-{i % 6}") for i in range(3000)])
+    gate = pair.owner.service.gate
+    held: list[bool] = []
+
+    async def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the image was taken as a heavy call")
+
+    monkeypatch.setattr(gate, "run_heavy", never)
+    late = build_service(Settings(), Telemetry.disabled())
+    follower = Follower(late, pair.link.target, pair.link.token)
+    loading = asyncio.ensure_future(follower.start())
+    try:
+        written = 0
+        while not loading.done():
+            held.append(gate.busy)
+            started = time.monotonic()
+            await pair.to_owner.apply([pod(f"during-{written}")])
+            written += 1
+            assert time.monotonic() - started < 0.5
+            await asyncio.sleep(0.005)
+        await loading
+        await follower.barrier()
+        assert late.generation == pair.owner.service.generation
+        assert late.stats() == pair.owner.service.stats()
+        assert not any(held)
+    finally:
+        await follower.close()
+
+
 async def test_a_follower_let_go_for_lagging_is_disconnected_at_once(
     pair: Pair, monkeypatch: pytest.MonkeyPatch
 ) -> None:
