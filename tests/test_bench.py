@@ -226,3 +226,29 @@ def test_cli_bench_asks_from_concurrent_clients_of_a_server_with_decision_worker
     assert "(2 processes: the cache's owner and 1 decision worker), asked by 3 concurrent clients" in (
         capsys.readouterr().out
     )
+
+
+def test_cli_bench_mixed_measures_every_caller_idle_and_busy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``podfit bench mixed``: deciders, the extender, a feeder and what-if at once against a server it
+    starts (one process here), every caller answered in both phases and what-if only in the busy one."""
+    out = tmp_path / "mixed.json"
+    code = main(
+        ["bench", "mixed", "--workers", "1", "--phase-seconds", "2", "--nodes", "100", "--pods", "300"]
+        + ["--json", str(out)]
+    )
+    assert code == 0
+    body = json.loads(out.read_text())["mixed"]
+    assert (body["nodes"], body["pods"]) == (100, 300)
+    idle, busy = body["phases"]["idle"], body["phases"]["busy"]
+    assert set(idle) == {"schedule", "extender filter", "apply"}
+    assert set(busy) == {*idle, "what-if"}
+    for phase in (idle, busy):
+        for name, kind in phase.items():
+            assert kind["errors"] == 0, (name, kind["first_errors"])
+            assert kind["answers"] >= 1 and kind["p99_ms"] >= kind["p50_ms"] > 0, name
+    # A schedule every 20 ms for 2 s: about 100, fewer only when answers are slow.
+    assert idle["schedule"]["answers"] > 40
+    printed = capsys.readouterr().out
+    assert "busy   what-if" in printed and "100 nodes, 300 bound pods" in printed

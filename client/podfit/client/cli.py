@@ -808,6 +808,40 @@ def _bench_soak(args: argparse.Namespace, config: ChannelConfig) -> int:
     return 0 if report.ok else 1
 
 
+def _bench_mixed(args: argparse.Namespace, config: ChannelConfig) -> int:
+    """``podfit bench mixed``: deciders, the extender, a feeder and what-if at once (podfit.client.mixed)."""
+    import asyncio
+
+    from podfit.client import bench, mixed
+    from podfit.client.conformance import LocalServer, free_port
+
+    machine = bench.machine()
+    sizes = {"duration": args.phase_seconds, "nodes": args.nodes, "pods": args.pods}
+    if args.target_given:
+        if not args.extender_url:
+            print("podfit bench: error: mixed with --target needs --extender-url (its extender's URL)", file=sys.stderr)
+            return 2
+        processes = asyncio.run(bench.server_processes(args.target, config=config))
+        where = f"the server at {args.target} ({_processes(processes)})"
+        report = asyncio.run(mixed.run(args.target, args.extender_url, **sizes, config=config))
+    else:
+        port = free_port()
+        with LocalServer("--workers", str(args.workers), "--extender-addr", f"127.0.0.1:{port}") as server:
+            processes = asyncio.run(bench.server_processes(server.target))
+            where = f"a podfit-server started here ({_processes(processes)})"
+            report = asyncio.run(mixed.run(server.target, f"http://127.0.0.1:{port}/scheduler", **sizes))
+    measured_on = f"machine: {machine}; {where}; {args.nodes} nodes, {args.pods} bound pods"
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"machine": measured_on, "mixed": report.as_dict()}, out, indent=2)
+    if args.output in ("json", "yaml"):
+        _print_data({"machine": measured_on, "mixed": report.as_dict()}, args.output)
+    else:
+        print(measured_on)
+        print(report.table())
+    return 0 if report.ok else 1
+
+
 def _processes(count: int) -> str:
     if count == 1:
         return "1 process"
@@ -822,6 +856,8 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
 
     if args.workloads == ["soak"]:
         return _bench_soak(args, config)
+    if args.workloads == ["mixed"]:
+        return _bench_mixed(args, config)
     names = bench.expand(args.workloads)
     callers = f"{args.clients} concurrent clients" if args.clients > 1 else "1 client"
     machine = bench.machine()  # the load before the run
@@ -1014,7 +1050,14 @@ def build_parser() -> argparse.ArgumentParser:
         "workloads",
         nargs="*",
         help="e.g. SchedulingBasic/5000Nodes_10000Pods, EstimateScaleUp/5000Nodes_50000Pods; 'simulation' for the "
-        "four Simulation-service workloads (default: the scheduling ones); 'soak' alone for the soak test",
+        "four Simulation-service workloads (default: the scheduling ones); 'soak' alone for the soak test; "
+        "'mixed' alone for deciders, the extender, a feeder and what-if at once",
+    )
+    p.add_argument("--phase-seconds", type=float, default=15.0, help="mixed: seconds per phase (default 15)")
+    p.add_argument("--nodes", type=int, default=3000, help="mixed: nodes loaded (default 3000)")
+    p.add_argument("--pods", type=int, default=15000, help="mixed: bound pods loaded (default 15000)")
+    p.add_argument(
+        "--extender-url", default="", help="mixed with --target: the server's extender URL prefix (…/scheduler)"
     )
     p.add_argument(
         "--duration",

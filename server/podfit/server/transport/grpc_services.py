@@ -13,7 +13,7 @@ from podfit.k8s.limits import bounded
 from podfit.k8s.selector import parse_field_selector, parse_label_selector
 from podfit.server.cache.cluster_cache import BatchResult, Change, Delete, Entry, Outcome, UpdateRejected, Upsert
 from podfit.server.model import Kind, ValidationError
-from podfit.server.service import PodInput, PodRejected, SchedulingService, field_selector_keys
+from podfit.server.service import Frozen, PodInput, PodRejected, SchedulingService, field_selector_keys
 from podfit.server.telemetry import annotate
 from podfit.server.transport import convert, paging
 from podfit.server.transport.decoding import Undecodable, accepts_undecodable
@@ -408,18 +408,19 @@ class SimulationServicer(sim_grpc.SimulationServicer):
     async def Simulate(self, request: sim.SimulateRequest, context: grpc.aio.ServicerContext) -> sim.SimulateResponse:
         limits = self.service.limits
         limits.check_pods(len(request.pods))
-        scenario = convert.scenario_from_message(request.scenario, "scenario")
-        pods = [convert.pod_input(ref, f"pods[{i}]") for i, ref in enumerate(request.pods)]
         version = request.kube_scheduler_version
-        result = await self.service.gate.run_heavy(
-            self.service.simulate,
-            *(scenario, pods, request.scheduler_name, version),
-            exclusive=False,
-            prepare=self.service.freeze,
-        )
-        annotate(pods=len(pods), hypothetical_nodes=len(result.hypothetical_nodes))
-        response = convert.simulate_response(result, self.service.epoch)
-        response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
+
+        def answer(frozen: Frozen) -> sim.SimulateResponse:
+            # Decoded and encoded on the heavy-call thread too: 1,000 pods are a long stall on the loop.
+            scenario = convert.scenario_from_message(request.scenario, "scenario")
+            pods = [convert.pod_input(ref, f"pods[{i}]") for i, ref in enumerate(request.pods)]
+            result = self.service.simulate(frozen, scenario, pods, request.scheduler_name, version)
+            response = convert.simulate_response(result, self.service.epoch)
+            response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
+            return response
+
+        response = await self.service.gate.run_heavy(answer, exclusive=False, prepare=self.service.freeze)
+        annotate(pods=len(request.pods), hypothetical_nodes=len(response.hypothetical_nodes))
         return response
 
     @unary_errors
@@ -430,21 +431,25 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         limits = self.service.limits
         total = sum(len(group.pods) for group in request.groups)
         limits.check_grouped_pods(total)
-        groups = [
-            [convert.pod_input(ref, f"groups[{i}].pods[{j}]") for j, ref in enumerate(group.pods)]
-            for i, group in enumerate(request.groups)
-        ]
-        node_groups = [convert.node_group(group, f"node_groups[{i}]") for i, group in enumerate(request.node_groups)]
         version = request.kube_scheduler_version
-        generation, estimates = await self.service.gate.run_heavy(
-            self.service.estimate_scale_up,
-            *(groups, node_groups, request.scheduler_name, version),
-            exclusive=False,
-            prepare=self.service.freeze,
-        )
-        annotate(groups=len(groups), node_groups=len(node_groups))
-        response = convert.estimate_response(generation, estimates, self.service.epoch)
-        response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
+
+        def answer(frozen: Frozen) -> sim.EstimateScaleUpResponse:
+            groups = [
+                [convert.pod_input(ref, f"groups[{i}].pods[{j}]") for j, ref in enumerate(group.pods)]
+                for i, group in enumerate(request.groups)
+            ]
+            node_groups = [
+                convert.node_group(group, f"node_groups[{i}]") for i, group in enumerate(request.node_groups)
+            ]
+            generation, estimates = self.service.estimate_scale_up(
+                frozen, groups, node_groups, request.scheduler_name, version
+            )
+            response = convert.estimate_response(generation, estimates, self.service.epoch)
+            response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
+            return response
+
+        response = await self.service.gate.run_heavy(answer, exclusive=False, prepare=self.service.freeze)
+        annotate(groups=len(request.groups), node_groups=len(request.node_groups))
         return response
 
     @unary_errors
@@ -457,13 +462,17 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         now = convert.optional_time(request, "now")
         version = request.kube_scheduler_version
         node_names = list(request.node_names)
-        result = await self.service.gate.run_heavy(
-            self.service.simulate_drain,
-            *(node_names, options, now, request.scheduler_name, version, destinations),
-            exclusive=False,
-            prepare=functools.partial(self.service.freeze, node_names),
+
+        def answer(frozen: Frozen) -> sim.SimulateDrainResponse:
+            result = self.service.simulate_drain(
+                frozen, node_names, options, now, request.scheduler_name, version, destinations
+            )
+            response = convert.drain_response(result, self.service.epoch)
+            response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
+            return response
+
+        response = await self.service.gate.run_heavy(
+            answer, exclusive=False, prepare=functools.partial(self.service.freeze, node_names)
         )
         annotate(nodes=len(request.node_names))
-        response = convert.drain_response(result, self.service.epoch)
-        response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
         return response
