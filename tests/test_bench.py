@@ -234,10 +234,8 @@ def test_cli_bench_mixed_measures_every_caller_idle_and_busy(
     """``podfit bench mixed``: deciders, the extender, a feeder and what-if at once against a server it
     starts (one process here), every caller answered in both phases and what-if only in the busy one."""
     out = tmp_path / "mixed.json"
-    code = main(
-        ["bench", "mixed", "--workers", "1", "--phase-seconds", "2", "--nodes", "100", "--pods", "300"]
-        + ["--json", str(out)]
-    )
+    small = ["--workers", "1", "--phase-seconds", "2", "--nodes", "100", "--pods", "300"]
+    code = main(["bench", "mixed", *small, "--json", str(out)])
     assert code == 0
     body = json.loads(out.read_text())["mixed"]
     assert (body["nodes"], body["pods"]) == (100, 300)
