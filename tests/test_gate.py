@@ -221,3 +221,30 @@ async def test_an_update_behind_a_heavy_call_cancelled_in_the_queue_is_applied(l
     # Applied once the first call let go (~2 s in), not after the cancelled one would have run.
     await asyncio.wait_for(update, 3.0)
     assert (await live.client.stats()).nodes == 2001
+
+
+async def _loop_ticks_during(gate: Gate, exclusive: bool) -> int:
+    """How often the event loop gets the interpreter (1 ms sleeps) while a heavy call computes for 0.4 s."""
+
+    def compute() -> None:
+        ends = time.monotonic() + 0.4
+        while time.monotonic() < ends:
+            sum(i * i for i in range(2_000))  # a step of a simulation, then its check
+            check_deadline()
+
+    running = asyncio.ensure_future(gate.run_heavy(compute, exclusive=exclusive))
+    ticks = 0
+    while not running.done():
+        await asyncio.sleep(0.001)
+        ticks += 1
+    await running
+    return ticks
+
+
+async def test_a_reader_hands_the_interpreter_to_the_event_loop_at_every_step() -> None:
+    """A reader runs beside decisions: at every check it lets the loop in, instead of keeping the
+    interpreter for the whole switch interval each time the loop asks for it."""
+    gate = Gate()
+    reader = await _loop_ticks_during(gate, exclusive=False)
+    writer = await _loop_ticks_during(gate, exclusive=True)
+    assert reader > 2 * writer, (reader, writer)

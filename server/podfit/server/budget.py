@@ -107,15 +107,29 @@ def cancellation_scope(flag: threading.Event) -> Iterator[None]:
         _cancelled.reset(token)
 
 
+_sharing: ContextVar[bool] = ContextVar("podfit_sharing", default=False)
+
+
+@contextmanager
+def sharing_scope() -> Iterator[None]:
+    """Work inside (a heavy reader, on its thread) yields the interpreter at every ``check_deadline``."""
+    token = _sharing.set(True)
+    try:
+        yield
+    finally:
+        _sharing.reset(token)
+
+
 def check_deadline() -> None:
     """Raises DeadlineExceeded once the current call's deadline has passed, CallCancelled once the call
     was cancelled; the simulation loops call it between steps.
 
-    Off the event loop's thread it also hands the interpreter over (``time.sleep(0)``) to whoever waits
-    for it: otherwise the event loop, and gRPC's polling thread, wait up to the switch interval (5 ms)
-    for it at every step of every call they answer meanwhile, and a decision that needs it a dozen times
-    takes a hundred milliseconds longer."""
-    if threading.current_thread() is not threading.main_thread():
+    In a reader running beside decisions (``sharing_scope``) it also hands the interpreter over
+    (``time.sleep(0)``) to whoever waits for it: otherwise the event loop, and gRPC's polling thread, wait
+    up to the switch interval (5 ms) for it at every step of every call they answer meanwhile, and a
+    decision that needs it a dozen times takes a hundred milliseconds longer. A writer (a batch) holds the
+    cache anyway: nothing it could hand over to would decide before it ends."""
+    if _sharing.get():
         time.sleep(0)
     deadline = _deadline.get()
     if deadline is not None and time.monotonic() > deadline:

@@ -29,11 +29,17 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from podfit.server.budget import DeadlineExceeded, cancellation_scope, current_deadline, deadline_at
+from podfit.server.budget import (
+    DeadlineExceeded,
+    cancellation_scope,
+    current_deadline,
+    deadline_at,
+    sharing_scope,
+)
 
 T = TypeVar("T")
 
@@ -226,7 +232,7 @@ class Gate:
             try:
                 if prepare is not None:
                     args = (prepare(), *args)
-                return await self._run(fn, args, deadline)
+                return await self._run(fn, args, deadline, sharing=not exclusive)
             finally:
                 for hook in self.after_heavy:
                     hook()
@@ -236,9 +242,9 @@ class Gate:
             self._running = None
             self._slot.give()
 
-    async def _run(self, fn: Callable[..., T], args: tuple[Any, ...], deadline: float | None) -> T:
+    async def _run(self, fn: Callable[..., T], args: tuple[Any, ...], deadline: float | None, sharing: bool) -> T:
         cancelled = self._running = threading.Event()
-        with cancellation_scope(cancelled), deadline_at(deadline):
+        with cancellation_scope(cancelled), deadline_at(deadline), sharing_scope() if sharing else nullcontext():
             context = contextvars.copy_context()
         self.heavy_started += 1
         future = asyncio.get_running_loop().run_in_executor(self._executor, context.run, fn, *args)
