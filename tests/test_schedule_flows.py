@@ -79,7 +79,7 @@ async def test_the_preemption_answer_equals_the_preempt_flow() -> None:
     svc = cluster(filler=True)
     pod = make_pod("urgent").req(cpu="3").priority(100).obj()
     scheduled = await svc.schedule(pod)
-    preempted, generation = svc.preempt(svc.freeze(), pod)
+    preempted, generation = svc.preempt(pod)
     assert scheduled.preemption == preempted and generation == scheduled.generation
 
 

@@ -175,3 +175,17 @@ async def test_a_what_if_cancelled_mid_run_leaves_nothing_behind(live: LiveServe
     with pytest.raises((asyncio.CancelledError, grpc.aio.AioRpcError)):
         await heavy
     assert (await live.client.schedule(make_pod("after").req(cpu="1").json())).selected_node
+
+
+def test_readers_share_a_frozen_snapshot_while_nothing_changes() -> None:
+    """Back-to-back readers with no write between them read one snapshot (and build its index once)."""
+    cache = _cluster()
+    first = cache.freeze()
+    assert cache.freeze() is first
+    cache.apply([_pod("p9", "n3")])
+    second = cache.freeze()
+    assert second is not first and second.generation == first.generation + 1
+    assert _view(first)["pods"]["n3"] == [] and _view(second)["pods"]["n3"] == ["default/p9"]
+    del first, second
+    gc.collect()
+    assert cache.freeze().generation == cache.generation  # a new one once nobody holds the last

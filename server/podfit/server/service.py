@@ -967,21 +967,23 @@ class SchedulingService:
 
     def preempt(
         self,
-        frozen: Frozen,
         pod: PodInput,
         node_names: Sequence[str] = (),
         scheduler_name: str = "",
         version: str = "",
     ) -> tuple[PreemptionResult, int]:
-        """DefaultPreemption's answer at ``frozen``'s generation: (result, generation)."""
+        """DefaultPreemption's answer at the current generation: (result, generation). A read, answered on
+        the event loop like a Schedule's PostFilter (tens of milliseconds at 20,000 pods), over the live
+        snapshot and its pod index."""
         self.require_synced()
         engine = self.engine.at_version(version)
         resolved, _ = self.resolve(pod)
-        resolved, pending = self._pending_view(pod, resolved, frozen.snapshot)
+        resolved, pending = self._pending_view(pod, resolved)
         started = time.perf_counter()
-        result = engine.preempt(resolved, node_names, scheduler_name, snapshot=pending or frozen.snapshot)
+        snapshot = pending or self.cache.snapshot()
+        result = engine.preempt(resolved, node_names, scheduler_name, snapshot=snapshot)
         self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
-        return result, frozen.generation
+        return result, self.cache.generation
 
     def release_for(self, version: str = "", scheduler_name: str = "", pod: PodInput | None = None) -> str:
         """The kube-scheduler release that answers a request naming ``version`` (""), ``scheduler_name``

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,6 +146,11 @@ class ClusterCache:
         self._owned: set[str] = set()
         # Whether _node_infos, _node_list and _node_info_array are a frozen snapshot's too (copied first).
         self._lists_frozen = False
+        # Objects added or removed so far, and the last frozen snapshot with that count when it was taken:
+        # while nothing changed and a reader still holds it, the next reader gets it too (with its pod
+        # index, built once).
+        self._changes = 0
+        self._last_frozen: tuple[int, weakref.ref[Snapshot]] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """The cache as a decision worker's image: its state without the owner's journal."""
@@ -155,12 +161,17 @@ class ClusterCache:
     def freeze(self) -> Snapshot:
         """A snapshot of this generation that stays as it is, whatever the cache is written afterwards,
         for readers on other threads. O(1): see the module's docstring."""
+        if self._last_frozen is not None and self._last_frozen[0] == self._changes:
+            last = self._last_frozen[1]()
+            if last is not None:
+                return last
         snapshot = self.snapshot()
         frozen = self.table
         self.table = frozen.fork()
         move_index(frozen, self.table)
         self._owned = set()
         self._lists_frozen = True
+        self._last_frozen = (self._changes, weakref.ref(snapshot))
         return snapshot
 
     def image(self) -> dict[str, Any]:
@@ -177,7 +188,7 @@ class ClusterCache:
             elif isinstance(value, np.ndarray):
                 state[name] = value.copy()
         # Views and summaries are rebuilt on first use: a DraView's memo grows under decisions meanwhile.
-        state.update(journal=None, table=table, _owned=set(), _lists_frozen=False, _views={})
+        state.update(journal=None, table=table, _owned=set(), _lists_frozen=False, _views={}, _last_frozen=None)
         state.update(_image_summaries=None, _slices=None, _converted_nodes={})
         return state
 
@@ -484,6 +495,7 @@ class ClusterCache:
     # Index maintenance
 
     def _on_add(self, kind: Kind, obj: ClusterObject) -> None:
+        self._changes += 1
         if isinstance(obj, Pod):
             self._add_pod(obj)
         elif isinstance(obj, Node):
@@ -494,6 +506,7 @@ class ClusterCache:
                 self._slices = None
 
     def _on_remove(self, kind: Kind, obj: ClusterObject) -> None:
+        self._changes += 1
         if isinstance(obj, Pod):
             self._remove_pod(obj)
         elif isinstance(obj, Node):

@@ -87,7 +87,7 @@ class DraView:
 NO_DRA = DraView({}, (), {})
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class Snapshot:
     generation: int
     # Every node, ordered by name.

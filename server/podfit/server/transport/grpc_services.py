@@ -382,16 +382,10 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         )
 
     @unary_errors
-    @heavy
     async def Preempt(self, request: sc.PreemptRequest, context: grpc.aio.ServicerContext) -> sc.PreemptResponse:
         pod = self._pod(request.pod)
         version = request.kube_scheduler_version
-        result, generation = await self.service.gate.run_heavy(
-            self.service.preempt,
-            *(pod, list(request.node_names), request.scheduler_name, version),
-            exclusive=False,
-            prepare=self.service.freeze,
-        )
+        result, generation = self.service.preempt(pod, list(request.node_names), request.scheduler_name, version)
         annotate(nominated=result.nominated_node, victims=len(result.victims))
         release = self.service.release_for(version, request.scheduler_name, pod)
         return convert.preempt_response(result, generation, self.service.epoch, release)
