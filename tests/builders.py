@@ -13,7 +13,8 @@ from typing import Any
 from podfit.server.cache.cluster_cache import ClusterCache, Upsert
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.model import Kind, Node, Pod
-from podfit.server.model.objects import node_from_k8s, object_from_k8s, pod_from_k8s
+from podfit.server.model.decode import object_from_k8s
+from podfit.server.model.objects import node_from_k8s, pod_from_k8s
 
 
 class PodBuilder:

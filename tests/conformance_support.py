@@ -17,7 +17,8 @@ from podfit.server.cache.cluster_cache import ClusterCache, Upsert
 from podfit.server.config import default_profile
 from podfit.server.engine import Decision, Engine
 from podfit.server.model import Kind
-from podfit.server.model.objects import object_from_k8s, pod_from_k8s
+from podfit.server.model.decode import object_from_k8s
+from podfit.server.model.objects import pod_from_k8s
 
 from tests.corpora import corpus
 

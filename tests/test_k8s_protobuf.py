@@ -27,7 +27,7 @@ from podfit.k8s.v1 import core_pb2 as k8s
 from podfit.k8s.v1 import resource_pb2 as k8s_resource
 from podfit.k8s.v1 import storage_pb2 as k8s_storage
 from podfit.server.model import Kind, ValidationError
-from podfit.server.model.objects import object_from_k8s
+from podfit.server.model.decode import object_from_k8s
 from podfit.v1 import cluster_cache_pb2 as cc
 
 VECTORS: list[dict[str, Any]] = json.loads((Path(__file__).parent / "k8s_protobuf" / "vectors.json").read_text())

@@ -11,7 +11,7 @@ from podfit.server.cache.cluster_cache import Upsert
 from podfit.server.config import default_profile
 from podfit.server.engine import UnknownProfileError
 from podfit.server.model import Kind, ValidationError
-from podfit.server.model.objects import object_from_k8s
+from podfit.server.model.decode import object_from_k8s
 from podfit.server.service import CachedPod, GivenPod, NotFoundError, PodRejected, SchedulingService
 from podfit.v1 import cluster_cache_pb2 as cc
 

@@ -25,7 +25,8 @@ from podfit.server.framework.interfaces import Int32Array, IntpArray, Plugin, Pr
 from podfit.server.framework.profile import Profile
 from podfit.server.framework.status import Status, unresolvable, unschedulable
 from podfit.server.model import Kind, Pod, PodDisruptionBudget, ValidationError
-from podfit.server.model.objects import object_from_k8s, pod_from_k8s
+from podfit.server.model.decode import object_from_k8s
+from podfit.server.model.objects import pod_from_k8s
 from podfit.server.plugins import default_preemption, dynamic_resources, node_affinity, taint_toleration
 from podfit.server.plugins.default_preemption import DefaultPreemption
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from podfit.server.config import default_profile
-from podfit.server.dra.cel import CelError, compile_selector, device_value, parse_semver
 from podfit.server.engine import Engine
 from podfit.server.model import Kind, ValidationError
+from podfit.server.model.cel import CelError, compile_selector, device_value, parse_semver
 from podfit.server.model.dra import resource_claim_from_k8s, resource_slice_from_k8s
 
 from tests.builders import NodeBuilder, PodBuilder, make_cache, make_node, make_pod

@@ -11,7 +11,8 @@ from podfit.server.cache.overlay import Overlay
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.status import SKIP, unresolvable, unschedulable
 from podfit.server.model import Kind, LabelSelector, LabelSelectorRequirement
-from podfit.server.model.objects import object_from_k8s, pod_from_k8s
+from podfit.server.model.decode import object_from_k8s
+from podfit.server.model.objects import pod_from_k8s
 from podfit.server.plugins import pod_topology_spread
 from podfit.server.plugins.pod_topology_spread import PodTopologySpread, default_selector
 

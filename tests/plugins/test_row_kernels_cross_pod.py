@@ -22,7 +22,8 @@ from podfit.server.cache.snapshot import Snapshot
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.status import Code, Status
 from podfit.server.model import Kind, Pod
-from podfit.server.model.objects import LabelSelector, LabelSelectorRequirement, object_from_k8s, pod_from_k8s
+from podfit.server.model.decode import object_from_k8s
+from podfit.server.model.objects import LabelSelector, LabelSelectorRequirement, pod_from_k8s
 from podfit.server.plugins import inter_pod_affinity, pod_topology_spread
 from podfit.server.plugins.pod_topology_spread import _CriticalPaths, _round_half_away, _round_half_away_rows
 

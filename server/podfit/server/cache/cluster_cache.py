@@ -30,7 +30,8 @@ from podfit.server.cache.overlay import Overlay
 from podfit.server.cache.pod_index import move_index, resync
 from podfit.server.cache.snapshot import NO_DRA, NO_STORAGE, DraView, ImageSummary, Snapshot, StorageView
 from podfit.server.model import Kind, Node, Pod, ValidationError, WorkloadSelector
-from podfit.server.model.objects import CONTROLLER_KINDS, DRA_KINDS, STORAGE_KINDS, ClusterObject, node_from_k8s
+from podfit.server.model.decode import ClusterObject
+from podfit.server.model.objects import CONTROLLER_KINDS, DRA_KINDS, STORAGE_KINDS, node_from_k8s
 from podfit.server.model.readiness import validate_pod_update
 
 WORKLOAD_KINDS = (Kind.SERVICE, Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTROLLER)

@@ -39,8 +39,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from podfit.server.dra.cel import CelError, CompileError, compile_selector, device_value
 from podfit.server.model import Node, NodeSelectorRequirement, NodeSelectorTerm
+from podfit.server.model.cel import CelError, CompileError, compile_selector, device_value
 from podfit.server.model.dra import (
     ALL,
     AllocatedDevice,

@@ -1,7 +1,7 @@
 """Dynamic resource allocation objects as DynamicResources reads them: DeviceClasses, ResourceSlices and
 ResourceClaims (resource.k8s.io/v1, structured parameters), converted once from Kubernetes JSON.
 
-CEL selectors are kept as text here and compiled by ``podfit.server.plugins.dra_cel``, once per distinct
+CEL selectors are kept as text here and compiled by ``podfit.server.model.cel``, once per distinct
 expression; a selector that does not compile is refused there, at its field path, when the object arrives.
 
 Fields of DRA features podfit does not model (partitionable devices, consumable capacity, binding
@@ -19,7 +19,7 @@ from typing import Any
 
 from podfit.k8s.limits import echo
 from podfit.k8s.quantity import QuantityError, parse_quantity
-from podfit.server.dra.cel import CompileError, compile_selector, parse_semver
+from podfit.server.model.cel import CompileError, compile_selector, parse_semver
 from podfit.server.model.errors import ValidationError
 from podfit.server.model.objects import (
     DEFAULT_NAMESPACE,

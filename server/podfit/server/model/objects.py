@@ -14,15 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any
 
 from podfit.k8s.limits import echo
 from podfit.k8s.quantity import QuantityError, milli_value, parse_quantity, whole_value
 from podfit.server.model.errors import ValidationError
-
-if TYPE_CHECKING:
-    from podfit.server.model.dra import DraObject
-    from podfit.server.model.storage import StorageObject
 
 Labels = Mapping[str, str]
 Resources = Mapping[str, int]
@@ -415,7 +411,6 @@ _REPLICATED = (Kind.REPLICA_SET, Kind.STATEFUL_SET, Kind.REPLICATION_CONTROLLER)
 
 # Storage and DRA objects (podfit.server.model.storage and .dra, which build on this module) are cluster
 # objects too.
-ClusterObject = Union[Node, Pod, Namespace, PodDisruptionBudget, WorkloadSelector, "StorageObject", "DraObject"]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1168,24 +1163,3 @@ def workload_from_k8s(kind: Kind, data: Mapping[str, Any], path: str) -> Workloa
         resource_version=resource_version(meta.get("resourceVersion"), f"{path}.metadata.resourceVersion"),
         replicas=replicas,
     )
-
-
-def object_from_k8s(kind: Kind, data: Mapping[str, Any], path: str) -> ClusterObject:
-    """Converts the Kubernetes JSON of any cached kind."""
-    if kind in STORAGE_KINDS:
-        from podfit.server.model.storage import storage_object_from_k8s
-
-        return storage_object_from_k8s(kind, data, path)
-    if kind in DRA_KINDS:
-        from podfit.server.model.dra import dra_object_from_k8s
-
-        return dra_object_from_k8s(kind, data, path)
-    if kind is Kind.NODE:
-        return node_from_k8s(data, path)
-    if kind is Kind.POD:
-        return pod_from_k8s(data, path)
-    if kind is Kind.NAMESPACE:
-        return namespace_from_k8s(data, path)
-    if kind is Kind.POD_DISRUPTION_BUDGET:
-        return pdb_from_k8s(data, path)
-    return workload_from_k8s(kind, data, path)

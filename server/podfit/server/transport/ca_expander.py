@@ -13,7 +13,7 @@ from grpcplugin import expander_pb2_grpc as ex_grpc
 from podfit.k8s import protobuf
 from podfit.k8s.convert import ConversionError
 from podfit.server.model import Kind, Node, Pod, ValidationError
-from podfit.server.model.objects import ClusterObject, object_from_k8s
+from podfit.server.model.decode import ClusterObject, object_from_k8s
 from podfit.server.service import SchedulingService
 from podfit.server.simulation.expander import ExpansionOption
 from podfit.server.telemetry import annotate

@@ -15,11 +15,11 @@ from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.interfaces import PreemptionResult
 from podfit.server.framework.status import Code
 from podfit.server.model import Kind, Node, Pod, Taint, ValidationError
+from podfit.server.model.decode import object_from_k8s
 from podfit.server.model.objects import (
     CPU,
     DEFAULT_NAMESPACE,
     OwnerReference,
-    object_from_k8s,
     pod_spec_fields,
     preempted_by_scheduler,
     resource_version,

@@ -15,10 +15,11 @@ from __future__ import annotations
 import ast
 import re
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import total_ordering
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import celpy
 import celpy.celtypes as ct
@@ -26,8 +27,16 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 from podfit.k8s.quantity import QuantityError, parse_quantity
 
-if TYPE_CHECKING:
-    from podfit.server.model.dra import Device
+
+class DeviceFacts(Protocol):
+    """What a selector reads of a device (a ResourceSlice's ``Device``): its attributes and capacity."""
+
+    @property
+    def attributes(self) -> Mapping[str, tuple[str, Any]]: ...
+
+    @property
+    def capacity(self) -> Mapping[str, Fraction]: ...
+
 
 # semver 2.0.0 (https://semver.org), as the API server validates version attributes.
 _SEMVER = re.compile(
@@ -240,7 +249,7 @@ def _split(name: str, driver: str) -> tuple[str, str]:
     return (domain or driver), ident
 
 
-def device_value(driver: str, device: Device) -> ct.MapType:
+def device_value(driver: str, device: DeviceFacts) -> ct.MapType:
     """``device`` as a selector sees it."""
     attributes: dict[str, dict[Any, Any]] = {}
     for name, (kind, value) in device.attributes.items():
