@@ -248,3 +248,32 @@ async def test_a_reader_hands_the_interpreter_to_the_event_loop_at_every_step() 
     reader = await _loop_ticks_during(gate, exclusive=False)
     writer = await _loop_ticks_during(gate, exclusive=True)
     assert reader > 2 * writer, (reader, writer)
+
+
+async def test_a_failing_after_heavy_hook_still_lets_go_of_the_cache() -> None:
+    gate = Gate()
+
+    def broken() -> None:
+        raise RuntimeError("a hook failed")
+
+    gate.after_heavy.append(broken)
+    with pytest.raises(RuntimeError, match="a hook failed"):
+        await gate.run_heavy(lambda: None)
+    assert not gate.busy and not gate.heavy_running
+    async with asyncio.timeout(1):
+        async with gate.shared():
+            pass
+
+
+async def test_stats_during_a_batch_read_the_cache_once_the_batch_let_go(live: LiveServer) -> None:
+    """A batch writes the cache on its thread; an inspection meanwhile waits for it rather than read a
+    cache being changed under it (a dict changing size mid-iteration, a half-done batch)."""
+    await _nodes(live)
+    pods = [make_pod(f"b{i}").req(cpu="500m").json() for i in range(3000)]
+    batch = asyncio.ensure_future(live.client.schedule_batch(pods, view="basic", timeout=60))
+    gate = live.running.service.gate
+    while not gate.busy:
+        await asyncio.sleep(0.005)
+    stats = await live.client.stats()
+    placed = await batch
+    assert placed.assumed_generation and stats.generation == placed.assumed_generation

@@ -700,3 +700,17 @@ async def test_a_follower_far_behind_is_let_go(monkeypatch: pytest.MonkeyPatch) 
         assert frames[-1][0] == journal.position
     with pytest.raises(journal_module.FollowerDropped):
         await journal.follow(1, 0)
+
+
+async def test_a_reservation_the_owner_cannot_make_is_answered_whole_by_it(
+    pair: Pair, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever the owner's assume raises, the worker hears 'refused' (and forwards the call), never a
+    broken connection it would report as OWNER_GONE."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("not expected")
+
+    monkeypatch.setattr(pair.owner.service, "assume", broken)
+    answer = await pair.to_worker.schedule(pod("through-owner"), assume=True)
+    assert answer.selected_node and not pair.follower.ended.is_set()

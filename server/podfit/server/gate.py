@@ -234,10 +234,13 @@ class Gate:
                     args = (prepare(), *args)
                 return await self._run(fn, args, deadline, sharing=not exclusive)
             finally:
-                for hook in self.after_heavy:
-                    hook()
-                if exclusive:
-                    self._release_exclusive()
+                try:
+                    for hook in self.after_heavy:
+                        hook()
+                finally:
+                    # Whatever a hook raised, the cache is let go: nothing may wait on a gate left shut.
+                    if exclusive:
+                        self._release_exclusive()
         finally:
             self._running = None
             self._slot.give()

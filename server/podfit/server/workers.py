@@ -45,7 +45,7 @@ import grpc
 from podfit.server.cache.cluster_cache import Change, Upsert
 from podfit.server.cache.journal import FollowerDropped, Journal
 from podfit.server.metrics import retire
-from podfit.server.model import Kind, Pod, ValidationError
+from podfit.server.model import Kind, Pod
 from podfit.server.service import GivenPod, OwnerGone, ReservationMoved, SchedulingService
 from podfit.server.transport.convert import upsert_from_object
 from podfit.v1 import cluster_cache_pb2 as cc
@@ -393,7 +393,8 @@ class Owner:
             before = self.journal.position
             try:
                 assumed = service.assume(pod, node_name)
-            except (ValidationError, LookupError, ValueError):  # the owner's own decision will say what is wrong
+            except Exception:  # refused here, for any reason: the owner answers the whole call and says why
+                log.debug("a decision worker's reservation refused by the owner", exc_info=True)
                 return b""
             # Published at once (this is the loop's thread): the reservation is the journal's next operation.
             position = self.journal.position

@@ -18,6 +18,7 @@ overlay changed read again from its own NodeInfos, so a fork never re-indexes th
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -549,8 +550,10 @@ def index_of(table: NodeTable, nodes: Sequence[NodeInfo], rows: IntpArray, gener
         index.sync(table, nodes, rows, generation)
         # A whole-cluster structure that lives as long as the cache, built by the first decision that needs
         # it: set aside from the cyclic collector as the cache sets its records aside, or every full
-        # collection walks it inside a decision (tens of ms at 50,000 pods).
-        gc.freeze()
+        # collection walks it inside a decision (tens of ms at 50,000 pods). Not for a frozen snapshot's
+        # index, built by a reader on its thread and dropped with the snapshot.
+        if threading.current_thread() is threading.main_thread():
+            gc.freeze()
         return index
     index.sync(table, nodes, rows, generation)
     return index

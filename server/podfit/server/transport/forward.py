@@ -190,17 +190,23 @@ def current(
     path: str, response_type: type[Message]
 ) -> Callable[[Callable[[Any, Any, Any], Awaitable[Any]]], Callable[[Any, Any, Any], Awaitable[Any]]]:
     """An inspection (Get, List, Stats): in a worker, answered once the replica has caught up with the
-    owner, so it shows every write acknowledged before it was asked — or, while a heavy call holds this
-    worker's replica (which then cannot advance), answered by ``path`` on the owner, which never waits."""
+    owner, so it shows every write acknowledged before it was asked — or, while a batch holds this
+    worker's replica (which then cannot advance), answered by ``path`` on the owner. Where the cache is
+    written (the owner, one process), it waits for a batch in progress: its thread is changing the cache."""
 
     def decorate(method: Callable[[Any, Any, Any], Awaitable[Any]]) -> Callable[[Any, Any, Any], Awaitable[Any]]:
         @functools.wraps(method)
         async def wrapper(self: Any, request: Any, context: Any) -> Any:
             owner: OwnerLink | None = self.owner
+            gate = self.service.gate
             if owner is not None:
-                if self.service.gate.busy:
+                if gate.busy:
                     return await owner.unary(path, request, response_type, context, follow=False)
                 await owner.caught_up(context)
+            if gate.busy:
+                # A batch is writing the cache on its thread: read it once the batch has let go.
+                async with gate.shared():
+                    return await method(self, request, context)
             return await method(self, request, context)
 
         return wrapper
