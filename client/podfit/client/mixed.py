@@ -28,7 +28,7 @@ from typing import Any
 import aiohttp
 from podfit.client import _requests as rq
 from podfit.client.aio import AsyncClient
-from podfit.client.bench import node, pod
+from podfit.client.bench import _percentile, node, pod
 from podfit.client.manifests import to_cluster_object
 from podfit.v1 import simulation_pb2 as sim
 
@@ -45,10 +45,8 @@ class Kind:
     errors: list[str] = dataclasses.field(default_factory=list)
 
     def percentile(self, q: float) -> float:
-        ordered = sorted(self.latencies)
-        if not ordered:
-            return float("nan")
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+        """``q`` in [0, 1], as ``podfit bench`` computes its percentiles."""
+        return _percentile(self.latencies, q * 100)
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -57,6 +57,27 @@ class _Waiter:
     granted: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
+async def _until_granted(
+    granted: asyncio.Future[None],
+    deadline: float | None,
+    give_back: Callable[[], None],
+    leave: Callable[[], None],
+    ahead: Callable[[], str],
+) -> None:
+    """Waits for ``granted`` until ``deadline`` (``time.monotonic()``; None: none). On cancellation or at
+    the deadline, a grant that came meanwhile is given back, else the waiter leaves its queue; both let
+    the next waiter in at once. The deadline is DeadlineExceeded, naming what was ``ahead()``."""
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout_at(None if deadline is None else loop.time() + deadline - time.monotonic()):
+            await asyncio.shield(granted)
+    except BaseException as exc:
+        (give_back if granted.done() else leave)()
+        if isinstance(exc, TimeoutError):
+            raise DeadlineExceeded(f"the deadline passed while waiting for {ahead()}") from None
+        raise
+
+
 class _Slot:
     """The heavy-call thread: one holder, the rest queued in arrival order."""
 
@@ -70,23 +91,13 @@ class _Slot:
             return
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.queue.append(granted)
-        try:
-            if deadline is None:
-                await asyncio.shield(granted)
-            else:
-                async with asyncio.timeout_at(asyncio.get_running_loop().time() + deadline - time.monotonic()):
-                    await asyncio.shield(granted)
-        except BaseException as exc:
-            if granted.done():
-                self.give()
-            else:
-                self.queue.remove(granted)
-            if isinstance(exc, TimeoutError):
-                raise DeadlineExceeded(
-                    f"the deadline passed while waiting for the heavy calls ahead of this call ({len(self.queue)} "
-                    "waiting, one running)"
-                ) from None
-            raise
+        await _until_granted(
+            granted,
+            deadline,
+            self.give,
+            lambda: self.queue.remove(granted),
+            lambda: f"the heavy calls ahead of this call ({len(self.queue)} waiting, one running)",
+        )
 
     def give(self) -> None:
         if self.queue:
@@ -164,25 +175,18 @@ class Gate:
         else:
             self._queue.append(waiter)
         self._admit()
-        try:
-            if deadline is None:
-                await asyncio.shield(waiter.granted)
-            else:
-                async with asyncio.timeout_at(asyncio.get_running_loop().time() + deadline - time.monotonic()):
-                    await asyncio.shield(waiter.granted)
-        except BaseException as exc:
-            if waiter.granted.done():
-                # Granted while being cancelled: give it back.
-                (self._release_exclusive if waiter.exclusive else self._release_shared)()
-            else:
-                self._queue.remove(waiter)
-                self._admit()
-            if isinstance(exc, TimeoutError):
-                raise DeadlineExceeded(
-                    "the deadline passed while waiting for the heavy calls ahead of this call "
-                    f"({self.waiting} waiting, one running)"
-                ) from None
-            raise
+
+        def leave() -> None:
+            self._queue.remove(waiter)
+            self._admit()
+
+        await _until_granted(
+            waiter.granted,
+            deadline,
+            self._release_exclusive if waiter.exclusive else self._release_shared,
+            leave,
+            lambda: f"the batch holding the cache ({len(self._queue)} queued for it)",
+        )
 
     @asynccontextmanager
     async def shared(self, *, first: bool = False) -> AsyncIterator[None]:

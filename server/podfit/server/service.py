@@ -556,13 +556,13 @@ class SchedulingService:
                 log.warning("decision memo unavailable, deciding without it: %s: %s", type(exc).__name__, exc)
             return None
 
-    def _pending_view(self, given: PodInput, pod: Pod, base: Snapshot | None = None) -> tuple[Pod, Snapshot | None]:
+    def _pending_view(self, given: PodInput, pod: Pod) -> tuple[Pod, Snapshot | None]:
         """A cached pod that is bound, asked about by name, is answered as kube-scheduler would see it
         pending again: without its node and without its own reservation on that node (a snapshot where
         it is not bound). Any other pod: as given, on the current snapshot (None)."""
         if not isinstance(given, CachedPod) or not pod.node_name or pod.terminal:
             return pod, None
-        overlay = Overlay(base or self.cache.snapshot())
+        overlay = Overlay(self.cache.snapshot())
         if overlay.node(pod.node_name) is not None:
             overlay.remove_pod(pod)
         return dataclasses.replace(pod, node_name=""), overlay.snapshot()
