@@ -1,4 +1,4 @@
-"""Decision workers (podfit.server.workers): an owner and a worker in this process on separate loopback
+"""Decision workers (podfit.server.transport.workers): an owner and a worker in this process on separate loopback
 ports, so each call goes where the test says; then podfit-server --workers 2 as users start it."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from podfit.server.service import ReservationMoved
 from podfit.server.settings import Settings
 from podfit.server.telemetry import Telemetry
 from podfit.server.transport.forward import OwnerLink
-from podfit.server.workers import Follower, Owner
+from podfit.server.transport.workers import Follower, Owner
 from podfit.v1 import cluster_cache_pb2 as cc
 
 from tests.builders import make_node
@@ -460,7 +460,7 @@ async def test_a_follower_let_go_for_lagging_is_disconnected_at_once(
 async def test_the_private_socket_refuses_whoever_lacks_the_token(pair: Pair, tmp_path: Any) -> None:
     import pickle
 
-    from podfit.server import workers
+    from podfit.server.transport import workers
 
     stream = os.path.join(pair.link.directory, workers.STREAM_SOCKET)
     reader, writer = await asyncio.open_unix_connection(stream)
@@ -641,7 +641,7 @@ def test_the_owners_metrics_include_its_workers(
 def test_the_default_is_a_process_per_core_the_cpu_limit_allows(
     tmp_path: Any, files: dict[str, str], expected: int | None
 ) -> None:
-    from podfit.server.workers import default_workers
+    from podfit.server.transport.workers import default_workers
 
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

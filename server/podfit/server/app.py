@@ -35,7 +35,7 @@ from podfit.server.transport.extender import start_extender
 from podfit.server.transport.forward import OwnerLink
 from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer, SimulationServicer
 from podfit.server.transport.probes import start_probes
-from podfit.server.workers import Follower, Owner, default_workers, read_token
+from podfit.server.transport.workers import Follower, Owner, default_workers, read_token
 from podfit.v1 import (
     cluster_cache_pb2,
     cluster_cache_pb2_grpc,
@@ -244,7 +244,7 @@ async def create_server(
     """Builds and starts the server; ``addr`` like "127.0.0.1:0" picks a free port (tests).
 
     The extender endpoint starts only when ``extender_addr`` (or the settings) names an address.
-    ``reuse_port``: other processes of this server listen on the same ports (podfit.server.workers);
+    ``reuse_port``: other processes of this server listen on the same ports (podfit.server.transport.workers);
     ``owner``: this process is a decision worker, forwarding its writes there.
     """
     settings = settings or Settings()
@@ -433,9 +433,9 @@ async def serve(settings: Settings, argv: Sequence[str] = ()) -> None:
 
 
 async def serve_worker(settings: Settings) -> None:
-    """A decision worker (podfit.server.workers): loads the owner's cache, then listens beside it until
+    """A decision worker (podfit.server.transport.workers): loads the owner's cache, then listens beside it until
     the owner stops it (SIGTERM) or goes away."""
-    # The owner's /metrics asks each worker for its figures (podfit.server.workers).
+    # The owner's /metrics asks each worker for its figures (podfit.server.transport.workers).
     telemetry = Telemetry.from_exporter_name(settings.telemetry_exporter, prometheus=True)
     service = build_service(settings, telemetry)
     service.workers = settings.workers

@@ -21,7 +21,7 @@ METRICS_PATH = "/metrics"
 # Families every process reports alike (each holds the same cache, and OpenTelemetry's target_info):
 # the owner's figures are the server's.
 REPLICATED = ("podfit_cache_", "podfit_scheduler_", "target")
-# The expositions of a server's decision workers, gathered at scrape time (podfit.server.workers): those
+# The expositions of a server's decision workers, gathered at scrape time (podfit.server.transport.workers): those
 # running, and the last of those that went away, whose counters and histograms stay counted so that the
 # server's never fall back.
 Gatherer = Callable[[], Awaitable[tuple[list[bytes], list[bytes]]]]

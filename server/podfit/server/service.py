@@ -62,7 +62,7 @@ class StalePodError(ValueError):
 
 class ReservationMoved(Exception):
     """A decision worker's reservation was refused by the owner: the cache moved on since the decision
-    was made on the worker's replica. The owner decides the call again (podfit.server.workers)."""
+    was made on the worker's replica. The owner decides the call again (podfit.server.transport.workers)."""
 
 
 class OwnerGone(Exception):
@@ -337,7 +337,7 @@ class SchedulingService:
         self._sync_listeners: builtins.list[Callable[[], Awaitable[None]]] = []
         # Set at SIGTERM: readiness turns false (the extender's /readyz 503) while calls are still served.
         self.shutting_down = False
-        # Processes serving this cache (the owner and its decision workers, podfit.server.workers).
+        # Processes serving this cache (the owner and its decision workers, podfit.server.transport.workers).
         self.workers = 1
         # In a decision worker: the owner, which makes every reservation.
         self.reservations: Reservations | None = None

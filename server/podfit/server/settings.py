@@ -97,7 +97,7 @@ class Settings:
     # Per profile (scheduler name): the version it answers as, overriding kube_scheduler_version.
     profile_versions: Mapping[str, str] = field(default_factory=dict, compare=False)
     # Processes answering on the listeners: the cache's owner plus workers - 1 decision workers
-    # (podfit.server.workers); 0: one per core this process may use.
+    # (podfit.server.transport.workers); 0: one per core this process may use.
     workers: int = 0
     # Set only in a decision worker, by its owner: the owner's private socket.
     follow_owner: str = ""

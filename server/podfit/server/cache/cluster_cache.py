@@ -140,7 +140,7 @@ class ClusterCache:
         self._slices: list[Any] | None = None
         # Caller-sent Nodes converted before, by (name, uid, resourceVersion).
         self._converted_nodes: dict[tuple[str, str, str], Node] = {}
-        # The owner's record of its writes, for decision workers (podfit.server.workers); None elsewhere.
+        # The owner's record of its writes, for decision workers (podfit.server.transport.workers); None elsewhere.
         self.journal: Journal | None = None
         # Nodes whose NodeInfo was made or cloned since the last freeze (changed in place); any other is
         # held by a frozen snapshot and cloned before its first change.

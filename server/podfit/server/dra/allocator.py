@@ -51,7 +51,7 @@ from podfit.server.model.dra import (
     ResourceSlice,
     UnmodelledError,
 )
-from podfit.server.plugins.helper import terms_match
+from podfit.server.model.node_selectors import terms_match
 
 # AllocationResultsMaxSize: devices per claim.
 MAX_DEVICES_PER_CLAIM = 32

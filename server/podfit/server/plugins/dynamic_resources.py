@@ -37,7 +37,7 @@ from podfit.server.framework.status import SKIP, Code, PluginError, Status, unre
 from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import NodeSelectorTerm, Pod
 from podfit.server.model.dra import ResourceClaim, UnmodelledError
-from podfit.server.plugins.helper import terms_match
+from podfit.server.model.node_selectors import terms_match
 from podfit.server.plugins.node_resources_fit import refuse_dra_extended_resources
 
 if TYPE_CHECKING:

@@ -18,11 +18,8 @@ from podfit.server.framework.profile import NODE_AFFINITY
 from podfit.server.framework.status import SKIP, Status, unresolvable
 from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm
-from podfit.server.plugins.helper import (
-    NODE_NAME_FIELD,
-    default_normalize_rows,
-    term_valid,
-)
+from podfit.server.model.node_selectors import NODE_NAME_FIELD, term_valid
+from podfit.server.plugins.helper import default_normalize_rows
 
 if TYPE_CHECKING:
     from podfit.server.cache.node_table import NodeTable

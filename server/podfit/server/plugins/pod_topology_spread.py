@@ -38,8 +38,9 @@ from podfit.server.framework.status import SKIP, Status, unresolvable, unschedul
 from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import Kind, Node, Pod, TopologySpreadConstraint, WorkloadSelector
 from podfit.server.model.errors import ValidationError
+from podfit.server.model.node_selectors import required_node_affinity_matches
 from podfit.server.model.objects import Labels, LabelSelector, parse_label_selector
-from podfit.server.plugins.helper import do_not_schedule_taints, find_untolerated_taint, required_node_affinity_matches
+from podfit.server.plugins.helper import do_not_schedule_taints, find_untolerated_taint
 
 if TYPE_CHECKING:
     from podfit.server.cache.node_table import LabelColumn, NodeTable

@@ -27,13 +27,13 @@ from podfit.server.framework.profile import VOLUME_BINDING
 from podfit.server.framework.status import SKIP, Status, unresolvable
 from podfit.server.framework.versions import BASE_FEATURES, Features
 from podfit.server.model import Node, NodeSelectorRequirement, NodeSelectorTerm, Pod
+from podfit.server.model.node_selectors import field_requirement_matches, label_requirement_matches, term_valid
 from podfit.server.model.storage import (
     SELECTED_NODE_ANNOTATION,
     CSIStorageCapacity,
     PersistentVolume,
     PersistentVolumeClaim,
 )
-from podfit.server.plugins.helper import field_requirement_matches, label_requirement_matches, term_valid
 from podfit.server.plugins.volume_zone import BETA_REGION, BETA_ZONE, REGION, ZONE, not_found
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""A decision worker's writes, forwarded to the owner as they came (podfit.server.workers).
+"""A decision worker's writes, forwarded to the owner as they came (podfit.server.transport.workers).
 
 Servicer methods that change the cache are marked ``forwarded``: in the owner (or a single process) they
 run as written; in a worker the request goes to the owner over the private socket, and the answer comes
@@ -22,7 +22,7 @@ from grpc_status import rpc_status
 from podfit.server.service import OwnerGone, ReservationMoved
 from podfit.server.transport.decoding import Undecodable
 from podfit.server.transport.errors import status_for
-from podfit.server.workers import POSITION_KEY, Follower, committed
+from podfit.server.transport.workers import POSITION_KEY, Follower, committed
 
 OWNER_GONE = "this decision worker lost its owner process; retry (the server is restarting)"
 

@@ -56,7 +56,7 @@ def _key_message(change: Change) -> cc.ObjectKey:
 class ClusterCacheServicer(cc_grpc.ClusterCacheServicer):
     def __init__(self, service: SchedulingService, owner: OwnerLink | None = None) -> None:
         self.service = service
-        # In a decision worker: where writes go (podfit.server.workers).
+        # In a decision worker: where writes go (podfit.server.transport.workers).
         self.owner = owner
 
     def _apply(self, changes: list[Change]) -> BatchResult:
@@ -248,7 +248,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
 
     def __init__(self, service: SchedulingService, owner: OwnerLink | None = None) -> None:
         self.service = service
-        # In a decision worker: the owner, which makes every reservation (podfit.server.workers).
+        # In a decision worker: the owner, which makes every reservation (podfit.server.transport.workers).
         self.owner = owner
 
     @staticmethod
