@@ -158,3 +158,48 @@ def test_rows_changed_after_an_undone_batch_are_evaluated_again() -> None:
         svc.apply([Upsert(Kind.POD, make_pod(f"x{i}").req(cpu="1500m").node(f"n{i % 3}").obj())])
     cold = Engine(svc.cache, {"default-scheduler": default_profile()})
     assert _answer(svc.engine, svc.cache, replica.obj()) == _answer(cold, svc.cache, replica.obj())
+
+
+def test_a_freeze_keeps_the_answers_of_unchanged_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A freeze hands the cache a fork of its table: the memo follows it and re-evaluates only what changed."""
+    seen: list[int] = []
+    original = NodeResourcesFit.filter_rows
+
+    def counting(self: NodeResourcesFit, state: Any, pod: Pod, table: Any, rows: np.ndarray) -> Any:
+        seen.append(len(rows))
+        return original(self, state, pod, table, rows)
+
+    monkeypatch.setattr(NodeResourcesFit, "filter_rows", counting)
+    cache = make_cache(*[make_node(f"n{i:03d}") for i in range(200)])
+    engine = Engine(cache, {"default-scheduler": default_profile()})
+    pod = make_pod("r").req(cpu="1").obj()
+    engine.decide(pod, snapshot=cache.snapshot())
+    cache.freeze()
+    cache.apply([Upsert(Kind.POD, make_pod("x").req(cpu="1").node("n007").obj())])
+    seen.clear()
+    engine.decide(pod, snapshot=cache.snapshot())
+    assert seen == [1]
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_decisions_over_frozen_and_live_generations_in_turn_equal_from_scratch(seed: int) -> None:
+    """Readers of a frozen generation and of the live cache take turns on one engine (as decisions do
+    while a batch writes): an older generation never takes a newer generation's answers."""
+    rng = random.Random(seed)
+    cache = make_cache(*[_node(rng, f"n{i:02d}") for i in range(24)])
+    warm = Engine(cache, {"default-scheduler": default_profile()})
+    probes = {name: builder.obj() for name, builder in _probes().items()}
+    frozen = cache.freeze()
+    for step in range(40):
+        _churn(rng, cache, step)
+        if step % 7 == 0:
+            frozen = cache.freeze()
+        for name, pod in probes.items():
+            for label, snapshot in (("live", cache.snapshot()), ("frozen", frozen)):
+                cold = Engine(cache, {"default-scheduler": default_profile()})
+                got, _, _ = warm.decide(pod, snapshot=snapshot)
+                want, _, _ = cold.decide(pod, snapshot=snapshot)
+                assert [(v.node_name, v.status) for v in got.verdicts] == [
+                    (v.node_name, v.status) for v in want.verdicts
+                ], f"step {step}, probe {name}, {label}"
+                assert [(s.node_name, s.total) for s in got.scores] == [(s.node_name, s.total) for s in want.scores]

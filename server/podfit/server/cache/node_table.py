@@ -99,6 +99,8 @@ class NodeTable:
 
     def __init__(self, capacity: int = 64) -> None:
         self.capacity = capacity
+        # Shared by this table and its forks: one cache's tables across freezes (see framework's _RowMemo).
+        self.lineage = object()
         self.resources: dict[str, int] = {name: i for i, name in enumerate(BASE_RESOURCES)}
         self.allocatable: IntArray = np.zeros((capacity, len(BASE_RESOURCES)), dtype=np.int64)
         self.requested: IntArray = np.zeros((capacity, len(BASE_RESOURCES)), dtype=np.int64)

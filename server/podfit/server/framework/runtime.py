@@ -8,6 +8,7 @@ reserve their room there).
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -106,7 +107,9 @@ class Framework:
         self._local_filters = profile.filter[:local_filters]
         self._other_filters = profile.filter[local_filters:]
         self._local_scores = {w.plugin.name for w in profile.score if getattr(w.plugin, "row_local", False)}
-        self._memo: OrderedDict[tuple[str, frozenset[str]], _RowMemo] = OrderedDict()
+        # Row memos per thread: the event loop's decisions and a batch on the heavy thread each keep their
+        # own, so neither waits for nor disturbs the other's.
+        self._memos = threading.local()
 
     # -- PreEnqueue ------------------------------------------------------------------------------
 
@@ -345,17 +348,20 @@ class Framework:
         return ScoreTable(outcome.names[index], totals, plugins)
 
     def _row_memo(self, state: CycleState, snapshot: Snapshot, signature: str | None) -> _RowMemo | None:
-        """The memo of a pod signature over the cache's own table (overlays and scratch tables have none)."""
+        """The memo of a pod signature over the cache's own tables (overlays and scratch tables have none)."""
         if signature is None or snapshot.pod_index is not None:
             return None
+        memos: OrderedDict[tuple[str, frozenset[str]], _RowMemo] | None = getattr(self._memos, "by_signature", None)
+        if memos is None:
+            memos = self._memos.by_signature = OrderedDict()
         key = (signature, frozenset(state.skip_filter))
-        memo = self._memo.get(key)
-        if memo is None or memo.table is not snapshot.table:
-            memo = self._memo[key] = _RowMemo(snapshot.table)
-            if len(self._memo) > _MEMO_SIGNATURES:
-                self._memo.popitem(last=False)
+        memo = memos.get(key)
+        if memo is None or not memo.follows(snapshot):
+            memo = memos[key] = _RowMemo(snapshot.table)
+            if len(memos) > _MEMO_SIGNATURES:
+                memos.popitem(last=False)
         else:
-            self._memo.move_to_end(key)
+            memos.move_to_end(key)
         return memo
 
 
@@ -371,7 +377,7 @@ class _RowMemo:
     replicas with assume so re-evaluates the one row each assume changed, not the cluster.
     """
 
-    __slots__ = ("_epoch", "_filter_generation", "_score_generation", "_statuses", "codes", "scores", "table")
+    __slots__ = ("_epoch", "_filter_generation", "_score_generation", "_statuses", "codes", "newest", "scores", "table")
 
     def __init__(self, table: NodeTable) -> None:
         self.table = table
@@ -383,6 +389,21 @@ class _RowMemo:
         self.scores: dict[str, Int64Array] = {}
         self._score_generation: dict[str, int] = {}
         self._epoch = table.epoch
+        # The newest generation answered from.
+        self.newest = -1
+
+    def follows(self, snapshot: Snapshot) -> bool:
+        """Whether this memo can answer over ``snapshot``: its own table, or a later table of the same cache
+        (a freeze hands the cache a fork of its table, with the same row generations), at a generation no
+        older than any answered. A frozen generation older than that starts a memo of its own."""
+        table = snapshot.table
+        if table is self.table:
+            return True
+        same_cache = getattr(table, "lineage", None) is getattr(self.table, "lineage", False)
+        if not same_cache or snapshot.generation < self.newest:
+            return False
+        self.table = table
+        return True
 
     def _stale(self, generation: int, size: int) -> IntpArray | None:
         """Rows to evaluate again (None: all of them)."""
@@ -419,6 +440,7 @@ class _RowMemo:
             remap = np.array([0, *(known.setdefault(s, len(known) + 1) for s in found)], dtype=np.int32)
             self.codes[stale] = remap[fresh]
         self._filter_generation = snapshot.generation
+        self.newest = max(self.newest, snapshot.generation)
         local = self.codes[rows]
         hit = (codes == 0) & (local > 0)
         codes[hit] = local[hit] + len(statuses)
@@ -433,6 +455,7 @@ class _RowMemo:
         if len(stale):
             column[stale] = plugin.score_rows(state, pod, self.table, stale)
         self._score_generation[plugin.name] = snapshot.generation
+        self.newest = max(self.newest, snapshot.generation)
         return column[rows]
 
 
