@@ -17,13 +17,18 @@ _V135_FILTER = [
 ]  # fmt: skip
 DEFAULT_FILTER = {
     "v1.35": _V135_FILTER,
+    "v1.36": [*_V135_FILTER, "NodeDeclaredFeatures"],
     "v1.37": ["NodeName", "NodeUnschedulable", *_V135_FILTER[2:], "NodeDeclaredFeatures"],
 }
 _PRE_FILTER = [
     "NodeAffinity", "NodePorts", "NodeResourcesFit", *_VOLUMES, "PodTopologySpread", "InterPodAffinity",
     "DynamicResources",
 ]  # fmt: skip
-DEFAULT_PRE_FILTER = {"v1.35": _PRE_FILTER, "v1.37": ["NodeName", *_PRE_FILTER, "NodeDeclaredFeatures"]}
+DEFAULT_PRE_FILTER = {
+    "v1.35": _PRE_FILTER,
+    "v1.36": [*_PRE_FILTER, "NodeDeclaredFeatures"],
+    "v1.37": ["NodeName", *_PRE_FILTER, "NodeDeclaredFeatures"],
+}
 DEFAULT_SCORE = [
     ("TaintToleration", 3), ("NodeAffinity", 2), ("NodeResourcesFit", 1), ("VolumeBinding", 1),
     ("PodTopologySpread", 2), ("InterPodAffinity", 2), ("DynamicResources", 2),
@@ -39,7 +44,7 @@ def config(*profiles: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("version", ["v1.35", "v1.37"])
+@pytest.mark.parametrize("version", ["v1.35", "v1.36", "v1.37"])
 def test_default_profile_matches_kube_scheduler(version: str) -> None:
     profile = default_profile(version=version)
     assert [p.name for p in profile.filter] == DEFAULT_FILTER[version]
@@ -62,6 +67,8 @@ def test_the_default_version_is_v137() -> None:
         pytest.param("v1.37", {}, True, id="v1.37: StorageCapacityScoring is beta and on, VolumeBinding scores"),
         pytest.param("v1.37", {"StorageCapacityScoring": False}, False, id="v1.37 with the gate turned off"),
         pytest.param("v1.35", {"StorageCapacityScoring": True}, True, id="v1.35 with the gate turned on"),
+        pytest.param("v1.36", {}, False, id="v1.36: StorageCapacityScoring is still alpha, VolumeBinding skips"),
+        pytest.param("v1.36", {"StorageCapacityScoring": True}, True, id="v1.36 with the gate turned on"),
     ],
 )
 def test_feature_gates_reach_the_plugins(version: str, gates: dict[str, bool], scored: bool) -> None:
@@ -74,21 +81,25 @@ def test_feature_gates_reach_the_plugins(version: str, gates: dict[str, bool], s
 
 def test_profiles_answer_as_their_own_versions() -> None:
     profiles = profiles_from_configuration(
-        config({"schedulerName": "default-scheduler"}, {"schedulerName": "legacy"}),
+        config({"schedulerName": "default-scheduler"}, {"schedulerName": "legacy"}, {"schedulerName": "current"}),
         "v1.37",
-        profile_versions={"legacy": "v1.35.4"},
+        profile_versions={"legacy": "v1.35.4", "current": "v1.36.1"},
     )
     assert {name: p.version.release for name, p in profiles.items()} == {
         "default-scheduler": "v1.37.2",
         "legacy": "v1.35.4",
+        "current": "v1.36.3",
     }
 
 
 @pytest.mark.parametrize(
     ("version", "gates", "profile_versions", "message"),
     [
-        pytest.param("v1.36", {}, {}, "kubeSchedulerVersion: kube-scheduler version 'v1.36' is not supported "
-                     "(supported: v1.35 (v1.35.4), v1.37 (v1.37.2))", id="an unsupported server version"),
+        pytest.param("v1.34", {}, {}, "kubeSchedulerVersion: kube-scheduler version 'v1.34' is not supported "
+                     "(supported: v1.35 (v1.35.4), v1.36 (v1.36.3), v1.37 (v1.37.2))",
+                     id="an unsupported server version"),
+        pytest.param("v1.38.0", {}, {}, "kubeSchedulerVersion: kube-scheduler version 'v1.38.0' is not supported",
+                     id="a minor podfit does not answer as yet"),
         pytest.param("v1.37", {}, {"nobody": "v1.35"}, "profileVersions.nobody: no profile", id="an unknown profile"),
         pytest.param("v1.37", {}, {"default-scheduler": "1.2"}, "profileVersions.default-scheduler: kube-scheduler "
                      "version '1.2' is not supported", id="an unsupported profile version"),
@@ -331,6 +342,28 @@ def _profiles_at_start(version: str, flag: str, profile_versions: dict[str, str]
         pytest.param("v1.37", "DRASchedulerFilterTimeout=false", "featureGates.DRASchedulerFilterTimeout: feature "
                      "gate DRASchedulerFilterTimeout=false is not modelled",
                      id="v1.37 DRASchedulerFilterTimeout=false"),
+        pytest.param("v1.36", "PodLevelResources=false", "featureGates.PodLevelResources: feature gate "
+                     "PodLevelResources=false is not modelled by podfit (it answers with the v1.36 default, true); "
+                     "podfit honours StorageCapacityScoring, NodeDeclaredFeatures, VolumeLimitScaling, DRADeviceTaints",
+                     id="v1.36 PodLevelResources=false, naming the gates v1.36 honours"),
+        pytest.param("v1.36", "DRADeviceTaintRules=true", "featureGates.DRADeviceTaintRules: feature gate "
+                     "DRADeviceTaintRules=true is not modelled by podfit (it answers with the v1.36 default, false)",
+                     id="v1.36 DRADeviceTaintRules=true (beta, off in v1.36)"),
+        pytest.param("v1.36", "DRAConsumableCapacity=false", "featureGates.DRAConsumableCapacity: feature gate "
+                     "DRAConsumableCapacity=false is not modelled by podfit (it answers with the v1.36 default, true)",
+                     id="v1.36 DRAConsumableCapacity=false (beta, on in v1.36)"),
+        pytest.param("v1.36", "WorkloadAwarePreemption=true", "featureGates.WorkloadAwarePreemption: feature gate "
+                     "WorkloadAwarePreemption=true is not modelled", id="v1.36 a gate only v1.36 has"),
+        pytest.param("v1.36", "VolumeAttributesClass=false", "featureGates.VolumeAttributesClass: cannot set "
+                     "feature gate VolumeAttributesClass to false, feature is locked to true in v1.36.3",
+                     id="VolumeAttributesClass=false is locked from v1.36"),
+        pytest.param("v1.36", "NodeDeclaredFeatures=false", "featureGates.NodeDeclaredFeatures: cannot set "
+                     "feature gate NodeDeclaredFeatures to false, feature is locked to true in v1.37.2",
+                     id="NodeDeclaredFeatures=false is refused for a v1.36 server too: gates are checked against "
+                        "every version"),
+        pytest.param("v1.36", "MatchLabelKeysInPodTopologySpread=false", "featureGates."
+                     "MatchLabelKeysInPodTopologySpread: feature gate MatchLabelKeysInPodTopologySpread=false is not "
+                     "modelled", id="MatchLabelKeysInPodTopologySpread=false: beta in every version, not locked"),
     ],
 )  # fmt: skip
 def test_a_gate_podfit_does_not_honour_is_refused_at_start_naming_it(version: str, flag: str, message: str) -> None:
@@ -357,6 +390,15 @@ def test_a_gate_podfit_does_not_honour_is_refused_at_start_naming_it(version: st
                      id="v1.35 storage gates are honoured"),
         pytest.param("v1.35", "NodeDeclaredFeatures=true", {"enable_node_declared_features": True},
                      id="v1.35 NodeDeclaredFeatures=true is honoured"),
+        pytest.param("v1.36", "DRADeviceTaints=false", {"enable_dra_device_taints": False},
+                     id="v1.36 DRADeviceTaints=false is honoured"),
+        pytest.param("v1.36", "StorageCapacityScoring=true,VolumeLimitScaling=true",
+                     {"enable_storage_capacity_scoring": True, "enable_volume_limit_scaling": True},
+                     id="v1.36 storage gates are honoured"),
+        pytest.param("v1.36", "DRAConsumableCapacity=true,DRADeviceTaintRules=false,DRAPrioritizedList=true",
+                     {"enable_dra_extended_resource": True, "enable_dra_device_taints": True},
+                     id="v1.36 DRA gates at their defaults"),
+        pytest.param("v1.37", "WorkloadAwarePreemption=true", {}, id="v1.37 a gate only v1.36 has is not v1.37's"),
     ],
 )  # fmt: skip
 def test_a_gate_at_its_default_or_honoured_is_accepted(version: str, flag: str, features: dict[str, bool]) -> None:
@@ -381,6 +423,7 @@ def test_a_request_for_a_version_that_does_not_honour_the_servers_gates_is_refus
 
     engine = Engine(ClusterCache(), _profiles_at_start("v1.37", "DRAConsumableCapacity=true"))
     assert engine.at_version("v1.37") is not None
+    assert engine.at_version("v1.36") is not None  # beta and on in v1.36 too
     with pytest.raises(ValidationError) as error:
         engine.at_version("v1.35")
     assert error.value.field == "kube_scheduler_version"

@@ -1,5 +1,5 @@
-"""Parity with kube-scheduler v1.35.4 and v1.37.2, and with cluster-autoscaler's scale-down planner: replays
-every public case of both versions, and every removal case under both destination rules, through the gRPC
+"""Parity with kube-scheduler v1.35.4, v1.36.3 and v1.37.2, and with cluster-autoscaler's scale-down planner:
+replays every public case of every version, and every removal case under both destination rules, through the gRPC
 API (as ``podfit conformance`` does, the version read from each case) and fails on any mismatch."""
 
 from __future__ import annotations
@@ -31,18 +31,36 @@ from tests.corpora import corpus
 ROOT = Path(__file__).resolve().parents[1]
 CORPORA = {
     "v1.35.4": corpus("cases-public.jsonl"),
+    "v1.36.3": corpus("v1.36/cases-public.jsonl"),
     "v1.37.2": corpus("v1.37/cases-public.jsonl"),
 }
-# Volumes: the same storage cases answered by each version (STORAGE-DRA.md, v1.37/VERSIONS.md).
+# Volumes: the same storage cases answered by each version (STORAGE-DRA.md, v1.3x/VERSIONS.md).
 STORAGE_CORPORA = {
     "v1.35.4": corpus("storage/cases-public.jsonl"),
+    "v1.36.3": corpus("v1.36/storage-public.jsonl"),
     "v1.37.2": corpus("v1.37/storage-public.jsonl"),
 }
 # Devices: the DRA cases answered by each version.
 DRA_CORPORA = {
     "v1.35.4": corpus("dra/cases-public.jsonl"),
+    "v1.36.3": corpus("v1.36/dra-public.jsonl"),
     "v1.37.2": corpus("v1.37/dra-public.jsonl"),
 }
+
+
+@pytest.mark.parametrize(
+    ("corpora", "kind"),
+    [
+        pytest.param(CORPORA, "scheduling", id="every supported release has its scheduling corpus"),
+        pytest.param(STORAGE_CORPORA, "storage", id="every supported release has its storage corpus"),
+        pytest.param(DRA_CORPORA, "dra", id="every supported release has its DRA corpus"),
+    ],
+)
+def test_every_supported_release_is_replayed(corpora: dict[str, Path], kind: str) -> None:
+    """A version podfit answers as (framework/versions.py) is supported only with its corpora replayed."""
+    from podfit.server.framework.versions import VERSIONS
+
+    assert sorted(corpora) == sorted(v.release for v in VERSIONS.values()), f"a {kind} corpus is missing"
 
 
 @pytest.mark.parametrize(

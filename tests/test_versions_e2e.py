@@ -16,8 +16,9 @@ from tests.builders import make_node, make_pod
 from tests.conftest import LiveServer, start_live_server
 
 # VERSIONS.md's example (doc-insufficient-cpu, node a): an empty 2-CPU, 8 GiB node and a pod asking
-# 1000m / 100 MiB. Balance with the pod 75, without 100: v1.35 scores 75, v1.37 50 + (50 + 75 - 100) / 2.
-BALANCED = {"v1.35.4": 75, "v1.37.2": 62}
+# 1000m / 100 MiB. Balance with the pod 75, without 100: v1.35 scores 75, v1.36 and v1.37
+# 50 + (50 + 75 - 100) / 2.
+BALANCED = {"v1.35.4": 75, "v1.36.3": 62, "v1.37.2": 62}
 
 
 def cluster() -> list[dict[str, Any]]:
@@ -42,6 +43,8 @@ def plugin_scores(response: sc.ScheduleResponse | sc.ScoreResponse, node: str) -
         pytest.param("", "v1.37.2", id="no version: the server default, v1.37"),
         pytest.param("v1.35", "v1.35.4", id="v1.35"),
         pytest.param("v1.35.4", "v1.35.4", id="a v1.35 patch release"),
+        pytest.param("v1.36", "v1.36.3", id="v1.36"),
+        pytest.param("v1.36.0", "v1.36.3", id="another v1.36 patch answers as v1.36.3"),
         pytest.param("1.37", "v1.37.2", id="without the v"),
         pytest.param("v1.37.0", "v1.37.2", id="another v1.37 patch answers as v1.37.2"),
     ],
@@ -63,7 +66,7 @@ async def test_each_request_answers_as_the_version_it_names(live: LiveServer, as
 
 async def test_what_if_calls_answer_as_the_version_they_name(live: LiveServer) -> None:
     await live.client.apply(cluster())
-    for asked, release in (("", "v1.37.2"), ("v1.35", "v1.35.4")):
+    for asked, release in (("", "v1.37.2"), ("v1.35", "v1.35.4"), ("v1.36.3", "v1.36.3")):
         request = sim.SimulateRequest(kube_scheduler_version=asked)
         simulated = await live.client._call(live.client.simulation.Simulate, request, 5)
         assert simulated.kube_scheduler_version == release
@@ -77,7 +80,7 @@ async def test_what_if_calls_answer_as_the_version_they_name(live: LiveServer) -
 @pytest.mark.parametrize(
     ("method", "request_message"),
     [
-        pytest.param("Filter", sc.FilterRequest(kube_scheduler_version="v1.36"), id="Filter"),
+        pytest.param("Filter", sc.FilterRequest(kube_scheduler_version="v1.38"), id="Filter"),
         pytest.param("Schedule", sc.ScheduleRequest(kube_scheduler_version="v2"), id="Schedule"),
         pytest.param("Preempt", sc.PreemptRequest(kube_scheduler_version="latest"), id="Preempt"),
         pytest.param("Simulate", sim.SimulateRequest(kube_scheduler_version="v1.34"), id="Simulate"),
@@ -95,13 +98,13 @@ async def test_an_unsupported_version_is_invalid_argument_listing_the_supported(
     assert info.value.code is grpc.StatusCode.INVALID_ARGUMENT
     field, description = info.value.field_violations[0]
     assert field == "kube_scheduler_version"
-    assert "supported: v1.35 (v1.35.4), v1.37 (v1.37.2)" in description
+    assert "supported: v1.35 (v1.35.4), v1.36 (v1.36.3), v1.37 (v1.37.2)" in description
 
 
 async def test_stats_says_which_versions_answer(live: LiveServer) -> None:
     stats = await live.client.stats()
     assert stats.kube_scheduler_version == "v1.37.2"
-    assert list(stats.supported_kube_scheduler_versions) == ["v1.35.4", "v1.37.2"]
+    assert list(stats.supported_kube_scheduler_versions) == ["v1.35.4", "v1.36.3", "v1.37.2"]
     assert dict(stats.profile_versions) == {"default-scheduler": "v1.37.2"}
 
 
@@ -109,9 +112,9 @@ async def test_a_profile_configured_for_v135_answers_as_v135_unless_asked_otherw
     document = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "profiles": [{"schedulerName": "default-scheduler"}, {"schedulerName": "legacy"}],
+        "profiles": [{"schedulerName": "default-scheduler"}, {"schedulerName": "legacy"}, {"schedulerName": "current"}],
     }
-    settings = Settings(scheduler_configuration=document, profile_versions={"legacy": "v1.35"})
+    settings = Settings(scheduler_configuration=document, profile_versions={"legacy": "v1.35", "current": "v1.36"})
     server = await start_live_server(settings)
     try:
         await server.client.apply(cluster())
@@ -123,7 +126,14 @@ async def test_a_profile_configured_for_v135_answers_as_v135_unless_asked_otherw
         assert plugin_scores(legacy, "a")["NodeResourcesBalancedAllocation"] == BALANCED["v1.35.4"]
         assert plugin_scores(asked, "a")["NodeResourcesBalancedAllocation"] == BALANCED["v1.37.2"]
         stats = await server.client.stats()
-        assert dict(stats.profile_versions) == {"default-scheduler": "v1.37.2", "legacy": "v1.35.4"}
+        assert dict(stats.profile_versions) == {
+            "default-scheduler": "v1.37.2",
+            "legacy": "v1.35.4",
+            "current": "v1.36.3",
+        }
+        current_profile = await server.client.schedule(pod(), scheduler_name="current")
+        assert current_profile.kube_scheduler_version == "v1.36.3"
+        assert plugin_scores(current_profile, "a")["NodeResourcesBalancedAllocation"] == BALANCED["v1.36.3"]
     finally:
         await server.client.close()
         await server.running.stop(0)

@@ -1,5 +1,6 @@
-"""NodeDeclaredFeatures: default in v1.37 (its gate GA and locked on), absent in v1.35 unless its gate is
-turned on. A pod needing a node feature fits only nodes that declare it."""
+"""NodeDeclaredFeatures: default in v1.37 (its gate GA and locked on) and v1.36 (beta, on), absent in v1.35
+unless its gate is turned on. A pod needing a node feature the version infers fits only nodes that declare
+it; each version infers the features of its own component-helpers registry."""
 
 from __future__ import annotations
 
@@ -66,6 +67,16 @@ def rejected(version: str, pod: PodBuilder, gates: dict[str, bool] | None = None
         pytest.param("v1.35", host_network_user_namespace(), None, {}, id="v1.35: the plugin is not in the profile"),
         pytest.param("v1.35", restart_all(), {"NodeDeclaredFeatures": True}, {"plain": REJECTED},
                      id="v1.35 with the gate turned on: the plugin is appended, as applyFeatureGates does"),
+        pytest.param("v1.35", host_network_user_namespace(), {"NodeDeclaredFeatures": True}, {},
+                     id="v1.35 with the gate turned on does not infer UserNamespacesHostNetworkSupport"),
+        pytest.param("v1.36", host_network_user_namespace(), None, {"plain": REJECTED},
+                     id="v1.36: a host-network pod in a user namespace needs the declared feature"),
+        pytest.param("v1.36", restart_all(), None, {"plain": REJECTED},
+                     id="v1.36: a RestartAllContainers rule needs the declared feature"),
+        pytest.param("v1.36", bind_mount_options(), None, {},
+                     id="v1.36 does not infer VolumeBindMountOptions: the pod fits both nodes"),
+        pytest.param("v1.36", restart_all(), {"NodeDeclaredFeatures": False}, {},
+                     id="v1.36 with its beta gate turned off: the plugin is not in the profile"),
     ],
 )  # fmt: skip
 def test_node_declared_features(

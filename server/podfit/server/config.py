@@ -230,7 +230,7 @@ def _profile(name: str, spec: ProfileSpec, version: KubeSchedulerVersion) -> Pro
         if key != "multiPoint" and key not in POINTS:
             raise ConfigError(f"{where}.plugins.{key}: unknown extension point")
     mp_enabled, mp_disabled = _plugin_set(plugins.get("multiPoint"), f"{where}.plugins.multiPoint")
-    multi_point = _merge(default_plugins(version.name, features), mp_enabled, mp_disabled)
+    multi_point = _merge(default_plugins(features), mp_enabled, mp_disabled)
     seen: set[str] = set()
     for plugin_name, _ in multi_point:
         if plugin_name in seen:

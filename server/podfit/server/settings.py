@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 from podfit.server.budget import Limits
-from podfit.server.framework.versions import DEFAULT_VERSION, parse_feature_gates, parse_version
+from podfit.server.framework.versions import DEFAULT_VERSION, VERSIONS, parse_feature_gates, parse_version
 from podfit.server.model import ValidationError
 
 DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -328,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--kube-scheduler-version",
-        help=f"the kube-scheduler version decisions answer as: v1.35 or v1.37 (default {DEFAULT_VERSION})",
+        help=f"the kube-scheduler version decisions answer as: {', '.join(VERSIONS)} (default {DEFAULT_VERSION})",
     )
     parser.add_argument(
         "--feature-gates",

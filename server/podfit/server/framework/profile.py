@@ -46,10 +46,10 @@ IMAGE_LOCALITY = "ImageLocality"
 NODE_DECLARED_FEATURES = "NodeDeclaredFeatures"
 DEFAULT_BINDER = "DefaultBinder"
 
-# (plugin, score weight) in upstream's multi-point order, per version. Weight 0 = not a score plugin.
-# Plugins podfit has no model for (queue sort, binding, the other volume plugins) are absent: they never
-# change an answer here.
-_V135_MULTI_POINT: tuple[tuple[str, int], ...] = (
+# (plugin, score weight) in upstream's multi-point order. Weight 0 = not a score plugin. Plugins podfit
+# has no model for (queue sort, binding, the other volume plugins) are absent: they never change an answer
+# here. Every supported version has this list, but for where NodeName runs (see default_plugins).
+DEFAULT_MULTI_POINT: tuple[tuple[str, int], ...] = (
     (SCHEDULING_GATES, 0),
     (NODE_UNSCHEDULABLE, 0),
     (NODE_NAME, 0),
@@ -68,15 +68,15 @@ _V135_MULTI_POINT: tuple[tuple[str, int], ...] = (
     (NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (IMAGE_LOCALITY, 1),
 )
-# v1.37 runs NodeName first (it restricts the candidates at PreFilter).
-_V137_MULTI_POINT = ((SCHEDULING_GATES, 0), (NODE_NAME, 0), (NODE_UNSCHEDULABLE, 0), *_V135_MULTI_POINT[3:])
-DEFAULT_MULTI_POINT: dict[str, tuple[tuple[str, int], ...]] = {"v1.35": _V135_MULTI_POINT, "v1.37": _V137_MULTI_POINT}
 
 
-def default_plugins(version: str, features: Features) -> tuple[tuple[str, int], ...]:
-    """The version's default multi-point plugins with upstream's applyFeatureGates: NodeDeclaredFeatures
-    is appended when its gate is on (GA and locked on in v1.37)."""
-    plugins = DEFAULT_MULTI_POINT[version]
+def default_plugins(features: Features) -> tuple[tuple[str, int], ...]:
+    """The default multi-point plugins of the profile's version, from its Features: NodeName runs first
+    where it restricts the candidates at PreFilter (``node_name_pre_filter``, upstream moved it in the
+    same change), and upstream's applyFeatureGates appends NodeDeclaredFeatures when its gate is on."""
+    plugins = DEFAULT_MULTI_POINT
+    if features.node_name_pre_filter:
+        plugins = ((SCHEDULING_GATES, 0), (NODE_NAME, 0), (NODE_UNSCHEDULABLE, 0), *plugins[3:])
     if features.enable_node_declared_features:
         plugins = (*plugins, (NODE_DECLARED_FEATURES, 0))
     return plugins

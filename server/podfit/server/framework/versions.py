@@ -14,8 +14,8 @@ default; setting it to its other value is a ValidationError naming it, raised wh
 that version (at start, or for a request asking for another version), never a setting silently ignored.
 
 Adding a minor version: add its gate specs (honoured only where a Features field makes both values answer
-as that version does) and behaviours here, its corpus under tests, and run the conformance suite for it
-(see README, "kube-scheduler versions").
+as that version does) and its ``VERSIONS`` entry with its behaviours here, its corpora under tests, and
+run the conformance suite for it (README, "Adding a minor version"). Nothing else names a version.
 """
 
 from __future__ import annotations
@@ -23,8 +23,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from podfit.server.model import ValidationError
+from podfit.server.model.objects import (
+    RESTART_ALL_CONTAINERS,
+    USER_NAMESPACES_HOST_NETWORK,
+    VOLUME_BIND_MOUNT_OPTIONS,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,77 +71,85 @@ class Gate:
 
 
 # The gates kube-scheduler reads, per gate and version (``pkg/features/kube_features.go`` and the staging
-# feature files, as each version resolves them at its own version). A gate absent from a version does
-# not exist there. ``honoured=True`` only where a Features field makes the code answer both values as
-# kube-scheduler does. DRADeviceTaints: both versions' default DRA gates pick the incubating allocator,
-# which supports DeviceTaints, so the gate only turns its taint check on or off (k8s.io/
-# dynamic-resource-allocation v0.35.4 and v0.37.2). DRAExtendedResource is read, but honoured in neither:
-# with it on, pods that would use the feature are refused, and v1.35's alpha code is not modelled.
+# feature files, each version's spec being the last ``VersionedSpecs`` entry at or below its own minor,
+# as kube-scheduler resolves it at its own version). A gate absent from a version does not exist there.
+# ``honoured=True`` only where a Features field makes the code answer both values as kube-scheduler does.
+# DRADeviceTaints: every version's default DRA gates pick the incubating allocator, which supports
+# DeviceTaints, so the gate only turns its taint check on or off (k8s.io/dynamic-resource-allocation
+# v0.35.4, v0.36.3 and v0.37.2). DRAExtendedResource is read, but honoured in none: with it on, pods that
+# would use the feature are refused, and v1.35's alpha code is not modelled.
 GATES: dict[str, Gate] = {
     "StorageCapacityScoring": Gate(
-        {"v1.35": _alpha(honoured=True), "v1.37": _beta(honoured=True)},
+        {"v1.35": _alpha(honoured=True), "v1.36": _alpha(honoured=True), "v1.37": _beta(honoured=True)},
         "enable_storage_capacity_scoring",
         "VolumeBinding scores",
     ),
     "NodeDeclaredFeatures": Gate(
-        {"v1.35": _alpha(honoured=True), "v1.37": _ga(locked=True, honoured=True)},
+        {"v1.35": _alpha(honoured=True), "v1.36": _beta(honoured=True), "v1.37": _ga(locked=True, honoured=True)},
         "enable_node_declared_features",
         "the default plugins include NodeDeclaredFeatures",
     ),
     "VolumeLimitScaling": Gate(
-        {"v1.35": _alpha(honoured=True), "v1.37": _beta(honoured=True)},
+        {"v1.35": _alpha(honoured=True), "v1.36": _alpha(honoured=True), "v1.37": _beta(honoured=True)},
         "enable_volume_limit_scaling",
         "NodeVolumeLimits checks preventPodSchedulingIfMissing",
     ),
     "DRADeviceTaints": Gate(
-        {"v1.35": _alpha(honoured=True), "v1.37": _ga(honoured=True)},
+        {"v1.35": _alpha(honoured=True), "v1.36": _beta(honoured=True), "v1.37": _ga(honoured=True)},
         "enable_dra_device_taints",
         "the DRA allocator skips devices with untolerated NoSchedule/NoExecute taints",
     ),
     "DRAExtendedResource": Gate(
-        {"v1.35": _alpha(), "v1.37": _ga(locked=True)},
+        {"v1.35": _alpha(), "v1.36": _beta(), "v1.37": _ga(locked=True)},
         "enable_dra_extended_resource",
         "DynamicResources refuses pods that request an extended resource a DeviceClass backs",
     ),
-    "InPlacePodLevelResourcesVerticalScaling": Gate({"v1.35": _alpha(), "v1.37": _beta()}),
-    "DRAConsumableCapacity": Gate({"v1.35": _alpha(), "v1.37": _beta()}),
-    "DRADeviceBindingConditions": Gate({"v1.35": _alpha(), "v1.37": _beta()}),
-    "DRADeviceTaintRules": Gate({"v1.35": _alpha(), "v1.37": _ga()}),
-    "DRAPartitionableDevices": Gate({"v1.35": _alpha(), "v1.37": _beta()}),
-    "DRAAdminAccess": Gate({"v1.35": _beta(), "v1.37": _ga(locked=True)}),
-    "DRAPrioritizedList": Gate({"v1.35": _beta(), "v1.37": _ga(locked=True)}),
-    "DRAResourceClaimDeviceStatus": Gate({"v1.35": _beta(), "v1.37": _ga(locked=True)}),
+    "InPlacePodLevelResourcesVerticalScaling": Gate({"v1.35": _alpha(), "v1.36": _beta(), "v1.37": _beta()}),
+    "DRAConsumableCapacity": Gate({"v1.35": _alpha(), "v1.36": _beta(), "v1.37": _beta()}),
+    "DRADeviceBindingConditions": Gate({"v1.35": _alpha(), "v1.36": _beta(), "v1.37": _beta()}),
+    "DRADeviceTaintRules": Gate({"v1.35": _alpha(), "v1.36": _beta(default=False), "v1.37": _ga()}),
+    "DRAPartitionableDevices": Gate({"v1.35": _alpha(), "v1.36": _beta(), "v1.37": _beta()}),
+    "DRAAdminAccess": Gate({"v1.35": _beta(), "v1.36": _ga(locked=True), "v1.37": _ga(locked=True)}),
+    "DRAPrioritizedList": Gate({"v1.35": _beta(), "v1.36": _ga(), "v1.37": _ga(locked=True)}),
+    "DRAResourceClaimDeviceStatus": Gate({"v1.35": _beta(), "v1.36": _beta(), "v1.37": _ga(locked=True)}),
     "DRAFractionalCapacityRange": Gate({"v1.37": _beta(default=False)}),
-    "DRAWorkloadResourceClaims": Gate({"v1.37": _beta(default=False)}),
-    "DRAListTypeAttributes": Gate({"v1.37": _alpha()}),
-    "DRANodeAllocatableResources": Gate({"v1.37": _alpha()}),
+    "DRAWorkloadResourceClaims": Gate({"v1.36": _alpha(), "v1.37": _beta(default=False)}),
+    "DRAListTypeAttributes": Gate({"v1.36": _alpha(), "v1.37": _alpha()}),
+    "DRANodeAllocatableResources": Gate({"v1.36": _alpha(), "v1.37": _alpha()}),
     "DRAOptionalNodeOperations": Gate({"v1.37": _alpha()}),
     "DRADerivedAttributes": Gate({"v1.37": _alpha()}),
     "DRADeviceCompatibilityGroups": Gate({"v1.37": _alpha()}),
-    "GangScheduling": Gate({"v1.35": _alpha()}),
-    "GenericWorkload": Gate({"v1.35": _alpha(), "v1.37": _beta(default=False)}),
+    "GangScheduling": Gate({"v1.35": _alpha(), "v1.36": _alpha()}),
+    "GenericWorkload": Gate({"v1.35": _alpha(), "v1.36": _alpha(), "v1.37": _beta(default=False)}),
+    "WorkloadAwarePreemption": Gate({"v1.36": _alpha()}),
     "CompositePodGroup": Gate({"v1.37": _alpha()}),
     "PodGroupPreemptionPolicy": Gate({"v1.37": _alpha()}),
-    "TopologyAwareWorkloadScheduling": Gate({"v1.37": _alpha()}),
+    "TopologyAwareWorkloadScheduling": Gate({"v1.36": _alpha(), "v1.37": _alpha()}),
     "InPlacePodVerticalScalingSchedulerPreemption": Gate({"v1.37": _alpha()}),
     "InterPodAffinityHostnameFastPath": Gate({"v1.37": _alpha()}),
     "SchedulerPreQueueingHints": Gate({"v1.37": _alpha()}),
-    "SchedulerQueueingHints": Gate({"v1.35": _ga(locked=True)}),
-    "SidecarContainers": Gate({"v1.35": _ga(locked=True)}),
+    "SchedulerQueueingHints": Gate({"v1.35": _ga(locked=True), "v1.36": _ga(locked=True)}),
+    "SidecarContainers": Gate({"v1.35": _ga(locked=True), "v1.36": _ga(locked=True)}),
     "CSIMigrationPortworx": Gate({"v1.35": _ga(locked=True)}),
-    "VolumeAttributesClass": Gate({"v1.35": _ga(), "v1.37": _ga(locked=True)}),
-    # The same in both versions.
-    "DynamicResourceAllocation": Gate({"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)}),
-    "SchedulerAsyncPreemption": Gate({"v1.35": _beta(), "v1.37": _beta()}),
-    "OpportunisticBatching": Gate({"v1.35": _beta(), "v1.37": _beta()}),
-    "PodLevelResources": Gate({"v1.35": _beta(), "v1.37": _beta()}),
-    "NodeInclusionPolicyInPodTopologySpread": Gate({"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)}),
-    "MatchLabelKeysInPodTopologySpread": Gate({"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)}),
-    "DRASchedulerFilterTimeout": Gate({"v1.35": _beta(), "v1.37": _beta()}),
-    "InPlacePodVerticalScaling": Gate({"v1.35": _ga(locked=True), "v1.37": _ga(locked=True)}),
-    "SchedulerPopFromBackoffQ": Gate({"v1.35": _beta(), "v1.37": _beta()}),
-    "SchedulerAsyncAPICalls": Gate({"v1.35": _beta(default=False), "v1.37": _beta(default=False)}),
-    "TaintTolerationComparisonOperators": Gate({"v1.35": _alpha(), "v1.37": _alpha()}),
+    "VolumeAttributesClass": Gate({"v1.35": _ga(), "v1.36": _ga(locked=True), "v1.37": _ga(locked=True)}),
+    # The same in every version.
+    **{
+        name: Gate(dict.fromkeys(("v1.35", "v1.36", "v1.37"), spec))
+        for name, spec in (
+            ("DynamicResourceAllocation", _ga(locked=True)),
+            ("SchedulerAsyncPreemption", _beta()),
+            ("OpportunisticBatching", _beta()),
+            ("PodLevelResources", _beta()),
+            ("NodeInclusionPolicyInPodTopologySpread", _ga(locked=True)),
+            # Beta since v1.27 and never promoted in these versions (so not locked).
+            ("MatchLabelKeysInPodTopologySpread", _beta()),
+            ("DRASchedulerFilterTimeout", _beta()),
+            ("InPlacePodVerticalScaling", _ga(locked=True)),
+            ("SchedulerPopFromBackoffQ", _beta()),
+            ("SchedulerAsyncAPICalls", _beta(default=False)),
+            ("TaintTolerationComparisonOperators", _alpha()),
+        )
+    },
 }
 
 
@@ -159,7 +173,7 @@ class Features:
     enable_dra_device_taints: bool = False
     # Read to refuse pods that would use the feature (DRA-backed extended resources are not modelled).
     enable_dra_extended_resource: bool = False
-    # Behaviours (v1.37): BalancedAllocation scores how the pod changes the node's balance, not the
+    # Behaviours. BalancedAllocation scores how the pod changes the node's balance, not the
     # balance with the pod.
     balanced_allocation_scores_change: bool = False
     # NodeName restricts the candidates at PreFilter (the framework's "didn't satisfy plugin(s)" text).
@@ -177,6 +191,9 @@ class Features:
     dra_claim_limit_per_request: bool = False
     # DefaultPreemption's successful PostFilter says where it nominated the pod and how many it evicts.
     preemption_success_message: bool = False
+    # The node features NodeDeclaredFeatures infers a pod needs (component-helpers' registry of the
+    # version: the features whose InferForScheduling can be true); a pod's other needs are not checked.
+    node_features_inferred: frozenset[str] = frozenset({RESTART_ALL_CONTAINERS})
     # Every gate of the version, after overrides (shown in Stats and the README).
     gates: Mapping[str, bool] = field(default_factory=dict, compare=False)
 
@@ -184,11 +201,12 @@ class Features:
 @dataclass(frozen=True)
 class KubeSchedulerVersion:
     """A supported minor version: its name (``v1.37``), the release podfit reproduces (``v1.37.2``),
-    and its behaviours (Features fields that are code changes rather than gates)."""
+    and its behaviours (Features fields that are code changes rather than gates; a field it does not
+    name keeps the Features default, which is v1.35's code)."""
 
     name: str
     release: str
-    behaviours: Mapping[str, bool]
+    behaviours: Mapping[str, bool | frozenset[str]]
 
     def gate_defaults(self) -> dict[str, bool]:
         return {name: gate.versions[self.name].default for name, gate in GATES.items() if self.name in gate.versions}
@@ -209,23 +227,37 @@ class KubeSchedulerVersion:
                     f"{', '.join(honoured_gates(self.name))}",
                 )
             gates[name] = value
-        values = {gate.field: gates[name] for name, gate in GATES.items() if gate.field and name in gates}
-        return Features(**values, **self.behaviours, gates=gates)
+        # Fields of two types (gate booleans; behaviours, booleans or sets), so typed Any here.
+        values: dict[str, Any] = {gate.field: gates[n] for n, gate in GATES.items() if gate.field and n in gates}
+        values.update(self.behaviours)
+        return Features(**values, gates=gates)
 
 
-_V137_BEHAVIOURS = {
+# Each version's behaviours, as its source has them (VERSIONS.md of each corpus lists them). v1.36 takes
+# the BalancedAllocation formula and the DynamicResources ownership text and scoring fix from v1.37, and
+# keeps v1.35's NodeName Filter, PostFilter texts and DRA allocator texts.
+_V136_BEHAVIOURS: dict[str, bool | frozenset[str]] = {
     "balanced_allocation_scores_change": True,
-    "node_name_pre_filter": True,
-    "dynamic_resources_silent_post_filter": True,
     "dra_owner_text_capitalised": True,
     "dra_score_allocated_from_status": True,
+    "node_features_inferred": frozenset({RESTART_ALL_CONTAINERS, USER_NAMESPACES_HOST_NETWORK}),
+}
+_V137_BEHAVIOURS: dict[str, bool | frozenset[str]] = {
+    **_V136_BEHAVIOURS,
+    "node_name_pre_filter": True,
+    "dynamic_resources_silent_post_filter": True,
     "dra_cel_errors_name_device": True,
     "dra_claim_limit_per_request": True,
     "preemption_success_message": True,
+    "node_features_inferred": frozenset(
+        {RESTART_ALL_CONTAINERS, USER_NAMESPACES_HOST_NETWORK, VOLUME_BIND_MOUNT_OPTIONS}
+    ),
 }
 
+# Oldest first: Stats lists the releases in this order.
 VERSIONS: dict[str, KubeSchedulerVersion] = {
     "v1.35": KubeSchedulerVersion("v1.35", "v1.35.4", {}),
+    "v1.36": KubeSchedulerVersion("v1.36", "v1.36.3", _V136_BEHAVIOURS),
     "v1.37": KubeSchedulerVersion("v1.37", "v1.37.2", _V137_BEHAVIOURS),
 }
 DEFAULT_VERSION = "v1.37"
