@@ -119,7 +119,7 @@ func SchedulerName(name string) CallOption {
 	return func(c *callConfig) { c.schedulerName = name; c.mark(optSchedulerName) }
 }
 
-// KubeSchedulerVersion answers as this kube-scheduler version, "v1.35" or "v1.37" (decisions and
+// KubeSchedulerVersion answers as this kube-scheduler version, "v1.36" say (decisions and
 // simulations); by default the profile's configured version. The response's KubeSchedulerVersion
 // names the release that answered; an unsupported version is InvalidArgument.
 func KubeSchedulerVersion(version string) CallOption {

@@ -643,7 +643,7 @@ func TestWaitForSyncRefusesDecisionsUntilMarkSynced(t *testing.T) {
 
 // TestKubeSchedulerVersionPicksWhichReleaseAnswers asks the example pod as each supported version: the
 // answer names its release, and v1.35's balanced-allocation formula gives node-b the total
-// `podfit schedule --kube-scheduler-version v1.35` prints.
+// `podfit schedule --kube-scheduler-version v1.35` prints (v1.36 scores balance as v1.37 does).
 func TestKubeSchedulerVersionPicksWhichReleaseAnswers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -654,6 +654,7 @@ func TestKubeSchedulerVersionPicksWhichReleaseAnswers(t *testing.T) {
 	}{
 		{"", "v1.37.2", 604},
 		{"v1.35", "v1.35.4", 599},
+		{"v1.36", "v1.36.3", 604},
 		{"v1.37", "v1.37.2", 604},
 	} {
 		decision, err := client.Schedule(ctx, examplePod(t), podfit.KubeSchedulerVersion(tc.version))
@@ -667,15 +668,15 @@ func TestKubeSchedulerVersionPicksWhichReleaseAnswers(t *testing.T) {
 			t.Errorf("Schedule as %q: best %s=%d, want node-b=%d", tc.version, got.GetNodeName(), got.GetTotal(), tc.nodeB)
 		}
 	}
-	_, err := client.Filter(ctx, examplePod(t), podfit.KubeSchedulerVersion("v1.36"))
+	_, err := client.Filter(ctx, examplePod(t), podfit.KubeSchedulerVersion("v1.38"))
 	if status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("Filter as v1.36: %v, want InvalidArgument", err)
+		t.Fatalf("Filter as v1.38: %v, want InvalidArgument", err)
 	}
 	var fieldErr *podfit.Error
 	if !errors.As(err, &fieldErr) || len(fieldErr.FieldViolations) == 0 || fieldErr.FieldViolations[0].Field != "kube_scheduler_version" {
-		t.Errorf("Filter as v1.36: %v, want a violation at kube_scheduler_version", err)
+		t.Errorf("Filter as v1.38: %v, want a violation at kube_scheduler_version", err)
 	}
-	if got := stats(t, client).GetSupportedKubeSchedulerVersions(); !slices.Equal(got, []string{"v1.35.4", "v1.37.2"}) {
+	if got := stats(t, client).GetSupportedKubeSchedulerVersions(); !slices.Equal(got, []string{"v1.35.4", "v1.36.3", "v1.37.2"}) {
 		t.Errorf("Stats: supported versions %v", got)
 	}
 }

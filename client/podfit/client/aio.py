@@ -133,7 +133,8 @@ class AsyncClient:
         *,
         kube_scheduler_version: str = "",
     ) -> sc.FilterResponse:
-        """``kube_scheduler_version`` ("v1.35", "v1.37"; "" the profile's) on every decision call."""
+        """``kube_scheduler_version`` ("v1.36", say; "" the profile's; Stats lists the supported ones) on
+        every decision call."""
         request = rq.filter_request(pod, node_names, scheduler_name, kube_scheduler_version=kube_scheduler_version)
         return await self._call(self.scheduler.Filter, request, timeout)
 

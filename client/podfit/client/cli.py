@@ -976,7 +976,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--kube-scheduler-version",
             default="",
-            help="answer as this kube-scheduler version: v1.35 or v1.37 (default: the profile's)",
+            help="answer as this kube-scheduler version, e.g. v1.36 (`podfit stats` lists the supported ones; "
+            "default: the profile's)",
         )
         if name == "schedule":
             p.add_argument(

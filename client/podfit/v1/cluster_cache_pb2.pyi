@@ -1085,7 +1085,7 @@ class StatsResponse(_message.Message):
     """
     @_builtins.property
     def supported_kube_scheduler_versions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Every kube-scheduler version a request may name, as "v1.35.4", "v1.37.2"."""
+        """Every kube-scheduler version a request may name, as "v1.35.4", "v1.36.3", "v1.37.2"."""
 
     @_builtins.property
     def profile_versions(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:

@@ -460,7 +460,7 @@ class NodeStatus(_message.Message):
 
     @_builtins.property
     def declared_features(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """status.declaredFeatures: node features the kubelet declares (NodeDeclaredFeatures, v1.37)."""
+        """status.declaredFeatures: node features the kubelet declares (NodeDeclaredFeatures, on from v1.36)."""
 
     def __init__(
         self,
@@ -650,7 +650,7 @@ class PodSpec(_message.Message):
     """Unset means 30 s; the drain rules judge a deleted pod long-terminating 30 s past it."""
     host_users: _builtins.bool
     """spec.hostUsers: false with host_network needs the node feature UserNamespacesHostNetworkSupport
-    (NodeDeclaredFeatures, v1.37).
+    (NodeDeclaredFeatures, from v1.36).
     """
     @_builtins.property
     def containers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Container]:
@@ -1321,7 +1321,7 @@ class Container(_message.Message):
     @_builtins.property
     def restart_policy_rules(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContainerRestartRule]:
         """restartPolicyRules: a RestartAllContainers action needs the node feature
-        RestartAllContainersOnContainerExits (NodeDeclaredFeatures, v1.37).
+        RestartAllContainersOnContainerExits (NodeDeclaredFeatures, from v1.36).
         """
 
     @_builtins.property

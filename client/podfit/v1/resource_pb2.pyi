@@ -72,7 +72,7 @@ class DeviceClassSpec(_message.Message):
     CONFIG_FIELD_NUMBER: _builtins.int
     EXTENDED_RESOURCE_NAME_FIELD_NUMBER: _builtins.int
     extended_resource_name: _builtins.str
-    """An extended resource name backed by the class (DRAExtendedResource). With the feature on (v1.37),
+    """An extended resource name backed by the class (DRAExtendedResource). With the feature on (v1.36, v1.37),
     a decision about a pod that requests this resource (or deviceclass.resource.kubernetes.io/<class>)
     is refused with INVALID_ARGUMENT: podfit does not model DRA-backed extended resources.
     """
@@ -487,7 +487,7 @@ class Device(_message.Message):
 
     @_builtins.property
     def taints(self) -> _containers.RepeatedCompositeFieldContainer[Global___DeviceTaint]:
-        """Taints, read when the DRADeviceTaints gate is on (by default in v1.37, not in v1.35): a NoSchedule
+        """Taints, read when the DRADeviceTaints gate is on (by default from v1.36, not in v1.35): a NoSchedule
         or NoExecute taint keeps the device from every request that does not tolerate it.
         """
 

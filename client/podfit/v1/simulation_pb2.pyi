@@ -195,7 +195,7 @@ class SimulateRequest(_message.Message):
     scheduler_name: _builtins.str
     """The profile; empty means each pod's spec.schedulerName, then "default-scheduler"."""
     kube_scheduler_version: _builtins.str
-    """The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+    """The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
     release podfit reproduces for its minor version). Empty: the profile's configured version, by default
     the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
     """
@@ -431,7 +431,7 @@ class EstimateScaleUpRequest(_message.Message):
     scheduler_name: _builtins.str
     """The profile; empty means each pod's spec.schedulerName, then "default-scheduler"."""
     kube_scheduler_version: _builtins.str
-    """The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+    """The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
     release podfit reproduces for its minor version). Empty: the profile's configured version, by default
     the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
     """
@@ -641,7 +641,7 @@ class SimulateDrainRequest(_message.Message):
     scheduler_name: _builtins.str
     """The profile that places moved pods; empty means each pod's spec.schedulerName, then "default-scheduler"."""
     kube_scheduler_version: _builtins.str
-    """The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+    """The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
     release podfit reproduces for its minor version). Empty: the profile's configured version, by default
     the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
     """

@@ -1899,7 +1899,7 @@ type StatsResponse struct {
 	// The kube-scheduler release decisions answer as when a request names no version (the default
 	// profile's), e.g. "v1.37.2".
 	KubeSchedulerVersion string `protobuf:"bytes,18,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
-	// Every kube-scheduler version a request may name, as "v1.35.4", "v1.37.2".
+	// Every kube-scheduler version a request may name, as "v1.35.4", "v1.36.3", "v1.37.2".
 	SupportedKubeSchedulerVersions []string `protobuf:"bytes,19,rep,name=supported_kube_scheduler_versions,json=supportedKubeSchedulerVersions,proto3" json:"supported_kube_scheduler_versions,omitempty"`
 	// Each profile (scheduler name) and the release it answers as when a request names no version.
 	ProfileVersions map[string]string `protobuf:"bytes,20,rep,name=profile_versions,json=profileVersions,proto3" json:"profile_versions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`

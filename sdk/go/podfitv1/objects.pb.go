@@ -585,7 +585,7 @@ type NodeStatus struct {
 	Allocatable map[string]string `protobuf:"bytes,2,rep,name=allocatable,proto3" json:"allocatable,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// status.images: the images present on the node, for ImageLocality's score.
 	Images []*ContainerImage `protobuf:"bytes,3,rep,name=images,proto3" json:"images,omitempty"`
-	// status.declaredFeatures: node features the kubelet declares (NodeDeclaredFeatures, v1.37).
+	// status.declaredFeatures: node features the kubelet declares (NodeDeclaredFeatures, on from v1.36).
 	DeclaredFeatures []string `protobuf:"bytes,4,rep,name=declared_features,json=declaredFeatures,proto3" json:"declared_features,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
@@ -841,7 +841,7 @@ type PodSpec struct {
 	// What the drain rules ask of volumes: local storage blocks a node's removal.
 	Volumes []*Volume `protobuf:"bytes,18,rep,name=volumes,proto3" json:"volumes,omitempty"`
 	// spec.hostUsers: false with host_network needs the node feature UserNamespacesHostNetworkSupport
-	// (NodeDeclaredFeatures, v1.37).
+	// (NodeDeclaredFeatures, from v1.36).
 	HostUsers *bool `protobuf:"varint,19,opt,name=host_users,json=hostUsers,proto3,oneof" json:"host_users,omitempty"`
 	// spec.resourceClaims: the ResourceClaims (by name, or made from a template) whose devices the pod
 	// needs; DynamicResources allocates them.
@@ -1987,7 +1987,7 @@ type Container struct {
 	// Only "Always" is meaningful, on init containers: it makes the init container a sidecar.
 	RestartPolicy string `protobuf:"bytes,5,opt,name=restart_policy,json=restartPolicy,proto3" json:"restart_policy,omitempty"`
 	// restartPolicyRules: a RestartAllContainers action needs the node feature
-	// RestartAllContainersOnContainerExits (NodeDeclaredFeatures, v1.37).
+	// RestartAllContainersOnContainerExits (NodeDeclaredFeatures, from v1.36).
 	RestartPolicyRules []*ContainerRestartRule `protobuf:"bytes,6,rep,name=restart_policy_rules,json=restartPolicyRules,proto3" json:"restart_policy_rules,omitempty"`
 	// volumeMounts: bindMountOptions need the node feature VolumeBindMountOptions.
 	VolumeMounts  []*VolumeMount `protobuf:"bytes,7,rep,name=volume_mounts,json=volumeMounts,proto3" json:"volume_mounts,omitempty"`

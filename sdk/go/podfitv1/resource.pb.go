@@ -107,7 +107,7 @@ type DeviceClassSpec struct {
 	Selectors []*DeviceSelector `protobuf:"bytes,1,rep,name=selectors,proto3" json:"selectors,omitempty"`
 	// Driver configuration handed to the claims of the class; kept as sent.
 	Config []*DeviceClassConfiguration `protobuf:"bytes,2,rep,name=config,proto3" json:"config,omitempty"`
-	// An extended resource name backed by the class (DRAExtendedResource). With the feature on (v1.37),
+	// An extended resource name backed by the class (DRAExtendedResource). With the feature on (v1.36, v1.37),
 	// a decision about a pod that requests this resource (or deviceclass.resource.kubernetes.io/<class>)
 	// is refused with INVALID_ARGUMENT: podfit does not model DRA-backed extended resources.
 	ExtendedResourceName string `protobuf:"bytes,3,opt,name=extended_resource_name,json=extendedResourceName,proto3" json:"extended_resource_name,omitempty"`
@@ -716,7 +716,7 @@ type Device struct {
 	Attributes map[string]*DeviceAttribute `protobuf:"bytes,2,rep,name=attributes,proto3" json:"attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Capacities by name (same naming as attributes).
 	Capacity map[string]*DeviceCapacity `protobuf:"bytes,3,rep,name=capacity,proto3" json:"capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// Taints, read when the DRADeviceTaints gate is on (by default in v1.37, not in v1.35): a NoSchedule
+	// Taints, read when the DRADeviceTaints gate is on (by default from v1.36, not in v1.35): a NoSchedule
 	// or NoExecute taint keeps the device from every request that does not tolerate it.
 	Taints []*DeviceTaint `protobuf:"bytes,4,rep,name=taints,proto3" json:"taints,omitempty"`
 	// Counters the device consumes (DRAPartitionableDevices): held, not modelled; a decision whose

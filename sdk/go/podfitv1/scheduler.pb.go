@@ -1,4 +1,4 @@
-// Scheduler: kube-scheduler default-profile decisions (v1.35 or v1.37, per profile or request) over the cached cluster.
+// Scheduler: kube-scheduler default-profile decisions (v1.35, v1.36 or v1.37, per profile or request) over the cached cluster.
 //
 // An unschedulable pod is not an error: it is a successful answer that says, per node, why.
 
@@ -480,7 +480,7 @@ type FilterRequest struct {
 	SchedulerName string `protobuf:"bytes,3,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
 	// VIEW_BASIC omits the per-node verdicts (feasible_count still says how many fit).
 	View View `protobuf:"varint,4,opt,name=view,proto3,enum=podfit.v1.View" json:"view,omitempty"`
-	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
 	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
 	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
 	KubeSchedulerVersion string `protobuf:"bytes,5,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
@@ -574,7 +574,7 @@ type FilterResponse struct {
 	ServerEpoch string `protobuf:"bytes,6,opt,name=server_epoch,json=serverEpoch,proto3" json:"server_epoch,omitempty"`
 	// When no candidate node fits and the pod is not gated: the message kube-scheduler writes into
 	// the pod's FailedScheduling event, byte for byte, e.g. "0/3 nodes are available: 2 Insufficient cpu,
-	// 1 node(s) had untolerated taint(s). preemption: 0/3 nodes are available: ..." (v1.35: "...
+	// 1 node(s) had untolerated taint(s). preemption: 0/3 nodes are available: ..." (v1.35, v1.36: "...
 	// no new claims to deallocate, preemption: ..."). PostFilter (preemption) runs for it, so it ends with
 	// PostFilter's message. "no
 	// nodes available to schedule pods" when the cache has no nodes; empty when some node fits.
@@ -682,7 +682,7 @@ type ScoreRequest struct {
 	SchedulerName string `protobuf:"bytes,3,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
 	// VIEW_BASIC returns only the best nodes' scores.
 	View View `protobuf:"varint,4,opt,name=view,proto3,enum=podfit.v1.View" json:"view,omitempty"`
-	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
 	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
 	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
 	KubeSchedulerVersion string `protobuf:"bytes,5,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
@@ -868,7 +868,7 @@ type ScheduleRequest struct {
 	DisablePreemption bool `protobuf:"varint,5,opt,name=disable_preemption,json=disablePreemption,proto3" json:"disable_preemption,omitempty"`
 	// VIEW_BASIC omits the per-node verdicts and scores.
 	View View `protobuf:"varint,6,opt,name=view,proto3,enum=podfit.v1.View" json:"view,omitempty"`
-	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
 	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
 	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
 	KubeSchedulerVersion string `protobuf:"bytes,7,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
@@ -1145,7 +1145,7 @@ type ScheduleBatchRequest struct {
 	DisablePreemption bool `protobuf:"varint,5,opt,name=disable_preemption,json=disablePreemption,proto3" json:"disable_preemption,omitempty"`
 	// Applies to every per-pod answer: VIEW_BASIC omits the per-node verdicts and scores.
 	View View `protobuf:"varint,6,opt,name=view,proto3,enum=podfit.v1.View" json:"view,omitempty"`
-	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
 	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
 	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
 	KubeSchedulerVersion string `protobuf:"bytes,7,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
@@ -1356,7 +1356,7 @@ type PreemptRequest struct {
 	NodeNames []string `protobuf:"bytes,2,rep,name=node_names,json=nodeNames,proto3" json:"node_names,omitempty"`
 	// The profile, as in FilterRequest.
 	SchedulerName string `protobuf:"bytes,3,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
-	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
 	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
 	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
 	KubeSchedulerVersion string `protobuf:"bytes,4,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
@@ -1513,7 +1513,7 @@ type PreemptResponse struct {
 	// Every equally good preemption target, sorted; nominated_node is the first.
 	NodeTies []string `protobuf:"bytes,5,rep,name=node_ties,json=nodeTies,proto3" json:"node_ties,omitempty"`
 	// kube-scheduler's PostFilter status text, e.g. "preemption: not eligible due to ...". When a node was
-	// nominated: empty in v1.35, "preemption: found a potential placement for pod on node N, preempting K
+	// nominated: empty in v1.35 and v1.36, "preemption: found a potential placement for pod on node N, preempting K
 	// victims" from v1.37.
 	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
 	// This server process's cache id: random, new at every start. A restart empties the cache, so a feeder

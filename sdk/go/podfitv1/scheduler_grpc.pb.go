@@ -1,4 +1,4 @@
-// Scheduler: kube-scheduler default-profile decisions (v1.35 or v1.37, per profile or request) over the cached cluster.
+// Scheduler: kube-scheduler default-profile decisions (v1.35, v1.36 or v1.37, per profile or request) over the cached cluster.
 //
 // An unschedulable pod is not an error: it is a successful answer that says, per node, why.
 

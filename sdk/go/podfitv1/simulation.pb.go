@@ -297,7 +297,7 @@ type SimulateRequest struct {
 	Pods []*PodReference `protobuf:"bytes,2,rep,name=pods,proto3" json:"pods,omitempty"`
 	// The profile; empty means each pod's spec.schedulerName, then "default-scheduler".
 	SchedulerName string `protobuf:"bytes,3,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
-	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
 	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
 	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
 	KubeSchedulerVersion string `protobuf:"bytes,4,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
@@ -743,7 +743,7 @@ type EstimateScaleUpRequest struct {
 	NodeGroups []*NodeGroup `protobuf:"bytes,2,rep,name=node_groups,json=nodeGroups,proto3" json:"node_groups,omitempty"`
 	// The profile; empty means each pod's spec.schedulerName, then "default-scheduler".
 	SchedulerName string `protobuf:"bytes,3,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
-	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
 	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
 	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
 	KubeSchedulerVersion string `protobuf:"bytes,4,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`
@@ -1091,7 +1091,7 @@ type SimulateDrainRequest struct {
 	Now *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=now,proto3" json:"now,omitempty"`
 	// The profile that places moved pods; empty means each pod's spec.schedulerName, then "default-scheduler".
 	SchedulerName string `protobuf:"bytes,4,opt,name=scheduler_name,json=schedulerName,proto3" json:"scheduler_name,omitempty"`
-	// The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+	// The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
 	// release podfit reproduces for its minor version). Empty: the profile's configured version, by default
 	// the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
 	KubeSchedulerVersion string `protobuf:"bytes,5,opt,name=kube_scheduler_version,json=kubeSchedulerVersion,proto3" json:"kube_scheduler_version,omitempty"`

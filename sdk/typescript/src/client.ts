@@ -77,8 +77,8 @@ export interface DecisionOptions extends CallOptions {
   /** The profile; empty means the pod's spec.schedulerName, then "default-scheduler". */
   schedulerName?: string;
   /**
-   * The kube-scheduler version to answer as, "v1.35" or "v1.37"; empty means the profile's. The
-   * response's kubeSchedulerVersion names the release that answered.
+   * The kube-scheduler version to answer as, "v1.36" say (stats() lists the supported ones); empty
+   * means the profile's. The response's kubeSchedulerVersion names the release that answered.
    */
   kubeSchedulerVersion?: string;
   view?: View;

@@ -61,6 +61,7 @@ describe("the example cluster", () => {
     for (const [version, release, nodeB] of [
       ["", "v1.37.2", 604n],
       ["v1.35", "v1.35.4", 599n],
+      ["v1.36", "v1.36.3", 604n],
       ["v1.37", "v1.37.2", 604n],
     ] as const) {
       const decision = await client.schedule(POD, { kubeSchedulerVersion: version });
@@ -69,12 +70,12 @@ describe("the example cluster", () => {
     }
     const preempted = await client.preempt(POD, { kubeSchedulerVersion: "v1.35" });
     assert.equal(preempted.kubeSchedulerVersion, "v1.35.4");
-    await assert.rejects(client.filter(POD, { kubeSchedulerVersion: "v1.36" }), (error: unknown) => {
+    await assert.rejects(client.filter(POD, { kubeSchedulerVersion: "v1.38" }), (error: unknown) => {
       const e = error as { fieldViolations: { field: string }[] };
       assert.equal(e.fieldViolations[0]?.field, "kube_scheduler_version");
       return true;
     });
-    assert.deepEqual((await client.stats()).supportedKubeSchedulerVersions, ["v1.35.4", "v1.37.2"]);
+    assert.deepEqual((await client.stats()).supportedKubeSchedulerVersions, ["v1.35.4", "v1.36.3", "v1.37.2"]);
   });
 
   test("schedule without assume changes nothing; the basic view carries only the outcome", async () => {

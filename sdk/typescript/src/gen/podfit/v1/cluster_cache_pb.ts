@@ -1022,7 +1022,7 @@ export type StatsResponse = Message<"podfit.v1.StatsResponse"> & {
   kubeSchedulerVersion: string;
 
   /**
-   * Every kube-scheduler version a request may name, as "v1.35.4", "v1.37.2".
+   * Every kube-scheduler version a request may name, as "v1.35.4", "v1.36.3", "v1.37.2".
    *
    * @generated from field: repeated string supported_kube_scheduler_versions = 19;
    */

@@ -375,7 +375,7 @@ export type NodeStatus = Message<"podfit.v1.NodeStatus"> & {
   images: ContainerImage[];
 
   /**
-   * status.declaredFeatures: node features the kubelet declares (NodeDeclaredFeatures, v1.37).
+   * status.declaredFeatures: node features the kubelet declares (NodeDeclaredFeatures, on from v1.36).
    *
    * @generated from field: repeated string declared_features = 4;
    */
@@ -615,7 +615,7 @@ export type PodSpec = Message<"podfit.v1.PodSpec"> & {
 
   /**
    * spec.hostUsers: false with host_network needs the node feature UserNamespacesHostNetworkSupport
-   * (NodeDeclaredFeatures, v1.37).
+   * (NodeDeclaredFeatures, from v1.36).
    *
    * @generated from field: optional bool host_users = 19;
    */
@@ -1217,7 +1217,7 @@ export type Container = Message<"podfit.v1.Container"> & {
 
   /**
    * restartPolicyRules: a RestartAllContainers action needs the node feature
-   * RestartAllContainersOnContainerExits (NodeDeclaredFeatures, v1.37).
+   * RestartAllContainersOnContainerExits (NodeDeclaredFeatures, from v1.36).
    *
    * @generated from field: repeated podfit.v1.ContainerRestartRule restart_policy_rules = 6;
    */

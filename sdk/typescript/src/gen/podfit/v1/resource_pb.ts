@@ -83,7 +83,7 @@ export type DeviceClassSpec = Message<"podfit.v1.DeviceClassSpec"> & {
   config: DeviceClassConfiguration[];
 
   /**
-   * An extended resource name backed by the class (DRAExtendedResource). With the feature on (v1.37),
+   * An extended resource name backed by the class (DRAExtendedResource). With the feature on (v1.36, v1.37),
    * a decision about a pod that requests this resource (or deviceclass.resource.kubernetes.io/<class>)
    * is refused with INVALID_ARGUMENT: podfit does not model DRA-backed extended resources.
    *
@@ -415,7 +415,7 @@ export type Device = Message<"podfit.v1.Device"> & {
   capacity: { [key: string]: DeviceCapacity };
 
   /**
-   * Taints, read when the DRADeviceTaints gate is on (by default in v1.37, not in v1.35): a NoSchedule
+   * Taints, read when the DRADeviceTaints gate is on (by default from v1.36, not in v1.35): a NoSchedule
    * or NoExecute taint keeps the device from every request that does not tolerate it.
    *
    * @generated from field: repeated podfit.v1.DeviceTaint taints = 4;

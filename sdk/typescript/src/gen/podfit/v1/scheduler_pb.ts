@@ -1,4 +1,4 @@
-// Scheduler: kube-scheduler default-profile decisions (v1.35 or v1.37, per profile or request) over the cached cluster.
+// Scheduler: kube-scheduler default-profile decisions (v1.35, v1.36 or v1.37, per profile or request) over the cached cluster.
 //
 // An unschedulable pod is not an error: it is a successful answer that says, per node, why.
 
@@ -226,7 +226,7 @@ export type FilterRequest = Message<"podfit.v1.FilterRequest"> & {
   view: View;
 
   /**
-   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
    * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
    * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
    *
@@ -297,7 +297,7 @@ export type FilterResponse = Message<"podfit.v1.FilterResponse"> & {
   /**
    * When no candidate node fits and the pod is not gated: the message kube-scheduler writes into
    * the pod's FailedScheduling event, byte for byte, e.g. "0/3 nodes are available: 2 Insufficient cpu,
-   * 1 node(s) had untolerated taint(s). preemption: 0/3 nodes are available: ..." (v1.35: "...
+   * 1 node(s) had untolerated taint(s). preemption: 0/3 nodes are available: ..." (v1.35, v1.36: "...
    * no new claims to deallocate, preemption: ..."). PostFilter (preemption) runs for it, so it ends with
    * PostFilter's message. "no
    * nodes available to schedule pods" when the cache has no nodes; empty when some node fits.
@@ -356,7 +356,7 @@ export type ScoreRequest = Message<"podfit.v1.ScoreRequest"> & {
   view: View;
 
   /**
-   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
    * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
    * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
    *
@@ -484,7 +484,7 @@ export type ScheduleRequest = Message<"podfit.v1.ScheduleRequest"> & {
   view: View;
 
   /**
-   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
    * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
    * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
    *
@@ -673,7 +673,7 @@ export type ScheduleBatchRequest = Message<"podfit.v1.ScheduleBatchRequest"> & {
   view: View;
 
   /**
-   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
    * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
    * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
    *
@@ -793,7 +793,7 @@ export type PreemptRequest = Message<"podfit.v1.PreemptRequest"> & {
   schedulerName: string;
 
   /**
-   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
    * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
    * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
    *
@@ -898,7 +898,7 @@ export type PreemptResponse = Message<"podfit.v1.PreemptResponse"> & {
 
   /**
    * kube-scheduler's PostFilter status text, e.g. "preemption: not eligible due to ...". When a node was
-   * nominated: empty in v1.35, "preemption: found a potential placement for pod on node N, preempting K
+   * nominated: empty in v1.35 and v1.36, "preemption: found a potential placement for pod on node N, preempting K
    * victims" from v1.37.
    *
    * @generated from field: string message = 6;

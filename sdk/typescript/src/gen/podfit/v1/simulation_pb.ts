@@ -168,7 +168,7 @@ export type SimulateRequest = Message<"podfit.v1.SimulateRequest"> & {
   schedulerName: string;
 
   /**
-   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
    * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
    * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
    *
@@ -428,7 +428,7 @@ export type EstimateScaleUpRequest = Message<"podfit.v1.EstimateScaleUpRequest">
   schedulerName: string;
 
   /**
-   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
    * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
    * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
    *
@@ -649,7 +649,7 @@ export type SimulateDrainRequest = Message<"podfit.v1.SimulateDrainRequest"> & {
   schedulerName: string;
 
   /**
-   * The kube-scheduler version to answer as: "v1.35", "v1.37" (a patch such as "v1.37.2" answers as the
+   * The kube-scheduler version to answer as: "v1.35", "v1.36", "v1.37" (a patch such as "v1.37.2" answers as the
    * release podfit reproduces for its minor version). Empty: the profile's configured version, by default
    * the server's. An unsupported version is INVALID_ARGUMENT listing the supported ones.
    *
