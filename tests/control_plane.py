@@ -29,6 +29,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from podfit.client.conformance import free_port
+from podfit.server.framework.versions import DEFAULT_VERSION, VERSIONS
 
 from tests.conftest import issue_certificate, pem_bytes
 
@@ -38,9 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "tests" / "controlplane" / "build.sh"
 DEPLOY = ROOT / "deploy" / "kubernetes"
 # The control plane the suite runs: the release podfit answers as by default. The shadow check also runs
-# each other supported release's kube-scheduler against it.
-DEFAULT_RELEASE = "v1.37.2"
-RELEASES = {"v1.35": "v1.35.4", "v1.37": "v1.37.2"}
+# each other supported release's kube-scheduler against it (each has its module, tests/controlplane/go/).
+DEFAULT_RELEASE = VERSIONS[DEFAULT_VERSION].release
+RELEASES = {name: version.release for name, version in VERSIONS.items()}
 ADMIN_TOKEN = "podfit-e2e-admin"  # a test-only credential of a throwaway apiserver on loopback
 SCHEDULER_TOKEN = "podfit-e2e-scheduler"
 PODFIT_WRITE_TOKEN = "podfit-e2e-feeder"
