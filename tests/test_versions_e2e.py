@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aiohttp
 import grpc
 import pytest
 from podfit.client import PodfitError
@@ -134,6 +135,41 @@ async def test_a_profile_configured_for_v135_answers_as_v135_unless_asked_otherw
         current_profile = await server.client.schedule(pod(), scheduler_name="current")
         assert current_profile.kube_scheduler_version == "v1.36.3"
         assert plugin_scores(current_profile, "a")["NodeResourcesBalancedAllocation"] == BALANCED["v1.36.3"]
+    finally:
+        await server.client.close()
+        await server.running.stop(0)
+
+
+@pytest.mark.parametrize(
+    ("version", "node_name_text", "priorities"),
+    [
+        pytest.param("v1.35", "node(s) didn't match the requested node name", {"a": 10, "b": 8},
+                     id="v1.35: NodeName rejects at Filter; balance with the pod"),
+        pytest.param("v1.36", "node(s) didn't match the requested node name", {"a": 10, "b": 9},
+                     id="v1.36: NodeName rejects at Filter as v1.35; BalancedAllocation scores as v1.37"),
+        pytest.param("v1.37", "node(s) didn't satisfy plugin(s) [NodeName]", {"a": 10, "b": 9},
+                     id="v1.37: NodeName restricts at PreFilter; the pod's effect on balance"),
+    ],
+)  # fmt: skip
+async def test_the_extender_answers_as_the_servers_version(
+    version: str, node_name_text: str, priorities: dict[str, int]
+) -> None:
+    """The extender's wire format names no version: it answers as the configured one."""
+    server = await start_live_server(Settings(kube_scheduler_version=version))
+    try:
+        await server.client.apply(cluster())
+        pinned = make_pod("pinned").node("a").req(cpu="1", memory="100Mi").json()
+        async with aiohttp.ClientSession() as session:
+            for verb, body in (("filter", pinned), ("prioritize", pod())):
+                request = json.dumps({"Pod": body, "NodeNames": ["a", "b"]}).encode()
+                headers = {"Content-Type": "application/json"}
+                async with session.post(f"{server.extender_url}/{verb}", data=request, headers=headers) as response:
+                    assert response.status == 200
+                    answer = json.loads(await response.text())
+                if verb == "filter":
+                    assert answer["FailedAndUnresolvableNodes"] == {"b": node_name_text}
+                else:
+                    assert {entry["Host"]: entry["Score"] for entry in answer} == priorities
     finally:
         await server.client.close()
         await server.running.stop(0)
