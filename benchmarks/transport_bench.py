@@ -70,8 +70,9 @@ def _service(nodes: int, pods: int) -> Any:
     from podfit.server.model import Kind
     from podfit.server.model.objects import node_from_k8s, pod_from_k8s
     from podfit.server.service import SchedulingService
+    from podfit.server.transport.stored_forms import PROTOBUF_FORMS
 
-    service = SchedulingService(profiles_from_configuration(None))
+    service = SchedulingService(profiles_from_configuration(None), forms=PROTOBUF_FORMS)
     service.apply([Upsert(Kind.NODE, node_from_k8s(bench.node(i))) for i in range(nodes)])
     for start in range(0, pods, 5000):
         service.apply(

@@ -19,6 +19,7 @@ from grpc_status import rpc_status
 from podfit.k8s import limits
 from podfit.server.settings import Settings, SettingsError, resolve
 from podfit.server.transport.errors import REJECTED_LOG, RateLimitedLog
+from podfit.server.transport.stored_forms import PROTOBUF_FORMS
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import scheduler_pb2 as sc
 from podfit.v1 import simulation_pb2 as sim
@@ -446,7 +447,7 @@ async def test_a_stream_that_ends_mid_feed_leaves_no_reader_behind() -> None:
     from podfit.server.service import SchedulingService
     from podfit.server.transport.grpc_services import STREAM_WINDOW, ClusterCacheServicer
 
-    servicer = ClusterCacheServicer(SchedulingService({"default-scheduler": default_profile()}))
+    servicer = ClusterCacheServicer(SchedulingService({"default-scheduler": default_profile()}, forms=PROTOBUF_FORMS))
 
     async def batches() -> AsyncIterator[cc.StreamRequest]:
         for sequence in range(1, 10 * STREAM_WINDOW):

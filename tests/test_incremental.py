@@ -14,6 +14,7 @@ from podfit.server.engine import Engine
 from podfit.server.model import Kind, Pod
 from podfit.server.plugins.node_resources_fit import NodeResourcesFit
 from podfit.server.service import SchedulingService
+from podfit.server.transport.stored_forms import PROTOBUF_FORMS
 
 from tests.builders import PodBuilder, make_cache, make_node, make_pod
 from tests.test_schedule_flows import given
@@ -147,7 +148,7 @@ def test_only_changed_rows_are_evaluated_again(monkeypatch: pytest.MonkeyPatch) 
 def test_rows_changed_after_an_undone_batch_are_evaluated_again() -> None:
     """An all-or-nothing batch that fails is undone and its generation numbers are issued again; answers
     kept from inside the batch must not pass for current ones afterwards."""
-    svc = SchedulingService({"default-scheduler": default_profile()})
+    svc = SchedulingService({"default-scheduler": default_profile()}, forms=PROTOBUF_FORMS)
     svc.apply([Upsert(Kind.NODE, make_node(f"n{i}").capacity(cpu="2", pods="10").obj()) for i in range(3)])
     replica = _probes()["replica"]
     batch = [given(make_pod(f"b{i}").labels(app="web").req(cpu="500m", memory="1Gi")) for i in range(4)]

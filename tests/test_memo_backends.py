@@ -28,6 +28,7 @@ from podfit.server.config import default_profile
 from podfit.server.model import Kind, Pod
 from podfit.server.service import GivenPod, SchedulingService
 from podfit.server.settings import Settings, SettingsError, resolve
+from podfit.server.transport.stored_forms import PROTOBUF_FORMS
 
 from tests.builders import make_node, make_pod
 from tests.server_process import ServerProcess
@@ -75,6 +76,7 @@ def _given(builder: Any) -> GivenPod:
 def _service(port: int, nodes: int, cpu: str) -> SchedulingService:
     svc = SchedulingService(
         {"default-scheduler": default_profile()},
+        forms=PROTOBUF_FORMS,
         memo_backend="redis",
         memo_options={"endpoint": "127.0.0.1", "port": port},
     )
@@ -184,6 +186,7 @@ async def test_podfit_server_with_a_redis_memo_never_overbooks(redis_port: int) 
 async def test_a_memo_that_cannot_be_reached_costs_a_recomputation_not_a_decision(caplog: Any) -> None:
     svc = SchedulingService(
         {"default-scheduler": default_profile()},
+        forms=PROTOBUF_FORMS,
         memo_backend="redis",
         memo_options={"endpoint": "127.0.0.1", "port": free_port(), "timeout": 2},
     )

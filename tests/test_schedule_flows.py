@@ -13,6 +13,7 @@ from podfit.server.engine import UnknownProfileError
 from podfit.server.model import Kind, ValidationError
 from podfit.server.model.decode import object_from_k8s
 from podfit.server.service import CachedPod, GivenPod, NotFoundError, PodRejected, SchedulingService
+from podfit.server.transport.stored_forms import PROTOBUF_FORMS
 from podfit.v1 import cluster_cache_pb2 as cc
 
 from tests.builders import make_node, make_pod
@@ -25,7 +26,7 @@ def given(builder: Any) -> GivenPod:
 
 def cluster(*, filler: bool = False) -> SchedulingService:
     """n1 has 500m cpu free, n2 has 4 cpu free (as in the end-to-end tests), or 1 with ``filler``."""
-    svc = SchedulingService({"default-scheduler": default_profile()})
+    svc = SchedulingService({"default-scheduler": default_profile()}, forms=PROTOBUF_FORMS)
     objects = [
         make_node("n1").capacity(cpu="2", memory="4Gi", pods="10"),
         make_node("n2").capacity(cpu="4", memory="8Gi", pods="10"),
@@ -251,7 +252,7 @@ def test_a_batch_without_details_keeps_only_the_outcome(details: bool) -> None:
 
 def _device_cluster(gpus: int) -> SchedulingService:
     """One node publishing ``gpus`` GPUs, a GPU class, and claims c0..c2 for one GPU each."""
-    svc = SchedulingService({"default-scheduler": default_profile()})
+    svc = SchedulingService({"default-scheduler": default_profile()}, forms=PROTOBUF_FORMS)
     driver = "gpu.example.com"
     manifests: list[dict[str, Any]] = [
         {

@@ -9,12 +9,13 @@ from podfit.server.cache.cluster_cache import Upsert
 from podfit.server.config import default_profile
 from podfit.server.model import Kind
 from podfit.server.service import SchedulingService
+from podfit.server.transport.stored_forms import PROTOBUF_FORMS
 
 from tests.builders import make_node, make_pod
 
 
 def service(**options: Any) -> tuple[SchedulingService, list[int]]:
-    svc = SchedulingService({"default-scheduler": default_profile()}, **options)
+    svc = SchedulingService({"default-scheduler": default_profile()}, forms=PROTOBUF_FORMS, **options)
     svc.apply([Upsert(Kind.NODE, make_node(f"n{i}").obj()) for i in range(3)])
     calls: list[int] = []
     decide = svc.engine.decide
@@ -49,8 +50,8 @@ async def test_the_memo_is_bounded_and_emptied_when_the_generation_moves() -> No
     svc, _ = service(memo_max_entries=3)
     for i in range(5):
         await svc.decide(make_pod(f"p{i}").req(cpu=f"{i + 1}00m").obj())
-    assert svc._memo_entries == 3
+    assert svc.memo is not None and svc.memo._entries == 3
     svc.apply([Upsert(Kind.POD, make_pod("bound").node("n0").obj())])
     await svc.decide(make_pod("q").obj())
-    assert svc._memo_entries == 1
+    assert svc.memo._entries == 1
     await svc.close()

@@ -189,3 +189,29 @@ def test_readers_share_a_frozen_snapshot_while_nothing_changes() -> None:
     del first, second
     gc.collect()
     assert cache.freeze().generation == cache.generation  # a new one once nobody holds the last
+
+
+async def test_decisions_go_on_while_a_batch_writes(live: LiveServer) -> None:
+    """A batch that reserves is a writer: updates and other reservations wait for it, but decisions that
+    reserve nothing answer at once, from the generation the batch started from."""
+    await live.client.apply([make_node(f"n{i:04d}").capacity(cpu="1", pods="110").json() for i in range(2000)])
+    await live.client.apply([make_pod("named").req(cpu="500m").json()])
+    before = (await live.client.stats()).generation
+    batch = ["default/named", *(make_pod(f"b{i}").req(cpu="500m").json() for i in range(3500))]
+    writing = asyncio.ensure_future(live.client.schedule_batch(batch, view="basic", timeout=60))
+    gate = live.running.service.gate
+    while not gate.busy:
+        await asyncio.sleep(0.01)
+    started = time.monotonic()
+    decided = await live.client.schedule(make_pod("reader").req(cpu="500m").json())
+    # The batch bound this pod first thing; readers still see it as it was, pending.
+    named = await live.client.schedule("default/named")
+    filtered = await live.client.filter(make_pod("reader").req(cpu="500m").json())
+    assert time.monotonic() - started < 1.0, "the decisions waited for the batch"
+    assert gate.busy, "the batch ended before the decisions were answered"
+    assert decided.generation == named.generation == filtered.generation == before
+    assert decided.selected_node and named.selected_node and filtered.feasible_count == 2000
+    placed = await writing
+    assert placed.placed_count == 3501
+    after = await live.client.schedule(make_pod("reader").req(cpu="500m").json())
+    assert after.generation == placed.assumed_generation > before

@@ -14,6 +14,7 @@ from podfit.server.app import create_server
 from podfit.server.config import default_profile
 from podfit.server.service import SchedulingService
 from podfit.server.settings import Settings
+from podfit.server.transport.stored_forms import PROTOBUF_FORMS
 
 from tests.builders import make_node, make_pod
 
@@ -36,7 +37,7 @@ class SealedService:
 @pytest.fixture
 async def sealed() -> AsyncIterator[tuple[AsyncClient, str]]:
     cache_reads.clear()
-    service = SealedService(SchedulingService({"default-scheduler": default_profile()}))
+    service = SealedService(SchedulingService({"default-scheduler": default_profile()}, forms=PROTOBUF_FORMS))
     running = await create_server(
         Settings(extender_bind=True),
         addr="127.0.0.1:0",

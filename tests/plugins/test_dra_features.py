@@ -15,6 +15,7 @@ import pytest
 from podfit.client import PodfitError
 from podfit.server.config import default_profile
 from podfit.server.engine import Engine
+from podfit.server.framework.cycle_state import CycleState
 from podfit.server.model import ValidationError
 from podfit.server.model.dra import resource_slice_from_k8s
 
@@ -124,7 +125,8 @@ def test_device_taints(
 def test_the_allocation_skips_a_tainted_device_on_the_same_node(pod_claim: Any, device: str) -> None:
     objects = [node("n1"), device_class(), slice_("n1", tainted("g0", NO_SCHEDULE), gpu("g1")), pod_claim]
     engine = Engine(make_cache(*objects), {"default-scheduler": default_profile(version="v1.37")})
-    claims = engine.reserved_claims(using(make_pod("p"), "c").obj(), "n1", engine.cache.snapshot())
+    pod = using(make_pod("p"), "c").obj()
+    claims = engine.framework_for(pod).run_reserve(CycleState(), pod, "n1", engine.cache.snapshot())
     assert [(d.pool, d.device) for c in claims for d in c.allocation or ()] == [("n1", device)]
 
 

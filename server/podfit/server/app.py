@@ -35,6 +35,7 @@ from podfit.server.transport.extender import start_extender
 from podfit.server.transport.forward import OwnerLink
 from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer, SimulationServicer
 from podfit.server.transport.probes import start_probes
+from podfit.server.transport.stored_forms import PROTOBUF_FORMS
 from podfit.server.transport.workers import Follower, Owner, default_workers, read_token
 from podfit.v1 import (
     cluster_cache_pb2,
@@ -202,6 +203,7 @@ def register_services(server: grpc.aio.Server, service: SchedulingService, owner
 def build_service(settings: Settings, telemetry: Telemetry) -> SchedulingService:
     return SchedulingService(
         profiles_from_settings(settings),
+        forms=PROTOBUF_FORMS,
         telemetry=telemetry,
         memo_ttl_seconds=settings.memo_ttl_seconds,
         memo_backend=settings.memo_backend,

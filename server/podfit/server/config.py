@@ -21,6 +21,7 @@ from podfit.server.framework.interfaces import (
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    ReservePlugin,
     ScorePlugin,
 )
 from podfit.server.framework.profile import Profile, WeightedScorePlugin, default_plugins
@@ -213,6 +214,7 @@ def _implements(plugin: Plugin, point: str) -> bool:
         "filter": FilterPlugin,
         "preScore": PreScorePlugin,
         "score": ScorePlugin,
+        "reserve": ReservePlugin,
     }
     if point == "postFilter":
         return hasattr(plugin, "post_filter")
@@ -256,7 +258,7 @@ def _profile(name: str, spec: ProfileSpec, version: KubeSchedulerVersion) -> Pro
             profile.plugins[plugin_name] = plugin
         return plugin
 
-    for point in ("preEnqueue", "preFilter", "filter", "postFilter", "preScore", "score"):
+    for point in ("preEnqueue", "preFilter", "filter", "postFilter", "preScore", "score", "reserve"):
         enabled, disabled = points[point]
         specific = [plugin_name for plugin_name, _ in enabled]
         ordered: list[str] = []
@@ -288,6 +290,8 @@ def _profile(name: str, spec: ProfileSpec, version: KubeSchedulerVersion) -> Pro
                 profile.post_filter.append(plugin)
             elif point == "preScore":
                 profile.pre_score.append(plugin)  # type: ignore[arg-type]
+            elif point == "reserve":
+                profile.reserve.append(plugin)  # type: ignore[arg-type]
             else:
                 weight = weights.get(plugin_name, 0) or 1
                 profile.score.append(WeightedScorePlugin(plugin, weight))  # type: ignore[arg-type]

@@ -1,8 +1,8 @@
-"""The decision engine: pure decisions over a given cache snapshot.
+"""The decision engine: the profiles of one kube-scheduler version, and pure decisions over a snapshot.
 
 This is the one place that turns "a pod and a snapshot" into Filter / Score / PostFilter answers. It
-never changes the cache (no assume) and remembers nothing between calls (no memo): that is
-``podfit.server.service.SchedulingService``'s job, which the transports call.
+never changes the cache and remembers nothing between calls: a scheduling cycle
+(``podfit.server.cycle``) goes on to Reserve, and the service's memo wraps it.
 """
 
 from __future__ import annotations
@@ -22,16 +22,13 @@ from podfit.server.cache.snapshot import Snapshot
 from podfit.server.config import ConfigError, profile_at
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.fit_error import outcome_fit_error
-from podfit.server.framework.interfaces import NO_POST_FILTER, IntpArray, PreemptionResult
-from podfit.server.framework.profile import DEFAULT_PREEMPTION, DYNAMIC_RESOURCES, Profile
+from podfit.server.framework.interfaces import NO_POST_FILTER, IntpArray, PreemptionResult, VictimSelector
+from podfit.server.framework.profile import Profile
 from podfit.server.framework.runtime import FilterOutcome, Framework, NodeScores, ScoreTable
 from podfit.server.framework.status import Code, FrameworkError, Status
 from podfit.server.framework.versions import parse_version
 from podfit.server.model import Pod, ValidationError
-from podfit.server.model.dra import ResourceClaim
 from podfit.server.model.objects import DEFAULT_SCHEDULER_NAME
-from podfit.server.plugins.default_preemption import DefaultPreemption
-from podfit.server.plugins.dynamic_resources import DynamicResources
 
 
 def pod_signature(pod: Pod) -> str:
@@ -294,16 +291,6 @@ class Engine:
         decision.post_filter = self.post_filter(pod, state, outcome, snapshot, scheduler_name)
         return decision.post_filter
 
-    def reserved_claims(
-        self, pod: Pod, node_name: str, snapshot: Snapshot, scheduler_name: str = ""
-    ) -> list[ResourceClaim]:
-        """The pod's ResourceClaims as reserving it on ``node_name`` leaves them (DynamicResources' Reserve
-        and PreBind): what the assume owner writes with the pod."""
-        plugin = self.framework_for(pod, scheduler_name).profile.plugin(DYNAMIC_RESOURCES)
-        if not isinstance(plugin, DynamicResources):
-            return []
-        return plugin.reserved_claims(pod, node_name, snapshot)
-
     def victims_on_nodes(
         self, pod: Pod, node_names: Sequence[str], scheduler_name: str = "", *, snapshot: Snapshot | None = None
     ) -> dict[str, tuple[list[Pod], int]]:
@@ -311,8 +298,8 @@ class Engine:
         violations on that node alone (what an extender's preempt verb is asked to confirm)."""
         framework = self.framework_for(pod, scheduler_name)
         snapshot = snapshot or self.cache.snapshot()
-        plugin = next((p for p in framework.profile.post_filter if p.name == DEFAULT_PREEMPTION), None)
-        if not isinstance(plugin, DefaultPreemption) or pod.preemption_policy == "Never":
+        plugin = next((p for p in framework.profile.post_filter if isinstance(p, VictimSelector)), None)
+        if plugin is None or pod.preemption_policy == "Never":
             return {}
         _, state, outcome = self.decide(pod, node_names, scheduler_name, score=False, snapshot=snapshot)
         if outcome is None:

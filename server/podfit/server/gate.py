@@ -1,17 +1,21 @@
 """Who may use the cache when: decisions and updates on the event loop, heavy calls one at a time on a
-worker thread — readers over a frozen snapshot, beside everything else; writers (a batch) alone.
+worker thread — readers over a frozen snapshot, beside everything else; writers (a batch) alone among
+writers.
 
-Decisions and updates are short and run on the event loop, interleaved only where they await; they hold
-the gate *shared*. A heavy call takes the one **heavy slot** (first come, first served; at most
-``waiting_limit`` queued, one more is refused) and runs on a worker thread, so the event loop stays free:
+Decisions and updates are short and run on the event loop, interleaved only where they await; updates
+and reservations hold the gate *shared*, decisions that reserve nothing do not hold it at all. A heavy
+call takes the one **heavy slot** (first come, first served; at most ``waiting_limit`` queued, one more
+is refused) and runs on a worker thread, so the event loop stays free:
 
 - a **reader** (Simulate, EstimateScaleUp, SimulateDrain, BestOptions, Preempt) gets a frozen snapshot
   of the generation current when it starts (``ClusterCache.freeze``) and holds nothing else: decisions
   and updates go on, and later generations, while it reads the one it was given;
-- a **writer** (a ScheduleBatch that reserves) also holds the cache *exclusively*: it waits for the shared
-  holders to leave, and those that come after it wait until it is done (updates are delayed, never
-  dropped). Shared and exclusive holders are served in arrival order, so an update that arrived before
-  a batch runs before it, and a stream of decisions never starves one.
+- a **writer** (a ScheduleBatch that reserves) also holds the cache *exclusively* against the other
+  writers — updates and reservations, which hold it shared: it waits for them to leave, and those that
+  come after it wait until it is done (updates are delayed, never dropped). Shared and exclusive
+  holders are served in arrival order, so an update that arrived before a batch runs before it, and a
+  stream of updates never starves one. Decisions that reserve nothing hold nothing: as a writer starts,
+  ``before_writer`` lets the service publish the generation they read meanwhile.
 
 Leaving a queue (a caller cancelled, or its deadline passed) serves whoever it held back at once: every
 grant is made synchronously, so nothing waits on a wakeup that nobody sends. Every heavy call has a
@@ -121,8 +125,10 @@ class Gate:
         self.heavy_started = 0
         # The running heavy call's cancellation flag.
         self._running: threading.Event | None = None
-        # Called on the event loop as each heavy call lets go of the cache (the journal publishes what
-        # the call wrote once no rollback can come).
+        # Called on the event loop as a writer takes the cache (the service publishes the snapshot that
+        # readers read meanwhile), and as each heavy call lets go of it (the journal publishes what the
+        # call wrote once no rollback can come).
+        self.before_writer: list[Callable[[], None]] = []
         self.after_heavy: list[Callable[[], None]] = []
 
     @property
@@ -234,6 +240,9 @@ class Gate:
                 else:
                     self._exclusive = True
             try:
+                if exclusive:
+                    for hook in self.before_writer:
+                        hook()
                 if prepare is not None:
                     args = (prepare(), *args)
                 return await self._run(fn, args, deadline, sharing=not exclusive)

@@ -1,9 +1,11 @@
-"""The scheduling service: the cache, its snapshots, the decision memo, assume, and the per-RPC flows.
+"""The scheduling service: the facade the transports call, one method per RPC flow.
 
 Transports (gRPC, the extender's HTTP) convert their wire formats into the calls here and back, and
-do nothing else: they never read the cache themselves. The decisions proper come from ``Engine``, which
-only computes over a snapshot it is given; this service chooses the snapshot, remembers decisions,
-resolves pods named by reference, and changes the cache (assume, batches, rollbacks).
+do nothing else: they never read the cache themselves. Data flows one way: updates go into the cache;
+each flow takes a snapshot of it (the live one, or one frozen for readers on other threads), resolves
+the pods it was given, and runs the scheduling cycle (``podfit.server.cycle``) over it, through the
+decision memo (``podfit.server.memo``); the cycle's Reserve is written by a ``Reserver``
+(``podfit.server.reserver``), the only writer besides updates.
 """
 
 from __future__ import annotations
@@ -14,29 +16,36 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
-from aiocache import Cache
 from podfit.server.budget import Limits, check_deadline
-from podfit.server.cache.cluster_cache import BatchResult, Change, ClusterCache, Entry, UpdateRejected, Upsert
+from podfit.server.cache.cluster_cache import (
+    BatchResult,
+    Change,
+    ClusterCache,
+    Entry,
+    Tentative,
+    UpdateRejected,
+    Upsert,
+)
 from podfit.server.cache.overlay import Overlay
 from podfit.server.cache.snapshot import Snapshot
+from podfit.server.cycle import ScheduleResult, SchedulingCycle
 from podfit.server.engine import Decision, Engine, pod_signature
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import PreemptionResult
 from podfit.server.framework.profile import Profile
-from podfit.server.framework.runtime import FilterOutcome
 from podfit.server.framework.versions import VERSIONS
 from podfit.server.gate import Gate
+from podfit.server.memo import DecisionMemo
 from podfit.server.model import Kind, Node, Pod, ValidationError
-from podfit.server.model.dra import ResourceClaim
+from podfit.server.reserver import OwnerGone, OwnerReserver, Reservations, Reserver, StoredForms
 from podfit.server.simulation.drain import DrainOptions
 from podfit.server.simulation.estimator import Estimate, estimate
 from podfit.server.simulation.expander import ExpansionOption, OptionScore, best_options
 from podfit.server.simulation.node_removal import Destinations, RemovalSimulation, simulate_removal
 from podfit.server.simulation.scenario import Scenario, SimulationResult, simulate
 from podfit.server.telemetry import Telemetry
-from podfit.v1 import cluster_cache_pb2 as cc
 
 log = logging.getLogger("podfit.server")
 CACHE_NOT_SYNCED_MESSAGE = "cache not synced: waiting for a feeder's initial sync (podfit feed)"
@@ -58,43 +67,6 @@ class CacheNotSyncedError(RuntimeError):
 class StalePodError(ValueError):
     """An assume of a pod older than the cache's copy (its resourceVersion is behind): the reservation
     would be ignored as stale, so it is refused before anything changes."""
-
-
-class ReservationMoved(Exception):
-    """A decision worker's reservation was refused by the owner: the cache moved on since the decision
-    was made on the worker's replica. The owner decides the call again (podfit.server.transport.workers)."""
-
-
-class OwnerGone(Exception):
-    """A decision worker lost its owner: nothing it answers could be reserved or kept current."""
-
-
-class Reservations(Protocol):
-    """Where a decision worker's reservations are made: the owner of the cache."""
-
-    async def commit(self, generation: int, changes: Sequence[Change]) -> int:
-        """Applies ``changes`` if the cache is still at ``generation`` (the one they were decided on) and
-        returns the generation holding them; raises ReservationMoved otherwise, OwnerGone if it cannot ask."""
-        ...
-
-
-class _Deferred:
-    """An assume's changes, held for the owner instead of applied here (as ``apply`` takes them)."""
-
-    def __init__(self, reservations: Reservations, generation: int) -> None:
-        self.reservations = reservations
-        self.generation = generation
-        self.changes: builtins.list[Change] | None = None
-
-    def __call__(self, changes: Iterable[Change]) -> BatchResult:
-        self.changes = builtins.list(changes)
-        return BatchResult(self.generation + 1)
-
-    async def commit(self) -> int:
-        """The generation holding the reservation, 0 when the decision reserved nothing."""
-        if self.changes is None:
-            return 0
-        return await self.reservations.commit(self.generation, self.changes)
 
 
 class PodRejected(ValueError):
@@ -134,49 +106,6 @@ class GivenPod:
 
 # What a decision is about: a record (never assumed), a pod with its source, or a cached pod.
 PodInput = Pod | GivenPod | CachedPod
-
-
-@dataclasses.dataclass(slots=True)
-class ScheduleResult:
-    """One Schedule answer: the decision's outcome, and either the reservation or the preemption answer.
-
-    ``decision`` holds every node's verdict and scores; a batch asked for no details drops it right
-    after summarising it (a decision over 5,000 nodes holds a few hundred KB of columns)."""
-
-    pod: Pod
-    decision: Decision | None
-    generation: int
-    gated: bool = False
-    message: str = ""
-    selected: str = ""
-    best_count: int = 0
-    feasible_count: int = 0
-    candidate_count: int = 0
-    # The generation that holds the reservation; 0 when the pod was not assumed.
-    assumed_generation: int = 0
-    # DefaultPreemption's answer when nothing fits, the pod is not gated and preemption was wanted.
-    preemption: PreemptionResult | None = None
-    # kube-scheduler's FailedScheduling event text when nothing fits (see Decision).
-    unschedulable_message: str = ""
-    # The kube-scheduler release that answered.
-    kube_scheduler_version: str = ""
-
-    @classmethod
-    def of(cls, pod: Pod, decision: Decision) -> ScheduleResult:
-        return cls(
-            pod,
-            decision,
-            generation=decision.generation,
-            gated=decision.gated,
-            message=decision.message,
-            selected=decision.selected,
-            best_count=len(decision.best),
-            feasible_count=decision.feasible_count,
-            candidate_count=decision.candidate_count,
-            preemption=decision.post_filter,
-            unschedulable_message=decision.unschedulable_message,
-            kube_scheduler_version=decision.kube_scheduler_version,
-        )
 
 
 @dataclasses.dataclass(slots=True)
@@ -253,43 +182,6 @@ class CacheStats:
     workers: int = 1
 
 
-def bound_source(source: bytes, node_name: str) -> bytes:
-    """A pod's stored form (a serialized ClusterObject) bound to ``node_name``, as a reservation."""
-    obj = cc.ClusterObject()
-    obj.ParseFromString(source)
-    obj.pod.spec.node_name = node_name
-    obj.pod.status.nominated_node_name = ""
-    return obj.SerializeToString(deterministic=True)
-
-
-def reserved_claim_source(source: bytes, claim: ResourceClaim) -> bytes:
-    """A claim's stored form (a serialized ClusterObject) with ``claim``'s allocation and reservations."""
-    obj = cc.ClusterObject()
-    obj.ParseFromString(source)
-    status = obj.resource_claim.status
-    if claim.allocation is not None and not status.HasField("allocation"):
-        status.allocation.devices.SetInParent()
-        for device in claim.allocation:
-            result = status.allocation.devices.results.add(
-                request=device.request, driver=device.driver, pool=device.pool, device=device.device
-            )
-            if device.admin_access:
-                result.admin_access = True
-        for term in claim.allocation_node_selector or ():
-            added = status.allocation.node_selector.node_selector_terms.add()
-            for target, requirements in (
-                (added.match_expressions, term.match_expressions),
-                (added.match_fields, term.match_fields),
-            ):
-                for req in requirements:
-                    target.add(key=req.key, operator=req.operator, values=list(req.values))
-    known = {ref.uid for ref in status.reserved_for}
-    for resource, name, uid in claim.reserved_for:
-        if uid not in known:
-            status.reserved_for.add(resource=resource, name=name, uid=uid)
-    return obj.SerializeToString(deterministic=True)
-
-
 def field_selector_keys(kind: Kind) -> frozenset[str]:
     """The fields List's field_selector takes for ``kind`` (kube-apiserver's common two, plus the pod's node)."""
     common = frozenset({"metadata.name", "metadata.namespace"})
@@ -304,18 +196,19 @@ def selectable_fields(obj: object) -> dict[str, str]:
 
 
 class SchedulingService:
-    """The cache, snapshots, memo and assume behind every transport, one method per RPC flow.
+    """The cache, its snapshots and the scheduling cycle behind every transport, one method per RPC flow.
 
-    Every flow decides on one snapshot with one CycleState: ``schedule`` filters and scores, then either
-    assumes the pod or runs PostFilter on the same state; ``schedule_batch`` does that for several pods
-    in order, all or nothing if asked. Decisions come from ``Engine``; nothing here awaits between
-    reading a snapshot and writing what was decided on it.
+    Every flow decides on one snapshot with one CycleState. Decisions that reserve nothing are readers:
+    they read ``view()``, the cache's snapshot, or, while a batch writes the cache on the heavy-call
+    thread, the snapshot frozen when it started — they never wait for it. Updates and reservations are
+    the writers; nothing awaits between reading a snapshot and reserving what was decided on it.
     """
 
     def __init__(
         self,
         profiles: Mapping[str, Profile],
         *,
+        forms: StoredForms,
         telemetry: Telemetry | None = None,
         memo_ttl_seconds: float = 30.0,
         memo_backend: str = "memory",
@@ -325,10 +218,19 @@ class SchedulingService:
         limits: Limits | None = None,
     ) -> None:
         self.cache = ClusterCache()
+        # How a reservation changes a stored object (the transport's wire format).
+        self.forms = forms
         # Per-request limits, checked before any work (podfit.server.budget).
         self.limits = limits or Limits()
-        # Decisions and updates share the cache; a heavy call has it alone, on a worker thread.
+        # Writers share the cache on the event loop; a batch has it alone, on the heavy-call thread, while
+        # readers go on over the snapshot published for them as it starts (``view``).
         self.gate = Gate(self.limits.heavy_calls_waiting, self.limits.heavy_call_seconds)
+        self.gate.before_writer.append(self._publish_view)
+        self.gate.after_heavy.append(self._retire_view)
+        # While a batch writes: the snapshot readers read, and the batch's undo record (the pods it
+        # reserved, as they were before it).
+        self._reading: Snapshot | None = None
+        self._batch: Tentative | None = None
         # This process's cache id, new at every start: a restart empties the cache, and a feeder that sees
         # another epoch knows it must resync in full.
         self.epoch = uuid.uuid4().hex
@@ -346,19 +248,12 @@ class SchedulingService:
         self.replica_lost = ""
         self.engine = Engine(self.cache, profiles)
         self.telemetry = telemetry or Telemetry.disabled()
-        self._memo_ttl = memo_ttl_seconds
         options = {"namespace": f"podfit-{uuid.uuid4().hex}:", **(memo_options or {})}
-        self._memo: Any = _make_memo(memo_backend, options) if memo_ttl_seconds > 0 else None
-        # A remote memo (redis, memcached) may be shared with other replicas and other users: aiocache's
-        # clear() would flush the whole database there, so its old entries are left to expire instead
-        # (the generation is part of every key, so they are never hit again).
-        self._memo_private = memo_backend == "memory"
-        # Entries of older generations can never be hit again: the memo is emptied when the
-        # generation moves, and holds at most this many decisions of the current one.
-        self._memo_generation = -1
-        self._memo_entries = 0
-        self._memo_max_entries = memo_max_entries
-        self._memo_failure_logged = -float("inf")
+        self.memo = (
+            DecisionMemo(memo_backend, options, memo_ttl_seconds, memo_max_entries, self.telemetry)
+            if memo_ttl_seconds > 0
+            else None
+        )
         self.telemetry.observe_cache(self.cache)
 
     # -- updates ---------------------------------------------------------------------------------
@@ -444,7 +339,7 @@ class SchedulingService:
     def node_allocations(self, names: Iterable[str]) -> builtins.list[NodeAllocation]:
         """The NodeInfo sums of these cached nodes, read from the scheduler's own aggregates so that
         clients never re-derive effective requests."""
-        infos = self.cache.snapshot().node_info_map
+        infos = self.view().node_info_map
         found = []
         for name in names:
             info = infos.get(name)
@@ -491,11 +386,34 @@ class SchedulingService:
 
     def unknown_nodes(self, names: Sequence[str]) -> set[str]:
         """The names that are no cached node (one set lookup each: kube-scheduler sends thousands)."""
-        nodes = self.cache.snapshot().node_info_map
+        nodes = self.view().node_info_map
         return {name for name in names if name not in nodes}
 
     def has_node(self, name: str) -> bool:
         return self.cache.get(Kind.NODE, "", name) is not None
+
+    def view(self) -> Snapshot:
+        """What readers decide on: the cache's snapshot, or, while a batch writes the cache on the heavy
+        thread, the one frozen as it started (the last committed generation)."""
+        return self._reading or self.cache.snapshot()
+
+    def _publish_view(self) -> None:
+        """On the event loop, as a batch takes the cache: readers go on over this generation, frozen."""
+        self._reading = self.cache.freeze()
+
+    def _retire_view(self) -> None:
+        self._reading = None
+
+    def _lookup(self, kind: Kind, namespace: str, name: str) -> Entry | None:
+        """A cached object as readers see it: while a batch writes, as it was before the batch."""
+        entry = self.cache.get(kind, namespace, name)
+        batch = self._batch
+        if batch is not None and self._reading is not None:
+            # Read after the live entry: a batch records an object's old entry before it changes it.
+            before = batch.before(kind, namespace, name)
+            if before is not False:
+                return before
+        return entry
 
     def resolve(self, pod: PodInput) -> tuple[Pod, bytes]:
         """The record and stored form of ``pod``; a cached pod is looked up (NotFoundError if absent)."""
@@ -503,87 +421,50 @@ class SchedulingService:
             return pod, b""
         if isinstance(pod, GivenPod):
             return pod.pod, pod.source
-        entry = self.cache.get(Kind.POD, pod.namespace, pod.name)
+        entry = self._lookup(Kind.POD, pod.namespace, pod.name)
         if entry is None or not isinstance(entry.obj, Pod):
             raise NotFoundError(f"pod {pod.key} is not in the cache")
         return entry.obj, entry.source
 
     # -- decisions -------------------------------------------------------------------------------
 
-    async def _recall(
+    def cycle(self, version: str = "") -> SchedulingCycle:
+        """The scheduling cycle answering as kube-scheduler ``version`` ("" : each profile's own)."""
+        return SchedulingCycle(self.engine.at_version(version), self.telemetry)
+
+    def reserver(self, apply: Callable[[Iterable[Change]], BatchResult] | None = None) -> Reserver:
+        """Who writes a reservation: the cache here (or ``apply``, a batch's undoable view of it), or, in a
+        decision worker, the owner, if its cache is still at the generation decided on."""
+        if self.reservations is not None and apply is None:
+            return OwnerReserver(self.cache, self.forms, self.reservations)
+        return Reserver(self.cache, self.forms, apply)
+
+    def _question(
         self, pod: Pod, signature: str, node_names: Sequence[str], scheduler_name: str, score: bool, version: str
-    ) -> tuple[str | None, Decision | None]:
-        """(memo key, a memoised decision of the current generation or None)."""
-        if self._memo is None:
-            return None, None
-        generation = self.cache.generation
-        if generation != self._memo_generation:
-            if self._memo_entries and self._memo_private:
-                await self._memo_io(self._memo.clear())
-            self._memo_generation, self._memo_entries = generation, 0
+    ) -> str:
+        """The memo key of a decision, but for the generation."""
         identity = pod.uid + pod.key if self.cache.has_nominated_pods else ""
-        key = f"{generation}:{version}:{scheduler_name}:{score}:{signature}{identity}:{','.join(node_names)}"
-        if not self._memo_entries:
-            # Nothing of this generation is remembered (always so for a run of assumes): skip the lookup.
-            self.telemetry.memo_miss()
-            return key, None
-        cached: Decision | None = await self._memo_io(self._memo.get(key))
-        if cached is None or cached.generation != self.cache.generation:
-            self.telemetry.memo_miss()
-            return key, None
-        self.telemetry.memo_hit()
-        return key, dataclasses.replace(cached)
+        return f"{version}:{scheduler_name}:{score}:{signature}{identity}:{','.join(node_names)}"
+
+    async def _recall(self, generation: int, question: str) -> tuple[str | None, Decision | None]:
+        if self.memo is None:
+            return None, None
+        return await self.memo.recall(generation, question)
 
     async def _remember(self, key: str | None, decision: Decision) -> None:
-        if (
-            key is not None
-            and self.cache.generation == decision.generation == self._memo_generation
-            and self._memo_entries < self._memo_max_entries
-        ):
-            self._memo_entries += 1
-            await self._memo_io(self._memo.set(key, decision, ttl=self._memo_ttl))
+        if key is not None and self.memo is not None:
+            await self.memo.remember(key, decision, self.view().generation)
 
-    async def _memo_io(self, operation: Awaitable[Any]) -> Any:
-        """The memo's answer, or None when a remote memo fails (down, slow, out of connections): the
-        memo only saves work, so a failure costs a recomputation, never a decision. Logged at most
-        every 10 s."""
-        try:
-            return await operation
-        except Exception as exc:  # any memo failure is a miss
-            now = time.monotonic()
-            if now - self._memo_failure_logged >= 10.0:
-                self._memo_failure_logged = now
-                log.warning("decision memo unavailable, deciding without it: %s: %s", type(exc).__name__, exc)
-            return None
-
-    def _pending_view(self, given: PodInput, pod: Pod) -> tuple[Pod, Snapshot | None]:
+    def _pending_view(self, given: PodInput, pod: Pod, snapshot: Snapshot) -> tuple[Pod, Snapshot | None]:
         """A cached pod that is bound, asked about by name, is answered as kube-scheduler would see it
         pending again: without its node and without its own reservation on that node (a snapshot where
-        it is not bound). Any other pod: as given, on the current snapshot (None)."""
+        it is not bound). Any other pod: as given, on ``snapshot`` (None)."""
         if not isinstance(given, CachedPod) or not pod.node_name or pod.terminal:
             return pod, None
-        overlay = Overlay(self.cache.snapshot())
+        overlay = Overlay(snapshot)
         if overlay.node(pod.node_name) is not None:
             overlay.remove_pod(pod)
         return dataclasses.replace(pod, node_name=""), overlay.snapshot()
-
-    def _decide_now(
-        self,
-        engine: Engine,
-        pod: Pod,
-        node_names: Sequence[str],
-        scheduler_name: str,
-        score: bool = True,
-        signature: str | None = None,
-        snapshot: Snapshot | None = None,
-    ) -> tuple[Decision, CycleState, FilterOutcome | None, Snapshot]:
-        started = time.perf_counter()
-        snapshot = snapshot or self.cache.snapshot()
-        decision, state, outcome = engine.decide(
-            pod, node_names, scheduler_name, score=score, snapshot=snapshot, signature=signature
-        )
-        self.telemetry.decision_latency(time.perf_counter() - started, "score" if score else "filter")
-        return decision, state, outcome, snapshot
 
     async def decide(
         self,
@@ -595,47 +476,32 @@ class SchedulingService:
         explain: bool = False,
         version: str = "",
     ) -> Decision:
-        """Filter (and score) at the current generation, memoised per (pod signature, generation).
+        """Filter (and score) at the readers' generation, memoised per (pod signature, generation).
 
-        kube-scheduler calls an extender's filter and then prioritize for the same pod, and replicas
-        of one workload ask the same question; both reuse the first answer while nothing changed.
         With ``explain`` a decision where nothing fits also runs PostFilter, so that its
         ``unschedulable_message`` is the whole FailedScheduling text (a Filter answer).
         """
         self.require_synced()
-        engine = self.engine.at_version(version)
+        cycle = self.cycle(version)
+        snapshot = self.view()
         resolved, _ = self.resolve(pod)
-        resolved, pending = self._pending_view(pod, resolved)
+        resolved, pending = self._pending_view(pod, resolved, snapshot)
         signature = pod_signature(resolved)
         key: str | None = None
         if pending is None:
             # A pending view's snapshot is not the cache's: its answers are not memoised.
-            key, decision = await self._recall(resolved, signature, node_names, scheduler_name, score, version)
+            question = self._question(resolved, signature, node_names, scheduler_name, score, version)
+            key, decision = await self._recall(snapshot.generation, question)
             if decision is not None and (decision.explained or not explain):
                 return decision
-        decision, state, _, snapshot = self._decide_now(
-            engine, resolved, node_names, scheduler_name, score, signature, pending
+            snapshot = self.view()
+        decision, state, _ = cycle.decide(
+            resolved, pending or snapshot, node_names, scheduler_name, score=score, signature=signature
         )
         if explain:
-            self._explain(engine, decision, resolved, state, snapshot, scheduler_name, True)
+            cycle.explain(decision, resolved, state, pending or snapshot, scheduler_name)
         await self._remember(key, decision)
         return decision
-
-    def _explain(
-        self,
-        engine: Engine,
-        decision: Decision,
-        pod: Pod,
-        state: CycleState,
-        snapshot: Snapshot,
-        scheduler_name: str,
-        post_filter: bool,
-    ) -> PreemptionResult | None:
-        started = time.perf_counter()
-        result = engine.explain(decision, pod, state, snapshot, scheduler_name, post_filter=post_filter)
-        if result is not None:
-            self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
-        return result
 
     async def schedule(
         self,
@@ -647,83 +513,55 @@ class SchedulingService:
         preempt: bool = True,
         version: str = "",
     ) -> ScheduleResult:
-        """Filter, score and select on one snapshot; then assume the pod on the selected node (when
-        ``assume``), or, when nothing fits and ``preempt``, run DefaultPreemption's PostFilter on the
-        same snapshot and CycleState. Decisions that assume nothing are memoised like ``decide``'s."""
+        """One scheduling cycle: filter, score and select on one snapshot; then Reserve on the selected
+        node (when ``assume``), or, when nothing fits and ``preempt``, PostFilter on the same snapshot and
+        CycleState. Decisions that assume nothing are memoised like ``decide``'s."""
         self.require_synced()
-        engine = self.engine.at_version(version)
+        cycle = self.cycle(version)
+        # A reservation is made on the cache as it is (a writer: no batch runs meanwhile).
+        snapshot = self.cache.snapshot() if assume else self.view()
         resolved, source = self.resolve(pod)
         if not assume:
-            resolved, pending = self._pending_view(pod, resolved)
+            resolved, pending = self._pending_view(pod, resolved, snapshot)
             if pending is not None:
-                return self._schedule_now(
-                    engine,
-                    resolved,
-                    source,
-                    node_names,
-                    scheduler_name,
-                    False,
-                    preempt,
-                    self.cache.apply,
-                    snapshot=pending,
-                )
+                return cycle.schedule(resolved, source, pending, node_names, scheduler_name, preempt=preempt)
         if assume:
             self._check_current(resolved)
         signature = pod_signature(resolved)
-        seen = self.cache.generation
-        key, decision = await self._recall(resolved, signature, node_names, scheduler_name, True, version)
-        if self.cache.generation != seen:
+        question = self._question(resolved, signature, node_names, scheduler_name, True, version)
+        key, decision = await self._recall(snapshot.generation, question)
+        current = self.cache.snapshot() if assume else self.view()
+        if current.generation != snapshot.generation:
             # A remote memo (redis, memcached) awaits: other calls may have changed the cache meanwhile,
             # reserving the room this one saw, or updating the pod. Read it all again and decide anew;
             # from here to the reservation nothing awaits, so the decision is made on the rows reserved.
+            snapshot = current
             resolved, source = self.resolve(pod)
             if assume:
                 self._check_current(resolved)
             signature, decision = pod_signature(resolved), None
-        # A decision worker decides here and has the owner reserve, if nothing changed meanwhile.
-        deferred = _Deferred(self.reservations, self.cache.generation) if assume and self.reservations else None
-        apply = self.cache.apply if deferred is None else deferred
+        reserver = self.reserver() if assume else None
         # A memoised "nothing fits" serves only when it was answered with PostFilter exactly as asked now
         # (otherwise it lacks the CycleState PostFilter needs: decide afresh).
-        if decision is not None and (
+        if decision is not None and not (
             decision.selected or decision.gated or (decision.post_filter is not None) == preempt
         ):
-            result = ScheduleResult.of(resolved, decision)
-            if assume:
-                result.assumed_generation = self._assume(resolved, source, decision.selected, apply)
-        else:
-            result = self._schedule_now(
-                engine, resolved, source, node_names, scheduler_name, assume, preempt, apply, signature
-            )
-            if not result.assumed_generation and result.decision is not None:
-                await self._remember(key, result.decision)
-        if deferred is not None:
-            result.assumed_generation = await deferred.commit()
-        return result
-
-    def _schedule_now(
-        self,
-        engine: Engine,
-        pod: Pod,
-        source: bytes,
-        node_names: Sequence[str],
-        scheduler_name: str,
-        assume: bool,
-        preempt: bool,
-        apply: Callable[[Iterable[Change]], BatchResult],
-        signature: str | None = None,
-        snapshot: Snapshot | None = None,
-    ) -> ScheduleResult:
-        decision, state, outcome, snapshot = self._decide_now(
-            engine, pod, node_names, scheduler_name, True, signature, snapshot
+            decision = None
+        result = cycle.schedule(
+            resolved,
+            source,
+            snapshot,
+            node_names,
+            scheduler_name,
+            reserver=reserver,
+            preempt=preempt,
+            signature=signature,
+            decided=decision,
         )
-        result = ScheduleResult.of(pod, decision)
-        if decision.selected:
-            if assume:
-                result.assumed_generation = self._assume(pod, source, decision.selected, apply)
-        elif outcome is not None:
-            result.preemption = self._explain(engine, decision, pod, state, snapshot, scheduler_name, preempt)
-            result.unschedulable_message = decision.unschedulable_message
+        if reserver is not None:
+            result.assumed_generation = await reserver.commit()
+        elif decision is None and result.decision is not None:
+            await self._remember(key, result.decision)
         return result
 
     def _check_current(self, pod: Pod) -> None:
@@ -733,19 +571,6 @@ class SchedulingService:
                 f"pod {pod.key} has resourceVersion {pod.resource_version!r}, older than the cached {newer!r}: "
                 "nothing was reserved; send the current pod (or name the cached one)"
             )
-
-    def _assume(self, pod: Pod, source: bytes, node_name: str, apply: Callable[[Iterable[Change]], BatchResult]) -> int:
-        if not node_name:
-            return 0
-        if not source:
-            raise ValueError(f"pod {pod.key} was given without its source and cannot be assumed")
-        bound = dataclasses.replace(pod, node_name=node_name, nominated_node_name="")
-        changes: builtins.list[Change] = [Upsert(Kind.POD, bound, bound_source(source, node_name))]
-        for claim in self.engine.reserved_claims(pod, node_name, self.cache.snapshot()):
-            entry = self.cache.get(Kind.RESOURCE_CLAIM, claim.namespace, claim.name)
-            if entry is not None:
-                changes.append(Upsert(Kind.RESOURCE_CLAIM, claim, reserved_claim_source(entry.source, claim)))
-        return apply(changes).generation
 
     def schedule_batch(
         self,
@@ -766,18 +591,19 @@ class SchedulingService:
         still answered (as decided with the earlier pods placed), stating the starting generation.
         Every pod is resolved and checked before anything is assumed (PodRejected names the first bad
         one), and an error midway undoes the batch too. With ``dry_run`` every reservation is undone at
-        the end, placed or not: the answers of a batch that changes nothing. Runs without awaiting, so no
-        other call sees an intermediate state. Without ``details`` the results keep only each decision's outcome.
+        the end, placed or not: the answers of a batch that changes nothing. A writer: run alone among
+        writers (the gate), beside readers of the generation it started from (``view``). Without
+        ``details`` the results keep only each decision's outcome.
         """
         self.require_synced()
         self.limits.check_pods(len(pods))
-        engine = self.engine.at_version(version)
+        cycle = self.cycle(version)
         resolved: builtins.list[tuple[Pod, bytes]] = []
         seen: dict[str, int] = {}
         for i, pod in enumerate(pods):
             try:
                 record, source = self.resolve(pod)
-                engine.framework_for(record, scheduler_name)
+                cycle.engine.framework_for(record, scheduler_name)
                 self._check_current(record)
             except (ValidationError, LookupError, StalePodError) as exc:
                 raise PodRejected(i, exc) from None
@@ -785,15 +611,22 @@ class SchedulingService:
                 raise PodRejected(i, ValidationError("", f"is pod {record.key} again (as pods[{seen[record.key]}])"))
             seen[record.key] = i
             resolved.append((record, source))
-        tentative = self.cache.tentative()
+        tentative = self._batch = self.cache.tentative()
+        reserver = self.reserver(tentative.apply)
         placement = BatchPlacement([], tentative.generation)
         try:
             for i, (record, source) in enumerate(resolved):
                 # A batch is a heavy call: it stops at its deadline, and its reservations are undone.
                 check_deadline()
                 try:
-                    result = self._schedule_now(
-                        engine, record, source, node_names, scheduler_name, True, preempt, tentative.apply
+                    result = cycle.schedule(
+                        record,
+                        source,
+                        self.cache.snapshot(),
+                        node_names,
+                        scheduler_name,
+                        reserver=reserver,
+                        preempt=preempt,
                     )
                 except UpdateRejected as exc:
                     # The pod replaces a cached one in a way kube-apiserver would refuse.
@@ -804,6 +637,8 @@ class SchedulingService:
         except BaseException:
             tentative.rollback()
             raise
+        finally:
+            self._batch = None
         if dry_run or (all_or_nothing and not placement.all_placed):
             tentative.rollback()
             for result in placement.results:
@@ -939,12 +774,10 @@ class SchedulingService:
         """Filter and score on caller-supplied Node objects (standing in for the cached ones). When they
         are the cached nodes this is ``decide`` over their names, memo included."""
         self.require_synced()
-        snapshot = self.cache.snapshot_with_nodes(nodes)
+        snapshot = self.cache.snapshot_with_nodes(nodes, self.view())
         if snapshot.pod_index is None:
             return await self.decide(pod, [n.name for n in nodes], scheduler_name)
-        started = time.perf_counter()
-        decision, _, _ = self.engine.decide(pod, [n.name for n in nodes], scheduler_name, snapshot=snapshot)
-        self.telemetry.decision_latency(time.perf_counter() - started, "score")
+        decision, _, _ = self.cycle().decide(pod, snapshot, [n.name for n in nodes], scheduler_name)
         return decision
 
     def victims_on_nodes(
@@ -952,18 +785,21 @@ class SchedulingService:
     ) -> dict[str, tuple[builtins.list[Pod], int]]:
         self.require_synced()
         started = time.perf_counter()
-        snapshot = self.cache.snapshot_with_nodes(nodes) if nodes else None
+        snapshot = self.cache.snapshot_with_nodes(nodes, self.view()) if nodes else self.view()
         result = self.engine.victims_on_nodes(pod, node_names, scheduler_name, snapshot=snapshot)
         self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
         return result
 
     def assume(self, pod: GivenPod | CachedPod, node_name: str) -> int:
-        """Reserves ``pod`` on ``node_name`` as a bound pod so the next decision sees it; returns the
-        generation that holds the reservation."""
+        """Reserves ``pod`` on ``node_name`` as a bound pod so the next decision sees it (Reserve plugins
+        included, as the cycle that chose the node would); returns the generation that holds it."""
         self.require_synced()
         record, source = self.resolve(pod)
         self._check_current(record)
-        return self._assume(record, source, node_name, self.cache.apply)
+        if not node_name:
+            return 0
+        held = self.cycle().reserve(CycleState(), record, node_name, self.cache.snapshot())
+        return Reserver(self.cache, self.forms).reserve(record, source, node_name, held)
 
     def preempt(
         self,
@@ -972,18 +808,17 @@ class SchedulingService:
         scheduler_name: str = "",
         version: str = "",
     ) -> tuple[PreemptionResult, int]:
-        """DefaultPreemption's answer at the current generation: (result, generation). A read, answered on
-        the event loop like a Schedule's PostFilter (tens of milliseconds at 20,000 pods), over the live
-        snapshot and its pod index."""
+        """DefaultPreemption's answer at the readers' generation: (result, generation). A read, answered on
+        the event loop like a Schedule's PostFilter (tens of milliseconds at 20,000 pods)."""
         self.require_synced()
         engine = self.engine.at_version(version)
+        snapshot = self.view()
         resolved, _ = self.resolve(pod)
-        resolved, pending = self._pending_view(pod, resolved)
+        resolved, pending = self._pending_view(pod, resolved, snapshot)
         started = time.perf_counter()
-        snapshot = pending or self.cache.snapshot()
-        result = engine.preempt(resolved, node_names, scheduler_name, snapshot=snapshot)
+        result = engine.preempt(resolved, node_names, scheduler_name, snapshot=pending or snapshot)
         self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
-        return result, self.cache.generation
+        return result, snapshot.generation
 
     def release_for(self, version: str = "", scheduler_name: str = "", pod: PodInput | None = None) -> str:
         """The kube-scheduler release that answers a request naming ``version`` (""), ``scheduler_name``
@@ -993,24 +828,5 @@ class SchedulingService:
 
     async def close(self) -> None:
         await self.gate.stop()
-        if self._memo is not None:
-            await self._memo.close()
-
-
-def _make_memo(backend: str, options: dict[str, Any]) -> Any:
-    if backend == "memory":
-        # In-process: no I/O to time out, and aiocache's wait_for per call costs more than the lookup.
-        return Cache(Cache.MEMORY, **{"timeout": None, **options})
-    if backend in ("redis", "memcached"):
-        backend_class = Cache.REDIS if backend == "redis" else Cache.MEMCACHED
-        if backend_class is None:
-            raise ValueError(f"memo.backend: {backend!r} needs aiocache's {backend} extra installed")
-        from aiocache.serializers import PickleSerializer
-
-        if backend == "redis":
-            from redis.asyncio import BlockingConnectionPool
-
-            # redis' default pool refuses the 101st concurrent call (MaxConnectionsError): wait instead.
-            options = {"connection_pool_class": BlockingConnectionPool, "pool_max_size": 64, **options}
-        return Cache(backend_class, serializer=PickleSerializer(), **options)
-    raise ValueError(f"memo.backend: {backend!r} must be memory, redis or memcached")
+        if self.memo is not None:
+            await self.memo.close()

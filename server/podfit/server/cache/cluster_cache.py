@@ -20,7 +20,7 @@ import gc
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from podfit.server.cache.journal import Journal
@@ -285,16 +285,15 @@ class ClusterCache:
             claims={key: entry.obj for key, entry in objects[Kind.RESOURCE_CLAIM].items()},  # type: ignore[misc]
         )
 
-    def snapshot_with_nodes(self, nodes: Sequence[Node]) -> Snapshot:
-        """The current snapshot with ``nodes`` standing in for the cached objects of the same names
-        (added when unknown), each carrying the pods the cache holds for it. Serves callers that send
-        their own Node objects (the extender without nodeCacheCapable). Nodes equal to the cached ones
+    def snapshot_with_nodes(self, nodes: Sequence[Node], base: Snapshot | None = None) -> Snapshot:
+        """``base`` (the current snapshot when None) with ``nodes`` standing in for the cached objects of
+        the same names (added when unknown), each carrying the pods it holds for them. Serves callers that
+        send their own Node objects (the extender without nodeCacheCapable). Nodes equal to the cached ones
         change nothing, so the usual case costs no overlay at all."""
-        base = self.snapshot()
+        base = base or self.snapshot()
+        infos = base.node_info_map
         changed = [
-            n
-            for n in nodes
-            if (cached := self._node_infos.get(n.name)) is None or (cached.node is not n and cached.node != n)
+            n for n in nodes if (cached := infos.get(n.name)) is None or (cached.node is not n and cached.node != n)
         ]
         if not changed:
             return base
@@ -643,6 +642,10 @@ class Tentative:
         self.generation = cache.generation
         self._before: dict[tuple[Kind, str], Entry | None] = {}
         self._journal_mark = cache.journal.mark() if cache.journal is not None else 0
+
+    def before(self, kind: Kind, namespace: str, name: str) -> Entry | Literal[False] | None:
+        """The entry an object had before these batches changed it (None: absent); False if unchanged."""
+        return self._before.get((kind, object_key(kind, namespace, name)), False)
 
     def apply(self, changes: Iterable[Change]) -> BatchResult:
         changes = list(changes)

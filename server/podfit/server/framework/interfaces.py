@@ -6,7 +6,7 @@ PreScore compute once per pod what Filter and Score need for every node.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -150,3 +150,33 @@ class NormalizeScorePlugin(Protocol):
     name: str
 
     def normalize_rows(self, state: CycleState, pod: Pod, scores: Int64Array) -> Int64Array: ...
+
+
+@runtime_checkable
+class ReservePlugin(Protocol):
+    """Reserve: what placing ``pod`` on ``node_name`` holds besides the pod itself, as the records to write
+    with it (DynamicResources: its claims, allocated and reserved for the pod). ``state`` is the cycle's
+    own, so a plugin reuses what its Filter found on that node; a memoised decision brings a fresh one."""
+
+    name: str
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str, snapshot: Snapshot) -> Sequence[object]: ...
+
+
+@runtime_checkable
+class VictimSelector(Protocol):
+    """A PostFilter plugin that can name the victims preemption would evict on one node (what an
+    extender's preempt verb is asked to confirm)."""
+
+    name: str
+
+    def select_victims_on_node(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        snapshot: Snapshot,
+        framework: Any,
+        pdbs: Any,
+        now: float,
+    ) -> tuple[list[Pod], int, Status | None]: ...

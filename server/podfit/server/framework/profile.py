@@ -16,6 +16,7 @@ from podfit.server.framework.interfaces import (
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    ReservePlugin,
     ScorePlugin,
 )
 from podfit.server.framework.versions import DEFAULT_VERSION, VERSIONS, Features, KubeSchedulerVersion
@@ -104,6 +105,7 @@ class Profile:
     post_filter: list[Plugin] = field(default_factory=list)
     pre_score: list[PreScorePlugin] = field(default_factory=list)
     score: list[WeightedScorePlugin] = field(default_factory=list)
+    reserve: list[ReservePlugin] = field(default_factory=list)
     # Every plugin instance by name (one instance serves all its extension points).
     plugins: dict[str, Plugin] = field(default_factory=dict)
 

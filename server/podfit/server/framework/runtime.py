@@ -312,6 +312,14 @@ class Framework:
 
     # -- PreScore / Score ------------------------------------------------------------------------
 
+    def run_reserve(self, state: CycleState, pod: Pod, node_name: str, snapshot: Snapshot) -> list[object]:
+        """Reserve: the records every Reserve plugin holds for ``pod`` on ``node_name``, in plugin order,
+        to be written with the pod by whoever makes the reservation (a Reserver)."""
+        held: list[object] = []
+        for plugin in self.profile.reserve:
+            held.extend(plugin.reserve(state, pod, node_name, snapshot))
+        return held
+
     def run_pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> None:
         for plugin in self.profile.pre_score:
             status = plugin.pre_score(state, pod, snapshot, rows)

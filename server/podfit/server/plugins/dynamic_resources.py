@@ -279,25 +279,28 @@ class DynamicResources:
 
     # -- Reserve / PreBind --------------------------------------------------------------------------
 
-    def reserved_claims(self, pod: Pod, node_name: str, snapshot: Snapshot) -> list[ResourceClaim]:
-        """The pod's claims as Reserve and PreBind leave them once it is placed on ``node_name``: each
-        pending claim allocated with the devices the allocator chooses there, and every claim reserved for
-        the pod. Empty when the pod uses no claim or its claims cannot be had on that node (then only the
-        pod is reserved, as kube-scheduler would not have chosen the node)."""
+    def reserve(self, state: CycleState, pod: Pod, node_name: str, snapshot: Snapshot) -> list[ResourceClaim]:
+        """Reserve and PreBind: the pod's claims as placing it on ``node_name`` leaves them: each pending
+        claim allocated with the devices the allocator chose there, and every claim reserved for the pod.
+        The cycle's Filter answer for that node is reused when ``state`` holds it. Empty when the pod uses
+        no claim or its claims cannot be had on that node (then only the pod is reserved, as
+        kube-scheduler would not have chosen the node)."""
         if not pod.resource_claims:
             return []
-        state = CycleState()
-        _, status = self.pre_filter(state, pod, snapshot)
-        row = snapshot.table.row_of.get(node_name)
-        if status is not None or row is None:
-            return []
-        try:
-            codes, _ = self.filter_rows(state, pod, snapshot.table, np.array([row], dtype=np.intp))
-        except PluginError:
-            return []
-        if codes[0]:
-            return []
-        data = state.read(self.name, _State)
+        data = state.get(self.name)
+        if not isinstance(data, _State) or node_name not in data.allocations:
+            state = CycleState()
+            _, status = self.pre_filter(state, pod, snapshot)
+            row = snapshot.table.row_of.get(node_name)
+            if status is not None or row is None:
+                return []
+            try:
+                codes, _ = self.filter_rows(state, pod, snapshot.table, np.array([row], dtype=np.intp))
+            except PluginError:
+                return []
+            if codes[0]:
+                return []
+            data = state.read(self.name, _State)
         chosen = iter(data.allocations.get(node_name, ()))
         updated = []
         for claim in data.claims:

@@ -11,6 +11,7 @@ import numpy as np
 from google.protobuf import json_format
 from podfit.k8s.convert import ENUM_TO_KIND, KINDS, ConversionError, object_kind_and_message
 from podfit.server.cache.cluster_cache import Change, Delete, Upsert
+from podfit.server.cycle import ScheduleResult
 from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.interfaces import PreemptionResult
 from podfit.server.framework.status import Code
@@ -31,7 +32,6 @@ from podfit.server.service import (
     NotFoundError,
     PodInput,
     PodRejected,
-    ScheduleResult,
     StalePodError,
 )
 from podfit.server.simulation.drain import BlockingPod, DrainOptions

@@ -18,7 +18,8 @@ from podfit.server.budget import CallCancelled, DeadlineExceeded, deadline_scope
 from podfit.server.engine import UnknownProfileError
 from podfit.server.gate import HeavyCallsBusy
 from podfit.server.model import ValidationError
-from podfit.server.service import CacheNotSyncedError, NotFoundError, OwnerGone, ReservationMoved, StalePodError
+from podfit.server.reserver import OwnerGone, ReservationMoved
+from podfit.server.service import CacheNotSyncedError, NotFoundError, StalePodError
 
 log = logging.getLogger("podfit.server")
 DOMAIN = "podfit.dev"
@@ -204,9 +205,10 @@ Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 F = TypeVar("F")
 
-# How a servicer method uses the cache (podfit.server.gate): shared with other decisions and updates (the
-# default), not at all (``ungated``: reads that need no consistent view), or alone on the worker thread
-# (``heavy``: the method runs its work through ``service.gate.run_heavy`` itself).
+# How a servicer method uses the cache (podfit.server.gate): shared with other updates and reservations
+# (the default: writers), not at all (``ungated``: decisions that reserve nothing, which read the
+# service's view, and reads that need no consistent view), or on the heavy-call thread (``heavy``: the
+# method runs its work through ``service.gate.run_heavy`` itself).
 GATE_ATTRIBUTE = "_podfit_gate"
 SHARED, UNGATED, HEAVY = "shared", "ungated", "heavy"
 

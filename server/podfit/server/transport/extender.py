@@ -29,7 +29,8 @@ from podfit.server.engine import Decision, UnknownProfileError
 from podfit.server.framework.status import Code
 from podfit.server.model import Node, Pod, ValidationError
 from podfit.server.model.objects import pod_from_k8s
-from podfit.server.service import CachedPod, CacheNotSyncedError, NotFoundError, OwnerGone, SchedulingService
+from podfit.server.reserver import OwnerGone
+from podfit.server.service import CachedPod, CacheNotSyncedError, NotFoundError, SchedulingService
 from podfit.server.transport.errors import RateLimitedLog
 
 log = logging.getLogger("podfit.server.extender")
@@ -375,7 +376,12 @@ def _route(handler: Handler, verb: str, service: SchedulingService) -> Callable[
             # Before the body is read: an unsynced cache answers nothing, whatever was asked.
             service.require_synced()
             body = await _body(request)
-            async with service.gate.shared():
+            if verb == "bind":
+                # The one writer: it waits for a batch in progress, as updates do.
+                async with service.gate.shared():
+                    result = await handler(body)
+            else:
+                # Readers decide on the service's view and never wait for a writer.
                 result = await handler(body)
             return _json_response(result)
         except CacheNotSyncedError as exc:

@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 from grpc_status import rpc_status
-from podfit.server.service import OwnerGone, ReservationMoved
+from podfit.server.reserver import OwnerGone, ReservationMoved
 from podfit.server.transport.decoding import Undecodable
 from podfit.server.transport.errors import status_for
 from podfit.server.transport.workers import POSITION_KEY, Follower, committed

@@ -258,6 +258,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         return pod
 
     @unary_errors
+    @ungated
     async def Filter(self, request: sc.FilterRequest, context: grpc.aio.ServicerContext) -> sc.FilterResponse:
         pod = self._pod(request.pod)
         decision = await self.service.decide(
@@ -283,6 +284,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         return response
 
     @unary_errors
+    @ungated
     async def Score(self, request: sc.ScoreRequest, context: grpc.aio.ServicerContext) -> sc.ScoreResponse:
         pod = self._pod(request.pod)
         decision = await self.service.decide(
@@ -322,8 +324,9 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
 
     @forwarded(SCHEDULE, sc.ScheduleResponse, when=lambda request: request.assume, optimistic=True)
     @unary_errors
+    @ungated
     async def Schedule(self, request: sc.ScheduleRequest, context: grpc.aio.ServicerContext) -> sc.ScheduleResponse:
-        return await self._schedule(request)
+        return await self._gated_schedule(request, context)
 
     @stream_errors
     async def ScheduleStream(
@@ -338,6 +341,10 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
                 yield await self._gated_schedule(request, context)
 
     async def _gated_schedule(self, request: sc.ScheduleRequest, context: object) -> sc.ScheduleResponse:
+        """A Schedule that reserves is a writer (it waits for a batch in progress); one that does not is a
+        reader of the service's view."""
+        if not request.assume:
+            return await self._schedule(request)
         async with self.service.gate.shared():
             return await self._schedule(request)
 
@@ -382,6 +389,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
         )
 
     @unary_errors
+    @ungated
     async def Preempt(self, request: sc.PreemptRequest, context: grpc.aio.ServicerContext) -> sc.PreemptResponse:
         pod = self._pod(request.pod)
         version = request.kube_scheduler_version

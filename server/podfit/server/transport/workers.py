@@ -46,7 +46,8 @@ from podfit.server.cache.cluster_cache import Change, Upsert
 from podfit.server.cache.journal import FollowerDropped, Journal
 from podfit.server.metrics import retire
 from podfit.server.model import Kind, Pod
-from podfit.server.service import GivenPod, OwnerGone, ReservationMoved, SchedulingService
+from podfit.server.reserver import OwnerGone, ReservationMoved
+from podfit.server.service import GivenPod, SchedulingService
 from podfit.server.transport.convert import upsert_from_object
 from podfit.v1 import cluster_cache_pb2 as cc
 from prometheus_client import CollectorRegistry, generate_latest

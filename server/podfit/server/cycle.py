@@ -1,0 +1,146 @@
+"""The scheduling cycle: one pod over one snapshot, as kube-scheduler's ``schedule_one.go`` runs it.
+
+PreEnqueue, PreFilter and Filter, PreScore and Score, and the selection come from the engine's framework
+for the pod's profile; then, when a node was chosen and the caller reserves, Reserve: every Reserve plugin
+says what it holds for the pod on that node, and the caller's ``Reserver`` writes it with the pod. When
+nothing fits, PostFilter runs on the same CycleState and snapshot, and completes the FailedScheduling text.
+The cycle reads its snapshot and nothing else; only the Reserver writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+
+from podfit.server.cache.snapshot import Snapshot
+from podfit.server.engine import Decision, Engine
+from podfit.server.framework.cycle_state import CycleState
+from podfit.server.framework.interfaces import PreemptionResult
+from podfit.server.framework.runtime import FilterOutcome
+from podfit.server.model import Pod
+from podfit.server.reserver import Reserver
+from podfit.server.telemetry import Telemetry
+
+
+@dataclasses.dataclass(slots=True)
+class ScheduleResult:
+    """One Schedule answer: the decision's outcome, and either the reservation or the preemption answer.
+
+    ``decision`` holds every node's verdict and scores; a batch asked for no details drops it right
+    after summarising it (a decision over 5,000 nodes holds a few hundred KB of columns)."""
+
+    pod: Pod
+    decision: Decision | None
+    generation: int
+    gated: bool = False
+    message: str = ""
+    selected: str = ""
+    best_count: int = 0
+    feasible_count: int = 0
+    candidate_count: int = 0
+    # The generation that holds the reservation; 0 when the pod was not assumed.
+    assumed_generation: int = 0
+    # DefaultPreemption's answer when nothing fits, the pod is not gated and preemption was wanted.
+    preemption: PreemptionResult | None = None
+    # kube-scheduler's FailedScheduling event text when nothing fits (see Decision).
+    unschedulable_message: str = ""
+    # The kube-scheduler release that answered.
+    kube_scheduler_version: str = ""
+
+    @classmethod
+    def of(cls, pod: Pod, decision: Decision) -> ScheduleResult:
+        return cls(
+            pod,
+            decision,
+            generation=decision.generation,
+            gated=decision.gated,
+            message=decision.message,
+            selected=decision.selected,
+            best_count=len(decision.best),
+            feasible_count=decision.feasible_count,
+            candidate_count=decision.candidate_count,
+            preemption=decision.post_filter,
+            unschedulable_message=decision.unschedulable_message,
+            kube_scheduler_version=decision.kube_scheduler_version,
+        )
+
+
+class SchedulingCycle:
+    """Scheduling cycles answered by one engine (one kube-scheduler version), timed into telemetry."""
+
+    __slots__ = ("engine", "telemetry")
+
+    def __init__(self, engine: Engine, telemetry: Telemetry) -> None:
+        self.engine = engine
+        self.telemetry = telemetry
+
+    def decide(
+        self,
+        pod: Pod,
+        snapshot: Snapshot,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        *,
+        score: bool = True,
+        signature: str | None = None,
+    ) -> tuple[Decision, CycleState, FilterOutcome | None]:
+        """Up to the selection: PreEnqueue, Filter and (with ``score``) Score over ``snapshot``."""
+        started = time.perf_counter()
+        decided = self.engine.decide(
+            pod, node_names, scheduler_name, score=score, snapshot=snapshot, signature=signature
+        )
+        self.telemetry.decision_latency(time.perf_counter() - started, "score" if score else "filter")
+        return decided
+
+    def schedule(
+        self,
+        pod: Pod,
+        source: bytes,
+        snapshot: Snapshot,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        *,
+        reserver: Reserver | None = None,
+        preempt: bool = True,
+        signature: str | None = None,
+        decided: Decision | None = None,
+    ) -> ScheduleResult:
+        """The whole cycle: decide (or take the memo's ``decided``), then Reserve through ``reserver`` when
+        a node was selected and one is given, or PostFilter (when ``preempt``) when nothing fits."""
+        if decided is None:
+            decision, state, outcome = self.decide(pod, snapshot, node_names, scheduler_name, signature=signature)
+        else:
+            decision, state, outcome = decided, CycleState(), None
+        result = ScheduleResult.of(pod, decision)
+        if decision.selected:
+            if reserver is not None:
+                held = self.reserve(state, pod, decision.selected, snapshot, scheduler_name)
+                result.assumed_generation = reserver.reserve(pod, source, decision.selected, held)
+        elif outcome is not None:
+            result.preemption = self.explain(decision, pod, state, snapshot, scheduler_name, post_filter=preempt)
+            result.unschedulable_message = decision.unschedulable_message
+        return result
+
+    def reserve(
+        self, state: CycleState, pod: Pod, node_name: str, snapshot: Snapshot, scheduler_name: str = ""
+    ) -> list[object]:
+        """Reserve: what the profile's Reserve plugins hold for ``pod`` on ``node_name``."""
+        return self.engine.framework_for(pod, scheduler_name).run_reserve(state, pod, node_name, snapshot)
+
+    def explain(
+        self,
+        decision: Decision,
+        pod: Pod,
+        state: CycleState,
+        snapshot: Snapshot,
+        scheduler_name: str = "",
+        *,
+        post_filter: bool = True,
+    ) -> PreemptionResult | None:
+        """PostFilter for a decision where nothing fits (see ``Engine.explain``), timed."""
+        started = time.perf_counter()
+        result = self.engine.explain(decision, pod, state, snapshot, scheduler_name, post_filter=post_filter)
+        if result is not None:
+            self.telemetry.decision_latency(time.perf_counter() - started, "preempt")
+        return result
