@@ -986,7 +986,7 @@ def _imports(path: Path) -> Iterator[str]:
 # Imports of the wheel's code that the image need not satisfy: optional, each behind its own switch.
 OPTIONAL_IMPORTS = {
     ("opentelemetry.exporter", "server/podfit/server/telemetry.py"),  # --telemetry-exporter otlp (extra: otlp)
-    ("redis", "server/podfit/server/service.py"),  # memo.backend: redis (extra: redis)
+    ("redis", "server/podfit/server/memo.py"),  # memo.backend: redis (extra: redis)
 }
 
 
