@@ -4,6 +4,7 @@ ports, so each call goes where the test says; then podfit-server --workers 2 as 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -19,15 +20,17 @@ from podfit.client import AsyncClient
 from podfit.client.conformance import NO_OTHER_LISTENERS, free_port
 from podfit.client.errors import PodfitError
 from podfit.client.soak import Soak
-from podfit.server.app import RunningServer, build_service, create_server, register_services
+from podfit.server.app import RunningServer, build_service, create_server, register_services, start_what_if_server
 from podfit.server.cache.cluster_cache import Change
 from podfit.server.model import Kind
 from podfit.server.reserver import ReservationMoved
 from podfit.server.settings import Settings
 from podfit.server.telemetry import Telemetry
 from podfit.server.transport.forward import OwnerLink
+from podfit.server.transport.what_if import WhatIfLink
 from podfit.server.transport.workers import Follower, Owner
 from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import simulation_pb2 as sim
 
 from tests.builders import make_node
 
@@ -517,9 +520,11 @@ def test_retired_workers_metrics_are_one_running_sum() -> None:
 # -- podfit-server --workers 2 -------------------------------------------------------------------
 
 
-def _children(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
+def _children(pid: int, what_if: bool = False) -> list[int]:
+    """The decision workers of server ``pid`` (or, with ``what_if``, its what-if process)."""
+    out = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    rows = [line.split(None, 1) for line in out.splitlines() if line.strip()]
+    return [int(child) for child, args in rows if ("--what-if" in args.split()) == what_if]
 
 
 @pytest.fixture
@@ -540,6 +545,7 @@ async def test_a_soak_against_two_processes_finds_no_overbooking_and_no_lost_upd
     try:
         stats = await clients[0].stats()
         assert stats.workers == 2 and len(_children(server.process.pid)) == 1
+        assert len(_children(server.process.pid, what_if=True)) == 1
         report = await Soak(clients[0], seed=3, connections=clients).run(5.0)
         assert report.ok, report.summary()
         assert report.ops["schedule_assume"] > 50 and report.ops["stream_batch"] > 50, report.summary()
@@ -723,3 +729,95 @@ async def test_a_reservation_the_owner_cannot_make_is_answered_whole_by_it(
     monkeypatch.setattr(pair.owner.service, "assume", broken)
     answer = await pair.to_worker.schedule(pod("through-owner"), assume=True)
     assert answer.selected_node and not pair.follower.ended.is_set()
+
+
+# -- the what-if process -------------------------------------------------------------------------
+
+
+async def _what_if_listening(server: int, timeout: float = 30.0) -> int:
+    """The pid of server ``server``'s what-if process, once it listens (the owner answers before it does)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in _children(server, what_if=True):
+            with open(f"/proc/{pid}/cmdline") as cmdline:
+                args = cmdline.read().split("\0")
+            owner_socket = args[args.index("--follow") + 1].removeprefix("unix:")
+            if os.path.exists(os.path.join(os.path.dirname(owner_socket), "what-if.sock")):
+                return pid
+        await asyncio.sleep(0.1)
+    raise AssertionError("no what-if process listens")
+
+
+def _simulation(client: AsyncClient, cpu: str = "16", timeout: float = 10.0) -> Awaitable[Any]:
+    """A pod that fits only the scenario's template node."""
+    template = json.dumps(make_node("template").capacity(cpu="32", pods="110").json()).encode()
+    scenario = sim.Scenario(
+        add_nodes=[sim.HypotheticalNodes(template=cc.ClusterObject(kubernetes_json=template), count=1)]
+    )
+    return client.simulate([pod("wanted", cpu=cpu)], scenario, timeout=timeout)
+
+
+async def test_what_if_runs_in_its_own_process_and_decisions_never_wait_for_it(server: Any) -> None:
+    """With the what-if process stopped (SIGSTOP), a Simulate waits while decisions, the extender's filter
+    and updates answer as before: none of them is behind it. Once it is gone (SIGKILL), the process
+    that received a Simulate answers it itself until a new what-if process listens."""
+    clients = _clients(server.target, 4)
+    try:
+        await clients[0].apply(CLUSTER)
+        what_if = await _what_if_listening(server.process.pid)
+        os.kill(what_if, signal.SIGSTOP)
+        try:
+            with pytest.raises(PodfitError, match="DEADLINE_EXCEEDED"):
+                await _simulation(clients[1], timeout=1.0)
+            started = time.monotonic()
+            for client in clients:
+                assert (await client.schedule(pod("decided"))).selected_node
+                await client.apply([pod(f"written-{id(client)}")])
+            assert time.monotonic() - started < 2.0
+        finally:
+            os.kill(what_if, signal.SIGCONT)
+        assert (await _simulation(clients[1])).placements[0].node_name
+        os.kill(what_if, signal.SIGKILL)
+        for client in clients:
+            assert (await _simulation(client)).placements[0].node_name
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _children(server.process.pid, what_if=True) in ([], [what_if]):
+            await asyncio.sleep(0.2)
+        assert _children(server.process.pid, what_if=True) not in ([], [what_if])
+    finally:
+        for client in clients:
+            await client.close()
+
+
+async def test_a_what_if_reads_every_write_acknowledged_to_its_sender() -> None:
+    """The what-if replica trails the owner (its replication slowed); a Simulate sent right after an Apply
+    still sees the applied node, because the question carries its sender's journal position."""
+    link = WhatIfLink()
+    owner = await create_server(Settings(), addr="127.0.0.1:0", extender_addr="off", what_if=link)
+    journal = Owner(owner.service, [], 1)
+    await journal.start(lambda server: register_services(server, owner.service))
+    link.bind(journal.directory, journal.token, lambda: journal.journal.position)
+    service = build_service(Settings(), Telemetry.disabled())
+    follower = Follower(service, journal.target, journal.token)
+    await follower.start()
+    what_if, _ = await start_what_if_server(service, follower, Telemetry.disabled())
+    replicate = follower._apply
+
+    async def late(op: tuple[str, Any]) -> None:
+        await asyncio.sleep(0.3)
+        await replicate(op)
+
+    follower._apply = late  # type: ignore[method-assign]
+    client = AsyncClient(f"127.0.0.1:{owner.port}")
+    try:
+        await client.apply([*CLUSTER, node("node-big", cpu="64")])
+        answer = await client.simulate([pod("wanted", cpu="48")])
+        assert link.sent == 1, "the Simulate was not answered by the what-if replica"
+        assert answer.placements[0].node_name == "node-big"
+    finally:
+        await client.close()
+        await what_if.stop(0)
+        await follower.close()
+        await journal.stop()
+        await owner.stop(0)
+        await link.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -36,7 +37,15 @@ from podfit.server.transport.forward import OwnerLink
 from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer, SimulationServicer
 from podfit.server.transport.probes import start_probes
 from podfit.server.transport.stored_forms import PROTOBUF_FORMS
-from podfit.server.transport.workers import Follower, Owner, default_workers, read_token
+from podfit.server.transport.what_if import WHAT_IF_SOCKET, CaughtUp, WhatIfLink
+from podfit.server.transport.workers import (
+    INTERNAL_OPTIONS,
+    Authenticated,
+    Follower,
+    Owner,
+    default_workers,
+    read_token,
+)
 from podfit.v1 import (
     cluster_cache_pb2,
     cluster_cache_pb2_grpc,
@@ -191,13 +200,19 @@ def _extender_ssl(settings: Settings) -> ssl.SSLContext | None:
     return context
 
 
-def register_services(server: grpc.aio.Server, service: SchedulingService, owner: OwnerLink | None = None) -> None:
+def register_services(
+    server: grpc.aio.Server,
+    service: SchedulingService,
+    owner: OwnerLink | None = None,
+    what_if: WhatIfLink | None = None,
+) -> None:
     """The podfit.v1 services on ``server``; registered through add_servicer, so request bytes that do not
-    decode are refused as INVALID_ARGUMENT."""
+    decode are refused as INVALID_ARGUMENT. ``what_if``: where what-if questions go, when not here."""
     cache, scheduler = ClusterCacheServicer(service, owner), SchedulerServicer(service, owner)
     add_servicer(cluster_cache_pb2_grpc.add_ClusterCacheServicer_to_server, cache, server)
     add_servicer(scheduler_pb2_grpc.add_SchedulerServicer_to_server, scheduler, server)
-    add_servicer(simulation_pb2_grpc.add_SimulationServicer_to_server, SimulationServicer(service), server)
+    simulation = SimulationServicer(service, what_if)
+    add_servicer(simulation_pb2_grpc.add_SimulationServicer_to_server, simulation, server)
 
 
 def build_service(settings: Settings, telemetry: Telemetry) -> SchedulingService:
@@ -214,12 +229,16 @@ def build_service(settings: Settings, telemetry: Telemetry) -> SchedulingService
 
 
 async def _start_ca_expander(
-    settings: Settings, service: SchedulingService, telemetry: Telemetry, options: list[tuple[str, int]]
+    settings: Settings,
+    service: SchedulingService,
+    telemetry: Telemetry,
+    options: list[tuple[str, int]],
+    what_if: WhatIfLink | None = None,
 ) -> tuple[grpc.aio.Server, int]:
     """cluster-autoscaler's gRPC expander on a listener of its own: TLS with the server's certificate and
     no client certificate (cluster-autoscaler presents none), and nothing but BestOptions on it."""
     server = grpc.aio.server(interceptors=[TelemetryInterceptor(telemetry)], options=options)
-    add_servicer(expander_pb2_grpc.add_ExpanderServicer_to_server, ExpanderServicer(service), server)
+    add_servicer(expander_pb2_grpc.add_ExpanderServicer_to_server, ExpanderServicer(service, what_if), server)
     credentials = grpc.ssl_server_credentials(
         [(_read(settings.tls_key_file, "tls.keyFile"), _read(settings.tls_cert_file, "tls.certFile"))]
     )
@@ -242,12 +261,14 @@ async def create_server(
     service: SchedulingService | None = None,
     owner: OwnerLink | None = None,
     reuse_port: bool = False,
+    what_if: WhatIfLink | None = None,
 ) -> RunningServer:
     """Builds and starts the server; ``addr`` like "127.0.0.1:0" picks a free port (tests).
 
     The extender endpoint starts only when ``extender_addr`` (or the settings) names an address.
     ``reuse_port``: other processes of this server listen on the same ports (podfit.server.transport.workers);
-    ``owner``: this process is a decision worker, forwarding its writes there.
+    ``owner``: this process is a decision worker, forwarding its writes there; ``what_if``: what-if
+    questions are answered by the what-if process (podfit.server.transport.what_if).
     """
     settings = settings or Settings()
     # The addresses actually bound, overrides included: no listener opens to other hosts unauthenticated.
@@ -272,7 +293,7 @@ async def create_server(
     ]
     # Innermost, so the streams it ends at shutdown are seen by the others as any UNAVAILABLE answer.
     server = grpc.aio.server(interceptors=[*interceptors, drain], options=options)
-    register_services(server, service, owner)
+    register_services(server, service, owner, what_if)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
 
@@ -307,7 +328,7 @@ async def create_server(
     if settings.ca_expander_addr not in ("", "off"):
         try:
             running.ca_expander, running.ca_expander_port = await _start_ca_expander(
-                settings, service, telemetry, options
+                settings, service, telemetry, options, what_if
             )
         except SettingsError:
             await running.stop(0)
@@ -381,10 +402,11 @@ async def _start_metrics_listener(
 
 async def serve(settings: Settings, argv: Sequence[str] = ()) -> None:
     if settings.follow_owner:
-        await serve_worker(settings)
+        await (serve_what_if(settings) if settings.what_if_role else serve_worker(settings))
         return
     workers = settings.workers or default_workers()
-    running = await create_server(settings, reuse_port=workers > 1)
+    what_if = WhatIfLink() if workers > 1 and settings.what_if_process else None
+    running = await create_server(settings, reuse_port=workers > 1, what_if=what_if)
     running.service.workers = workers
     signalled = _on_signals(running)
     grpc_addr = _bound(settings.grpc_addr, running.port)
@@ -400,7 +422,10 @@ async def serve(settings: Settings, argv: Sequence[str] = ()) -> None:
             *("--extender-addr", "off" if settings.extender_bind else extender, "--metrics-addr", "off"),
             *("--workers", str(workers)),
         ]
-        owner = Owner(running.service, command, workers)
+        owner = Owner(running.service, command, workers, what_if=what_if is not None)
+        if what_if is not None:
+            journal = owner.journal
+            what_if.bind(owner.directory, owner.token, lambda: journal.position)
     metrics_runner, metrics_url = await _start_metrics_listener(settings, running, owner)
     if owner is not None:
         try:
@@ -413,7 +438,7 @@ async def serve(settings: Settings, argv: Sequence[str] = ()) -> None:
     # The addresses are in the message itself, so the text format shows them as well as the JSON fields.
     log.info(
         f"podfit-server listening: grpc={grpc_addr} extender={extender} metrics={metrics_url} "
-        f"ca_expander={ca_expander} probes={probes} workers={workers}",
+        f"ca_expander={ca_expander} probes={probes} workers={workers} what_if_process={what_if is not None}",
         extra={
             "addr": grpc_addr,
             "port": running.port,
@@ -427,6 +452,7 @@ async def serve(settings: Settings, argv: Sequence[str] = ()) -> None:
             "wait_for_sync": settings.wait_for_sync,
             "server_epoch": running.service.epoch,
             "workers": workers,
+            "what_if_process": what_if is not None,
         },
     )
     await _serve_until_signalled(running, settings, signalled, owner)
@@ -445,7 +471,13 @@ async def serve_worker(settings: Settings) -> None:
     await follower.start()
     service.reservations = follower
     link = OwnerLink(follower)
-    running = await create_server(settings, telemetry=telemetry, service=service, owner=link, reuse_port=True)
+    what_if = None
+    if settings.what_if_process:
+        what_if = WhatIfLink()
+        what_if.bind(follower.directory, follower.token, lambda: follower.position)
+    running = await create_server(
+        settings, telemetry=telemetry, service=service, owner=link, reuse_port=True, what_if=what_if
+    )
     signalled = _on_signals(running, follower.ended)
     await follower.listening()
     log.info("decision worker listening (pid %d) at generation %d", os.getpid(), service.generation)
@@ -456,6 +488,51 @@ async def serve_worker(settings: Settings) -> None:
         settings = replace(settings, shutdown_delay_seconds=0.0)
     await _serve_until_signalled(running, settings, signalled)
     await follower.close()
+
+
+async def serve_what_if(settings: Settings) -> None:
+    """The what-if process (podfit.server.transport.what_if): a replica like a decision worker's that
+    listens only on the owner's private directory and answers only what-if questions, each once its replica
+    holds what its sender had; until the owner stops it (SIGTERM) or goes away."""
+    telemetry = Telemetry.from_exporter_name(settings.telemetry_exporter, prometheus=True)
+    service = build_service(settings, telemetry)
+    service.workers = settings.workers
+    follower = Follower(service, settings.follow_owner, read_token(), telemetry.prometheus_registry)
+    await follower.start()
+    server, path = await start_what_if_server(service, follower, telemetry)
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopped.set)
+    ended = asyncio.ensure_future(follower.ended.wait())
+    await follower.listening()
+    log.info("what-if process listening (pid %d) at generation %d", os.getpid(), service.generation)
+    await asyncio.wait([ended, asyncio.ensure_future(stopped.wait())], return_when=asyncio.FIRST_COMPLETED)
+    # Questions in progress end within the grace period; the senders answer new ones themselves.
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    await server.stop(settings.shutdown_grace_seconds)
+    await service.close()
+    await follower.close()
+
+
+async def start_what_if_server(
+    service: SchedulingService, follower: Follower, telemetry: Telemetry
+) -> tuple[grpc.aio.Server, str]:
+    """The what-if process's listener in the owner's private directory: the simulation services and the
+    expander, for callers with the owner's token, each call once the replica holds what its sender had."""
+    path = os.path.join(follower.directory, WHAT_IF_SOCKET)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # left by a what-if process that died
+    server = grpc.aio.server(
+        interceptors=[TelemetryInterceptor(telemetry), Authenticated(follower.token), CaughtUp(follower)],
+        options=INTERNAL_OPTIONS,
+    )
+    add_servicer(simulation_pb2_grpc.add_SimulationServicer_to_server, SimulationServicer(service), server)
+    add_servicer(expander_pb2_grpc.add_ExpanderServicer_to_server, ExpanderServicer(service), server)
+    server.add_insecure_port(f"unix:{path}")
+    await server.start()
+    return server, path
 
 
 def _on_signals(running: RunningServer, ended: asyncio.Event | None = None) -> asyncio.Event:

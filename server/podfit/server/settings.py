@@ -99,8 +99,13 @@ class Settings:
     # Processes answering on the listeners: the cache's owner plus workers - 1 decision workers
     # (podfit.server.transport.workers); 0: one per core this process may use.
     workers: int = 0
+    # With more than one process: what-if questions (Simulate, EstimateScaleUp, SimulateDrain,
+    # BestOptions) are answered by a process of their own (podfit.server.transport.what_if).
+    what_if_process: bool = True
     # Set only in a decision worker, by its owner: the owner's private socket.
     follow_owner: str = ""
+    # Set only in the what-if process, by its owner.
+    what_if_role: bool = False
 
     @property
     def limits(self) -> Limits:
@@ -175,6 +180,7 @@ _SOURCES = {
     "limits_heavy_call_seconds": ("limits.heavyCallSeconds", "PODFIT_LIMITS_HEAVY_CALL_SECONDS"),
     "feature_gates": ("featureGates", "PODFIT_FEATURE_GATES"),
     "workers": ("workers", "PODFIT_WORKERS"),
+    "what_if_process": ("whatIfProcess", "PODFIT_WHAT_IF_PROCESS"),
 }
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
@@ -345,7 +351,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="processes answering decisions: the cache's owner and workers that replicate it (default 0: one per core)",
     )
+    parser.add_argument(
+        "--what-if-process",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="with more than one process, answer what-if questions in a process of their own (default: on)",
+    )
     parser.add_argument("--follow", help=argparse.SUPPRESS)
+    parser.add_argument("--what-if", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
@@ -364,7 +377,13 @@ def resolve(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None
         flag = getattr(args, name, None)
         if flag is not None:
             values[name] = flag
-    settings = replace(Settings(), **values, scheduler_configuration=scheduler, follow_owner=args.follow or "")
+    settings = replace(
+        Settings(),
+        **values,
+        scheduler_configuration=scheduler,
+        follow_owner=args.follow or "",
+        what_if_role=bool(args.what_if),
+    )
     validate(settings)
     return settings
 

@@ -19,6 +19,7 @@ from podfit.server.simulation.expander import ExpansionOption
 from podfit.server.telemetry import annotate
 from podfit.server.transport.convert import located
 from podfit.server.transport.errors import heavy, unary_errors
+from podfit.server.transport.what_if import WhatIfLink, what_if
 
 
 def _decoded(kind: Kind, data: bytes, path: str) -> ClusterObject:
@@ -41,10 +42,17 @@ def _node(data: bytes, path: str) -> Node:
     return node
 
 
-class ExpanderServicer(ex_grpc.ExpanderServicer):
-    def __init__(self, service: SchedulingService) -> None:
-        self.service = service
+EXPANDER = f"/{ex.DESCRIPTOR.services_by_name['Expander'].full_name}/"
 
+
+class ExpanderServicer(ex_grpc.ExpanderServicer):
+    """cluster-autoscaler's gRPC expander; answered by the what-if process where there is one."""
+
+    def __init__(self, service: SchedulingService, what_if: WhatIfLink | None = None) -> None:
+        self.service = service
+        self.what_if = what_if
+
+    @what_if(EXPANDER + "BestOptions", ex.BestOptionsResponse)
     @unary_errors
     @heavy
     async def BestOptions(

@@ -19,6 +19,7 @@ from podfit.server.transport import convert, paging
 from podfit.server.transport.decoding import Undecodable, accepts_undecodable
 from podfit.server.transport.errors import NotFoundError, heavy, log_fault, stream_errors, unary_errors, ungated
 from podfit.server.transport.forward import OwnerLink, current, forwarded, forwarded_stream
+from podfit.server.transport.what_if import WhatIfLink, what_if
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import cluster_cache_pb2_grpc as cc_grpc
 from podfit.v1 import scheduler_pb2 as sc
@@ -36,6 +37,7 @@ STREAM_WINDOW = 64
 # Method paths on the owner, for what a decision worker forwards (podfit.server.transport.forward).
 CACHE = f"/{cc.DESCRIPTOR.services_by_name['ClusterCache'].full_name}/"
 SCHEDULER = f"/{sc.DESCRIPTOR.services_by_name['Scheduler'].full_name}/"
+SIMULATION = f"/{sim.DESCRIPTOR.services_by_name['Simulation'].full_name}/"
 SCHEDULE = SCHEDULER + "Schedule"
 
 
@@ -400,11 +402,14 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
 
 
 class SimulationServicer(sim_grpc.SimulationServicer):
-    """Converts what-if requests for the service; the scenario logic lives in podfit.server.simulation."""
+    """Converts what-if requests for the service; the scenario logic lives in podfit.server.simulation.
+    Where the server runs a what-if process, the questions go there (``what_if``)."""
 
-    def __init__(self, service: SchedulingService) -> None:
+    def __init__(self, service: SchedulingService, what_if: WhatIfLink | None = None) -> None:
         self.service = service
+        self.what_if = what_if
 
+    @what_if(SIMULATION + "Simulate", sim.SimulateResponse)
     @unary_errors
     @heavy
     async def Simulate(self, request: sim.SimulateRequest, context: grpc.aio.ServicerContext) -> sim.SimulateResponse:
@@ -425,6 +430,7 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         annotate(pods=len(request.pods), hypothetical_nodes=len(response.hypothetical_nodes))
         return response
 
+    @what_if(SIMULATION + "EstimateScaleUp", sim.EstimateScaleUpResponse)
     @unary_errors
     @heavy
     async def EstimateScaleUp(
@@ -454,6 +460,7 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         annotate(groups=len(request.groups), node_groups=len(request.node_groups))
         return response
 
+    @what_if(SIMULATION + "SimulateDrain", sim.SimulateDrainResponse)
     @unary_errors
     @heavy
     async def SimulateDrain(

@@ -148,7 +148,7 @@ class _Positions(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return handler._replace(unary_unary=behavior)
 
 
-class _Authenticated(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+class Authenticated(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Refuses every call on the private socket that does not carry the owner's token: the socket's
     directory is the owner's alone, and this keeps it so even where another process shares the UID."""
 
@@ -196,10 +196,14 @@ class Owner:
     """The owner's side: the journal, the private socket the workers follow and forward to, and the
     worker processes themselves (restarted if one dies)."""
 
-    def __init__(self, service: SchedulingService, command: Sequence[str], count: int) -> None:
+    def __init__(self, service: SchedulingService, command: Sequence[str], count: int, what_if: bool = False) -> None:
         self.service = service
         self.command = list(command)
         self.count = count
+        # Whether a what-if process runs beside the workers (podfit.server.transport.what_if).
+        self.what_if = what_if
+        # Processes that report ready: the workers, and the what-if process.
+        self.expected = count - 1 + int(what_if)
         self.journal = Journal()
         self.directory = tempfile.mkdtemp(prefix="podfit-owner-")
         os.chmod(self.directory, 0o700)
@@ -230,7 +234,7 @@ class Owner:
         self.service.cache.journal = self.journal
         self.service.gate.after_heavy.append(self.journal.publish)
         server = grpc.aio.server(
-            interceptors=[_Authenticated(self.token), _Positions(self.journal)], options=INTERNAL_OPTIONS
+            interceptors=[Authenticated(self.token), _Positions(self.journal)], options=INTERNAL_OPTIONS
         )
         register(server)
         server.add_generic_rpc_handlers(
@@ -259,10 +263,12 @@ class Owner:
         )
         for index in range(1, self.count):
             self._supervisors.append(asyncio.create_task(self._supervise(index)))
+        if self.what_if:
+            self._supervisors.append(asyncio.create_task(self._supervise(self.count, what_if=True)))
 
     async def wait_ready(self, stop: asyncio.Event) -> None:
         """Returns once every worker listens, ``stop`` is set, or START_TIMEOUT_SECONDS have passed."""
-        if self.count < 2:
+        if not self.expected:
             return
         waits = [asyncio.create_task(self._all_ready.wait()), asyncio.create_task(stop.wait())]
         await asyncio.wait(waits, timeout=START_TIMEOUT_SECONDS, return_when=asyncio.FIRST_COMPLETED)
@@ -271,7 +277,7 @@ class Owner:
         if not self._all_ready.is_set() and not stop.is_set():
             log.warning(
                 "%d of %d decision workers listen after %.0f s; the owner serves without the others",
-                *(len(self.ready), self.count - 1, START_TIMEOUT_SECONDS),
+                *(len(self.ready), self.expected, START_TIMEOUT_SECONDS),
             )
 
     async def _metrics(self, requests: Any, context: grpc.aio.ServicerContext) -> None:
@@ -318,7 +324,7 @@ class Owner:
     async def _ready(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         """A worker has loaded its image and listens."""
         self.ready.add(int(request.decode()))
-        if len(self.ready) >= self.count - 1:
+        if len(self.ready) >= self.expected:
             self._all_ready.set()
         return b""
 
@@ -403,30 +409,31 @@ class Owner:
             return b""
         return _POSITION.pack(position) + _POSITION.pack(assumed)
 
-    def _spawn(self, index: int) -> subprocess.Popen[bytes]:
-        command = [*self.command, "--follow", self.target]
+    def _spawn(self, index: int, what_if: bool) -> subprocess.Popen[bytes]:
+        command = [*self.command, "--follow", self.target, *(["--what-if"] if what_if else [])]
         process = subprocess.Popen(command, stdin=subprocess.PIPE)
         assert process.stdin is not None
         with contextlib.suppress(OSError):  # one that died at once is restarted like any other
             process.stdin.write(self.token.hex().encode() + b"\n")
             process.stdin.close()
-        log.info("decision worker %d started (pid %d)", index, process.pid)
+        log.info("%s started (pid %d)", _role(index, what_if), process.pid)
         return process
 
-    async def _supervise(self, index: int) -> None:
-        """Keeps worker ``index`` running: one that dies is logged and started again, after a pause that
-        doubles (up to 30 s) while it keeps dying young, so a worker that cannot start does not spin."""
+    async def _supervise(self, index: int, what_if: bool = False) -> None:
+        """Keeps worker ``index`` (or the what-if process) running: one that dies is logged and started
+        again, after a pause that doubles (up to 30 s) while it keeps dying young, so a process that cannot
+        start does not spin."""
         pause = 1.0
         while not self._stopping:
             started = time.monotonic()
-            process = self.processes[index] = self._spawn(index)
+            process = self.processes[index] = self._spawn(index, what_if)
             code = await asyncio.to_thread(process.wait)
             if self._stopping:
                 return
             pause = 1.0 if time.monotonic() - started > 60 else min(pause * 2, 30.0)
             log.error(
-                "decision worker %d (pid %d) exited with %s: starting it again in %.0f s",
-                *(index, process.pid, code, pause),
+                "%s (pid %d) exited with %s: starting it again in %.0f s",
+                *(_role(index, what_if), process.pid, code, pause),
             )
             await asyncio.sleep(pause)
 
@@ -451,6 +458,10 @@ class Owner:
         if self.server is not None:
             await self.server.stop(0)
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _role(index: int, what_if: bool) -> str:
+    return "the what-if process" if what_if else f"decision worker {index}"
 
 
 def _check_owner_directory(path: str) -> None:
