@@ -828,7 +828,7 @@ def _bench_mixed(args: argparse.Namespace, config: ChannelConfig) -> int:
         port = free_port()
         with LocalServer("--workers", str(args.workers), "--extender-addr", f"127.0.0.1:{port}") as server:
             processes = asyncio.run(bench.server_processes(server.target))
-            where = f"a podfit-server started here ({_processes(processes)})"
+            where = f"a podfit-server started here ({_processes(processes, started_here=True)})"
             report = asyncio.run(mixed.run(server.target, f"http://127.0.0.1:{port}/scheduler", **sizes))
     measured_on = f"machine: {machine}; {where}; {args.nodes} nodes, {args.pods} bound pods"
     if args.json:
@@ -842,10 +842,12 @@ def _bench_mixed(args: argparse.Namespace, config: ChannelConfig) -> int:
     return 0 if report.ok else 1
 
 
-def _processes(count: int) -> str:
+def _processes(count: int, started_here: bool = False) -> str:
     if count == 1:
         return "1 process"
-    return f"{count} processes: the cache's owner and {count - 1} decision worker{'s' if count > 2 else ''}"
+    workers = f"{count} processes: the cache's owner and {count - 1} decision worker{'s' if count > 2 else ''}"
+    # A server started here runs at its defaults: what-if questions go to a process of their own.
+    return f"{workers}, beside the what-if process" if started_here else workers
 
 
 def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
@@ -875,7 +877,7 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
         else:
             with LocalServer("--workers", str(args.workers)) as server:
                 processes = asyncio.run(bench.server_processes(server.target))
-                where = f"a podfit-server started here ({_processes(processes)})"
+                where = f"a podfit-server started here ({_processes(processes, started_here=True)})"
                 results = asyncio.run(
                     bench.run(
                         names, server.target, args.decisions, args.stream, server_pid=server.process.pid, **options
