@@ -1039,11 +1039,13 @@ def test_metrics_are_reachable_only_from_the_scrapers_namespace() -> None:
 
 
 def test_the_server_requests_a_core_for_each_of_its_processes() -> None:
-    """With decision workers, every process of the server answers on a core of its own: a request of
-    fewer cores than PODFIT_WORKERS would have them share, which measured slower than one process."""
+    """Every process of the server runs on a core of its own — those on the listeners (PODFIT_WORKERS) and
+    the what-if process: a request of fewer cores would have them share, which measured slower."""
     from podfit.k8s.quantity import parse_quantity
 
     (container,) = [c for name, _, c in PODFIT_CONTAINERS if name.endswith(f"/{SERVER_CONTAINER}")]
-    workers = int(next(e["value"] for e in container.get("env", []) if e["name"] == "PODFIT_WORKERS"))
+    env = {e["name"]: e.get("value", "") for e in container.get("env", [])}
+    workers = int(env["PODFIT_WORKERS"])
+    what_if = env.get("PODFIT_WHAT_IF_PROCESS", "true") not in ("false", "0")
     assert workers >= 1
-    assert parse_quantity(str(container["resources"]["requests"]["cpu"])) >= workers
+    assert parse_quantity(str(container["resources"]["requests"]["cpu"])) >= workers + int(what_if)

@@ -531,7 +531,7 @@ def _children(pid: int, what_if: bool = False) -> list[int]:
 def server() -> Any:
     from podfit.client.conformance import LocalServer
 
-    with LocalServer("--workers", "2") as started:
+    with LocalServer("--workers", "2", "--what-if-process") as started:
         yield started
 
 
@@ -648,20 +648,37 @@ def test_the_owners_metrics_include_its_workers(
     [
         pytest.param({}, None, id="no cgroup: every core"),
         pytest.param({"cpu.max": "max 100000\n"}, None, id="v2 without a limit: every core"),
-        pytest.param({"cpu.max": "50000 100000\n"}, 1, id="v2 half a CPU: one process"),
+        pytest.param({"cpu.max": "50000 100000\n"}, 1, id="v2 half a CPU: one core"),
+        pytest.param({"cpu.max": "300000 100000\n"}, 3, id="v2 three CPUs: three cores"),
         pytest.param({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None, id="v1 unlimited"),
         pytest.param({"cpu/cpu.cfs_quota_us": "100000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1, id="v1 one CPU"),
     ],
 )
-def test_the_default_is_a_process_per_core_the_cpu_limit_allows(
-    tmp_path: Any, files: dict[str, str], expected: int | None
-) -> None:
-    from podfit.server.transport.workers import default_workers
+def test_the_cores_are_those_the_cpu_limit_allows(tmp_path: Any, files: dict[str, str], expected: int | None) -> None:
+    from podfit.server.transport.workers import available_cores
 
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
-    assert default_workers(str(tmp_path)) == (expected or len(os.sched_getaffinity(0)))
+    cores = min(expected or os.cpu_count() or 1, len(os.sched_getaffinity(0)))
+    assert available_cores(str(tmp_path)) == cores
+
+
+@pytest.mark.parametrize(
+    ("cores", "processes"),
+    [
+        pytest.param(1, 1, id="one core: one process"),
+        pytest.param(2, 1, id="two cores: one process on the listeners, the other core the what-if process's"),
+        pytest.param(4, 4, id="four cores: one process per core"),
+    ],
+)
+def test_the_default_process_count_follows_the_cores(
+    monkeypatch: pytest.MonkeyPatch, cores: int, processes: int
+) -> None:
+    from podfit.server.transport import workers
+
+    monkeypatch.setattr(workers, "available_cores", lambda cgroup="": cores)
+    assert workers.default_workers() == processes
 
 
 def test_the_merge_keeps_one_target_info_and_counts_retired_workers_counters_only() -> None:

@@ -893,10 +893,12 @@ async def run(
     return results
 
 
-async def server_processes(target: str, **options: Any) -> int:
-    """How many processes answer at ``target`` (the owner and its decision workers)."""
+async def server_processes(target: str, **options: Any) -> tuple[int, bool]:
+    """How many processes answer at ``target`` (the owner and its decision workers), and whether a what-if
+    process answers its what-if questions."""
     async with AsyncClient(target, **options) as client:
-        return max(1, (await client.stats()).workers)
+        stats = await client.stats()
+        return max(1, stats.workers), stats.what_if_process
 
 
 def machine() -> str:

@@ -799,7 +799,7 @@ def _bench_soak(args: argparse.Namespace, config: ChannelConfig) -> int:
     if args.target_given:
         report = asyncio.run(soak.run(args.target, args.duration, config=config))
     else:
-        with LocalServer("--workers", str(args.workers)) as server:
+        with LocalServer("--workers", str(args.workers), _what_if_flag(args)) as server:
             report = asyncio.run(soak.run(server.target, args.duration))
     print(report.summary())
     if args.json:
@@ -826,9 +826,11 @@ def _bench_mixed(args: argparse.Namespace, config: ChannelConfig) -> int:
         report = asyncio.run(mixed.run(args.target, args.extender_url, **sizes, config=config))
     else:
         port = free_port()
-        with LocalServer("--workers", str(args.workers), "--extender-addr", f"127.0.0.1:{port}") as server:
+        with LocalServer(
+            "--workers", str(args.workers), _what_if_flag(args), "--extender-addr", f"127.0.0.1:{port}"
+        ) as server:
             processes = asyncio.run(bench.server_processes(server.target))
-            where = f"a podfit-server started here ({_processes(processes, started_here=True)})"
+            where = f"a podfit-server started here ({_processes(processes)})"
             report = asyncio.run(mixed.run(server.target, f"http://127.0.0.1:{port}/scheduler", **sizes))
     measured_on = f"machine: {machine}; {where}; {args.nodes} nodes, {args.pods} bound pods"
     if args.json:
@@ -842,12 +844,17 @@ def _bench_mixed(args: argparse.Namespace, config: ChannelConfig) -> int:
     return 0 if report.ok else 1
 
 
-def _processes(count: int, started_here: bool = False) -> str:
+def _what_if_flag(args: argparse.Namespace) -> str:
+    return "--what-if-process" if args.what_if_process else "--no-what-if-process"
+
+
+def _processes(shape: tuple[int, bool]) -> str:
+    count, what_if = shape
     if count == 1:
-        return "1 process"
-    workers = f"{count} processes: the cache's owner and {count - 1} decision worker{'s' if count > 2 else ''}"
-    # A server started here runs at its defaults: what-if questions go to a process of their own.
-    return f"{workers}, beside the what-if process" if started_here else workers
+        workers = "1 process"
+    else:
+        workers = f"{count} processes: the cache's owner and {count - 1} decision worker{'s' if count > 2 else ''}"
+    return f"{workers}, beside the what-if process" if what_if else workers
 
 
 def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
@@ -875,9 +882,9 @@ def cmd_bench(args: argparse.Namespace, config: ChannelConfig) -> int:
             where = f"the server at {args.target} ({_processes(processes)})"
             results = asyncio.run(bench.run(names, args.target, args.decisions, args.stream, config=config, **options))
         else:
-            with LocalServer("--workers", str(args.workers)) as server:
+            with LocalServer("--workers", str(args.workers), _what_if_flag(args)) as server:
                 processes = asyncio.run(bench.server_processes(server.target))
-                where = f"a podfit-server started here ({_processes(processes, started_here=True)})"
+                where = f"a podfit-server started here ({_processes(processes)})"
                 results = asyncio.run(
                     bench.run(
                         names, server.target, args.decisions, args.stream, server_pid=server.process.pid, **options
@@ -1082,8 +1089,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         metavar="N",
-        help="processes of the podfit-server bench starts (its --workers; default 0: one per core); a server "
-        "given with --target reports its own",
+        help="processes of the podfit-server bench starts (its --workers; default 0: one per core, one alone "
+        "on two cores); a server given with --target reports its own",
+    )
+    p.add_argument(
+        "--what-if-process",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="whether the podfit-server bench starts answers what-if in a process of its own (default: as "
+        "podfit-server does, on)",
     )
     p.add_argument(
         "--clients",

@@ -401,7 +401,7 @@ def stop_process(process: subprocess.Popen[Any]) -> None:
 NO_OTHER_LISTENERS = ("--extender-addr", "off", "--metrics-addr", "127.0.0.1:0")
 # One process unless the flags say otherwise: the conformance replay and the CLI's own servers answer one
 # caller at a time, and a decision worker would only double the start-up (podfit bench passes --workers).
-ONE_PROCESS = ("--workers", "1")
+ONE_PROCESS = ("--workers", "1", "--no-what-if-process")
 
 
 class LocalServer:

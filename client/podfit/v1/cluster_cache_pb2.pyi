@@ -1013,6 +1013,7 @@ class StatsResponse(_message.Message):
     RESOURCE_SLICES_FIELD_NUMBER: _builtins.int
     RESOURCE_CLAIMS_FIELD_NUMBER: _builtins.int
     WORKERS_FIELD_NUMBER: _builtins.int
+    WHAT_IF_PROCESS_FIELD_NUMBER: _builtins.int
     generation: _builtins.int
     """The current cache generation: 0 for a new cache, one step up for every batch that changed something
     (an Apply, Replace or Stream batch, or a pod assumed by Schedule).
@@ -1083,6 +1084,10 @@ class StatsResponse(_message.Message):
     """Processes answering on this server's listeners (podfit-server --workers): the owner of the cache and
     the decision workers that replicate it; 1 for a single process.
     """
+    what_if_process: _builtins.bool
+    """Whether what-if questions (Simulate, EstimateScaleUp, SimulateDrain, BestOptions) are answered by a
+    process of their own beside those (podfit-server --what-if-process).
+    """
     @_builtins.property
     def supported_kube_scheduler_versions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Every kube-scheduler version a request may name, as "v1.35.4", "v1.36.3", "v1.37.2"."""
@@ -1125,10 +1130,11 @@ class StatsResponse(_message.Message):
         resource_slices: _builtins.int = ...,
         resource_claims: _builtins.int = ...,
         workers: _builtins.int = ...,
+        what_if_process: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_pods", b"bound_pods", "csi_drivers", b"csi_drivers", "csi_nodes", b"csi_nodes", "csi_storage_capacities", b"csi_storage_capacities", "daemon_sets", b"daemon_sets", "device_classes", b"device_classes", "gated_pods", b"gated_pods", "generation", b"generation", "jobs", b"jobs", "kube_scheduler_version", b"kube_scheduler_version", "memory_bytes_estimate", b"memory_bytes_estimate", "namespaces", b"namespaces", "nodes", b"nodes", "pending_pods", b"pending_pods", "persistent_volume_claims", b"persistent_volume_claims", "persistent_volumes", b"persistent_volumes", "pod_disruption_budgets", b"pod_disruption_budgets", "pods", b"pods", "profile_versions", b"profile_versions", "replica_sets", b"replica_sets", "replication_controllers", b"replication_controllers", "resource_claims", b"resource_claims", "resource_slices", b"resource_slices", "server_epoch", b"server_epoch", "services", b"services", "stateful_sets", b"stateful_sets", "storage_classes", b"storage_classes", "supported_kube_scheduler_versions", b"supported_kube_scheduler_versions", "synced", b"synced", "volume_attachments", b"volume_attachments", "workers", b"workers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bound_pods", b"bound_pods", "csi_drivers", b"csi_drivers", "csi_nodes", b"csi_nodes", "csi_storage_capacities", b"csi_storage_capacities", "daemon_sets", b"daemon_sets", "device_classes", b"device_classes", "gated_pods", b"gated_pods", "generation", b"generation", "jobs", b"jobs", "kube_scheduler_version", b"kube_scheduler_version", "memory_bytes_estimate", b"memory_bytes_estimate", "namespaces", b"namespaces", "nodes", b"nodes", "pending_pods", b"pending_pods", "persistent_volume_claims", b"persistent_volume_claims", "persistent_volumes", b"persistent_volumes", "pod_disruption_budgets", b"pod_disruption_budgets", "pods", b"pods", "profile_versions", b"profile_versions", "replica_sets", b"replica_sets", "replication_controllers", b"replication_controllers", "resource_claims", b"resource_claims", "resource_slices", b"resource_slices", "server_epoch", b"server_epoch", "services", b"services", "stateful_sets", b"stateful_sets", "storage_classes", b"storage_classes", "supported_kube_scheduler_versions", b"supported_kube_scheduler_versions", "synced", b"synced", "volume_attachments", b"volume_attachments", "what_if_process", b"what_if_process", "workers", b"workers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

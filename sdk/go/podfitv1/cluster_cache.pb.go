@@ -1925,7 +1925,10 @@ type StatsResponse struct {
 	ResourceClaims int32 `protobuf:"varint,30,opt,name=resource_claims,json=resourceClaims,proto3" json:"resource_claims,omitempty"`
 	// Processes answering on this server's listeners (podfit-server --workers): the owner of the cache and
 	// the decision workers that replicate it; 1 for a single process.
-	Workers       int32 `protobuf:"varint,31,opt,name=workers,proto3" json:"workers,omitempty"`
+	Workers int32 `protobuf:"varint,31,opt,name=workers,proto3" json:"workers,omitempty"`
+	// Whether what-if questions (Simulate, EstimateScaleUp, SimulateDrain, BestOptions) are answered by a
+	// process of their own beside those (podfit-server --what-if-process).
+	WhatIfProcess bool `protobuf:"varint,32,opt,name=what_if_process,json=whatIfProcess,proto3" json:"what_if_process,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2177,6 +2180,13 @@ func (x *StatsResponse) GetWorkers() int32 {
 	return 0
 }
 
+func (x *StatsResponse) GetWhatIfProcess() bool {
+	if x != nil {
+		return x.WhatIfProcess
+	}
+	return false
+}
+
 // A feeder's word that the cache holds the whole cluster, for ClusterCache.MarkSynced.
 type MarkSyncedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2402,7 +2412,7 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x0econtinue_token\x18\x04 \x01(\tR\rcontinueToken\x120\n" +
 	"\x14remaining_item_count\x18\x05 \x01(\x03R\x12remainingItemCount\x12D\n" +
 	"\x10node_allocations\x18\x06 \x03(\v2\x19.podfit.v1.NodeAllocationR\x0fnodeAllocations\"\x0e\n" +
-	"\fStatsRequest\"\xb8\n" +
+	"\fStatsRequest\"\xe0\n" +
 	"\n" +
 	"\rStatsResponse\x12\x1e\n" +
 	"\n" +
@@ -2444,7 +2454,8 @@ const file_podfit_v1_cluster_cache_proto_rawDesc = "" +
 	"\x0edevice_classes\x18\x1c \x01(\x05R\rdeviceClasses\x12'\n" +
 	"\x0fresource_slices\x18\x1d \x01(\x05R\x0eresourceSlices\x12'\n" +
 	"\x0fresource_claims\x18\x1e \x01(\x05R\x0eresourceClaims\x12\x18\n" +
-	"\aworkers\x18\x1f \x01(\x05R\aworkers\x1aB\n" +
+	"\aworkers\x18\x1f \x01(\x05R\aworkers\x12&\n" +
+	"\x0fwhat_if_process\x18  \x01(\bR\rwhatIfProcess\x1aB\n" +
 	"\x14ProfileVersionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"+\n" +

@@ -43,6 +43,7 @@ from podfit.server.transport.workers import (
     Authenticated,
     Follower,
     Owner,
+    available_cores,
     default_workers,
     read_token,
 )
@@ -405,22 +406,25 @@ async def serve(settings: Settings, argv: Sequence[str] = ()) -> None:
         await (serve_what_if(settings) if settings.what_if_role else serve_worker(settings))
         return
     workers = settings.workers or default_workers()
-    what_if = WhatIfLink() if workers > 1 and settings.what_if_process else None
+    # What-if runs apart wherever there is a second core for it, whatever the count on the listeners.
+    what_if = WhatIfLink() if settings.what_if_process and available_cores() >= 2 else None
     running = await create_server(settings, reuse_port=workers > 1, what_if=what_if)
     running.service.workers = workers
+    running.service.what_if_process = what_if is not None
     signalled = _on_signals(running)
     grpc_addr = _bound(settings.grpc_addr, running.port)
     extender = _bound(settings.extender_addr, running.extender_port) if running.extender else "off"
     ca_expander = _bound(settings.ca_expander_addr, running.ca_expander_port) if running.ca_expander else "off"
     probes = _bound(settings.probe_addr, running.probe_port) if running.probes else "off"
     owner = None
-    if workers > 1:
+    if workers > 1 or what_if is not None:
         # Each worker listens where the owner does (the ports it was given, 0 included, resolved).
         command = [
             *(sys.executable, "-m", "podfit.server.app", *argv),
             *("--grpc-addr", grpc_addr, "--ca-expander-addr", ca_expander, "--probe-addr", "off"),
             *("--extender-addr", "off" if settings.extender_bind else extender, "--metrics-addr", "off"),
             *("--workers", str(workers)),
+            *(() if what_if is not None else ("--no-what-if-process",)),
         ]
         owner = Owner(running.service, command, workers, what_if=what_if is not None)
         if what_if is not None:

@@ -180,6 +180,7 @@ class CacheStats:
     resource_slices: int = 0
     resource_claims: int = 0
     workers: int = 1
+    what_if_process: bool = False
 
 
 def field_selector_keys(kind: Kind) -> frozenset[str]:
@@ -241,6 +242,8 @@ class SchedulingService:
         self.shutting_down = False
         # Processes serving this cache (the owner and its decision workers, podfit.server.transport.workers).
         self.workers = 1
+        # Whether a what-if process answers this server's what-if questions (podfit.server.transport.what_if).
+        self.what_if_process = False
         # In a decision worker: the owner, which makes every reservation.
         self.reservations: Reservations | None = None
         # In a decision worker whose replica can no longer be kept current (its owner went away, or let it
@@ -382,6 +385,7 @@ class SchedulingService:
             resource_slices=cache.count(Kind.RESOURCE_SLICE),
             resource_claims=cache.count(Kind.RESOURCE_CLAIM),
             workers=self.workers,
+            what_if_process=self.what_if_process,
         )
 
     def unknown_nodes(self, names: Sequence[str]) -> set[str]:

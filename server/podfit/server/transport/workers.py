@@ -90,6 +90,14 @@ START_TIMEOUT_SECONDS = 60.0
 
 
 def default_workers(cgroup: str = "/sys/fs/cgroup") -> int:
+    """Processes on the listeners by default: one per core this process may use, but one alone on two
+    cores or fewer — there a single caller (kube-scheduler's extender calls, one decider) gains nothing from
+    a second process and pays its replication, and the what-if process has the other core."""
+    cores = available_cores(cgroup)
+    return 1 if cores <= 2 else cores
+
+
+def available_cores(cgroup: str = "/sys/fs/cgroup") -> int:
     """The cores this process may use: those it may run on, fewer under a CPU quota (a container's CPU
     limit leaves every core of the machine in the affinity mask)."""
     try:
