@@ -122,13 +122,16 @@ def test_bad_versions_are_refused_with_the_field(
         pytest.param("StorageCapacityScoring=maybe", "featureGates.StorageCapacityScoring: invalid value",
                      id="a value that is not a boolean"),
         pytest.param("NodeDeclaredFeatures=false", "featureGates.NodeDeclaredFeatures: cannot set feature gate "
-                     "NodeDeclaredFeatures to false, feature is locked to true in v1.37.2", id="a locked gate"),
+                     "NodeDeclaredFeatures to false, feature is locked to true in v1.37.2 (profile "
+                     "'default-scheduler' answers as v1.37.2)", id="a gate locked in the server's version, v1.37"),
     ],
 )  # fmt: skip
-def test_bad_feature_gates_are_refused_at_start(flag: str, message: str) -> None:
-    with pytest.raises(SettingsError) as error:
-        resolve(["--feature-gates", flag], environ={})
-    assert str(error.value).startswith(message)
+def test_bad_feature_gates_are_refused_at_start(flag: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from podfit.server.app import main
+
+    assert main(["--feature-gates", flag], {}) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"podfit-server: {message}") and "Traceback" not in err
 
 
 def test_version_and_gates_from_flags_file_and_environment(tmp_path: Path) -> None:
@@ -319,9 +322,12 @@ def _profiles_at_start(version: str, flag: str, profile_versions: dict[str, str]
         pytest.param("v1.35", "PodLevelResources=false", "featureGates.PodLevelResources: feature gate "
                      "PodLevelResources=false is not modelled by podfit (it answers with the v1.35 default, true)",
                      id="v1.35 PodLevelResources=false"),
-        pytest.param("v1.35", "DRAPrioritizedList=false", "featureGates.DRAPrioritizedList: cannot set feature "
+        pytest.param("v1.37", "DRAPrioritizedList=false", "featureGates.DRAPrioritizedList: cannot set feature "
                      "gate DRAPrioritizedList to false, feature is locked to true in v1.37.2",
-                     id="DRAPrioritizedList=false is locked in v1.37, so refused for any server version"),
+                     id="v1.37 DRAPrioritizedList=false: locked in v1.37"),
+        pytest.param("v1.35", "DRAPrioritizedList=false", "featureGates.DRAPrioritizedList: feature gate "
+                     "DRAPrioritizedList=false is not modelled by podfit (it answers with the v1.35 default, true)",
+                     id="v1.35 DRAPrioritizedList=false: beta in v1.35 (locked only in v1.37), not modelled"),
         pytest.param("v1.37", "DRAPartitionableDevices=false", "featureGates.DRAPartitionableDevices: feature gate "
                      "DRAPartitionableDevices=false is not modelled", id="v1.37 DRAPartitionableDevices=false"),
         pytest.param("v1.37", "DRAConsumableCapacity=false", "featureGates.DRAConsumableCapacity: feature gate "
@@ -331,8 +337,11 @@ def _profiles_at_start(version: str, flag: str, profile_versions: dict[str, str]
                      "false)", id="v1.35 DRAConsumableCapacity=true"),
         pytest.param("v1.35", "DRAExtendedResource=true", "featureGates.DRAExtendedResource: feature gate "
                      "DRAExtendedResource=true is not modelled", id="v1.35 DRAExtendedResource=true"),
-        pytest.param("v1.35", "DRAAdminAccess=false", "featureGates.DRAAdminAccess: cannot set feature gate",
-                     id="DRAAdminAccess=false is locked in v1.37"),
+        pytest.param("v1.36", "DRAAdminAccess=false", "featureGates.DRAAdminAccess: cannot set feature gate "
+                     "DRAAdminAccess to false, feature is locked to true in v1.36.3",
+                     id="v1.36 DRAAdminAccess=false: locked from v1.36"),
+        pytest.param("v1.35", "DRAAdminAccess=false", "featureGates.DRAAdminAccess: feature gate "
+                     "DRAAdminAccess=false is not modelled", id="v1.35 DRAAdminAccess=false: beta in v1.35"),
         pytest.param("v1.37", "OpportunisticBatching=false", "featureGates.OpportunisticBatching: feature gate "
                      "OpportunisticBatching=false is not modelled", id="v1.37 OpportunisticBatching=false"),
         pytest.param("v1.37", "SchedulerAsyncAPICalls=true", "featureGates.SchedulerAsyncAPICalls: feature gate "
@@ -357,10 +366,9 @@ def _profiles_at_start(version: str, flag: str, profile_versions: dict[str, str]
         pytest.param("v1.36", "VolumeAttributesClass=false", "featureGates.VolumeAttributesClass: cannot set "
                      "feature gate VolumeAttributesClass to false, feature is locked to true in v1.36.3",
                      id="VolumeAttributesClass=false is locked from v1.36"),
-        pytest.param("v1.36", "NodeDeclaredFeatures=false", "featureGates.NodeDeclaredFeatures: cannot set "
-                     "feature gate NodeDeclaredFeatures to false, feature is locked to true in v1.37.2",
-                     id="NodeDeclaredFeatures=false is refused for a v1.36 server too: gates are checked against "
-                        "every version"),
+        pytest.param("v1.36", "DRAExtendedResource=false", "featureGates.DRAExtendedResource: feature gate "
+                     "DRAExtendedResource=false is not modelled by podfit (it answers with the v1.36 default, true)",
+                     id="v1.36 DRAExtendedResource=false: not locked in v1.36 (only in v1.37), but not modelled"),
         pytest.param("v1.36", "MatchLabelKeysInPodTopologySpread=false", "featureGates."
                      "MatchLabelKeysInPodTopologySpread: feature gate MatchLabelKeysInPodTopologySpread=false is not "
                      "modelled", id="MatchLabelKeysInPodTopologySpread=false: beta in every version, not locked"),
@@ -428,6 +436,60 @@ def test_a_request_for_a_version_that_does_not_honour_the_servers_gates_is_refus
         engine.at_version("v1.35")
     assert error.value.field == "kube_scheduler_version"
     assert "feature gate DRAConsumableCapacity=true is not modelled by podfit" in error.value.message
+
+
+# -- a locked gate is checked against the versions the profiles answer as, as kube-scheduler of that version
+# checks it (NodeDeclaredFeatures: alpha off in v1.35, beta on in v1.36, GA and locked on in v1.37) ----------
+
+NDF_LOCKED_IN_V137 = (
+    "featureGates.NodeDeclaredFeatures: cannot set feature gate NodeDeclaredFeatures to false, feature is locked "
+    "to true in v1.37.2"
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "flag", "profile_versions", "refused_at_start", "refused_requests"),
+    [
+        pytest.param("v1.36", "NodeDeclaredFeatures=false", {}, "", ["v1.37"],
+                     id="v1.36 server: starts without the plugin; a request asking for v1.37 is refused"),
+        pytest.param("v1.35", "NodeDeclaredFeatures=false", {}, "", ["v1.37"],
+                     id="v1.35 server: the gate at its alpha default; a request asking for v1.37 is refused"),
+        pytest.param("v1.37", "NodeDeclaredFeatures=false", {"default-scheduler": "v1.36"}, "", ["v1.37"],
+                     id="v1.37 server whose only profile answers as v1.36: starts"),
+        pytest.param("v1.37", "NodeDeclaredFeatures=false", {},
+                     f"{NDF_LOCKED_IN_V137} (profile 'default-scheduler' answers as v1.37.2)", [],
+                     id="v1.37 server: refused at start"),
+        pytest.param("v1.36", "NodeDeclaredFeatures=false", {"current": "v1.37"},
+                     f"{NDF_LOCKED_IN_V137} (profile 'current' answers as v1.37.2)", [],
+                     id="v1.36 server with a profile at v1.37: refused at start, naming the profile"),
+        pytest.param("v1.36", "NoSuchGate=false", {}, "featureGates.NoSuchGate: unrecognized feature gate: NoSuchGate",
+                     [], id="a gate no supported version has: refused at start"),
+    ],
+)  # fmt: skip
+def test_a_locked_gate_is_checked_against_the_versions_the_profiles_answer_as(
+    version: str, flag: str, profile_versions: dict[str, str], refused_at_start: str, refused_requests: list[str]
+) -> None:
+    from podfit.server.cache.cluster_cache import ClusterCache
+    from podfit.server.engine import Engine
+    from podfit.server.framework.versions import VERSIONS
+    from podfit.server.model import ValidationError
+
+    if refused_at_start:
+        with pytest.raises((ConfigError, SettingsError)) as refused:
+            _profiles_at_start(version, flag, profile_versions)
+        assert str(refused.value) == refused_at_start
+        return
+    engine = Engine(ClusterCache(), _profiles_at_start(version, flag, profile_versions))
+    for asked in VERSIONS:
+        if asked in refused_requests:
+            with pytest.raises(ValidationError) as error:
+                engine.at_version(asked)
+            assert error.value.field == "kube_scheduler_version"
+            assert error.value.message.startswith(f"cannot answer as {VERSIONS[asked].release}: {NDF_LOCKED_IN_V137}")
+        else:
+            for framework in engine.at_version(asked).frameworks.values():
+                assert not framework.profile.features.enable_node_declared_features
+                assert "NodeDeclaredFeatures" not in framework.profile.plugins
 
 
 def test_every_gate_podfit_honours_has_a_features_field_that_reads_it() -> None:

@@ -9,7 +9,8 @@ import aiohttp
 import grpc
 import pytest
 from podfit.client import PodfitError
-from podfit.server.settings import Settings
+from podfit.server.config import ConfigError
+from podfit.server.settings import Settings, SettingsError
 from podfit.v1 import scheduler_pb2 as sc
 from podfit.v1 import simulation_pb2 as sim
 
@@ -186,6 +187,62 @@ async def test_the_server_default_version_and_gates_are_settings() -> None:
         plugins = plugin_scores(response, "a")
         assert plugins["NodeResourcesBalancedAllocation"] == BALANCED["v1.35.4"]
         assert plugins["VolumeBinding"] == 0  # the gate turned v1.35's VolumeBinding scoring on
+    finally:
+        await server.client.close()
+        await server.running.stop(0)
+
+
+def restart_all_pod() -> dict[str, Any]:
+    """A pod NodeDeclaredFeatures checks (RestartAllContainers needs a declared node feature, which no node of
+    ``cluster()`` declares): it fits no node where the plugin runs, and both where it does not."""
+    pod = make_pod("p")
+    pod.spec["containers"] = [{"name": "c", "restartPolicyRules": [{"action": "RestartAllContainers"}]}]
+    return pod.json()
+
+
+@pytest.mark.parametrize(
+    ("version", "gates", "asked", "answer"),
+    [
+        pytest.param("v1.36", "NodeDeclaredFeatures=false", "", "v1.36.3",
+                     id="v1.36 server, gate off: starts and answers without the plugin"),
+        pytest.param("v1.36", "NodeDeclaredFeatures=false", "v1.35", "v1.35.4",
+                     id="v1.36 server, gate off: a request asking for v1.35 answers (the gate's alpha default)"),
+        pytest.param("v1.36", "NodeDeclaredFeatures=false", "v1.37",
+                     "cannot answer as v1.37.2: featureGates.NodeDeclaredFeatures: cannot set feature gate "
+                     "NodeDeclaredFeatures to false, feature is locked to true in v1.37.2",
+                     id="v1.36 server, gate off: a request asking for v1.37 is INVALID_ARGUMENT naming the gate"),
+        pytest.param("v1.37", "NodeDeclaredFeatures=false", "", "featureGates.NodeDeclaredFeatures: cannot set "
+                     "feature gate NodeDeclaredFeatures to false, feature is locked to true in v1.37.2",
+                     id="v1.37 server, gate off: refused at start (locked in v1.37)"),
+        pytest.param("v1.36", "NoSuchGate=true", "", "featureGates.NoSuchGate: unrecognized feature gate: NoSuchGate",
+                     id="an unknown gate: refused at start"),
+    ],
+)  # fmt: skip
+async def test_feature_gates_are_checked_against_the_version_that_answers(
+    version: str, gates: str, asked: str, answer: str
+) -> None:
+    """A gate locked only in another version is settable, as kube-scheduler of the server's version takes it;
+    ``answer``: the release that answers, or the start (or request) refusal's text."""
+    settings = Settings(kube_scheduler_version=version, feature_gates=gates)
+    if not answer.startswith(("v1.", "cannot answer")):
+        with pytest.raises((ConfigError, SettingsError)) as refused:
+            await start_live_server(settings)
+        assert str(refused.value).startswith(answer)
+        return
+    server = await start_live_server(settings)
+    try:
+        await server.client.apply(cluster())
+        if answer.startswith("cannot answer"):
+            with pytest.raises(PodfitError) as info:
+                await server.client.filter(restart_all_pod(), kube_scheduler_version=asked)
+            assert info.value.code is grpc.StatusCode.INVALID_ARGUMENT
+            field, description = info.value.field_violations[0]
+            assert field == "kube_scheduler_version"
+            assert description.startswith(answer)
+            return
+        filtered = await server.client.filter(restart_all_pod(), kube_scheduler_version=asked)
+        assert (filtered.kube_scheduler_version, filtered.feasible_count) == (answer, 2)
+        assert all(verdict.plugin != "NodeDeclaredFeatures" for verdict in filtered.nodes)
     finally:
         await server.client.close()
         await server.running.stop(0)

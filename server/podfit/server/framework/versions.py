@@ -12,6 +12,9 @@ named after what the code does, so a plugin branches on a behaviour, never on a 
 A gate podfit does not honour in a version (see ``GateSpec.honoured``) is answered at that version's
 default; setting it to its other value is a ValidationError naming it, raised when a profile is built at
 that version (at start, or for a request asking for another version), never a setting silently ignored.
+A gate locked in a version is checked the same way, against that version only: a kube-scheduler binary
+refuses only gates locked in its own version, so ``NodeDeclaredFeatures=false`` (locked on in v1.37)
+is accepted by a v1.36 server, whose requests asking for v1.37 are then refused.
 
 Adding a minor version: add its gate specs (honoured only where a Features field makes both values answer
 as that version does) and its ``VERSIONS`` entry with its behaviours here, its corpora under tests, and
@@ -213,13 +216,22 @@ class KubeSchedulerVersion:
 
     def features(self, overrides: Mapping[str, bool] | None = None) -> Features:
         """This version's Features with ``overrides`` (``--feature-gates``) applied; gates the version
-        does not have are ignored (they belong to another supported version). A gate podfit does not
-        honour in this version, set to anything but its default, is a ValidationError naming it."""
+        does not have are ignored (they belong to another supported version). A gate locked in this
+        version and set to its other value is a ValidationError naming it, as this version's
+        kube-scheduler refuses it at start (a gate locked only in another version is settable here);
+        so is a gate podfit does not honour in this version, set to anything but its default."""
         gates = self.gate_defaults()
         for name, value in (overrides or {}).items():
             if name not in gates:
                 continue
-            if value != gates[name] and not GATES[name].versions[self.name].honoured:
+            spec = GATES[name].versions[self.name]
+            if spec.locked and value != spec.default:
+                raise ValidationError(
+                    f"featureGates.{name}",
+                    f"cannot set feature gate {name} to {str(value).lower()}, feature is locked to "
+                    f"{str(spec.default).lower()} in {self.release}",
+                )
+            if value != gates[name] and not spec.honoured:
                 raise ValidationError(
                     f"featureGates.{name}",
                     f"feature gate {name}={str(value).lower()} is not modelled by podfit (it answers with the "
@@ -283,9 +295,11 @@ def parse_version(text: str, field_path: str = "kube_scheduler_version") -> Kube
 
 
 def parse_feature_gates(value: str | Mapping[str, object], field_path: str = "featureGates") -> dict[str, bool]:
-    """``A=true,B=false`` (kube-scheduler's ``--feature-gates``) or a mapping -> overrides, checked
-    against every supported version: an unknown gate, or a locked gate set to its other value, is an
-    error (as kube-scheduler refuses it at start)."""
+    """``A=true,B=false`` (kube-scheduler's ``--feature-gates``) or a mapping -> overrides. A gate no
+    supported version has, or a value that is not a boolean, is an error. Locks are not checked here:
+    a gate locked in one version is settable in another, so ``KubeSchedulerVersion.features`` checks
+    them for the version a profile answers as (at start for the server's profiles, per request for
+    another version), as a kube-scheduler binary checks only its own."""
     pairs: list[tuple[object, object]]
     if isinstance(value, str):
         pairs = []
@@ -311,13 +325,6 @@ def parse_feature_gates(value: str | Mapping[str, object], field_path: str = "fe
             flag = raw.lower() == "true"
         else:
             raise ValidationError(f"{field_path}.{name}", f"invalid value of {name}={raw}, err: must be true or false")
-        for version, spec in GATES[name].versions.items():
-            if spec.locked and flag != spec.default:
-                raise ValidationError(
-                    f"{field_path}.{name}",
-                    f"cannot set feature gate {name} to {str(flag).lower()}, feature is locked to "
-                    f"{str(spec.default).lower()} in {VERSIONS[version].release}",
-                )
         result[name] = flag
     return result
 
