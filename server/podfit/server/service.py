@@ -40,11 +40,7 @@ from podfit.server.gate import Gate
 from podfit.server.memo import DecisionMemo
 from podfit.server.model import Kind, Node, Pod, ValidationError
 from podfit.server.reserver import OwnerGone, OwnerReserver, Reservations, Reserver, StoredForms
-from podfit.server.simulation.drain import DrainOptions
-from podfit.server.simulation.estimator import Estimate, estimate
-from podfit.server.simulation.expander import ExpansionOption, OptionScore, best_options
-from podfit.server.simulation.node_removal import Destinations, RemovalSimulation, simulate_removal
-from podfit.server.simulation.scenario import Scenario, SimulationResult, simulate
+from podfit.server.simulation.questions import WhatIf
 from podfit.server.telemetry import Telemetry
 
 log = logging.getLogger("podfit.server")
@@ -121,19 +117,6 @@ class BatchPlacement:
     @property
     def all_placed(self) -> bool:
         return all(r.assumed_generation for r in self.results)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Frozen:
-    """What a heavy read is given, taken on the event loop as its turn comes: the cache frozen at one
-    generation (no later write touches it), and the bound pods of the nodes it drains."""
-
-    snapshot: Snapshot
-    bound: Mapping[str, builtins.list[Pod]] = dataclasses.field(default_factory=dict)
-
-    @property
-    def generation(self) -> int:
-        return self.snapshot.generation
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -258,6 +241,8 @@ class SchedulingService:
             else None
         )
         self.telemetry.observe_cache(self.cache)
+        # The what-if questions, each over a snapshot frozen for it (podfit.server.simulation.questions).
+        self.what_if = WhatIf(self.cache, self.engine, self.limits, self.telemetry, self.resolve, self.require_synced)
 
     # -- updates ---------------------------------------------------------------------------------
 
@@ -651,116 +636,6 @@ class SchedulingService:
         elif any(r.assumed_generation for r in placement.results):
             placement.assumed_generation = self.cache.generation
         return placement
-
-    # -- what-if ----------------------------------------------------------------------------------
-
-    def freeze(self, drained: Sequence[str] = ()) -> Frozen:
-        """On the event loop, when a heavy read's turn comes: the snapshot it reads on its thread while
-        decisions and updates go on (``ClusterCache.freeze``), with the bound pods of ``drained``."""
-        cache = self.cache
-        return Frozen(cache.freeze(), {name: cache.bound_pods(name) for name in drained})
-
-    def _resolve_all(self, pods: Sequence[PodInput], path: str) -> builtins.list[Pod]:
-        resolved = []
-        for i, pod in enumerate(pods):
-            try:
-                resolved.append(self.resolve(pod)[0])
-            except NotFoundError as exc:
-                raise NotFoundError(f"{path}[{i}]: {exc}") from None
-        return resolved
-
-    def simulate(
-        self,
-        frozen: Frozen,
-        scenario: Scenario,
-        pods: Sequence[PodInput],
-        scheduler_name: str = "",
-        version: str = "",
-    ) -> SimulationResult:
-        """A scenario and placements on a fork of ``frozen``; the cache never changes."""
-        self.require_synced()
-        limits = self.limits
-        added = sum(count for _, count in scenario.add_nodes)
-        limits.check("scenario.add_nodes", added, limits.hypothetical_nodes, "nodes added", "hypotheticalNodes")
-        limits.check_pods(len(pods))
-        engine = self.engine.at_version(version)
-        started = time.perf_counter()
-        result = simulate(engine, frozen.snapshot, scenario, self._resolve_all(pods, "pods"), scheduler_name)
-        self.telemetry.decision_latency(time.perf_counter() - started, "simulate")
-        return result
-
-    def estimate_scale_up(
-        self,
-        frozen: Frozen,
-        groups: Sequence[Sequence[PodInput]],
-        node_groups: Sequence[tuple[str, Node, int]],
-        scheduler_name: str = "",
-        version: str = "",
-    ) -> tuple[int, builtins.list[tuple[str, Estimate]]]:
-        """cluster-autoscaler's estimate per (node group id, template, max new nodes), each on its own
-        fork of one snapshot: (the snapshot's generation, the estimates in order)."""
-        self.require_synced()
-        limits = self.limits
-        total = sum(len(group) for group in groups)
-        limits.check_grouped_pods(total)
-        # As cluster-autoscaler's --max-nodes-per-scaleup caps a node group's room, never an error.
-        node_groups = [(i, t, min(room, limits.new_nodes_per_estimate)) for i, t, room in node_groups]
-        engine = self.engine.at_version(version)
-        started = time.perf_counter()
-        pods = [self._resolve_all(group, f"groups[{i}].pods") for i, group in enumerate(groups)]
-        snapshot = frozen.snapshot
-        estimates = [
-            (group_id, estimate(engine, snapshot, template, pods, max_new, scheduler_name))
-            for group_id, template, max_new in node_groups
-        ]
-        self.telemetry.decision_latency(time.perf_counter() - started, "estimate")
-        return snapshot.generation, estimates
-
-    def simulate_drain(
-        self,
-        frozen: Frozen,
-        node_names: Sequence[str],
-        options: DrainOptions,
-        now: float | None = None,
-        scheduler_name: str = "",
-        version: str = "",
-        destinations: Destinations = Destinations.OTHER_NODES,
-    ) -> RemovalSimulation:
-        """cluster-autoscaler's scale-down planner over ``node_names`` on a fork of the current snapshot.
-        ``now`` (seconds since the epoch) judges terminating pods; the server's clock when None."""
-        self.require_synced()
-        self.limits.check("node_names", len(node_names), self.limits.drain_nodes, "nodes", "drainNodes")
-        engine = self.engine.at_version(version)
-        started = time.perf_counter()
-        # Terminal pods are in the cache but on no NodeInfo; the planner decides whether the drain rules see them.
-        pods_of = {name: builtins.list(frozen.bound.get(name, ())) for name in node_names}
-        result = simulate_removal(
-            engine,
-            frozen.snapshot,
-            node_names,
-            pods_of,
-            options,
-            time.time() if now is None else now,
-            scheduler_name,
-            destinations,
-        )
-        self.telemetry.decision_latency(time.perf_counter() - started, "drain")
-        return result
-
-    def best_expansion_options(
-        self, frozen: Frozen, options: Sequence[ExpansionOption], scheduler_name: str = ""
-    ) -> tuple[builtins.list[int], builtins.list[OptionScore]]:
-        """cluster-autoscaler's gRPC expander: the best scale-up options by podfit's simulation."""
-        self.require_synced()
-        limits = self.limits
-        limits.check_options(len(options))
-        for i, option in enumerate(options):
-            limits.check_option_pods(f"options[{i}].pod", len(option.pods))
-        options = [dataclasses.replace(o, node_count=min(o.node_count, limits.new_nodes_per_estimate)) for o in options]
-        started = time.perf_counter()
-        result = best_options(self.engine, frozen.snapshot, options, scheduler_name)
-        self.telemetry.decision_latency(time.perf_counter() - started, "expander")
-        return result
 
     def nodes_from_k8s(
         self, items: Sequence[tuple[Any, str, str, str]], path: str, load: Callable[[Any], Any]

@@ -82,7 +82,7 @@ class ExpanderServicer(ex_grpc.ExpanderServicer):
             pods = [_pod(data, f"options[{i}].{field}[{j}]") for j, data in enumerate(getattr(option, field))]
             options.append(ExpansionOption(group, option.nodeCount, pods, templates[group]))
         best, _ = await self.service.gate.run_heavy(
-            self.service.best_expansion_options, options, exclusive=False, prepare=self.service.freeze
+            self.service.what_if.best_expansion_options, options, exclusive=False, prepare=self.service.what_if.freeze
         )
         annotate(options=len(options), best=len(best))
         return ex.BestOptionsResponse(options=[request.options[i] for i in best])

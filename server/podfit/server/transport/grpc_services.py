@@ -13,7 +13,8 @@ from podfit.k8s.limits import bounded
 from podfit.k8s.selector import parse_field_selector, parse_label_selector
 from podfit.server.cache.cluster_cache import BatchResult, Change, Delete, Entry, Outcome, UpdateRejected, Upsert
 from podfit.server.model import Kind, ValidationError
-from podfit.server.service import Frozen, PodInput, PodRejected, SchedulingService, field_selector_keys
+from podfit.server.service import PodInput, PodRejected, SchedulingService, field_selector_keys
+from podfit.server.simulation.questions import Frozen
 from podfit.server.telemetry import annotate
 from podfit.server.transport import convert, paging
 from podfit.server.transport.decoding import Undecodable, accepts_undecodable
@@ -421,12 +422,12 @@ class SimulationServicer(sim_grpc.SimulationServicer):
             # Decoded and encoded on the heavy-call thread too: 1,000 pods are a long stall on the loop.
             scenario = convert.scenario_from_message(request.scenario, "scenario")
             pods = [convert.pod_input(ref, f"pods[{i}]") for i, ref in enumerate(request.pods)]
-            result = self.service.simulate(frozen, scenario, pods, request.scheduler_name, version)
+            result = self.service.what_if.simulate(frozen, scenario, pods, request.scheduler_name, version)
             response = convert.simulate_response(result, self.service.epoch)
             response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
             return response
 
-        response = await self.service.gate.run_heavy(answer, exclusive=False, prepare=self.service.freeze)
+        response = await self.service.gate.run_heavy(answer, exclusive=False, prepare=self.service.what_if.freeze)
         annotate(pods=len(request.pods), hypothetical_nodes=len(response.hypothetical_nodes))
         return response
 
@@ -449,14 +450,14 @@ class SimulationServicer(sim_grpc.SimulationServicer):
             node_groups = [
                 convert.node_group(group, f"node_groups[{i}]") for i, group in enumerate(request.node_groups)
             ]
-            generation, estimates = self.service.estimate_scale_up(
+            generation, estimates = self.service.what_if.estimate_scale_up(
                 frozen, groups, node_groups, request.scheduler_name, version
             )
             response = convert.estimate_response(generation, estimates, self.service.epoch)
             response.kube_scheduler_version = self.service.release_for(version, request.scheduler_name)
             return response
 
-        response = await self.service.gate.run_heavy(answer, exclusive=False, prepare=self.service.freeze)
+        response = await self.service.gate.run_heavy(answer, exclusive=False, prepare=self.service.what_if.freeze)
         annotate(groups=len(request.groups), node_groups=len(request.node_groups))
         return response
 
@@ -473,7 +474,7 @@ class SimulationServicer(sim_grpc.SimulationServicer):
         node_names = list(request.node_names)
 
         def answer(frozen: Frozen) -> sim.SimulateDrainResponse:
-            result = self.service.simulate_drain(
+            result = self.service.what_if.simulate_drain(
                 frozen, node_names, options, now, request.scheduler_name, version, destinations
             )
             response = convert.drain_response(result, self.service.epoch)
@@ -481,7 +482,7 @@ class SimulationServicer(sim_grpc.SimulationServicer):
             return response
 
         response = await self.service.gate.run_heavy(
-            answer, exclusive=False, prepare=functools.partial(self.service.freeze, node_names)
+            answer, exclusive=False, prepare=functools.partial(self.service.what_if.freeze, node_names)
         )
         annotate(nodes=len(request.node_names))
         return response
