@@ -124,6 +124,10 @@ def test_bad_versions_are_refused_with_the_field(
         pytest.param("NodeDeclaredFeatures=false", "featureGates.NodeDeclaredFeatures: cannot set feature gate "
                      "NodeDeclaredFeatures to false, feature is locked to true in v1.37.2 (profile "
                      "'default-scheduler' answers as v1.37.2)", id="a gate locked in the server's version, v1.37"),
+        pytest.param("CSIMigrationPortworx=false", "featureGates.CSIMigrationPortworx: unrecognized feature gate: "
+                     "CSIMigrationPortworx (kube-scheduler v1.37.2 does not have it; it exists only in v1.35.4) "
+                     "(profile 'default-scheduler' answers as v1.37.2)",
+                     id="a gate only another version has (v1.35), not the server's, v1.37"),
     ],
 )  # fmt: skip
 def test_bad_feature_gates_are_refused_at_start(flag: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -388,7 +392,6 @@ def test_a_gate_podfit_does_not_honour_is_refused_at_start_naming_it(version: st
                      id="v1.35 DRA gates at their defaults"),
         pytest.param("v1.37", "DRAConsumableCapacity=true,DRAExtendedResource=true",
                      {"enable_dra_extended_resource": True}, id="v1.37 DRA gates at their defaults"),
-        pytest.param("v1.35", "CompositePodGroup=true", {}, id="v1.35 a gate only v1.37 has is not v1.35's"),
         pytest.param("v1.37", "DRADeviceTaints=false", {"enable_dra_device_taints": False},
                      id="v1.37 DRADeviceTaints=false is honoured"),
         pytest.param("v1.35", "DRADeviceTaints=true", {"enable_dra_device_taints": True},
@@ -406,7 +409,6 @@ def test_a_gate_podfit_does_not_honour_is_refused_at_start_naming_it(version: st
         pytest.param("v1.36", "DRAConsumableCapacity=true,DRADeviceTaintRules=false,DRAPrioritizedList=true",
                      {"enable_dra_extended_resource": True, "enable_dra_device_taints": True},
                      id="v1.36 DRA gates at their defaults"),
-        pytest.param("v1.37", "WorkloadAwarePreemption=true", {}, id="v1.37 a gate only v1.36 has is not v1.37's"),
     ],
 )  # fmt: skip
 def test_a_gate_at_its_default_or_honoured_is_accepted(version: str, flag: str, features: dict[str, bool]) -> None:
@@ -490,6 +492,84 @@ def test_a_locked_gate_is_checked_against_the_versions_the_profiles_answer_as(
             for framework in engine.at_version(asked).frameworks.values():
                 assert not framework.profile.features.enable_node_declared_features
                 assert "NodeDeclaredFeatures" not in framework.profile.plugins
+
+
+# -- a gate only another supported version has is refused for the versions the profiles answer as, as
+# kube-scheduler of that version refuses a gate its registry lacks ("unrecognized feature gate") ------------
+
+
+def _unrecognized(gate: str, release: str, known_in: str) -> str:
+    return (
+        f"featureGates.{gate}: unrecognized feature gate: {gate} (kube-scheduler {release} does not have it; "
+        f"it exists only in {known_in})"
+    )
+
+
+@pytest.mark.parametrize(
+    ("version", "flag", "profile_versions", "refused_at_start", "refused_requests"),
+    [
+        pytest.param("v1.37", "CSIMigrationPortworx=false", {},
+                     _unrecognized("CSIMigrationPortworx", "v1.37.2", "v1.35.4")
+                     + " (profile 'default-scheduler' answers as v1.37.2)", {},
+                     id="v1.37 server, a gate only v1.35 has: refused at start"),
+        pytest.param("v1.37", "CSIMigrationPortworx=true", {},
+                     _unrecognized("CSIMigrationPortworx", "v1.37.2", "v1.35.4")
+                     + " (profile 'default-scheduler' answers as v1.37.2)", {},
+                     id="v1.37 server, a gate only v1.35 has, at v1.35's default: refused at start all the same"),
+        pytest.param("v1.37", "SchedulerQueueingHints=true", {},
+                     _unrecognized("SchedulerQueueingHints", "v1.37.2", "v1.35.4, v1.36.3")
+                     + " (profile 'default-scheduler' answers as v1.37.2)", {},
+                     id="v1.37 server, a gate v1.37 dropped: refused at start"),
+        pytest.param("v1.35", "DRAOptionalNodeOperations=false", {},
+                     _unrecognized("DRAOptionalNodeOperations", "v1.35.4", "v1.37.2")
+                     + " (profile 'default-scheduler' answers as v1.35.4)", {},
+                     id="v1.35 server, a gate only v1.37 has, at v1.37's default: refused at start"),
+        pytest.param("v1.36", "DRAFractionalCapacityRange=false", {"current": "v1.37"},
+                     _unrecognized("DRAFractionalCapacityRange", "v1.36.3", "v1.37.2")
+                     + " (profile 'default-scheduler' answers as v1.36.3)", {},
+                     id="v1.36 server with a profile at v1.37, a gate only v1.37 has: refused for the v1.36 profile"),
+        pytest.param("v1.37", "WorkloadAwarePreemption=false", {"default-scheduler": "v1.36"},
+                     "", {"v1.35": _unrecognized("WorkloadAwarePreemption", "v1.35.4", "v1.36.3"),
+                          "v1.37": _unrecognized("WorkloadAwarePreemption", "v1.37.2", "v1.36.3")},
+                     id="v1.37 server whose only profile answers as v1.36, a gate only v1.36 has: starts; "
+                        "requests asking for v1.35 or v1.37 are refused"),
+        pytest.param("v1.35", "CSIMigrationPortworx=true", {},
+                     "", {"v1.36": _unrecognized("CSIMigrationPortworx", "v1.36.3", "v1.35.4"),
+                          "v1.37": _unrecognized("CSIMigrationPortworx", "v1.37.2", "v1.35.4")},
+                     id="v1.35 server, a gate only v1.35 has: starts; requests asking for v1.36 or v1.37 are refused"),
+        pytest.param("v1.35", "GenericWorkload=false", {}, "", {},
+                     id="v1.35 server, a gate v1.35 and v1.37 both have (at their defaults): answers every version"),
+        pytest.param("v1.35", "StorageCapacityScoring=true", {}, "", {},
+                     id="v1.35 server, a gate honoured in v1.35 and v1.37: answers every version with it on"),
+    ],
+)  # fmt: skip
+def test_a_gate_only_another_version_has_is_refused_for_the_versions_that_answer(
+    version: str, flag: str, profile_versions: dict[str, str], refused_at_start: str, refused_requests: dict[str, str]
+) -> None:
+    from podfit.server.cache.cluster_cache import ClusterCache
+    from podfit.server.engine import Engine
+    from podfit.server.framework.versions import VERSIONS
+    from podfit.server.model import ValidationError
+
+    if refused_at_start:
+        with pytest.raises(ConfigError) as refused:
+            _profiles_at_start(version, flag, profile_versions)
+        assert str(refused.value) == refused_at_start
+        return
+    gate, _, value = flag.partition("=")
+    engine = Engine(ClusterCache(), _profiles_at_start(version, flag, profile_versions))
+    for asked in VERSIONS:
+        if asked in refused_requests:
+            with pytest.raises(ValidationError) as error:
+                engine.at_version(asked)
+            assert error.value.field == "kube_scheduler_version"
+            assert error.value.message.startswith(
+                f"cannot answer as {VERSIONS[asked].release}: {refused_requests[asked]}"
+            )
+        else:
+            for framework in engine.at_version(asked).frameworks.values():
+                assert framework.profile.version.name == asked
+                assert framework.profile.features.gates[gate] is (value == "true")
 
 
 def test_every_gate_podfit_honours_has_a_features_field_that_reads_it() -> None:

@@ -92,8 +92,9 @@ def profiles_from_configuration(
 ) -> dict[str, Profile]:
     """Profiles by scheduler name; the built-in default profile when no document is given. Each answers
     as ``profile_versions[name]`` when given, else as ``version``; ``feature_gates`` apply to all, each
-    profile checking them at its own version (a gate locked there, or not modelled there, is a ConfigError
-    naming the gate and the profile; a gate locked only in another version is accepted)."""
+    profile checking them at its own version (a gate locked there, not modelled there, or absent from its
+    registry is a ConfigError naming the gate and the profile; a gate locked only in another version is
+    accepted)."""
     gates = dict(feature_gates or {})
     versions = dict(profile_versions or {})
 

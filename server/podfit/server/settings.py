@@ -91,7 +91,8 @@ class Settings:
     # The kube-scheduler version decisions answer as unless a profile or a request says otherwise.
     kube_scheduler_version: str = DEFAULT_VERSION
     # kube-scheduler's --feature-gates: "A=true,B=false" (or a mapping in the file), for every version
-    # that has the gate; locks and unmodelled values are checked per profile, at its version (config).
+    # that has the gate; locks, unmodelled values and gates the version lacks are checked per profile,
+    # at its version (config).
     feature_gates: str = ""
     # The KubeSchedulerConfiguration document, if any (validated by podfit.server.config).
     scheduler_configuration: Mapping[str, Any] | None = field(default=None, compare=False)
@@ -124,7 +125,8 @@ class Settings:
     @property
     def feature_gate_overrides(self) -> dict[str, bool]:
         """The parsed --feature-gates; SettingsError naming the gate when no supported version has it.
-        A gate locked in the version a profile answers as is refused when the profiles are built."""
+        A gate locked in, or absent from, the version a profile answers as is refused when the profiles
+        are built."""
         try:
             return parse_feature_gates(self.feature_gates, "featureGates")
         except ValidationError as exc:
@@ -340,8 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--feature-gates",
-        help="kube-scheduler feature gates as A=true,B=false, applied to every version that has them; a gate "
-        "locked in a version the profiles answer as is refused (default: each version's)",
+        help="kube-scheduler feature gates as A=true,B=false; a gate that a version the profiles answer as "
+        "does not have, or has locked to the other value, is refused (default: each version's)",
     )
     parser.add_argument(
         "--wait-for-sync",
@@ -399,8 +401,8 @@ def validate(settings: Settings) -> None:
         parse_version(settings.kube_scheduler_version, "kubeSchedulerVersion")
     except ValidationError as exc:
         raise SettingsError(str(exc)) from None
-    # An unknown gate or a bad value; a locked gate is refused when the profiles are built (app.main),
-    # against the versions they answer as, since a gate locked in one version is settable in another.
+    # An unknown gate or a bad value; a locked gate, or one a version lacks, is refused when the profiles
+    # are built (app.main), against the versions they answer as, as each kube-scheduler checks its own.
     settings.feature_gate_overrides  # noqa: B018 (raises SettingsError for a bad gate)
     if settings.max_message_bytes < 1024:
         raise SettingsError("maxMessageBytes: must be at least 1024")

@@ -15,6 +15,9 @@ that version (at start, or for a request asking for another version), never a se
 A gate locked in a version is checked the same way, against that version only: a kube-scheduler binary
 refuses only gates locked in its own version, so ``NodeDeclaredFeatures=false`` (locked on in v1.37)
 is accepted by a v1.36 server, whose requests asking for v1.37 are then refused.
+A gate absent from a version's registry is refused the same way, for that version: a v1.37
+kube-scheduler refuses ``CSIMigrationPortworx`` (v1.35 only) as an unrecognized gate, so does a v1.37
+server, and a v1.35 server given it refuses requests asking for v1.36 or v1.37.
 
 Adding a minor version: add its gate specs (honoured only where a Features field makes both values answer
 as that version does) and its ``VERSIONS`` entry with its behaviours here, its corpora under tests, and
@@ -215,15 +218,21 @@ class KubeSchedulerVersion:
         return {name: gate.versions[self.name].default for name, gate in GATES.items() if self.name in gate.versions}
 
     def features(self, overrides: Mapping[str, bool] | None = None) -> Features:
-        """This version's Features with ``overrides`` (``--feature-gates``) applied; gates the version
-        does not have are ignored (they belong to another supported version). A gate locked in this
-        version and set to its other value is a ValidationError naming it, as this version's
-        kube-scheduler refuses it at start (a gate locked only in another version is settable here);
-        so is a gate podfit does not honour in this version, set to anything but its default."""
+        """This version's Features with ``overrides`` (``--feature-gates``) applied. A gate this version's
+        registry does not have (it exists only in another supported version) is a ValidationError naming
+        it and the version, as this version's kube-scheduler refuses it at start ("unrecognized feature
+        gate"). So is a gate locked in this version and set to its other value (a gate locked only in
+        another version is settable here), and a gate podfit does not honour in this version, set to
+        anything but its default."""
         gates = self.gate_defaults()
         for name, value in (overrides or {}).items():
             if name not in gates:
-                continue
+                elsewhere = ", ".join(VERSIONS[v].release for v in GATES[name].versions) if name in GATES else ""
+                raise ValidationError(
+                    f"featureGates.{name}",
+                    f"unrecognized feature gate: {name} (kube-scheduler {self.release} does not have it"
+                    + (f"; it exists only in {elsewhere})" if elsewhere else ")"),
+                )
             spec = GATES[name].versions[self.name]
             if spec.locked and value != spec.default:
                 raise ValidationError(
@@ -296,10 +305,11 @@ def parse_version(text: str, field_path: str = "kube_scheduler_version") -> Kube
 
 def parse_feature_gates(value: str | Mapping[str, object], field_path: str = "featureGates") -> dict[str, bool]:
     """``A=true,B=false`` (kube-scheduler's ``--feature-gates``) or a mapping -> overrides. A gate no
-    supported version has, or a value that is not a boolean, is an error. Locks are not checked here:
-    a gate locked in one version is settable in another, so ``KubeSchedulerVersion.features`` checks
-    them for the version a profile answers as (at start for the server's profiles, per request for
-    another version), as a kube-scheduler binary checks only its own."""
+    supported version has, or a value that is not a boolean, is an error. Locks, and gates missing from
+    one version's registry, are not checked here: a gate locked in one version is settable in another,
+    so ``KubeSchedulerVersion.features`` checks both for the version a profile answers as (at start for
+    the server's profiles, per request for another version), as a kube-scheduler binary checks only its
+    own registry."""
     pairs: list[tuple[object, object]]
     if isinstance(value, str):
         pairs = []
