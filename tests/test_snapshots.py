@@ -134,21 +134,22 @@ def test_a_worker_image_is_the_frozen_state() -> None:
 # -- through a real server: an update sent during a what-if is decided on before the what-if ends ---
 
 
-def _long_simulate() -> sim.SimulateRequest:
+def _long_simulate(size: int = 5000) -> sim.SimulateRequest:
+    """``size`` template nodes and as many pods: seconds of work (5,000 of each: about 20 s here)."""
     template = cc.ClusterObject(
         kubernetes_json=json.dumps(make_node("template").capacity(cpu="4", memory="8Gi", pods="110").json()).encode()
     )
     pods = [
-        sc.PodReference(kubernetes_json=json.dumps(make_pod(f"p{i}").req(cpu="2").json()).encode()) for i in range(5000)
+        sc.PodReference(kubernetes_json=json.dumps(make_pod(f"p{i}").req(cpu="2").json()).encode()) for i in range(size)
     ]
-    scenario = sim.Scenario(add_nodes=[sim.HypotheticalNodes(template=template, count=5000)])
+    scenario = sim.Scenario(add_nodes=[sim.HypotheticalNodes(template=template, count=size)])
     return sim.SimulateRequest(scenario=scenario, pods=pods)
 
 
 async def test_an_update_during_a_what_if_is_decided_on_before_it_ends(live: LiveServer) -> None:
     await live.client.apply([make_node(f"n{i:04d}").capacity(cpu="1", pods="110").json() for i in range(2000)])
     before = (await live.client.stats()).generation
-    heavy = asyncio.ensure_future(live.client._call(live.client.simulation.Simulate, _long_simulate(), 30.0))
+    heavy = asyncio.ensure_future(live.client._call(live.client.simulation.Simulate, _long_simulate(1500), 30.0))
     gate = live.running.service.gate
     while not gate.heavy_running:
         await asyncio.sleep(0.01)
