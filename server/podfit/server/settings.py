@@ -354,7 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--workers",
         type=int,
-        help="processes answering decisions: the cache's owner and workers that replicate it (default 0: one per core)",
+        help="processes answering decisions: the cache's owner and workers that replicate it (default 0: one per "
+        "core, one on 2 cores or fewer)",
     )
     parser.add_argument(
         "--what-if-process",
