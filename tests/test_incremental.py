@@ -118,7 +118,8 @@ def test_replicas_with_assume_equal_from_scratch() -> None:
         cache.apply([Upsert(Kind.POD, assumed.obj())])
 
 
-def test_only_changed_rows_are_evaluated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+def _rows_filtered(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many rows each NodeResourcesFit Filter call evaluates, from now on."""
     seen: list[int] = []
     original = NodeResourcesFit.filter_rows
 
@@ -127,6 +128,11 @@ def test_only_changed_rows_are_evaluated_again(monkeypatch: pytest.MonkeyPatch) 
         return original(self, state, pod, table, rows)
 
     monkeypatch.setattr(NodeResourcesFit, "filter_rows", counting)
+    return seen
+
+
+def test_only_changed_rows_are_evaluated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _rows_filtered(monkeypatch)
     cache = make_cache(*[make_node(f"n{i:03d}") for i in range(200)])
     engine = Engine(cache, {"default-scheduler": default_profile()})
     pod = make_pod("r").req(cpu="1").obj()
@@ -163,14 +169,7 @@ def test_rows_changed_after_an_undone_batch_are_evaluated_again() -> None:
 
 def test_a_freeze_keeps_the_answers_of_unchanged_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """A freeze hands the cache a fork of its table: the memo follows it and re-evaluates only what changed."""
-    seen: list[int] = []
-    original = NodeResourcesFit.filter_rows
-
-    def counting(self: NodeResourcesFit, state: Any, pod: Pod, table: Any, rows: np.ndarray) -> Any:
-        seen.append(len(rows))
-        return original(self, state, pod, table, rows)
-
-    monkeypatch.setattr(NodeResourcesFit, "filter_rows", counting)
+    seen = _rows_filtered(monkeypatch)
     cache = make_cache(*[make_node(f"n{i:03d}") for i in range(200)])
     engine = Engine(cache, {"default-scheduler": default_profile()})
     pod = make_pod("r").req(cpu="1").obj()
