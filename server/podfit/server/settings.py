@@ -101,7 +101,7 @@ class Settings:
     # Processes answering on the listeners: the cache's owner plus workers - 1 decision workers
     # (podfit.server.transport.workers); 0: one per core this process may use.
     workers: int = 0
-    # With more than one process: what-if questions (Simulate, EstimateScaleUp, SimulateDrain,
+    # Wherever there are two cores or more: what-if questions (Simulate, EstimateScaleUp, SimulateDrain,
     # BestOptions) are answered by a process of their own (podfit.server.transport.what_if).
     what_if_process: bool = True
     # Set only in a decision worker, by its owner: the owner's private socket.
@@ -361,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--what-if-process",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="with more than one process, answer what-if questions in a process of their own (default: on)",
+        help="answer what-if questions in a process of their own wherever there are 2 cores or more (default: on)",
     )
     parser.add_argument("--follow", help=argparse.SUPPRESS)
     parser.add_argument("--what-if", action="store_true", help=argparse.SUPPRESS)
