@@ -637,6 +637,58 @@ def test_the_readme_start_returns_once_the_server_answers(tmp_path: Path) -> Non
         os.kill(pid, signal.SIGTERM)
 
 
+README_START_FOLLOWING = (
+    "(nohup {server} {flags} > {log} 2>&1 & echo $! > {pid}) && "
+    "{podfit} wait-ready --pid-file {pid} --log {log} --timeout 30"
+)
+
+
+@pytest.mark.parametrize(
+    ("where", "log_format"),
+    [
+        pytest.param("environment", "json", id="PODFIT_GRPC_ADDR set, as a user whose 50051 is busy sets it"),
+        pytest.param("environment, no log", "json", id="PODFIT_GRPC_ADDR set and no log given: the variable says"),
+        pytest.param("flag", "json", id="--grpc-addr given: the log says where it listens"),
+        pytest.param("flag", "text", id="--grpc-addr given, text log: the log line says where"),
+        pytest.param("wildcard", "json", id="listening on 0.0.0.0 (with a token): reached on this machine"),
+    ],
+)
+def test_wait_ready_follows_the_server_it_waits_for(tmp_path: Path, where: str, log_format: str) -> None:
+    """The README's start without --target: wait-ready finds the server where it listens, not on 50051."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PODFIT_LOG_FORMAT": log_format}
+    env.pop("PODFIT_GRPC_ADDR", None)
+    flags = "--extender-addr off --metrics-addr off"
+    if where.startswith("environment"):
+        env["PODFIT_GRPC_ADDR"] = f"127.0.0.1:{port}"
+    elif where == "flag":
+        flags += f" --grpc-addr 127.0.0.1:{port}"
+    else:
+        token = tmp_path / "token"
+        token.write_text("s3cret-token-for-the-test\n")
+        flags += f" --grpc-addr 0.0.0.0:{port} --auth-token-file {token}"
+        env["PODFIT_TOKEN"] = "s3cret-token-for-the-test"
+    start = README_START_FOLLOWING
+    if where == "environment, no log":
+        start = start.replace(" --log {log}", "")
+    command = start.format(
+        server=Path(sys.executable).parent / "podfit-server",
+        podfit=PODFIT,
+        flags=flags,
+        log=tmp_path / "podfit-server.log",
+        pid=tmp_path / ".podfit-server.pid",
+    )
+    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60, env=env)
+    pid = int((tmp_path / ".podfit-server.pid").read_text())
+    try:
+        assert result.returncode == 0, result.stderr + (tmp_path / "podfit-server.log").read_text()
+        assert result.stdout.strip() == f"podfit-server is serving on 127.0.0.1:{port}"
+    finally:
+        os.kill(pid, signal.SIGTERM)
+
+
 # -- output that scales -----------------------------------------------------------------------------
 
 

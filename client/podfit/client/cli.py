@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import difflib
 import json
 import os
@@ -715,11 +716,46 @@ def _last_line(log: str | None) -> str:
     return lines[-1] if lines else ""
 
 
+def _dialable(addr: str) -> str:
+    """Where to reach a server listening on ``addr``: a wildcard host is this machine."""
+    host, _, port = addr.rpartition(":")
+    return f"127.0.0.1:{port}" if host.strip("[]") in ("", "0.0.0.0", "::") else addr
+
+
+def _listening_on(log: str | None) -> str:
+    """The gRPC address podfit-server's log says it listens on ("" until it has said so)."""
+    if not log:
+        return ""
+    try:
+        with open(log, errors="replace") as handle:
+            for line in handle:
+                if "podfit-server listening" in line:
+                    try:
+                        addr = json.loads(line).get("addr", "")
+                    except ValueError:
+                        addr = line.partition("grpc=")[2].split(" ", 1)[0]
+                    if addr:
+                        return _dialable(str(addr))
+    except OSError:
+        return ""
+    return ""
+
+
 def cmd_wait_ready(args: argparse.Namespace, config: ChannelConfig) -> int:
     """Polls the server's health until it serves; exits 1 at once, with the server's last log line, if
-    its process has ended (a busy port, a bad setting), or after --timeout."""
+    its process has ended (a busy port, a bad setting), or after --timeout. Without --target it follows
+    the server it waits for: where its log says it listens, or, without a log, PODFIT_GRPC_ADDR (as
+    podfit-server reads it), else the default address."""
     deadline = time.monotonic() + args.timeout
-    with Client(config=config) as client:
+    followed = not args.target_given
+    environment = os.environ.get("PODFIT_GRPC_ADDR", "")
+    if followed and environment and not args.log:
+        config = dataclasses.replace(config, target=_dialable(environment))
+    # Following a server whose log is given: wait for the log to say where it listens (flags win over
+    # the environment there), rather than ask whatever else answers on another address meanwhile.
+    known = not (followed and args.log)
+    client = Client(config=config)
+    try:
         while True:
             alive, pid = _alive(args.pid_file)
             if not alive:
@@ -727,19 +763,29 @@ def cmd_wait_ready(args: argparse.Namespace, config: ChannelConfig) -> int:
                 which = f" (pid {pid})" if pid else ""
                 print(f"podfit: podfit-server{which} did not start: {why}", file=sys.stderr)
                 return 1
-            try:
-                client.stats(timeout=1)
-            except PodfitError:
-                if time.monotonic() > deadline:
-                    print(
-                        f"podfit: podfit-server did not answer on {config.target} within {args.timeout:g} s",
-                        file=sys.stderr,
-                    )
-                    return 1
-                time.sleep(0.2)
-                continue
-            print(f"podfit-server is serving on {config.target}")
-            return 0
+            said = _listening_on(args.log) if followed else ""
+            if said and said != config.target:
+                client.close()
+                config = dataclasses.replace(config, target=said)
+                client = Client(config=config)
+            known = known or bool(said)
+            if known:
+                try:
+                    client.stats(timeout=1)
+                except PodfitError:
+                    pass
+                else:
+                    print(f"podfit-server is serving on {config.target}")
+                    return 0
+            if time.monotonic() > deadline:
+                print(
+                    f"podfit: podfit-server did not answer on {config.target} within {args.timeout:g} s",
+                    file=sys.stderr,
+                )
+                return 1
+            time.sleep(0.2)
+    finally:
+        client.close()
 
 
 def cmd_stats(client: Client, args: argparse.Namespace) -> int:
