@@ -716,6 +716,11 @@ def _last_line(log: str | None) -> str:
     return lines[-1] if lines else ""
 
 
+# How long wait-ready waits for the server's log to say where it listens before trying the address the
+# environment (or the default) gives.
+LOG_SILENCE = 10.0
+
+
 def _dialable(addr: str) -> str:
     """Where to reach a server listening on ``addr``: a wildcard host is this machine."""
     host, _, port = addr.rpartition(":")
@@ -744,16 +749,18 @@ def _listening_on(log: str | None) -> str:
 def cmd_wait_ready(args: argparse.Namespace, config: ChannelConfig) -> int:
     """Polls the server's health until it serves; exits 1 at once, with the server's last log line, if
     its process has ended (a busy port, a bad setting), or after --timeout. Without --target it follows
-    the server it waits for: where its log says it listens, or, without a log, PODFIT_GRPC_ADDR (as
-    podfit-server reads it), else the default address."""
+    the server it waits for: where its log says it listens, else PODFIT_GRPC_ADDR (as podfit-server reads
+    it), else the default address."""
     deadline = time.monotonic() + args.timeout
     followed = not args.target_given
     environment = os.environ.get("PODFIT_GRPC_ADDR", "")
-    if followed and environment and not args.log:
+    if followed and environment:
         config = dataclasses.replace(config, target=_dialable(environment))
     # Following a server whose log is given: wait for the log to say where it listens (flags win over
-    # the environment there), rather than ask whatever else answers on another address meanwhile.
+    # the environment there), rather than ask whatever else answers on another address meanwhile — for
+    # LOG_SILENCE seconds, since a server logging warnings only never says it.
     known = not (followed and args.log)
+    silent_until = time.monotonic() + LOG_SILENCE
     client = Client(config=config)
     try:
         while True:
@@ -768,7 +775,7 @@ def cmd_wait_ready(args: argparse.Namespace, config: ChannelConfig) -> int:
                 client.close()
                 config = dataclasses.replace(config, target=said)
                 client = Client(config=config)
-            known = known or bool(said)
+            known = known or bool(said) or time.monotonic() > silent_until
             if known:
                 try:
                     client.stats(timeout=1)
