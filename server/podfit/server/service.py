@@ -508,7 +508,8 @@ class SchedulingService:
         self.require_synced()
         cycle = self.cycle(version)
         # A reservation is made on the cache as it is (a writer: no batch runs meanwhile).
-        snapshot = self.cache.snapshot() if assume else self.view()
+        read = self.cache.snapshot if assume else self.view
+        snapshot = read()
         resolved, source = self.resolve(pod)
         if not assume:
             resolved, pending = self._pending_view(pod, resolved, snapshot)
@@ -519,7 +520,7 @@ class SchedulingService:
         signature = pod_signature(resolved)
         question = self._question(resolved, signature, node_names, scheduler_name, True, version)
         key, decision = await self._recall(snapshot.generation, question)
-        current = self.cache.snapshot() if assume else self.view()
+        current = read()
         if current.generation != snapshot.generation:
             # A remote memo (redis, memcached) awaits: other calls may have changed the cache meanwhile,
             # reserving the room this one saw, or updating the pod. Read it all again and decide anew;

@@ -32,8 +32,23 @@ async def owner_gone(context: grpc.aio.ServicerContext) -> None:
     await context.abort_with_status(rpc_status.to_status(status_for(OwnerGone(OWNER_GONE))))
 
 
-def _serialize(request: Message | Undecodable) -> bytes:
+def serialize(request: Message | Undecodable) -> bytes:
+    """A request as received, for another process of this server."""
     return request.data if isinstance(request, Undecodable) else request.SerializeToString()
+
+
+def unreachable(exc: grpc.aio.AioRpcError) -> bool:
+    """Whether a call on the private socket failed for want of a peer (UNAVAILABLE without the status
+    details every podfit refusal carries), rather than being refused by it."""
+    trailing = tuple(exc.trailing_metadata() or ())
+    answered = any(key == "grpc-status-details-bin" for key, _ in trailing)
+    return exc.code() is grpc.StatusCode.UNAVAILABLE and not answered
+
+
+async def pass_on(context: grpc.aio.ServicerContext, exc: grpc.aio.AioRpcError, directory: str) -> None:
+    """A peer's refusal, to the caller as the peer sent it, the private directory's path hidden."""
+    details = (exc.details() or "").replace(directory, "<owner>")
+    await context.abort(exc.code(), details, tuple(exc.trailing_metadata() or ()))
 
 
 # A worker decides assuming calls itself while most of its reservations are accepted; when the owner's
@@ -64,19 +79,16 @@ class OwnerLink:
     async def _relay(self, context: grpc.aio.ServicerContext, exc: grpc.aio.AioRpcError) -> None:
         """The owner's own refusal, as it sent it; a failure of the private channel itself (its text names
         the private socket) is OWNER_GONE."""
-        trailing = tuple(exc.trailing_metadata() or ())
-        from_owner = any(key == "grpc-status-details-bin" for key, _ in trailing)
-        if exc.code() is grpc.StatusCode.UNAVAILABLE and not from_owner:
+        if unreachable(exc):
             await owner_gone(context)
-        details = (exc.details() or "").replace(self.follower.directory, "<owner>")
-        await context.abort(exc.code(), details, trailing)
+        await pass_on(context, exc, self.follower.directory)
 
     async def unary(
         self, method: str, request: Any, response_type: type[Message], context: Any, *, follow: bool = True
     ) -> Any:
         """``method`` answered by the owner; with ``follow``, once this replica holds what it wrote."""
         call = self.follower.channel.unary_unary(
-            method, request_serializer=_serialize, response_deserializer=response_type.FromString
+            method, request_serializer=serialize, response_deserializer=response_type.FromString
         )
         answer = call(request, timeout=context.time_remaining(), metadata=self.follower.metadata)
         try:
@@ -124,7 +136,7 @@ class OwnerLink:
         self, method: str, requests: AsyncIterator[Any], response_type: type[Message], context: Any
     ) -> AsyncIterator[Any]:
         call = self.follower.channel.stream_stream(
-            method, request_serializer=_serialize, response_deserializer=response_type.FromString
+            method, request_serializer=serialize, response_deserializer=response_type.FromString
         )(requests, timeout=context.time_remaining(), metadata=self.follower.metadata)
         try:
             async for response in call:

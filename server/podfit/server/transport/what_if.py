@@ -20,16 +20,12 @@ from typing import Any
 
 import grpc
 from google.protobuf.message import Message
-from podfit.server.transport.decoding import Undecodable
+from podfit.server.transport.forward import pass_on, serialize, unreachable
 from podfit.server.transport.workers import INTERNAL_OPTIONS, TOKEN_KEY, Follower
 
 WHAT_IF_SOCKET = "what-if.sock"
 # Request metadata on the private socket: the journal position the answer must reflect.
 WANTED_KEY = "podfit-journal-wanted"
-
-
-def _serialize(request: Message | Undecodable) -> bytes:
-    return request.data if isinstance(request, Undecodable) else request.SerializeToString()
 
 
 class WhatIfLink:
@@ -58,21 +54,18 @@ class WhatIfLink:
             self.kept += 1
             return None
         call = self.channel.unary_unary(
-            path, request_serializer=_serialize, response_deserializer=response_type.FromString
+            path, request_serializer=serialize, response_deserializer=response_type.FromString
         )
         metadata = (*self._metadata, (WANTED_KEY, str(self._position())))
         try:
             response: Message = await call(request, timeout=context.time_remaining(), metadata=metadata)
         except grpc.aio.AioRpcError as exc:
-            trailing = tuple(exc.trailing_metadata() or ())
-            answered = any(key == "grpc-status-details-bin" for key, _ in trailing)
-            if exc.code() is grpc.StatusCode.UNAVAILABLE and not answered:
+            if unreachable(exc):
                 # Not listening (any more): answered here.
                 self.kept += 1
                 return None
-            details = (exc.details() or "").replace(self._directory, "<owner>")
-            await context.abort(exc.code(), details, trailing)
-            raise AssertionError("unreachable") from exc
+            await pass_on(context, exc, self._directory)
+            raise AssertionError("aborted") from exc
         self.sent += 1
         return response
 
