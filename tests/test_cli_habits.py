@@ -595,21 +595,25 @@ def test_progress_bar_only_on_a_terminal(target: str, tmp_path: Path, terminal: 
 
 README_START = (
     "(nohup {server} {flags} > {log} 2>&1 & echo $! > {pid}) && "
-    "{podfit} --target {target} wait-ready --pid-file {pid} --log {log} --timeout 30"
+    "{podfit}{target} wait-ready --pid-file {pid} --log {log} --timeout 30"
 )
 
 
-def _start_as_the_readme_does(tmp_path: Path, flags: str, target: str) -> subprocess.CompletedProcess[str]:
-    """The README's start, as written there (a server in the background, then wait-ready)."""
-    command = README_START.format(
+def _start_as_the_readme_does(
+    tmp_path: Path, flags: str, target: str = "", env: dict[str, str] | None = None, log: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """The README's start, as written there (a server in the background, then wait-ready), with
+    ``--target`` when one is given and without ``--log`` when ``log`` is off."""
+    start = README_START if log else README_START.replace(" --log {log}", "")
+    command = start.format(
         server=Path(sys.executable).parent / "podfit-server",
         podfit=PODFIT,
         flags=flags,
         log=tmp_path / "podfit-server.log",
         pid=tmp_path / ".podfit-server.pid",
-        target=target,
+        target=f" --target {target}" if target else "",
     )
-    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60)
+    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60, env=env)
 
 
 def test_the_readme_start_fails_loudly_when_the_server_cannot_start(tmp_path: Path) -> None:
@@ -635,12 +639,6 @@ def test_the_readme_start_returns_once_the_server_answers(tmp_path: Path) -> Non
         assert result.stdout.strip() == f"podfit-server is serving on 127.0.0.1:{port}"
     finally:
         os.kill(pid, signal.SIGTERM)
-
-
-README_START_FOLLOWING = (
-    "(nohup {server} {flags} > {log} 2>&1 & echo $! > {pid}) && "
-    "{podfit} wait-ready --pid-file {pid} --log {log} --timeout 30"
-)
 
 
 @pytest.mark.parametrize(
@@ -670,17 +668,7 @@ def test_wait_ready_follows_the_server_it_waits_for(tmp_path: Path, where: str, 
         token.write_text("s3cret-token-for-the-test\n")
         flags += f" --grpc-addr 0.0.0.0:{port} --auth-token-file {token}"
         env["PODFIT_TOKEN"] = "s3cret-token-for-the-test"
-    start = README_START_FOLLOWING
-    if where == "environment, no log":
-        start = start.replace(" --log {log}", "")
-    command = start.format(
-        server=Path(sys.executable).parent / "podfit-server",
-        podfit=PODFIT,
-        flags=flags,
-        log=tmp_path / "podfit-server.log",
-        pid=tmp_path / ".podfit-server.pid",
-    )
-    result = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60, env=env)
+    result = _start_as_the_readme_does(tmp_path, flags, env=env, log=where != "environment, no log")
     pid = int((tmp_path / ".podfit-server.pid").read_text())
     try:
         assert result.returncode == 0, result.stderr + (tmp_path / "podfit-server.log").read_text()
