@@ -57,7 +57,7 @@ class ScheduleResult:
             gated=decision.gated,
             message=decision.message,
             selected=decision.selected,
-            best_count=len(decision.best),
+            best_count=decision.best_count,
             feasible_count=decision.feasible_count,
             candidate_count=decision.candidate_count,
             preemption=decision.post_filter,

@@ -87,6 +87,10 @@ class ImageLocality:
         if not isinstance(pre, _PreScoreState):
             return np.zeros(len(rows), dtype=np.int64)
         weighted = [(name, score * count) for name, (score, count) in pre.images.items()]
+        if not weighted:
+            # No node holds a wanted image: every row sums to 0, so every row scores what 0 scores.
+            nothing = calculate_priority_rows(np.zeros(1, dtype=np.int64), pre.num_containers)
+            return np.full(len(rows), nothing[0], dtype=np.int64)
         # Sums beyond int64 (absurd image sizes) are summed as Python ints; the clamp bounds them again.
         exact = sum(w for _, w in weighted) < 2**63
         totals = np.zeros(table.capacity, dtype=np.int64 if exact else object)
