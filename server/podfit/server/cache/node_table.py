@@ -8,6 +8,8 @@ so plugins evaluate a toleration once per distinct list and broadcast.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
@@ -129,6 +131,15 @@ class NodeTable:
         # Bumped when the cache undoes batches and so issues generation numbers again: state derived from
         # the rows and keyed by generation must then not trust a number it saw before.
         self.epoch = 0
+        # Bumped by every write to a row's generation or liveness: equal counts on the same table mean
+        # the same changed rows (readers reuse what they derived from them).
+        self.writes = 0
+        # Bumped by every removal: with an equal count, the rows live before are still live.
+        self.removals = 0
+        # Bounds of every amount ever written to allocatable, requested and the non-zero requests (never
+        # lowered): scorers skip per-row range checks when these already prove every row in range.
+        self.largest_amount = 0
+        self.smallest_amount = 0
 
     # -- forks -----------------------------------------------------------------------------------
 
@@ -160,6 +171,8 @@ class NodeTable:
         NodeInfos: for changing the rows' pod aggregates in bulk, as a preemption dry run of many nodes does."""
         table = NodeTable.__new__(NodeTable)
         table.capacity = len(rows)
+        table.epoch = table.writes = table.removals = 0
+        table.largest_amount, table.smallest_amount = self.largest_amount, self.smallest_amount
         for name in _ROW_ARRAYS:
             setattr(table, name, getattr(self, name)[rows])
         table.resources = self.resources
@@ -243,6 +256,7 @@ class NodeTable:
         self.allocatable[row] = 0
         for column, amount in columns:
             self.allocatable[row, column] = amount
+        self._bound(amount for _, amount in columns)
         self.unschedulable[row] = node.unschedulable
         taints = tuple(node.taints)
         index = self._taint_index.get(taints)
@@ -272,6 +286,8 @@ class NodeTable:
         self._own("_free")
         row = self.row_of.pop(info.name)
         self.live[row] = False
+        self.writes += 1
+        self.removals += 1
         self.infos[row] = None
         for key in info.node.labels:
             self.labels[key].set(row, -1)
@@ -317,7 +333,16 @@ class NodeTable:
         self.non_zero_cpu[row] = min(info.non_zero_cpu, _INT64_MAX)
         self.non_zero_memory[row] = min(info.non_zero_memory, _INT64_MAX)
         self.has_ports[row] = len(info.used_ports) > 0
+        self._bound((*(amount for _, amount in columns), len(info.pods), info.non_zero_cpu, info.non_zero_memory))
         self.row_generation[row] = info.generation
+        self.writes += 1
+
+    def _bound(self, amounts: Iterable[int]) -> None:
+        for amount in amounts:
+            if amount > self.largest_amount:
+                self.largest_amount = amount
+            elif amount < self.smallest_amount:
+                self.smallest_amount = amount
 
     # -- reads -----------------------------------------------------------------------------------
 

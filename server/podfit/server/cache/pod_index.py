@@ -247,6 +247,8 @@ class PodIndex:
 
     def __init__(self) -> None:
         self.generation = -1
+        # The table's removal count at the last sync (-1: never synced).
+        self._removals = -1
         self._reset(0)
 
     def _reset(self, capacity: int) -> None:
@@ -281,10 +283,19 @@ class PodIndex:
             self._row_terms.extend({} for _ in range(grow))
             for entry in self._queries.values():
                 entry.counts = np.concatenate([entry.counts, np.zeros(grow, dtype=np.int64)])
-        live = np.zeros(table.capacity, dtype=bool)
-        live[rows] = True
-        changed = rows[table.row_generation[rows] > self.generation].tolist()
-        gone = np.flatnonzero(self._indexed & ~live).tolist()
+        if grow <= 0 and table.removals == self._removals and len(rows) == len(table.row_of):
+            # No row was emptied since the last sync and ``rows`` are every live row: the changed rows
+            # are all live, and rows added since are among them (one pass instead of four).
+            live = self._indexed
+            found = np.flatnonzero(table.row_generation > self.generation)
+            live[found] = True
+            changed, gone = found.tolist(), []
+        else:
+            live = np.zeros(table.capacity, dtype=bool)
+            live[rows] = True
+            changed = rows[table.row_generation[rows] > self.generation].tolist()
+            gone = np.flatnonzero(self._indexed & ~live).tolist()
+        self._removals = table.removals
         if (len(changed) + len(gone)) * 2 > len(rows):
             # Mostly new (first use, bulk loads): rebuilding is cheaper than diffing row by row.
             self._reset(table.capacity)

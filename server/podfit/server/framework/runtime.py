@@ -396,7 +396,17 @@ class _RowMemo:
     replicas with assume so re-evaluates the one row each assume changed, not the cluster.
     """
 
-    __slots__ = ("_epoch", "_filter_generation", "_score_generation", "_statuses", "codes", "newest", "scores", "table")
+    __slots__ = (
+        "_epoch",
+        "_filter_generation",
+        "_last_stale",
+        "_score_generation",
+        "_statuses",
+        "codes",
+        "newest",
+        "scores",
+        "table",
+    )
 
     def __init__(self, table: NodeTable) -> None:
         self.table = table
@@ -408,6 +418,7 @@ class _RowMemo:
         self.scores: dict[str, Int64Array] = {}
         self._score_generation: dict[str, int] = {}
         self._epoch = table.epoch
+        self._last_stale: tuple[NodeTable, tuple[int, int], IntpArray] | None = None
         # The newest generation answered from.
         self.newest = -1
 
@@ -433,7 +444,13 @@ class _RowMemo:
             return None
         if generation < 0 or size != table.capacity:
             return None
-        return np.flatnonzero((table.row_generation > generation) & table.live)
+        # The filter and every scorer ask for the same rows within a decision: found once.
+        last = self._last_stale
+        if last is not None and last[0] is table and last[1] == (generation, table.writes):
+            return last[2]
+        stale = np.flatnonzero((table.row_generation > generation) & table.live)
+        self._last_stale = (table, (generation, table.writes), stale)
+        return stale
 
     def filter(
         self,
