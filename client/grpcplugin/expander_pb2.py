@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19grpcplugin/expander.proto\x12\ngrpcplugin\"\xa4\x02\n\x12\x42\x65stOptionsRequest\x12#\n\x07options\x18\x01 \x03(\x0b\x32\x12.grpcplugin.Option\x12<\n\x07nodeMap\x18\x02 \x03(\x0b\x32+.grpcplugin.BestOptionsRequest.NodeMapEntry\x12\x46\n\x0cnodeBytesMap\x18\x03 \x03(\x0b\x32\x30.grpcplugin.BestOptionsRequest.NodeBytesMapEntry\x1a.\n\x0cNodeMapEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\x1a\x33\n\x11NodeBytesMapEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\":\n\x13\x42\x65stOptionsResponse\x12#\n\x07options\x18\x01 \x03(\x0b\x32\x12.grpcplugin.Option\"^\n\x06Option\x12\x13\n\x0bnodeGroupId\x18\x01 \x01(\t\x12\x11\n\tnodeCount\x18\x02 \x01(\x05\x12\r\n\x05\x64\x65\x62ug\x18\x03 \x01(\t\x12\x0b\n\x03pod\x18\x04 \x03(\x0c\x12\x10\n\x08podBytes\x18\x05 \x03(\x0c\x32Z\n\x08\x45xpander\x12N\n\x0b\x42\x65stOptions\x12\x1e.grpcplugin.BestOptionsRequest\x1a\x1f.grpcplugin.BestOptionsResponseB7Z5github.com/podfit/podfit/gen/go/grpcplugin;grpcpluginb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19grpcplugin/expander.proto\x12\ngrpcplugin\"\xdb\x03\n\x12\x42\x65stOptionsRequest\x12#\n\x07options\x18\x01 \x03(\x0b\x32\x12.grpcplugin.Option\x12<\n\x07nodeMap\x18\x02 \x03(\x0b\x32+.grpcplugin.BestOptionsRequest.NodeMapEntry\x12\x46\n\x0cnodeBytesMap\x18\x03 \x03(\x0b\x32\x30.grpcplugin.BestOptionsRequest.NodeBytesMapEntry\x12Z\n\x16templateResourceSlices\x18\x64 \x03(\x0b\x32:.grpcplugin.BestOptionsRequest.TemplateResourceSlicesEntry\x1a.\n\x0cNodeMapEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\x1a\x33\n\x11NodeBytesMapEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\x1aY\n\x1bTemplateResourceSlicesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12)\n\x05value\x18\x02 \x01(\x0b\x32\x1a.grpcplugin.ResourceSlices:\x02\x38\x01\"\x1f\n\x0eResourceSlices\x12\r\n\x05items\x18\x01 \x03(\x0c\":\n\x13\x42\x65stOptionsResponse\x12#\n\x07options\x18\x01 \x03(\x0b\x32\x12.grpcplugin.Option\"^\n\x06Option\x12\x13\n\x0bnodeGroupId\x18\x01 \x01(\t\x12\x11\n\tnodeCount\x18\x02 \x01(\x05\x12\r\n\x05\x64\x65\x62ug\x18\x03 \x01(\t\x12\x0b\n\x03pod\x18\x04 \x03(\x0c\x12\x10\n\x08podBytes\x18\x05 \x03(\x0c\x32Z\n\x08\x45xpander\x12N\n\x0b\x42\x65stOptions\x12\x1e.grpcplugin.BestOptionsRequest\x1a\x1f.grpcplugin.BestOptionsResponseB7Z5github.com/podfit/podfit/gen/go/grpcplugin;grpcpluginb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,16 +36,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_BESTOPTIONSREQUEST_NODEMAPENTRY']._serialized_options = b'8\001'
   _globals['_BESTOPTIONSREQUEST_NODEBYTESMAPENTRY']._loaded_options = None
   _globals['_BESTOPTIONSREQUEST_NODEBYTESMAPENTRY']._serialized_options = b'8\001'
+  _globals['_BESTOPTIONSREQUEST_TEMPLATERESOURCESLICESENTRY']._loaded_options = None
+  _globals['_BESTOPTIONSREQUEST_TEMPLATERESOURCESLICESENTRY']._serialized_options = b'8\001'
   _globals['_BESTOPTIONSREQUEST']._serialized_start=42
-  _globals['_BESTOPTIONSREQUEST']._serialized_end=334
-  _globals['_BESTOPTIONSREQUEST_NODEMAPENTRY']._serialized_start=235
-  _globals['_BESTOPTIONSREQUEST_NODEMAPENTRY']._serialized_end=281
-  _globals['_BESTOPTIONSREQUEST_NODEBYTESMAPENTRY']._serialized_start=283
-  _globals['_BESTOPTIONSREQUEST_NODEBYTESMAPENTRY']._serialized_end=334
-  _globals['_BESTOPTIONSRESPONSE']._serialized_start=336
-  _globals['_BESTOPTIONSRESPONSE']._serialized_end=394
-  _globals['_OPTION']._serialized_start=396
-  _globals['_OPTION']._serialized_end=490
-  _globals['_EXPANDER']._serialized_start=492
-  _globals['_EXPANDER']._serialized_end=582
+  _globals['_BESTOPTIONSREQUEST']._serialized_end=517
+  _globals['_BESTOPTIONSREQUEST_NODEMAPENTRY']._serialized_start=327
+  _globals['_BESTOPTIONSREQUEST_NODEMAPENTRY']._serialized_end=373
+  _globals['_BESTOPTIONSREQUEST_NODEBYTESMAPENTRY']._serialized_start=375
+  _globals['_BESTOPTIONSREQUEST_NODEBYTESMAPENTRY']._serialized_end=426
+  _globals['_BESTOPTIONSREQUEST_TEMPLATERESOURCESLICESENTRY']._serialized_start=428
+  _globals['_BESTOPTIONSREQUEST_TEMPLATERESOURCESLICESENTRY']._serialized_end=517
+  _globals['_RESOURCESLICES']._serialized_start=519
+  _globals['_RESOURCESLICES']._serialized_end=550
+  _globals['_BESTOPTIONSRESPONSE']._serialized_start=552
+  _globals['_BESTOPTIONSRESPONSE']._serialized_end=610
+  _globals['_OPTION']._serialized_start=612
+  _globals['_OPTION']._serialized_end=706
+  _globals['_EXPANDER']._serialized_start=708
+  _globals['_EXPANDER']._serialized_end=798
 # @@protoc_insertion_point(module_scope)

@@ -69,9 +69,31 @@ class BestOptionsRequest(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class TemplateResourceSlicesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___ResourceSlices: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___ResourceSlices | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     OPTIONS_FIELD_NUMBER: _builtins.int
     NODEMAP_FIELD_NUMBER: _builtins.int
     NODEBYTESMAP_FIELD_NUMBER: _builtins.int
+    TEMPLATERESOURCESLICES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def options(self) -> _containers.RepeatedCompositeFieldContainer[Global___Option]: ...
     @_builtins.property
@@ -84,20 +106,53 @@ class BestOptionsRequest(_message.Message):
     def nodeBytesMap(self) -> _containers.ScalarMap[_builtins.str, _builtins.bytes]:
         """A template node per node group: nodeGroupId -> v1.Node in Kubernetes protobuf."""
 
+    @_builtins.property
+    def templateResourceSlices(self) -> _containers.MessageMap[_builtins.str, Global___ResourceSlices]:
+        """podfit's own addition, which cluster-autoscaler does not send (field numbers from 100 stay clear of
+        its): the ResourceSlices of one node of a group, nodeGroupId -> slices, so that a group whose nodes
+        have devices can be judged for pods that claim them. Each new node gets its own copies, as
+        podfit.v1.NodeGroup.template_resource_slices says.
+        """
+
     def __init__(
         self,
         *,
         options: _abc.Iterable[Global___Option] | None = ...,
         nodeMap: _abc.Mapping[_builtins.str, _builtins.bytes] | None = ...,
         nodeBytesMap: _abc.Mapping[_builtins.str, _builtins.bytes] | None = ...,
+        templateResourceSlices: _abc.Mapping[_builtins.str, Global___ResourceSlices] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["nodeBytesMap", b"nodeBytesMap", "nodeMap", b"nodeMap", "options", b"options"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["nodeBytesMap", b"nodeBytesMap", "nodeMap", b"nodeMap", "options", b"options", "templateResourceSlices", b"templateResourceSlices"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___BestOptionsRequest: _TypeAlias = BestOptionsRequest  # noqa: Y015
+
+@_typing.final
+class ResourceSlices(_message.Message):
+    """A node group's ResourceSlices (podfit's addition): each a resource.k8s.io/v1 ResourceSlice in Kubernetes
+    protobuf, or as Kubernetes JSON (bytes starting with "{").
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ITEMS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def items(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bytes]: ...
+    def __init__(
+        self,
+        *,
+        items: _abc.Iterable[_builtins.bytes] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["items", b"items"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceSlices: _TypeAlias = ResourceSlices  # noqa: Y015
 
 @_typing.final
 class BestOptionsResponse(_message.Message):

@@ -28,7 +28,7 @@ from podfit.v1 import objects_pb2 as podfit_dot_v1_dot_objects__pb2
 from podfit.v1 import scheduler_pb2 as podfit_dot_v1_dot_scheduler__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1apodfit/v1/simulation.proto\x12\tpodfit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpodfit/v1/cluster_cache.proto\x1a\x17podfit/v1/objects.proto\x1a\x19podfit/v1/scheduler.proto\"N\n\x11HypotheticalNodes\x12*\n\x08template\x18\x01 \x01(\x0b\x32\x18.podfit.v1.ClusterObject\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\"?\n\tNodeTaint\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x1f\n\x05taint\x18\x02 \x01(\x0b\x32\x10.podfit.v1.Taint\"\xe8\x01\n\x08Scenario\x12\x14\n\x0cremove_nodes\x18\x01 \x03(\t\x12/\n\tadd_nodes\x18\x02 \x03(\x0b\x32\x1c.podfit.v1.HypotheticalNodes\x12\x14\n\x0c\x63ordon_nodes\x18\x03 \x03(\t\x12)\n\x0btaint_nodes\x18\x04 \x03(\x0b\x32\x14.podfit.v1.NodeTaint\x12)\n\x0bremove_pods\x18\x05 \x03(\x0b\x32\x14.podfit.v1.ObjectKey\x12)\n\x08\x61\x64\x64_pods\x18\x06 \x03(\x0b\x32\x17.podfit.v1.PodReference\"\x97\x01\n\x0fSimulateRequest\x12%\n\x08scenario\x18\x01 \x01(\x0b\x32\x13.podfit.v1.Scenario\x12%\n\x04pods\x18\x02 \x03(\x0b\x32\x17.podfit.v1.PodReference\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x04 \x01(\t\"\x7f\n\x0cPodPlacement\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\x12*\n\nrejections\x18\x04 \x03(\x0b\x32\x16.podfit.v1.NodeVerdict\x12\x0f\n\x07message\x18\x05 \x01(\t\"f\n\x0fNodeUtilisation\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x0c\n\x04pods\x18\x02 \x03(\t\x12\x0b\n\x03\x63pu\x18\x03 \x01(\x01\x12\x0e\n\x06memory\x18\x04 \x01(\x01\x12\x15\n\rpods_fraction\x18\x05 \x01(\x01\"\xc6\x01\n\x10SimulateResponse\x12\x17\n\x0f\x62\x61se_generation\x18\x01 \x01(\x03\x12+\n\nplacements\x18\x02 \x03(\x0b\x32\x17.podfit.v1.PodPlacement\x12\x36\n\x12hypothetical_nodes\x18\x03 \x03(\x0b\x32\x1a.podfit.v1.NodeUtilisation\x12\x14\n\x0cserver_epoch\x18\x04 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x05 \x01(\t\"k\n\tNodeGroup\x12\n\n\x02id\x18\x01 \x01(\t\x12*\n\x08template\x18\x02 \x01(\x0b\x32\x18.podfit.v1.ClusterObject\x12\x14\n\x0c\x63urrent_size\x18\x03 \x01(\x05\x12\x10\n\x08max_size\x18\x04 \x01(\x05\"1\n\x08PodGroup\x12%\n\x04pods\x18\x01 \x03(\x0b\x32\x17.podfit.v1.PodReference\"\xa0\x01\n\x16\x45stimateScaleUpRequest\x12#\n\x06groups\x18\x01 \x03(\x0b\x32\x13.podfit.v1.PodGroup\x12)\n\x0bnode_groups\x18\x02 \x03(\x0b\x32\x14.podfit.v1.NodeGroup\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x04 \x01(\t\"\x94\x01\n\rGroupEstimate\x12\x15\n\rnode_group_id\x18\x01 \x01(\t\x12\x12\n\nnode_count\x18\x02 \x01(\x05\x12\x11\n\tscheduled\x18\x03 \x03(\t\x12\x13\n\x0bunscheduled\x18\x04 \x03(\t\x12\x13\n\x0bgroup_order\x18\x05 \x03(\x05\x12\x1b\n\x13scheduled_per_group\x18\x06 \x03(\x05\"\x95\x01\n\x17\x45stimateScaleUpResponse\x12\x17\n\x0f\x62\x61se_generation\x18\x01 \x01(\x03\x12+\n\testimates\x18\x02 \x03(\x0b\x32\x18.podfit.v1.GroupEstimate\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x04 \x01(\t\"\xab\x03\n\x0c\x44rainOptions\x12(\n\x1bskip_nodes_with_system_pods\x18\x01 \x01(\x08H\x00\x88\x01\x01\x12*\n\x1dskip_nodes_with_local_storage\x18\x02 \x01(\x08H\x01\x88\x01\x01\x12\x33\n&skip_nodes_with_custom_controller_pods\x18\x03 \x01(\x08H\x02\x88\x01\x01\x12\x19\n\x11min_replica_count\x18\x04 \x01(\x05\x12,\n\x1f\x65xpendable_pods_priority_cutoff\x18\x05 \x01(\x05H\x03\x88\x01\x01\x12\x1f\n\x12skip_terminal_pods\x18\x06 \x01(\x08H\x04\x88\x01\x01\x42\x1e\n\x1c_skip_nodes_with_system_podsB \n\x1e_skip_nodes_with_local_storageB)\n\'_skip_nodes_with_custom_controller_podsB\"\n _expendable_pods_priority_cutoffB\x15\n\x13_skip_terminal_pods\"\xe9\x01\n\x14SimulateDrainRequest\x12\x12\n\nnode_names\x18\x01 \x03(\t\x12(\n\x07options\x18\x02 \x01(\x0b\x32\x17.podfit.v1.DrainOptions\x12\'\n\x03now\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0escheduler_name\x18\x04 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x05 \x01(\t\x12\x32\n\x0c\x64\x65stinations\x18\x06 \x01(\x0e\x32\x1c.podfit.v1.DrainDestinations\"O\n\x0b\x42lockingPod\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"=\n\x07PodMove\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\"a\n\x08PdbCheck\x12\x12\n\ncan_remove\x18\x01 \x01(\x08\x12\x13\n\x0bin_parallel\x18\x02 \x01(\x08\x12,\n\x0c\x62locking_pod\x18\x03 \x01(\x0b\x32\x16.podfit.v1.BlockingPod\"\xf5\x01\n\tNodeDrain\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x11\n\tremovable\x18\x02 \x01(\x08\x12\x1a\n\x12unremovable_reason\x18\x03 \x01(\t\x12,\n\x0c\x62locking_pod\x18\x04 \x01(\x0b\x32\x16.podfit.v1.BlockingPod\x12(\n\x0cpods_to_move\x18\x05 \x03(\x0b\x32\x12.podfit.v1.PodMove\x12\x16\n\x0e\x64\x61\x65monset_pods\x18\x06 \x03(\t\x12 \n\x03pdb\x18\x07 \x01(\x0b\x32\x13.podfit.v1.PdbCheck\x12\x14\n\x0cunplaced_pod\x18\x08 \x01(\t\"\x8b\x01\n\x15SimulateDrainResponse\x12\x17\n\x0f\x62\x61se_generation\x18\x01 \x01(\x03\x12#\n\x05nodes\x18\x02 \x03(\x0b\x32\x14.podfit.v1.NodeDrain\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x04 \x01(\t*\x83\x01\n\x11\x44rainDestinations\x12\"\n\x1e\x44RAIN_DESTINATIONS_UNSPECIFIED\x10\x00\x12\"\n\x1e\x44RAIN_DESTINATIONS_OTHER_NODES\x10\x01\x12&\n\"DRAIN_DESTINATIONS_ALL_BUT_REMOVED\x10\x02\x32\xff\x01\n\nSimulation\x12\x43\n\x08Simulate\x12\x1a.podfit.v1.SimulateRequest\x1a\x1b.podfit.v1.SimulateResponse\x12X\n\x0f\x45stimateScaleUp\x12!.podfit.v1.EstimateScaleUpRequest\x1a\".podfit.v1.EstimateScaleUpResponse\x12R\n\rSimulateDrain\x12\x1f.podfit.v1.SimulateDrainRequest\x1a .podfit.v1.SimulateDrainResponseB3Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1apodfit/v1/simulation.proto\x12\tpodfit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpodfit/v1/cluster_cache.proto\x1a\x17podfit/v1/objects.proto\x1a\x19podfit/v1/scheduler.proto\"\x81\x01\n\x11HypotheticalNodes\x12*\n\x08template\x18\x01 \x01(\x0b\x32\x18.podfit.v1.ClusterObject\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x31\n\x0fresource_slices\x18\x03 \x03(\x0b\x32\x18.podfit.v1.ClusterObject\"?\n\tNodeTaint\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x1f\n\x05taint\x18\x02 \x01(\x0b\x32\x10.podfit.v1.Taint\"\xe8\x01\n\x08Scenario\x12\x14\n\x0cremove_nodes\x18\x01 \x03(\t\x12/\n\tadd_nodes\x18\x02 \x03(\x0b\x32\x1c.podfit.v1.HypotheticalNodes\x12\x14\n\x0c\x63ordon_nodes\x18\x03 \x03(\t\x12)\n\x0btaint_nodes\x18\x04 \x03(\x0b\x32\x14.podfit.v1.NodeTaint\x12)\n\x0bremove_pods\x18\x05 \x03(\x0b\x32\x14.podfit.v1.ObjectKey\x12)\n\x08\x61\x64\x64_pods\x18\x06 \x03(\x0b\x32\x17.podfit.v1.PodReference\"\x97\x01\n\x0fSimulateRequest\x12%\n\x08scenario\x18\x01 \x01(\x0b\x32\x13.podfit.v1.Scenario\x12%\n\x04pods\x18\x02 \x03(\x0b\x32\x17.podfit.v1.PodReference\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x04 \x01(\t\"\x7f\n\x0cPodPlacement\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\x12*\n\nrejections\x18\x04 \x03(\x0b\x32\x16.podfit.v1.NodeVerdict\x12\x0f\n\x07message\x18\x05 \x01(\t\"f\n\x0fNodeUtilisation\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x0c\n\x04pods\x18\x02 \x03(\t\x12\x0b\n\x03\x63pu\x18\x03 \x01(\x01\x12\x0e\n\x06memory\x18\x04 \x01(\x01\x12\x15\n\rpods_fraction\x18\x05 \x01(\x01\"\xc6\x01\n\x10SimulateResponse\x12\x17\n\x0f\x62\x61se_generation\x18\x01 \x01(\x03\x12+\n\nplacements\x18\x02 \x03(\x0b\x32\x17.podfit.v1.PodPlacement\x12\x36\n\x12hypothetical_nodes\x18\x03 \x03(\x0b\x32\x1a.podfit.v1.NodeUtilisation\x12\x14\n\x0cserver_epoch\x18\x04 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x05 \x01(\t\"\xa7\x01\n\tNodeGroup\x12\n\n\x02id\x18\x01 \x01(\t\x12*\n\x08template\x18\x02 \x01(\x0b\x32\x18.podfit.v1.ClusterObject\x12\x14\n\x0c\x63urrent_size\x18\x03 \x01(\x05\x12\x10\n\x08max_size\x18\x04 \x01(\x05\x12:\n\x18template_resource_slices\x18\x05 \x03(\x0b\x32\x18.podfit.v1.ClusterObject\"1\n\x08PodGroup\x12%\n\x04pods\x18\x01 \x03(\x0b\x32\x17.podfit.v1.PodReference\"\xa0\x01\n\x16\x45stimateScaleUpRequest\x12#\n\x06groups\x18\x01 \x03(\x0b\x32\x13.podfit.v1.PodGroup\x12)\n\x0bnode_groups\x18\x02 \x03(\x0b\x32\x14.podfit.v1.NodeGroup\x12\x16\n\x0escheduler_name\x18\x03 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x04 \x01(\t\"\x94\x01\n\rGroupEstimate\x12\x15\n\rnode_group_id\x18\x01 \x01(\t\x12\x12\n\nnode_count\x18\x02 \x01(\x05\x12\x11\n\tscheduled\x18\x03 \x03(\t\x12\x13\n\x0bunscheduled\x18\x04 \x03(\t\x12\x13\n\x0bgroup_order\x18\x05 \x03(\x05\x12\x1b\n\x13scheduled_per_group\x18\x06 \x03(\x05\"\x95\x01\n\x17\x45stimateScaleUpResponse\x12\x17\n\x0f\x62\x61se_generation\x18\x01 \x01(\x03\x12+\n\testimates\x18\x02 \x03(\x0b\x32\x18.podfit.v1.GroupEstimate\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x04 \x01(\t\"\xab\x03\n\x0c\x44rainOptions\x12(\n\x1bskip_nodes_with_system_pods\x18\x01 \x01(\x08H\x00\x88\x01\x01\x12*\n\x1dskip_nodes_with_local_storage\x18\x02 \x01(\x08H\x01\x88\x01\x01\x12\x33\n&skip_nodes_with_custom_controller_pods\x18\x03 \x01(\x08H\x02\x88\x01\x01\x12\x19\n\x11min_replica_count\x18\x04 \x01(\x05\x12,\n\x1f\x65xpendable_pods_priority_cutoff\x18\x05 \x01(\x05H\x03\x88\x01\x01\x12\x1f\n\x12skip_terminal_pods\x18\x06 \x01(\x08H\x04\x88\x01\x01\x42\x1e\n\x1c_skip_nodes_with_system_podsB \n\x1e_skip_nodes_with_local_storageB)\n\'_skip_nodes_with_custom_controller_podsB\"\n _expendable_pods_priority_cutoffB\x15\n\x13_skip_terminal_pods\"\xe9\x01\n\x14SimulateDrainRequest\x12\x12\n\nnode_names\x18\x01 \x03(\t\x12(\n\x07options\x18\x02 \x01(\x0b\x32\x17.podfit.v1.DrainOptions\x12\'\n\x03now\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x16\n\x0escheduler_name\x18\x04 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x05 \x01(\t\x12\x32\n\x0c\x64\x65stinations\x18\x06 \x01(\x0e\x32\x1c.podfit.v1.DrainDestinations\"O\n\x0b\x42lockingPod\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"=\n\x07PodMove\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\tnode_name\x18\x03 \x01(\t\"a\n\x08PdbCheck\x12\x12\n\ncan_remove\x18\x01 \x01(\x08\x12\x13\n\x0bin_parallel\x18\x02 \x01(\x08\x12,\n\x0c\x62locking_pod\x18\x03 \x01(\x0b\x32\x16.podfit.v1.BlockingPod\"\xf5\x01\n\tNodeDrain\x12\x11\n\tnode_name\x18\x01 \x01(\t\x12\x11\n\tremovable\x18\x02 \x01(\x08\x12\x1a\n\x12unremovable_reason\x18\x03 \x01(\t\x12,\n\x0c\x62locking_pod\x18\x04 \x01(\x0b\x32\x16.podfit.v1.BlockingPod\x12(\n\x0cpods_to_move\x18\x05 \x03(\x0b\x32\x12.podfit.v1.PodMove\x12\x16\n\x0e\x64\x61\x65monset_pods\x18\x06 \x03(\t\x12 \n\x03pdb\x18\x07 \x01(\x0b\x32\x13.podfit.v1.PdbCheck\x12\x14\n\x0cunplaced_pod\x18\x08 \x01(\t\"\x8b\x01\n\x15SimulateDrainResponse\x12\x17\n\x0f\x62\x61se_generation\x18\x01 \x01(\x03\x12#\n\x05nodes\x18\x02 \x03(\x0b\x32\x14.podfit.v1.NodeDrain\x12\x14\n\x0cserver_epoch\x18\x03 \x01(\t\x12\x1e\n\x16kube_scheduler_version\x18\x04 \x01(\t*\x83\x01\n\x11\x44rainDestinations\x12\"\n\x1e\x44RAIN_DESTINATIONS_UNSPECIFIED\x10\x00\x12\"\n\x1e\x44RAIN_DESTINATIONS_OTHER_NODES\x10\x01\x12&\n\"DRAIN_DESTINATIONS_ALL_BUT_REMOVED\x10\x02\x32\xff\x01\n\nSimulation\x12\x43\n\x08Simulate\x12\x1a.podfit.v1.SimulateRequest\x1a\x1b.podfit.v1.SimulateResponse\x12X\n\x0f\x45stimateScaleUp\x12!.podfit.v1.EstimateScaleUpRequest\x1a\".podfit.v1.EstimateScaleUpResponse\x12R\n\rSimulateDrain\x12\x1f.podfit.v1.SimulateDrainRequest\x1a .podfit.v1.SimulateDrainResponseB3Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,46 +36,46 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'podfit.v1.simulation_pb2', 
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z1github.com/podfit/podfit/sdk/go/podfitv1;podfitv1'
-  _globals['_DRAINDESTINATIONS']._serialized_start=3051
-  _globals['_DRAINDESTINATIONS']._serialized_end=3182
-  _globals['_HYPOTHETICALNODES']._serialized_start=157
-  _globals['_HYPOTHETICALNODES']._serialized_end=235
-  _globals['_NODETAINT']._serialized_start=237
-  _globals['_NODETAINT']._serialized_end=300
-  _globals['_SCENARIO']._serialized_start=303
-  _globals['_SCENARIO']._serialized_end=535
-  _globals['_SIMULATEREQUEST']._serialized_start=538
-  _globals['_SIMULATEREQUEST']._serialized_end=689
-  _globals['_PODPLACEMENT']._serialized_start=691
-  _globals['_PODPLACEMENT']._serialized_end=818
-  _globals['_NODEUTILISATION']._serialized_start=820
-  _globals['_NODEUTILISATION']._serialized_end=922
-  _globals['_SIMULATERESPONSE']._serialized_start=925
-  _globals['_SIMULATERESPONSE']._serialized_end=1123
-  _globals['_NODEGROUP']._serialized_start=1125
-  _globals['_NODEGROUP']._serialized_end=1232
-  _globals['_PODGROUP']._serialized_start=1234
-  _globals['_PODGROUP']._serialized_end=1283
-  _globals['_ESTIMATESCALEUPREQUEST']._serialized_start=1286
-  _globals['_ESTIMATESCALEUPREQUEST']._serialized_end=1446
-  _globals['_GROUPESTIMATE']._serialized_start=1449
-  _globals['_GROUPESTIMATE']._serialized_end=1597
-  _globals['_ESTIMATESCALEUPRESPONSE']._serialized_start=1600
-  _globals['_ESTIMATESCALEUPRESPONSE']._serialized_end=1749
-  _globals['_DRAINOPTIONS']._serialized_start=1752
-  _globals['_DRAINOPTIONS']._serialized_end=2179
-  _globals['_SIMULATEDRAINREQUEST']._serialized_start=2182
-  _globals['_SIMULATEDRAINREQUEST']._serialized_end=2415
-  _globals['_BLOCKINGPOD']._serialized_start=2417
-  _globals['_BLOCKINGPOD']._serialized_end=2496
-  _globals['_PODMOVE']._serialized_start=2498
-  _globals['_PODMOVE']._serialized_end=2559
-  _globals['_PDBCHECK']._serialized_start=2561
-  _globals['_PDBCHECK']._serialized_end=2658
-  _globals['_NODEDRAIN']._serialized_start=2661
-  _globals['_NODEDRAIN']._serialized_end=2906
-  _globals['_SIMULATEDRAINRESPONSE']._serialized_start=2909
-  _globals['_SIMULATEDRAINRESPONSE']._serialized_end=3048
-  _globals['_SIMULATION']._serialized_start=3185
-  _globals['_SIMULATION']._serialized_end=3440
+  _globals['_DRAINDESTINATIONS']._serialized_start=3164
+  _globals['_DRAINDESTINATIONS']._serialized_end=3295
+  _globals['_HYPOTHETICALNODES']._serialized_start=158
+  _globals['_HYPOTHETICALNODES']._serialized_end=287
+  _globals['_NODETAINT']._serialized_start=289
+  _globals['_NODETAINT']._serialized_end=352
+  _globals['_SCENARIO']._serialized_start=355
+  _globals['_SCENARIO']._serialized_end=587
+  _globals['_SIMULATEREQUEST']._serialized_start=590
+  _globals['_SIMULATEREQUEST']._serialized_end=741
+  _globals['_PODPLACEMENT']._serialized_start=743
+  _globals['_PODPLACEMENT']._serialized_end=870
+  _globals['_NODEUTILISATION']._serialized_start=872
+  _globals['_NODEUTILISATION']._serialized_end=974
+  _globals['_SIMULATERESPONSE']._serialized_start=977
+  _globals['_SIMULATERESPONSE']._serialized_end=1175
+  _globals['_NODEGROUP']._serialized_start=1178
+  _globals['_NODEGROUP']._serialized_end=1345
+  _globals['_PODGROUP']._serialized_start=1347
+  _globals['_PODGROUP']._serialized_end=1396
+  _globals['_ESTIMATESCALEUPREQUEST']._serialized_start=1399
+  _globals['_ESTIMATESCALEUPREQUEST']._serialized_end=1559
+  _globals['_GROUPESTIMATE']._serialized_start=1562
+  _globals['_GROUPESTIMATE']._serialized_end=1710
+  _globals['_ESTIMATESCALEUPRESPONSE']._serialized_start=1713
+  _globals['_ESTIMATESCALEUPRESPONSE']._serialized_end=1862
+  _globals['_DRAINOPTIONS']._serialized_start=1865
+  _globals['_DRAINOPTIONS']._serialized_end=2292
+  _globals['_SIMULATEDRAINREQUEST']._serialized_start=2295
+  _globals['_SIMULATEDRAINREQUEST']._serialized_end=2528
+  _globals['_BLOCKINGPOD']._serialized_start=2530
+  _globals['_BLOCKINGPOD']._serialized_end=2609
+  _globals['_PODMOVE']._serialized_start=2611
+  _globals['_PODMOVE']._serialized_end=2672
+  _globals['_PDBCHECK']._serialized_start=2674
+  _globals['_PDBCHECK']._serialized_end=2771
+  _globals['_NODEDRAIN']._serialized_start=2774
+  _globals['_NODEDRAIN']._serialized_end=3019
+  _globals['_SIMULATEDRAINRESPONSE']._serialized_start=3022
+  _globals['_SIMULATEDRAINRESPONSE']._serialized_end=3161
+  _globals['_SIMULATION']._serialized_start=3298
+  _globals['_SIMULATION']._serialized_end=3553
 # @@protoc_insertion_point(module_scope)

@@ -70,21 +70,34 @@ class HypotheticalNodes(_message.Message):
 
     TEMPLATE_FIELD_NUMBER: _builtins.int
     COUNT_FIELD_NUMBER: _builtins.int
+    RESOURCE_SLICES_FIELD_NUMBER: _builtins.int
     count: _builtins.int
     """How many copies; 0 adds none, a negative count is INVALID_ARGUMENT."""
     @_builtins.property
     def template(self) -> _cluster_cache_pb2.ClusterObject:
         """A Node (typed or as Kubernetes JSON); any other kind is INVALID_ARGUMENT."""
 
+    @_builtins.property
+    def resource_slices(self) -> _containers.RepeatedCompositeFieldContainer[_cluster_cache_pb2.ClusterObject]:
+        """The ResourceSlices one node of the template publishes (typed or as Kubernetes JSON; any other kind
+        is INVALID_ARGUMENT). Each must be node-local (spec.nodeName set, to any name; else INVALID_ARGUMENT
+        at its spec.nodeName): a slice for several nodes is the cluster's, published once. Every copy gets
+        its own copies, as a DRA driver publishes them on each node, and as cluster-autoscaler copies a
+        template's slices: named "<slice name>-sim-<i>", in pool "<pool name>-sim-<i>" (pools are unique per
+        driver), on the copy's node, without a uid; the pool's generation, slice count and devices as sent.
+        DeviceClasses, claims and the devices claims hold then apply to them as to any node's.
+        """
+
     def __init__(
         self,
         *,
         template: _cluster_cache_pb2.ClusterObject | None = ...,
         count: _builtins.int = ...,
+        resource_slices: _abc.Iterable[_cluster_cache_pb2.ClusterObject] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["template", b"template"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "template", b"template"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "resource_slices", b"resource_slices", "template", b"template"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -362,6 +375,7 @@ class NodeGroup(_message.Message):
     TEMPLATE_FIELD_NUMBER: _builtins.int
     CURRENT_SIZE_FIELD_NUMBER: _builtins.int
     MAX_SIZE_FIELD_NUMBER: _builtins.int
+    TEMPLATE_RESOURCE_SLICES_FIELD_NUMBER: _builtins.int
     id: _builtins.str
     """The group's id, echoed in GroupEstimate.node_group_id; required."""
     current_size: _builtins.int
@@ -376,6 +390,13 @@ class NodeGroup(_message.Message):
         INVALID_ARGUMENT.
         """
 
+    @_builtins.property
+    def template_resource_slices(self) -> _containers.RepeatedCompositeFieldContainer[_cluster_cache_pb2.ClusterObject]:
+        """The ResourceSlices one node of the group publishes, as HypotheticalNodes.resource_slices: each new
+        node "<template name>-e-<n>" gets its own copies, named "<slice name>-e-<n>" in pool
+        "<pool name>-e-<n>".
+        """
+
     def __init__(
         self,
         *,
@@ -383,10 +404,11 @@ class NodeGroup(_message.Message):
         template: _cluster_cache_pb2.ClusterObject | None = ...,
         current_size: _builtins.int = ...,
         max_size: _builtins.int = ...,
+        template_resource_slices: _abc.Iterable[_cluster_cache_pb2.ClusterObject] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["template", b"template"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["current_size", b"current_size", "id", b"id", "max_size", b"max_size", "template", b"template"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["current_size", b"current_size", "id", b"id", "max_size", b"max_size", "template", b"template", "template_resource_slices", b"template_resource_slices"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

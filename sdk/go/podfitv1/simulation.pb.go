@@ -87,9 +87,17 @@ type HypotheticalNodes struct {
 	// A Node (typed or as Kubernetes JSON); any other kind is INVALID_ARGUMENT.
 	Template *ClusterObject `protobuf:"bytes,1,opt,name=template,proto3" json:"template,omitempty"`
 	// How many copies; 0 adds none, a negative count is INVALID_ARGUMENT.
-	Count         int32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Count int32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	// The ResourceSlices one node of the template publishes (typed or as Kubernetes JSON; any other kind
+	// is INVALID_ARGUMENT). Each must be node-local (spec.nodeName set, to any name; else INVALID_ARGUMENT
+	// at its spec.nodeName): a slice for several nodes is the cluster's, published once. Every copy gets
+	// its own copies, as a DRA driver publishes them on each node, and as cluster-autoscaler copies a
+	// template's slices: named "<slice name>-sim-<i>", in pool "<pool name>-sim-<i>" (pools are unique per
+	// driver), on the copy's node, without a uid; the pool's generation, slice count and devices as sent.
+	// DeviceClasses, claims and the devices claims hold then apply to them as to any node's.
+	ResourceSlices []*ClusterObject `protobuf:"bytes,3,rep,name=resource_slices,json=resourceSlices,proto3" json:"resource_slices,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *HypotheticalNodes) Reset() {
@@ -134,6 +142,13 @@ func (x *HypotheticalNodes) GetCount() int32 {
 		return x.Count
 	}
 	return 0
+}
+
+func (x *HypotheticalNodes) GetResourceSlices() []*ClusterObject {
+	if x != nil {
+		return x.ResourceSlices
+	}
+	return nil
 }
 
 // A taint added to a node of the cluster.
@@ -624,9 +639,13 @@ type NodeGroup struct {
 	CurrentSize int32 `protobuf:"varint,3,opt,name=current_size,json=currentSize,proto3" json:"current_size,omitempty"`
 	// The group's maximum size. Neither size may be negative (INVALID_ARGUMENT); max_size <= current_size
 	// allows no new node.
-	MaxSize       int32 `protobuf:"varint,4,opt,name=max_size,json=maxSize,proto3" json:"max_size,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxSize int32 `protobuf:"varint,4,opt,name=max_size,json=maxSize,proto3" json:"max_size,omitempty"`
+	// The ResourceSlices one node of the group publishes, as HypotheticalNodes.resource_slices: each new
+	// node "<template name>-e-<n>" gets its own copies, named "<slice name>-e-<n>" in pool
+	// "<pool name>-e-<n>".
+	TemplateResourceSlices []*ClusterObject `protobuf:"bytes,5,rep,name=template_resource_slices,json=templateResourceSlices,proto3" json:"template_resource_slices,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *NodeGroup) Reset() {
@@ -685,6 +704,13 @@ func (x *NodeGroup) GetMaxSize() int32 {
 		return x.MaxSize
 	}
 	return 0
+}
+
+func (x *NodeGroup) GetTemplateResourceSlices() []*ClusterObject {
+	if x != nil {
+		return x.TemplateResourceSlices
+	}
+	return nil
 }
 
 // Identical pending pods (cluster-autoscaler's equivalence group: same controller, same spec).
@@ -1565,10 +1591,11 @@ var File_podfit_v1_simulation_proto protoreflect.FileDescriptor
 
 const file_podfit_v1_simulation_proto_rawDesc = "" +
 	"\n" +
-	"\x1apodfit/v1/simulation.proto\x12\tpodfit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpodfit/v1/cluster_cache.proto\x1a\x17podfit/v1/objects.proto\x1a\x19podfit/v1/scheduler.proto\"_\n" +
+	"\x1apodfit/v1/simulation.proto\x12\tpodfit.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dpodfit/v1/cluster_cache.proto\x1a\x17podfit/v1/objects.proto\x1a\x19podfit/v1/scheduler.proto\"\xa2\x01\n" +
 	"\x11HypotheticalNodes\x124\n" +
 	"\btemplate\x18\x01 \x01(\v2\x18.podfit.v1.ClusterObjectR\btemplate\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x05R\x05count\"P\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\x12A\n" +
+	"\x0fresource_slices\x18\x03 \x03(\v2\x18.podfit.v1.ClusterObjectR\x0eresourceSlices\"P\n" +
 	"\tNodeTaint\x12\x1b\n" +
 	"\tnode_name\x18\x01 \x01(\tR\bnodeName\x12&\n" +
 	"\x05taint\x18\x02 \x01(\v2\x10.podfit.v1.TaintR\x05taint\"\xad\x02\n" +
@@ -1607,12 +1634,13 @@ const file_podfit_v1_simulation_proto_rawDesc = "" +
 	"placements\x12I\n" +
 	"\x12hypothetical_nodes\x18\x03 \x03(\v2\x1a.podfit.v1.NodeUtilisationR\x11hypotheticalNodes\x12!\n" +
 	"\fserver_epoch\x18\x04 \x01(\tR\vserverEpoch\x124\n" +
-	"\x16kube_scheduler_version\x18\x05 \x01(\tR\x14kubeSchedulerVersion\"\x8f\x01\n" +
+	"\x16kube_scheduler_version\x18\x05 \x01(\tR\x14kubeSchedulerVersion\"\xe3\x01\n" +
 	"\tNodeGroup\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x124\n" +
 	"\btemplate\x18\x02 \x01(\v2\x18.podfit.v1.ClusterObjectR\btemplate\x12!\n" +
 	"\fcurrent_size\x18\x03 \x01(\x05R\vcurrentSize\x12\x19\n" +
-	"\bmax_size\x18\x04 \x01(\x05R\amaxSize\"7\n" +
+	"\bmax_size\x18\x04 \x01(\x05R\amaxSize\x12R\n" +
+	"\x18template_resource_slices\x18\x05 \x03(\v2\x18.podfit.v1.ClusterObjectR\x16templateResourceSlices\"7\n" +
 	"\bPodGroup\x12+\n" +
 	"\x04pods\x18\x01 \x03(\v2\x17.podfit.v1.PodReferenceR\x04pods\"\xd9\x01\n" +
 	"\x16EstimateScaleUpRequest\x12+\n" +
@@ -1739,40 +1767,42 @@ var file_podfit_v1_simulation_proto_goTypes = []any{
 }
 var file_podfit_v1_simulation_proto_depIdxs = []int32{
 	20, // 0: podfit.v1.HypotheticalNodes.template:type_name -> podfit.v1.ClusterObject
-	21, // 1: podfit.v1.NodeTaint.taint:type_name -> podfit.v1.Taint
-	1,  // 2: podfit.v1.Scenario.add_nodes:type_name -> podfit.v1.HypotheticalNodes
-	2,  // 3: podfit.v1.Scenario.taint_nodes:type_name -> podfit.v1.NodeTaint
-	22, // 4: podfit.v1.Scenario.remove_pods:type_name -> podfit.v1.ObjectKey
-	23, // 5: podfit.v1.Scenario.add_pods:type_name -> podfit.v1.PodReference
-	3,  // 6: podfit.v1.SimulateRequest.scenario:type_name -> podfit.v1.Scenario
-	23, // 7: podfit.v1.SimulateRequest.pods:type_name -> podfit.v1.PodReference
-	24, // 8: podfit.v1.PodPlacement.rejections:type_name -> podfit.v1.NodeVerdict
-	5,  // 9: podfit.v1.SimulateResponse.placements:type_name -> podfit.v1.PodPlacement
-	6,  // 10: podfit.v1.SimulateResponse.hypothetical_nodes:type_name -> podfit.v1.NodeUtilisation
-	20, // 11: podfit.v1.NodeGroup.template:type_name -> podfit.v1.ClusterObject
-	23, // 12: podfit.v1.PodGroup.pods:type_name -> podfit.v1.PodReference
-	9,  // 13: podfit.v1.EstimateScaleUpRequest.groups:type_name -> podfit.v1.PodGroup
-	8,  // 14: podfit.v1.EstimateScaleUpRequest.node_groups:type_name -> podfit.v1.NodeGroup
-	11, // 15: podfit.v1.EstimateScaleUpResponse.estimates:type_name -> podfit.v1.GroupEstimate
-	13, // 16: podfit.v1.SimulateDrainRequest.options:type_name -> podfit.v1.DrainOptions
-	25, // 17: podfit.v1.SimulateDrainRequest.now:type_name -> google.protobuf.Timestamp
-	0,  // 18: podfit.v1.SimulateDrainRequest.destinations:type_name -> podfit.v1.DrainDestinations
-	15, // 19: podfit.v1.PdbCheck.blocking_pod:type_name -> podfit.v1.BlockingPod
-	15, // 20: podfit.v1.NodeDrain.blocking_pod:type_name -> podfit.v1.BlockingPod
-	16, // 21: podfit.v1.NodeDrain.pods_to_move:type_name -> podfit.v1.PodMove
-	17, // 22: podfit.v1.NodeDrain.pdb:type_name -> podfit.v1.PdbCheck
-	18, // 23: podfit.v1.SimulateDrainResponse.nodes:type_name -> podfit.v1.NodeDrain
-	4,  // 24: podfit.v1.Simulation.Simulate:input_type -> podfit.v1.SimulateRequest
-	10, // 25: podfit.v1.Simulation.EstimateScaleUp:input_type -> podfit.v1.EstimateScaleUpRequest
-	14, // 26: podfit.v1.Simulation.SimulateDrain:input_type -> podfit.v1.SimulateDrainRequest
-	7,  // 27: podfit.v1.Simulation.Simulate:output_type -> podfit.v1.SimulateResponse
-	12, // 28: podfit.v1.Simulation.EstimateScaleUp:output_type -> podfit.v1.EstimateScaleUpResponse
-	19, // 29: podfit.v1.Simulation.SimulateDrain:output_type -> podfit.v1.SimulateDrainResponse
-	27, // [27:30] is the sub-list for method output_type
-	24, // [24:27] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	20, // 1: podfit.v1.HypotheticalNodes.resource_slices:type_name -> podfit.v1.ClusterObject
+	21, // 2: podfit.v1.NodeTaint.taint:type_name -> podfit.v1.Taint
+	1,  // 3: podfit.v1.Scenario.add_nodes:type_name -> podfit.v1.HypotheticalNodes
+	2,  // 4: podfit.v1.Scenario.taint_nodes:type_name -> podfit.v1.NodeTaint
+	22, // 5: podfit.v1.Scenario.remove_pods:type_name -> podfit.v1.ObjectKey
+	23, // 6: podfit.v1.Scenario.add_pods:type_name -> podfit.v1.PodReference
+	3,  // 7: podfit.v1.SimulateRequest.scenario:type_name -> podfit.v1.Scenario
+	23, // 8: podfit.v1.SimulateRequest.pods:type_name -> podfit.v1.PodReference
+	24, // 9: podfit.v1.PodPlacement.rejections:type_name -> podfit.v1.NodeVerdict
+	5,  // 10: podfit.v1.SimulateResponse.placements:type_name -> podfit.v1.PodPlacement
+	6,  // 11: podfit.v1.SimulateResponse.hypothetical_nodes:type_name -> podfit.v1.NodeUtilisation
+	20, // 12: podfit.v1.NodeGroup.template:type_name -> podfit.v1.ClusterObject
+	20, // 13: podfit.v1.NodeGroup.template_resource_slices:type_name -> podfit.v1.ClusterObject
+	23, // 14: podfit.v1.PodGroup.pods:type_name -> podfit.v1.PodReference
+	9,  // 15: podfit.v1.EstimateScaleUpRequest.groups:type_name -> podfit.v1.PodGroup
+	8,  // 16: podfit.v1.EstimateScaleUpRequest.node_groups:type_name -> podfit.v1.NodeGroup
+	11, // 17: podfit.v1.EstimateScaleUpResponse.estimates:type_name -> podfit.v1.GroupEstimate
+	13, // 18: podfit.v1.SimulateDrainRequest.options:type_name -> podfit.v1.DrainOptions
+	25, // 19: podfit.v1.SimulateDrainRequest.now:type_name -> google.protobuf.Timestamp
+	0,  // 20: podfit.v1.SimulateDrainRequest.destinations:type_name -> podfit.v1.DrainDestinations
+	15, // 21: podfit.v1.PdbCheck.blocking_pod:type_name -> podfit.v1.BlockingPod
+	15, // 22: podfit.v1.NodeDrain.blocking_pod:type_name -> podfit.v1.BlockingPod
+	16, // 23: podfit.v1.NodeDrain.pods_to_move:type_name -> podfit.v1.PodMove
+	17, // 24: podfit.v1.NodeDrain.pdb:type_name -> podfit.v1.PdbCheck
+	18, // 25: podfit.v1.SimulateDrainResponse.nodes:type_name -> podfit.v1.NodeDrain
+	4,  // 26: podfit.v1.Simulation.Simulate:input_type -> podfit.v1.SimulateRequest
+	10, // 27: podfit.v1.Simulation.EstimateScaleUp:input_type -> podfit.v1.EstimateScaleUpRequest
+	14, // 28: podfit.v1.Simulation.SimulateDrain:input_type -> podfit.v1.SimulateDrainRequest
+	7,  // 29: podfit.v1.Simulation.Simulate:output_type -> podfit.v1.SimulateResponse
+	12, // 30: podfit.v1.Simulation.EstimateScaleUp:output_type -> podfit.v1.EstimateScaleUpResponse
+	19, // 31: podfit.v1.Simulation.SimulateDrain:output_type -> podfit.v1.SimulateDrainResponse
+	29, // [29:32] is the sub-list for method output_type
+	26, // [26:29] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_podfit_v1_simulation_proto_init() }

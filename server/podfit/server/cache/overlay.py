@@ -11,14 +11,16 @@ one synchronous decision or simulation, before the cache changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.pod_index import OverlayPodIndex, PodIndexView
-from podfit.server.cache.snapshot import ImageSummary, Snapshot
+from podfit.server.cache.snapshot import DraView, ImageSummary, Snapshot
+from podfit.server.dra.allocator import SliceIndex, slice_index
 from podfit.server.model import Node, Pod
+from podfit.server.model.dra import ResourceClaim, ResourceSlice, held_devices
 
 
 class OverlayError(ValueError):
@@ -49,6 +51,35 @@ class _NodeMap(Mapping[str, NodeInfo]):
         return len(self._base) - len(self._removed) + sum(1 for name in self._own if name not in self._base)
 
 
+def _held(dra: DraView) -> frozenset[tuple[str, str, str]]:
+    """The devices the view's claims hold (DynamicResources' devices in use), remembered in its memo."""
+    found = dra.memo.get("allocated")
+    if found is None:
+        found = dra.memo["allocated"] = frozenset().union(*(held_devices(c) for c in dra.claims.values()))
+    held: frozenset[tuple[str, str, str]] = found
+    return held
+
+
+class _Claims(Mapping[str, ResourceClaim]):
+    """The base's claims with the overlay's in front."""
+
+    __slots__ = ("_base", "_own")
+
+    def __init__(self, base: Mapping[str, ResourceClaim], own: Mapping[str, ResourceClaim]) -> None:
+        self._base, self._own = base, own
+
+    def __getitem__(self, key: str) -> ResourceClaim:
+        found = self._own.get(key)
+        return found if found is not None else self._base[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._base
+        yield from (key for key in self._own if key not in self._base)
+
+    def __len__(self) -> int:
+        return len(self._base) + sum(1 for key in self._own if key not in self._base)
+
+
 class Overlay:
     def __init__(self, base: Snapshot) -> None:
         if base.pod_index is not None:
@@ -77,6 +108,12 @@ class Overlay:
         # The pod index view, shared by this overlay's snapshots, and the rows changed since it was read.
         self._index: OverlayPodIndex | None = None
         self._index_pending: dict[int, NodeInfo | None] = {}
+        # DRA: the slices added (hypothetical nodes' devices) and their index over the base's, the claims
+        # placements changed (by "namespace/name"), the devices claims hold, and the view of all that.
+        self._slice_index: SliceIndex | None = None
+        self._claims: dict[str, ResourceClaim] = {}
+        self._held: frozenset[tuple[str, str, str]] | None = None
+        self._dra: DraView | None = None
 
     def fork(self) -> Overlay:
         """An independent overlay that starts from this one's changes."""
@@ -90,6 +127,7 @@ class Overlay:
         copy._nodes_changed, copy._rows_moved, copy._order = self._nodes_changed, self._rows_moved, self._order
         copy._added = list(self._added)
         copy._info_array, copy._swapped = self._info_array, set(self._swapped) | set(copy._infos)
+        copy._slice_index, copy._claims, copy._held = self._slice_index, dict(self._claims), self._held
         return copy
 
     # -- reads -----------------------------------------------------------------------------------
@@ -181,6 +219,52 @@ class Overlay:
         self.table.refresh(info)
         self._changed(info, self.table.row_of[info.name])
 
+    def add_slices(self, slices: Sequence[ResourceSlice]) -> None:
+        """Adds node-local ResourceSlices (the devices of a hypothetical node): DynamicResources sees them
+        as if a driver had published them."""
+        if not slices:
+            return
+        index = self._slice_index or slice_index(self.base.dra)
+        self._slice_index = index.extended(slices)
+        self._dra = self._snapshot = None
+
+    def update_claims(self, claims: Sequence[ResourceClaim]) -> None:
+        """Replaces claims (by namespace and name) with ``claims``: what Reserve held for a placed pod
+        (its pending claims allocated, every claim reserved for it), so later placements see the devices
+        in use."""
+        if not claims:
+            return
+        held: frozenset[tuple[str, str, str]] | None = self._held
+        if held is None:
+            held = _held(self.dra_view())
+        for claim in claims:
+            before = self._claims.get(claim.key) or self.base.dra.claims.get(claim.key)
+            self._claims[claim.key] = claim
+            if before is not None and before.allocation is not None and before.allocation != claim.allocation:
+                held = None  # an allocation changed or went: another claim may still hold its devices
+            elif held is not None:
+                held = held | held_devices(claim)
+        self._held = held
+        self._dra = self._snapshot = None
+
+    def dra_view(self) -> DraView:
+        """The base's DRA objects with the overlay's slices and claims."""
+        base = self.base.dra
+        if self._slice_index is None and not self._claims:
+            return base
+        if self._dra is None:
+            claims: Mapping[str, ResourceClaim] = base.claims
+            if self._claims:
+                claims = _Claims(base.claims, dict(self._claims))
+            index = self._slice_index
+            view = DraView(base.classes, base.slices if index is None else index.slices, claims)
+            if index is not None:
+                view.memo["index"] = index
+            if self._held is not None:
+                view.memo["allocated"] = self._held
+            self._dra = view
+        return self._dra
+
     def remove_pod(self, pod: Pod) -> None:
         """Removes a bound pod from its node."""
         info = self._own(pod.node_name) if pod.node_name in self else None
@@ -237,7 +321,7 @@ class Overlay:
             pod_index=self._pod_index,
             name_positions=positions,
             storage=base.storage,
-            dra=base.dra,
+            dra=self.dra_view(),
         )
 
     def _ordered(self) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.intp]]:

@@ -35,9 +35,9 @@ meeting a pool being updated, claims over the device limit.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from podfit.server.model import Node, NodeSelectorRequirement, NodeSelectorTerm
 from podfit.server.model.cel import CelError, CompileError, compile_selector, device_value
@@ -52,6 +52,9 @@ from podfit.server.model.dra import (
     UnmodelledError,
 )
 from podfit.server.model.node_selectors import terms_match
+
+if TYPE_CHECKING:
+    from podfit.server.cache.snapshot import DraView
 
 # AllocationResultsMaxSize: devices per claim.
 MAX_DEVICES_PER_CLAIM = 32
@@ -240,9 +243,10 @@ SELECTORS = Selectors()
 
 class SliceIndex:
     """The slices grouped for per-node pool gathering, and each node's pools once gathered (they change
-    only with the slices, which is when a new index is made)."""
+    only with the slices, which is when a new index is made, or an extended one: ``extended``)."""
 
     def __init__(self, slices: Sequence[ResourceSlice], selectors: Selectors) -> None:
+        self.slices = slices
         self.selectors = selectors
         self._by_node: dict[str, list[ResourceSlice]] = {}
         self._shared: list[ResourceSlice] = []
@@ -258,8 +262,18 @@ class SliceIndex:
         self._selected = any(item.node_selector is not None for item in self._shared)
         # Node (name, and labels when some slice selects nodes by label) -> its pools and their form.
         self._nodes: dict[Any, tuple[list[_Pool], int]] = {}
-        # Pool forms (see ``pools``), numbered.
+        # Pool forms (see ``pools``), numbered; shared with the indexes extended from this one, so that a
+        # form has one number whichever index found it.
         self._forms: dict[tuple[Any, ...], int] = {}
+
+    def extended(self, added: Sequence[ResourceSlice]) -> SliceIndex:
+        """This index with ``added`` node-local slices (a what-if's copies of a template node's), made in
+        time proportional to the slices added: the nodes they do not reach keep their pools from this
+        index. When an added slice joins a pool the cluster already has (its pool and driver are taken),
+        the pools of other nodes could change too, and the index is built again over every slice."""
+        if not added:
+            return self
+        return _Extended(self, (), {}).extended(added)
 
     def pools(self, node: Node) -> tuple[list[_Pool], int]:
         """The node's pools, in allocation order, and the number of their form: what an allocation on them
@@ -267,57 +281,145 @@ class SliceIndex:
         key: Any = (node.name, tuple(sorted(node.labels.items()))) if self._selected else node.name
         found = self._nodes.get(key)
         if found is None:
-            pools = self._gather(node)
-            content = self.selectors.content
-            form = tuple(
-                (
-                    pool.driver,
-                    pool.incomplete,
-                    pool.invalid,
-                    pool.unmodelled is not None,
-                    tuple(content(pool.driver, device) for item in pool.slices for device in item.devices),
-                )
-                for pool in pools
-            )
-            found = self._nodes[key] = (pools, self._forms.setdefault(form, len(self._forms)))
+            found = self._nodes[key] = self._form(self._gather(node))
         return found
 
+    def _form(self, pools: list[_Pool]) -> tuple[list[_Pool], int]:
+        content = self.selectors.content
+        form = tuple(
+            (
+                pool.driver,
+                pool.incomplete,
+                pool.invalid,
+                pool.unmodelled is not None,
+                tuple(content(pool.driver, device) for item in pool.slices for device in item.devices),
+            )
+            for pool in pools
+        )
+        return pools, self._forms.setdefault(form, len(self._forms))
+
     def _gather(self, node: Node) -> list[_Pool]:
-        newest: dict[tuple[str, str], list[ResourceSlice]] = {}
-        candidates = [*self._by_node.get(node.name, ()), *self._shared]
-        for item in candidates:
-            # A slice whose devices each say which nodes reach them may reach any node (not modelled: its pool
-            # is refused when reached).
-            reaches = item.all_nodes or item.per_device_node_selection or item.node_name == node.name
-            if not (reaches or _selects(item, node)):
+        return _gather(node, [*self._by_node.get(node.name, ()), *self._shared], self._generations.__getitem__)
+
+
+class _Extended(SliceIndex):
+    """A cluster's index (``root``) with node-local slices added whose pools the cluster does not have:
+    only the nodes those slices name gather their pools here; every other node's come from the root."""
+
+    def __init__(
+        self,
+        root: SliceIndex,
+        added: tuple[ResourceSlice, ...],
+        nodes: dict[Any, tuple[list[_Pool], int]],
+    ) -> None:
+        self.root = root
+        self.added = added
+        self.slices = _Concatenated(root.slices, added)
+        self.selectors = root.selectors
+        self._by_node = {}
+        for item in added:
+            assert item.node_name is not None
+            self._by_node.setdefault(item.node_name, []).append(item)
+        self._shared = root._shared
+        self._generations = {}
+        for item in added:
+            counts = self._generations.setdefault((item.driver, item.pool), {})
+            counts[item.generation] = counts.get(item.generation, 0) + 1
+        self._selected = root._selected
+        self._nodes = nodes
+        self._forms = root._forms
+
+    def extended(self, added: Sequence[ResourceSlice]) -> SliceIndex:
+        if not added:
+            return self
+        root = self.root
+        if any(item.node_name is None for item in added) or any(
+            (item.driver, item.pool) in root._generations or (item.driver, item.pool) in self._generations
+            for item in added
+        ):
+            return SliceIndex([*self.slices], self.selectors)
+        names = {item.node_name for item in added}
+        kept = {key: found for key, found in self._nodes.items() if _node_name(key) not in names}
+        return _Extended(root, (*self.added, *added), kept)
+
+    def pools(self, node: Node) -> tuple[list[_Pool], int]:
+        if node.name not in self._by_node:
+            return self.root.pools(node)
+        return super().pools(node)
+
+    def _gather(self, node: Node) -> list[_Pool]:
+        root, own = self.root, self._generations
+
+        def generations(key: tuple[str, str]) -> dict[int, int]:
+            found = own.get(key)
+            return found if found is not None else root._generations[key]
+
+        candidates = [*root._by_node.get(node.name, ()), *self._by_node.get(node.name, ()), *root._shared]
+        return _gather(node, candidates, generations)
+
+
+def _node_name(key: Any) -> str:
+    return key[0] if isinstance(key, tuple) else str(key)
+
+
+class _Concatenated(Sequence[ResourceSlice]):
+    """Two sequences of slices read as one, without copying the first (the cluster's)."""
+
+    __slots__ = ("_first", "_second")
+
+    def __init__(self, first: Sequence[ResourceSlice], second: Sequence[ResourceSlice]) -> None:
+        self._first, self._second = first, second
+
+    def __len__(self) -> int:
+        return len(self._first) + len(self._second)
+
+    def __getitem__(self, index: Any) -> Any:
+        return [*self._first, *self._second][index]
+
+    def __iter__(self) -> Any:
+        yield from self._first
+        yield from self._second
+
+
+def _gather(
+    node: Node, candidates: Sequence[ResourceSlice], generations: Callable[[tuple[str, str]], dict[int, int]]
+) -> list[_Pool]:
+    """The pools whose newest slices reach ``node`` among ``candidates``; ``generations`` gives, per
+    (driver, pool), how many slices of the cluster each generation has."""
+    newest: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for item in candidates:
+        # A slice whose devices each say which nodes reach them may reach any node (not modelled: its pool
+        # is refused when reached).
+        reaches = item.all_nodes or item.per_device_node_selection or item.node_name == node.name
+        if not (reaches or _selects(item, node)):
+            continue
+        key = (item.driver, item.pool)
+        found = newest.get(key)
+        if found is None or item.generation > found[0].generation:
+            newest[key] = [item]
+        elif item.generation == found[0].generation:
+            found.append(item)
+    pools = []
+    for (driver, name), members in newest.items():
+        generation = members[0].generation
+        wanted = members[0].slice_count
+        if len(members) != wanted:
+            counts = generations((driver, name))
+            if any(g > generation for g in counts):
+                continue  # an obsolete generation
+            if counts.get(generation, 0) != wanted:
+                pools.append(_Pool(driver, name, [], incomplete=True, unmodelled=_unmodelled(members)))
                 continue
-            key = (item.driver, item.pool)
-            found = newest.get(key)
-            if found is None or item.generation > found[0].generation:
-                newest[key] = [item]
-            elif item.generation == found[0].generation:
-                found.append(item)
-        pools = []
-        for (driver, name), members in newest.items():
-            generation = members[0].generation
-            wanted = members[0].slice_count
-            if len(members) != wanted:
-                counts = self._generations[(driver, name)]
-                if any(g > generation for g in counts):
-                    continue  # an obsolete generation
-                if counts.get(generation, 0) != wanted:
-                    pools.append(_Pool(driver, name, [], incomplete=True, unmodelled=_unmodelled(members)))
-                    continue
-            members.sort(key=lambda s: s.name)
-            seen: set[str] = set()
-            invalid = False
-            for item in members:
-                for device in item.devices:
-                    invalid = invalid or device.name in seen
-                    seen.add(device.name)
-            pools.append(_Pool(driver, name, members, invalid=invalid, unmodelled=_unmodelled(members)))
-        pools.sort(key=lambda p: (p.driver, p.name))
-        return pools
+        members.sort(key=lambda s: s.name)
+        seen: set[str] = set()
+        invalid = False
+        for item in members:
+            for device in item.devices:
+                invalid = invalid or device.name in seen
+                seen.add(device.name)
+        pools.append(_Pool(driver, name, members, invalid=invalid, unmodelled=_unmodelled(members)))
+    pools.sort(key=lambda p: (p.driver, p.name))
+    return pools
 
 
 def _unmodelled(members: Sequence[ResourceSlice]) -> ResourceSlice | None:
@@ -327,12 +429,17 @@ def _unmodelled(members: Sequence[ResourceSlice]) -> ResourceSlice | None:
 _INDEX: list[Any] = [None, None]
 
 
-def slice_index(slices: Sequence[ResourceSlice]) -> SliceIndex:
-    """The index of ``slices``, kept while the cache hands out the same list (until a slice changes)."""
+def slice_index(dra: DraView) -> SliceIndex:
+    """The view's index: the one an overlay made for it (``memo["index"]``), or the index of its slices,
+    kept while the cache hands out the same list (until a slice changes)."""
+    index = dra.memo.get("index")
+    if isinstance(index, SliceIndex):
+        return index
+    slices = dra.slices
     if _INDEX[0] is not slices:
         _INDEX[:] = [slices, SliceIndex(slices, SELECTORS)]
-    index: SliceIndex = _INDEX[1]
-    return index
+    found: SliceIndex = _INDEX[1]
+    return found
 
 
 class Allocator:

@@ -12,8 +12,8 @@ that would depend on them, rather than answering as if they were absent (see ``p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -226,6 +226,39 @@ class ResourceClaim:
 
 
 DraObject = DeviceClass | ResourceSlice | ResourceClaim
+
+
+def held_devices(claim: ResourceClaim) -> frozenset[tuple[str, str, str]]:
+    """The devices an allocated claim keeps from other claims: all it holds except those allocated for
+    admin access (empty when the claim is not allocated)."""
+    if claim.allocation is None:
+        return frozenset()
+    return frozenset(result.device_id for result in claim.allocation if not result.admin_access)
+
+
+def template_copies(slices: Sequence[ResourceSlice], node_name: str, suffix: str) -> tuple[ResourceSlice, ...]:
+    """A template node's ResourceSlices as a driver publishes them on one copy of the node, named
+    ``node_name``: each slice named ``<slice>-<suffix>``, in pool ``<pool>-<suffix>`` (pool names are
+    unique within a driver, so every copy has pools of its own), on ``node_name``, without a uid; the
+    pool's generation, slice count and devices as the template's. (cluster-autoscaler copies a template's
+    node-local slices this way; the slices must be node-local, which ``check_template_slices`` checks.)"""
+    return tuple(
+        replace(item, name=f"{item.name}-{suffix}", pool=f"{item.pool}-{suffix}", node_name=node_name, uid="")
+        for item in slices
+    )
+
+
+def check_template_slices(slices: Sequence[ResourceSlice], path: str) -> None:
+    """A template node's slices must be node-local (``spec.nodeName``): cluster-autoscaler copies no other
+    (``can't sanitize slice ... because it isn't node-local``), and a slice shared by nodes is the
+    cluster's, published once, not once per new node."""
+    for i, item in enumerate(slices):
+        if item.node_name is None:
+            raise ValidationError(
+                f"{path}[{i}].spec.nodeName",
+                f"is required: slice {echo(item.name)} of a template node must be node-local (a slice for "
+                "several nodes is the cluster's, published once, not once per new node)",
+            )
 
 
 def _selectors(value: Any, path: str) -> tuple[str, ...]:

@@ -182,7 +182,7 @@ class DynamicResources:
                 why = "the pod uses this allocated claim" if claim.allocated else "the pod's claim must be allocated"
                 raise UnmodelledError(f"resourceClaim({claim.key})", unmodelled, why)
         if pending:
-            data.allocator = Allocator(dra.classes, slice_index(dra.slices), allocated_devices(dra), self.behaviour)
+            data.allocator = Allocator(dra.classes, slice_index(dra), allocated_devices(dra), self.behaviour)
         data.claims = tuple(claims)
         data.pending = tuple(claim for claim in claims if not claim.allocated)
         data.pinned = tuple(

@@ -20,7 +20,6 @@ Nothing touches the cache: the new nodes and placements live in one overlay, dro
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -31,8 +30,7 @@ from podfit.server.engine import Engine
 from podfit.server.model import Node, Pod
 from podfit.server.model.objects import CPU, MEMORY
 from podfit.server.simulation.placement import PredicateChecker
-
-HOSTNAME = "kubernetes.io/hostname"
+from podfit.server.simulation.templates import NodeTemplate, place, template_of
 
 
 @dataclass
@@ -63,12 +61,15 @@ def _share(pod: Pod, template: Node) -> float:
 def estimate(
     engine: Engine,
     snapshot: Snapshot,
-    template: Node,
+    template: Node | NodeTemplate,
     groups: Sequence[Sequence[Pod]],
     max_new_nodes: int,
     scheduler_name: str = "",
 ) -> Estimate:
-    """New nodes of the template the pending ``groups`` need (see the module docstring)."""
+    """New nodes of the template (and its ResourceSlices, copied onto each) the pending ``groups`` need
+    (see the module docstring)."""
+    model = template_of(template)
+    template = model.node
     overlay = Overlay(snapshot)
     placer = PredicateChecker(engine, overlay, scheduler_name)
     order = sorted((i for i, pods in enumerate(groups) if pods), key=lambda i: -_share(groups[i][0], template))
@@ -80,15 +81,14 @@ def estimate(
     last = ""
     added = 0
 
-    def place(pod: Pod, name: str) -> None:
-        overlay.bind_pod(dataclasses.replace(pod, node_name=name, nominated_node_name=""))
+    def put(pod: Pod, name: str) -> None:
+        place(engine, overlay, pod, name, scheduler_name)
         with_pods.setdefault(name, []).append(pod.key)
         result.scheduled.append(pod)
 
     def add_node() -> str:
         nonlocal last, added
-        name = f"{template.name}-e-{added}"
-        overlay.add_node(dataclasses.replace(template, name=name, uid="", labels={**template.labels, HOSTNAME: name}))
+        name = model.add_copy(overlay, f"e-{added}").name
         added += 1
         listed.append(name)
         last = name
@@ -104,13 +104,13 @@ def estimate(
             if name is None:
                 remaining = pods[k:]
                 break
-            place(pod, name)
+            put(pod, name)
         else:
             remaining = []
         for pod in remaining:
             check_deadline()
             if last and placer.fits(pod, last):
-                place(pod, last)
+                put(pod, last)
                 continue
             if last and last not in with_pods:
                 break  # it failed on an empty new node: a fresh one would fail too
@@ -119,7 +119,7 @@ def estimate(
             name = add_node()
             if not placer.fits(pod, name):
                 break  # the node stays, empty
-            place(pod, name)
+            put(pod, name)
         result.scheduled_per_group[group_index] = len(result.scheduled) - placed_before
     placed = {id(p) for p in result.scheduled}
     result.unscheduled = [p for pods in groups for p in pods if id(p) not in placed]

@@ -26,6 +26,7 @@ from podfit.server.engine import Engine
 from podfit.server.model import Node, Pod
 from podfit.server.model.objects import CPU, MEMORY
 from podfit.server.simulation.estimator import estimate
+from podfit.server.simulation.templates import NodeTemplate, template_of
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,8 @@ class ExpansionOption:
     node_group_id: str
     node_count: int
     pods: Sequence[Pod]
-    template: Node
+    # The group's template node, with the ResourceSlices of one such node when it has devices.
+    template: Node | NodeTemplate
 
 
 @dataclass(frozen=True, order=True)
@@ -59,7 +61,8 @@ def score_option(engine: Engine, snapshot: Snapshot, option: ExpansionOption, sc
     """The option's pods on its new nodes (see the module docstring), as a score."""
     count = max(option.node_count, 0)
     result = estimate(engine, snapshot, option.template, [[pod] for pod in option.pods], count, scheduler_name)
-    return OptionScore(len(result.unscheduled), _waste(option.template, count, result.scheduled), count)
+    node = template_of(option.template).node
+    return OptionScore(len(result.unscheduled), _waste(node, count, result.scheduled), count)
 
 
 def best_options(

@@ -23,6 +23,7 @@ from podfit.server.simulation.estimator import Estimate, estimate
 from podfit.server.simulation.expander import ExpansionOption, OptionScore, best_options
 from podfit.server.simulation.node_removal import Destinations, RemovalSimulation, simulate_removal
 from podfit.server.simulation.scenario import Scenario, SimulationResult, simulate
+from podfit.server.simulation.templates import NodeTemplate
 from podfit.server.telemetry import Telemetry
 
 
@@ -99,7 +100,7 @@ class WhatIf:
         self,
         frozen: Frozen,
         groups: Sequence[Sequence[Any]],
-        node_groups: Sequence[tuple[str, Node, int]],
+        node_groups: Sequence[tuple[str, Node | NodeTemplate, int]],
         scheduler_name: str = "",
         version: str = "",
     ) -> tuple[int, list[tuple[str, Estimate]]]:

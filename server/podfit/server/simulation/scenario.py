@@ -17,8 +17,7 @@ from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Decision, Engine
 from podfit.server.model import Node, Pod, Taint, ValidationError
 from podfit.server.model.objects import CPU, MEMORY, PODS
-
-HOSTNAME = "kubernetes.io/hostname"
+from podfit.server.simulation.templates import NodeTemplate, place, template_of
 
 
 @dataclass(frozen=True)
@@ -26,8 +25,9 @@ class Scenario:
     """The changes, applied in field order; each names what it changes so errors can point at it."""
 
     remove_nodes: Sequence[str] = ()
-    # (template, count): copies named "<template>-sim-<i>", i counting across all templates.
-    add_nodes: Sequence[tuple[Node, int]] = ()
+    # (template, count): copies named "<template>-sim-<i>", i counting across all templates, each with its
+    # own copies of the template's ResourceSlices (suffix "sim-<i>": see simulation/templates.py).
+    add_nodes: Sequence[tuple[Node | NodeTemplate, int]] = ()
     cordon_nodes: Sequence[str] = ()
     taint_nodes: Sequence[tuple[str, Taint]] = ()
     # (namespace, name) of bound pods.
@@ -73,15 +73,15 @@ def _apply(overlay: Overlay, scenario: Scenario) -> list[str]:
     for i, name in enumerate(scenario.remove_nodes):
         at(f"scenario.remove_nodes[{i}]", partial(overlay.remove_node, name))
     added: list[str] = []
-    for i, (template, count) in enumerate(scenario.add_nodes):
+    for i, (given, count) in enumerate(scenario.add_nodes):
         if count < 0:
             raise ValidationError(f"scenario.add_nodes[{i}].count", "must not be negative")
+        template = template_of(given)
         for _ in range(count):
             check_deadline()
-            name = f"{template.name}-sim-{len(added)}"
-            node = dataclasses.replace(template, name=name, uid="", labels={**template.labels, HOSTNAME: name})
-            at(f"scenario.add_nodes[{i}]", partial(overlay.add_node, node))
-            added.append(name)
+            suffix = f"sim-{len(added)}"
+            at(f"scenario.add_nodes[{i}]", partial(template.add_copy, overlay, suffix))
+            added.append(f"{template.name}-{suffix}")
     for i, name in enumerate(scenario.cordon_nodes):
         info = overlay.node(name)
         if info is None:
@@ -118,9 +118,9 @@ def simulate(
     placed: dict[str, list[str]] = {name: [] for name in added}
     for pod in pods:
         check_deadline()
-        decision, _, _ = engine.decide(pod, (), scheduler_name, snapshot=overlay.snapshot())
+        decision, state, _ = engine.decide(pod, (), scheduler_name, snapshot=overlay.snapshot())
         if decision.selected:
-            overlay.bind_pod(dataclasses.replace(pod, node_name=decision.selected, nominated_node_name=""))
+            place(engine, overlay, pod, decision.selected, scheduler_name, state)
             placed.get(decision.selected, []).append(pod.key)
             result.placements.append(Placement(pod, decision.selected))
         else:

@@ -7,6 +7,8 @@ pods sent any other way. Which options are best is decided in ``podfit.server.si
 
 from __future__ import annotations
 
+import json
+
 import grpc
 from grpcplugin import expander_pb2 as ex
 from grpcplugin import expander_pb2_grpc as ex_grpc
@@ -14,8 +16,10 @@ from podfit.k8s import protobuf
 from podfit.k8s.convert import ConversionError
 from podfit.server.model import Kind, Node, Pod, ValidationError
 from podfit.server.model.decode import ClusterObject, object_from_k8s
+from podfit.server.model.dra import ResourceSlice, check_template_slices
 from podfit.server.service import SchedulingService
 from podfit.server.simulation.expander import ExpansionOption
+from podfit.server.simulation.templates import NodeTemplate
 from podfit.server.telemetry import annotate
 from podfit.server.transport.convert import located
 from podfit.server.transport.errors import heavy, unary_errors
@@ -23,11 +27,32 @@ from podfit.server.transport.what_if import WhatIfLink, what_if
 
 
 def _decoded(kind: Kind, data: bytes, path: str) -> ClusterObject:
-    """Kubernetes protobuf bytes through the model's one converter, faults located at ``path``."""
+    """Kubernetes protobuf bytes (or, for podfit's own fields, Kubernetes JSON: bytes starting with "{")
+    through the model's one converter, faults located at ``path``."""
     try:
+        if kind is Kind.RESOURCE_SLICE and data.lstrip()[:1] == b"{":
+            try:
+                manifest = json.loads(data)
+            except ValueError as exc:
+                raise ValidationError(path, f"is not Kubernetes JSON: {exc}") from None
+            return object_from_k8s(kind, manifest, path)
         return object_from_k8s(kind, protobuf.decode(kind.value, data), path)
     except ConversionError as exc:
         raise located(exc, path) from None
+
+
+def _slices(request: ex.BestOptionsRequest, group: str) -> tuple[ResourceSlice, ...]:
+    """The group's template ResourceSlices (podfit's templateResourceSlices), node-local."""
+    if group not in request.templateResourceSlices:
+        return ()
+    path = f"templateResourceSlices[{group!r}].items"
+    slices = []
+    for j, data in enumerate(request.templateResourceSlices[group].items):
+        item = _decoded(Kind.RESOURCE_SLICE, data, f"{path}[{j}]")
+        assert isinstance(item, ResourceSlice)
+        slices.append(item)
+    check_template_slices(slices, path)
+    return tuple(slices)
 
 
 def _pod(data: bytes, path: str) -> Pod:
@@ -70,14 +95,15 @@ class ExpanderServicer(ex_grpc.ExpanderServicer):
             limits.check_option_pods(f"options[{i}].{pod_field[i]}", count)
         node_field = "nodeBytesMap" if request.nodeBytesMap else "nodeMap"
         node_bytes = getattr(request, node_field)
-        templates: dict[str, Node] = {}
+        templates: dict[str, NodeTemplate] = {}
         options = []
         for i, option in enumerate(request.options):
             group = option.nodeGroupId
             if group not in templates:
                 if group not in node_bytes:
                     raise ValidationError(f"nodeBytesMap[{group!r}]", f"missing: the template node of options[{i}]")
-                templates[group] = _node(node_bytes[group], f"{node_field}[{group!r}]")
+                node = _node(node_bytes[group], f"{node_field}[{group!r}]")
+                templates[group] = NodeTemplate(node, _slices(request, group))
             field = pod_field[i]
             pods = [_pod(data, f"options[{i}].{field}[{j}]") for j, data in enumerate(getattr(option, field))]
             options.append(ExpansionOption(group, option.nodeCount, pods, templates[group]))

@@ -17,6 +17,7 @@ from podfit.server.framework.interfaces import PreemptionResult
 from podfit.server.framework.status import Code
 from podfit.server.model import Kind, Node, Pod, Taint, ValidationError
 from podfit.server.model.decode import object_from_k8s
+from podfit.server.model.dra import ResourceSlice, check_template_slices
 from podfit.server.model.objects import (
     CPU,
     DEFAULT_NAMESPACE,
@@ -38,6 +39,7 @@ from podfit.server.simulation.drain import BlockingPod, DrainOptions
 from podfit.server.simulation.estimator import Estimate
 from podfit.server.simulation.node_removal import Destinations, RemovalSimulation
 from podfit.server.simulation.scenario import Scenario, SimulationResult
+from podfit.server.simulation.templates import NodeTemplate
 from podfit.server.transport.errors import LocatedProfileError
 from podfit.v1 import cluster_cache_pb2 as cc
 from podfit.v1 import objects_pb2 as ob
@@ -406,12 +408,29 @@ def _node(obj: cc.ClusterObject, path: str) -> Node:
     return node
 
 
+def template_slices(objects: Sequence[cc.ClusterObject], path: str) -> tuple[ResourceSlice, ...]:
+    """A template node's ResourceSlices (typed or Kubernetes JSON), which must be node-local."""
+    slices = []
+    for i, obj in enumerate(objects):
+        item = upsert_from_object(obj, f"{path}[{i}]", expected_kind=Kind.RESOURCE_SLICE).obj
+        assert isinstance(item, ResourceSlice)
+        slices.append(item)
+    check_template_slices(slices, path)
+    return tuple(slices)
+
+
+def _template(obj: cc.ClusterObject, slices: Sequence[cc.ClusterObject], path: str, slices_path: str) -> NodeTemplate:
+    return NodeTemplate(_node(obj, path), template_slices(slices, slices_path))
+
+
 def scenario_from_message(message: sim.Scenario, path: str) -> Scenario:
-    add_nodes = []
+    add_nodes: list[tuple[Node | NodeTemplate, int]] = []
     for i, group in enumerate(message.add_nodes):
         if group.count < 0:
             raise ValidationError(f"{path}.add_nodes[{i}].count", "must not be negative")
-        add_nodes.append((_node(group.template, f"{path}.add_nodes[{i}].template"), group.count))
+        where = f"{path}.add_nodes[{i}]"
+        template = _template(group.template, group.resource_slices, f"{where}.template", f"{where}.resource_slices")
+        add_nodes.append((template, group.count))
     taints = []
     for i, entry in enumerate(message.taint_nodes):
         where = f"{path}.taint_nodes[{i}].taint"
@@ -456,13 +475,16 @@ def simulate_response(result: SimulationResult, epoch: str = "") -> sim.Simulate
     return response
 
 
-def node_group(message: sim.NodeGroup, path: str) -> tuple[str, Node, int]:
-    """(id, template, how many nodes may be added: max_size - current_size)."""
+def node_group(message: sim.NodeGroup, path: str) -> tuple[str, NodeTemplate, int]:
+    """(id, template and its slices, how many nodes may be added: max_size - current_size)."""
     if not message.id:
         raise ValidationError(f"{path}.id", "is required")
     if message.max_size < 0 or message.current_size < 0:
         raise ValidationError(f"{path}.max_size", "sizes must not be negative")
-    return message.id, _node(message.template, f"{path}.template"), message.max_size - message.current_size
+    template = _template(
+        message.template, message.template_resource_slices, f"{path}.template", f"{path}.template_resource_slices"
+    )
+    return message.id, template, message.max_size - message.current_size
 
 
 def estimate_response(
