@@ -196,8 +196,15 @@ async def _expected_priorities(live: LiveServer, pod: Any, names: list[str]) -> 
     return [{"Host": name, "Score": scores[name] * 10 // top if top > 0 else 0} for name in names]
 
 
+@pytest.mark.parametrize(
+    "separators",
+    [
+        pytest.param((",", ":"), id="compact, as Go encodes it: the filter's own answer is sent back"),
+        pytest.param((", ", ": "), id="spaced: the names are compared, not the bytes"),
+    ],
+)
 async def test_prioritize_after_filter_is_answered_from_the_filter_call_and_equals_a_fresh_decision(
-    live: LiveServer,
+    live: LiveServer, separators: tuple[str, str]
 ) -> None:
     """kube-scheduler calls filter, then prioritize with the nodes filter passed: once podfit has seen a
     prioritize call, filter scores too and prioritize decides nothing, with the same answer."""
@@ -207,12 +214,14 @@ async def test_prioritize_after_filter_is_answered_from_the_filter_call_and_equa
             continue
         await load(live, case)
         names = sorted(n["metadata"]["name"] for n in case["nodes"])
-        _, filtered = await post(live, "filter", {"Pod": case["pod"], "Nodes": None, "NodeNames": names})
+        asked = {"Pod": case["pod"], "Nodes": None, "NodeNames": names}
+        _, filtered = await post(live, "filter", None, json.dumps(asked, separators=separators).encode())
         passing = filtered["NodeNames"]
         if len(passing) < 2:
             continue
         before = _decisions_looked_up(live)
-        _, body = await post(live, "prioritize", {"Pod": case["pod"], "Nodes": None, "NodeNames": passing})
+        request = {"Pod": case["pod"], "Nodes": None, "NodeNames": passing}
+        _, body = await post(live, "prioritize", None, json.dumps(request, separators=separators).encode())
         reused += _decisions_looked_up(live) == before
         assert body == await _expected_priorities(live, case["pod"], passing), case["id"]
     assert reused >= 40  # every call but the first, which taught podfit that prioritize follows filter

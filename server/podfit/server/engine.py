@@ -221,10 +221,11 @@ class Engine:
         if not node_names:
             return None
         known = snapshot.positions()
-        positions = np.fromiter((known.get(n, -1) for n in node_names), dtype=np.intp, count=len(node_names))
-        if len(positions) and positions.min() < 0:
-            i = int(np.flatnonzero(positions < 0)[0])
-            raise ValidationError(f"node_names[{i}]", f"node {echo(node_names[i])} is not in the cache")
+        try:
+            positions = np.array(list(map(known.__getitem__, node_names)), dtype=np.intp)
+        except KeyError:
+            i = next(i for i, name in enumerate(node_names) if name not in known)
+            raise ValidationError(f"node_names[{i}]", f"node {echo(node_names[i])} is not in the cache") from None
         positions.sort()
         if len(positions) == len(known) and (len(positions) < 2 or bool((positions[1:] != positions[:-1]).all())):
             return None

@@ -54,8 +54,13 @@ class BadRequest(ValueError):
     """Answered with HTTP 400."""
 
 
+class Encoded(bytes):
+    """An answer already encoded as JSON (a prioritize answered from the round its filter kept)."""
+
+
 def _json_response(body: Any, status: int = 200) -> web.Response:
-    return web.Response(body=msgspec.json.encode(body), status=status, content_type="application/json")
+    data = body if isinstance(body, Encoded) else msgspec.json.encode(body)
+    return web.Response(body=data, status=status, content_type="application/json")
 
 
 # The body's top-level fields stay raw JSON until a verb reads them: without a node cache kube-scheduler
@@ -160,6 +165,10 @@ class _Round(NamedTuple):
     generation: int
     passing: frozenset[Any]  # the nodes the filter passed: names, or (name, uid, resourceVersion)
     totals: dict[str, int]
+    # With node names: the passing names as the filter answered them (JSON), and the prioritize answer
+    # for exactly those names in that order, encoded: kube-scheduler sends the filter's list back as is.
+    names_json: bytes = b""
+    answer: Encoded | None = None
 
 
 # Filter answers kept for prioritize: kube-scheduler asks one pod at a time, so a few cover several
@@ -196,17 +205,15 @@ class Extender:
             passing = []
         error = decision.message if decision.gated else ""
         if scored and passing and decision.score_table is not None:
-            keep_set = set(passing)
-            self._keep(
-                args,
-                _Round(
-                    decision.generation,
-                    frozenset(passing)
-                    if full_nodes is None
-                    else frozenset(_identity(m) for _, m in full_nodes if m.name in keep_set),
-                    decision.totals(),
-                ),
-            )
+            totals = decision.totals()
+            if full_nodes is None:
+                answer = Encoded(msgspec.json.encode(_priorities(passing, totals)))
+                kept = _Round(decision.generation, frozenset(passing), totals, msgspec.json.encode(passing), answer)
+            else:
+                keep_set = set(passing)
+                identities = frozenset(_identity(m) for _, m in full_nodes if m.name in keep_set)
+                kept = _Round(decision.generation, identities, totals)
+            self._keep(args, kept)
         if full_nodes is None:
             return {
                 "Nodes": None,
@@ -225,19 +232,18 @@ class Extender:
             "Error": error,
         }
 
-    async def prioritize(self, args: Args) -> list[dict[str, Any]]:
+    async def prioritize(self, args: Args) -> Encoded | list[dict[str, Any]]:
         """ExtenderArgs -> HostPriorityList: podfit's totals scaled to 0..MaxExtenderPriority, the best
         node at the maximum; nodes podfit finds infeasible score 0."""
         self.scores_wanted = True
-        order, totals = self._recall(args)  # the pod is not even decoded when filter already answered
+        recalled = self._recall(args)  # the pod is not even decoded when filter already answered
+        if isinstance(recalled, Encoded):
+            return recalled
+        order, totals = recalled
         if totals is None:
             decision, order, _, _ = await self._decide(args, _pod(args), score=True)
             totals = decision.totals()
-        top = max(totals.values(), default=0)
-        return [
-            {"Host": name, "Score": (totals.get(name, 0) * MAX_EXTENDER_PRIORITY // top) if top > 0 else 0}
-            for name in order
-        ]
+        return _priorities(order, totals)
 
     async def preempt(self, args: Args) -> dict[str, Any]:
         """ExtenderPreemptionArgs -> ExtenderPreemptionResult: of the scheduler's candidate nodes, those
@@ -294,12 +300,16 @@ class Extender:
         while len(self.rounds) > MAX_ROUNDS:
             self.rounds.popitem(last=False)
 
-    def _recall(self, args: Args) -> tuple[list[str], dict[str, int] | None]:
+    def _recall(self, args: Args) -> Encoded | tuple[list[str], dict[str, int] | None]:
         """(the nodes asked about, in order; the filter call's totals when they answer this call exactly:
-        the same pod, nothing changed since, and exactly the nodes that filter passed)."""
+        the same pod, nothing changed since, and exactly the nodes that filter passed), or the whole
+        answer when the names came back exactly as the filter sent them."""
         kept = self.rounds.pop(bytes(args.get("Pod", b"")), None)
         if kept is None or kept.generation != self.service.generation:
             return [], None
+        if kept.answer is not None and bytes(args.get("NodeNames", b"")) == kept.names_json:
+            self.rounds_reused += 1
+            return kept.answer
         if "NodeNames" in args and bytes(args["NodeNames"]) != b"null":
             try:
                 names = _NAMES.decode(args["NodeNames"]) or []
@@ -348,6 +358,15 @@ class Extender:
             decision = await self.service.decide_with_nodes(pod, nodes)
             return decision, order, set(), node_list
         raise BadRequest("one of Nodes or NodeNames is required")
+
+
+def _priorities(order: Sequence[str], totals: Mapping[str, int]) -> list[dict[str, Any]]:
+    """HostPriorityList: podfit's totals scaled to 0..MaxExtenderPriority, the best node at the maximum;
+    nodes podfit finds infeasible score 0."""
+    top = max(totals.values(), default=0)
+    if top <= 0:
+        return [{"Host": name, "Score": 0} for name in order]
+    return [{"Host": name, "Score": totals.get(name, 0) * MAX_EXTENDER_PRIORITY // top} for name in order]
 
 
 def _identity(meta: _Meta) -> tuple[str, str, str]:
