@@ -376,7 +376,7 @@ class SchedulingService:
     def unknown_nodes(self, names: Sequence[str]) -> set[str]:
         """The names that are no cached node (one set lookup each: kube-scheduler sends thousands)."""
         nodes = self.view().node_info_map
-        return set(names).difference(nodes.keys())
+        return {name for name in names if name not in nodes}
 
     def has_node(self, name: str) -> bool:
         return self.cache.get(Kind.NODE, "", name) is not None
