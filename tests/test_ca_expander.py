@@ -5,6 +5,7 @@ and clear errors."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -227,6 +228,87 @@ async def test_bad_bytes_are_invalid_argument(expander: Expander, request_: ex.B
     (violation,) = _violations(raised.value)
     # The path goes on into the bytes where the decoder can say more (a field, a field number).
     assert violation == field or violation.startswith(f"{field}.")
+
+
+def _gpu_slice(node: str, gpus: int, **where: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "driver": "gpu.example.com",
+        "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": f"gpu-{i}"} for i in range(gpus)],
+    }
+    spec.update(where or {"nodeName": node})
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": node}, "spec": spec}
+
+
+def _gpu_pods(count: int) -> list[bytes]:
+    built = []
+    for i in range(count):
+        builder = make_pod(f"g{i}").req(cpu="1", memory="1Gi").owner("ReplicaSet", "train")
+        builder.spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"claim-{i}"}]
+        built.append(protobuf.encode(builder.json()))
+    return built
+
+
+async def _gpu_cluster(expander: Expander, claims: int) -> None:
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}
+    selector = {"cel": {"expression": 'device.driver == "gpu.example.com"'}}
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": "gpu"},
+            "spec": {"selectors": [selector]},
+        }
+    ]
+    for i in range(claims):
+        objects.append(
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"claim-{i}", "namespace": "default"},
+                "spec": {"devices": {"requests": [request]}},
+            }
+        )
+    await expander.client.apply(objects)
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        pytest.param(protobuf.encode, id="slices in Kubernetes protobuf"),
+        pytest.param(lambda s: json.dumps(s).encode(), id="slices as Kubernetes JSON"),
+    ],
+)
+async def test_template_resource_slices_make_a_gpu_group_the_best_option(expander: Expander, encode: Any) -> None:
+    """Without its slices a GPU group's template takes no claiming pod; with them (podfit's
+    templateResourceSlices) each new node brings its own GPUs, and the option with enough of them wins."""
+    await _gpu_cluster(expander, 4)
+    templates = {"gpu2": template("gpu2", "16", "64Gi"), "gpu4": template("gpu4", "16", "64Gi")}
+    options = [option("gpu2", 1, _gpu_pods(4)), option("gpu4", 1, _gpu_pods(4))]
+    bare = await expander.stub.BestOptions(ex.BestOptionsRequest(options=options, nodeBytesMap=templates))
+    # No devices anywhere: neither option places a pod, so both tie.
+    assert [o.nodeGroupId for o in bare.options] == ["gpu2", "gpu4"]
+    slices = {
+        "gpu2": ex.ResourceSlices(items=[encode(_gpu_slice("gpu2", 2))]),
+        "gpu4": ex.ResourceSlices(items=[encode(_gpu_slice("gpu4", 4))]),
+    }
+    request = ex.BestOptionsRequest(options=options, nodeBytesMap=templates, templateResourceSlices=slices)
+    response = await expander.stub.BestOptions(request)
+    assert [o.nodeGroupId for o in response.options] == ["gpu4"]
+
+
+async def test_a_template_slice_for_every_node_is_refused(expander: Expander) -> None:
+    await _gpu_cluster(expander, 1)
+    slices = {"gpu": ex.ResourceSlices(items=[protobuf.encode(_gpu_slice("gpu", 1, allNodes=True))])}
+    request = ex.BestOptionsRequest(
+        options=[option("gpu", 1, _gpu_pods(1))],
+        nodeBytesMap={"gpu": template("gpu", "4", "4Gi")},
+        templateResourceSlices=slices,
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await expander.stub.BestOptions(request)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert _violations(raised.value) == ["templateResourceSlices['gpu'].items[0].spec.nodeName"]
 
 
 async def test_the_listener_is_tls_only_and_serves_only_the_expander(expander: Expander) -> None:

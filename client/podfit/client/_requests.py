@@ -237,19 +237,28 @@ def preempt_request(
     )
 
 
+NodeGroupSpec = tuple[str, Any, int, int] | tuple[str, Any, int, int, Iterable[Any]]
+
+
 def estimate_request(
-    groups: Iterable[Iterable[Any]], node_groups: Iterable[tuple[str, Any, int, int]], scheduler_name: str = ""
+    groups: Iterable[Iterable[Any]], node_groups: Iterable[NodeGroupSpec], scheduler_name: str = ""
 ) -> sim.EstimateScaleUpRequest:
     """``groups``: lists of identical pending pods (manifests or "namespace/name"); ``node_groups``:
-    (id, template Node manifest, current size, max size)."""
-    return sim.EstimateScaleUpRequest(
+    (id, template Node manifest, current size, max size[, the ResourceSlice manifests of one such node])."""
+    request = sim.EstimateScaleUpRequest(
         groups=[sim.PodGroup(pods=[to_pod_reference(pod) for pod in group]) for group in groups],
-        node_groups=[
-            sim.NodeGroup(id=group_id, template=to_cluster_object(template, "Node"), current_size=current, max_size=top)
-            for group_id, template, current, top in node_groups
-        ],
         scheduler_name=scheduler_name,
     )
+    for group_id, template, current, top, *rest in node_groups:
+        slices = [to_cluster_object(item, "ResourceSlice") for item in (rest[0] if rest else ())]
+        request.node_groups.add(
+            id=group_id,
+            template=to_cluster_object(template, "Node"),
+            current_size=current,
+            max_size=top,
+            template_resource_slices=slices,
+        )
+    return request
 
 
 def simulate_request(

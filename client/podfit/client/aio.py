@@ -225,11 +225,12 @@ class AsyncClient:
     async def estimate_scale_up(
         self,
         groups: Iterable[Iterable[Any]],
-        node_groups: Iterable[tuple[str, Any, int, int]],
+        node_groups: Iterable[rq.NodeGroupSpec],
         scheduler_name: str = "",
         timeout: float | None = None,
     ) -> sim.EstimateScaleUpResponse:
-        """cluster-autoscaler's binpacking estimate for each (id, template, current size, max size)."""
+        """cluster-autoscaler's binpacking estimate for each (id, template, current size, max size[, the
+        template's ResourceSlices])."""
         request = rq.estimate_request(groups, node_groups, scheduler_name)
         return await self._call(self.simulation.EstimateScaleUp, request, timeout)
 

@@ -606,7 +606,9 @@ def cmd_simulate(client: Client, args: argparse.Namespace) -> int:
 def cmd_estimate(client: Client, args: argparse.Namespace) -> int:
     request = whatif.estimate_request(_documents(args.filename, args.namespace), args.scheduler_name)
     groups = [list(group.pods) for group in request.groups]
-    node_groups = [(g.id, g.template, g.current_size, g.max_size) for g in request.node_groups]
+    node_groups: list[rq.NodeGroupSpec] = [
+        (g.id, g.template, g.current_size, g.max_size, list(g.template_resource_slices)) for g in request.node_groups
+    ]
     response = client.estimate_scale_up(groups, node_groups, request.scheduler_name)
     if _emit(response, args.output):
         return 0

@@ -6,7 +6,8 @@ several ``-f``) holds a whole question:
 ```yaml
 kind: Scenario            # podfit simulate: at most one; every Pod document is placed after it
 removeNodes: [node-a]
-addNodes: [{count: 3, template: {kind: Node, metadata: {name: big}, status: {allocatable: {...}}}}]
+addNodes: [{count: 3, template: {kind: Node, metadata: {name: big}, status: {allocatable: {...}}},
+            resourceSlices: [{kind: ResourceSlice, spec: {nodeName: big, driver: ..., devices: [...]}}]}]
 cordonNodes: [node-b]
 taintNodes: [{nodeName: node-c, taint: {key: k, value: v, effect: NoSchedule}}]
 removePods: [shop/web-1]  # namespace/name of bound pods
@@ -18,7 +19,11 @@ id: pool-a
 currentSize: 2
 maxSize: 10
 template: {kind: Node, ...}
+resourceSlices: [...]     # optional: what the drivers publish on one node of the group (node-local)
 ```
+
+``resourceSlices`` (of an ``addNodes`` entry or a NodeGroup) are the ResourceSlices of one node made from
+the template; each new node gets its own copies, pooled per node (see podfit.v1.HypotheticalNodes).
 
 Pending pods for ``estimate`` are grouped as cluster-autoscaler groups them: the same controller and
 the same spec make one equivalence group; pods without a controller stand alone.
@@ -66,6 +71,19 @@ def _int(value: Any, path: str, default: int | None = None) -> int:
     return value
 
 
+def _slices(value: Any, path: str) -> list[Any]:
+    """A template's ResourceSlice manifests as ClusterObjects (a manifest without a kind is one)."""
+    slices = []
+    for i, item in enumerate(_list(value, path)):
+        if not isinstance(item, Mapping):
+            raise ConversionError(f"{path}[{i}]", "must be a ResourceSlice manifest")
+        try:
+            slices.append(to_cluster_object(item, "ResourceSlice"))
+        except ConversionError as exc:
+            raise ConversionError(f"{path}[{i}].{exc.field}" if exc.field else f"{path}[{i}]", exc.message) from None
+    return slices
+
+
 def _pod_key(value: Any, path: str) -> tuple[str, str]:
     if not isinstance(value, str) or not value:
         raise ConversionError(path, 'must be "namespace/name" or "name"')
@@ -86,7 +104,9 @@ def scenario(doc: Mapping[str, Any], source: str = "scenario") -> sim.Scenario:
         if not isinstance(group, Mapping) or not isinstance(group.get("template"), Mapping):
             raise ConversionError(f"{where}.template", "must be a Node manifest")
         message.add_nodes.add(
-            template=to_cluster_object(group["template"], "Node"), count=_int(group.get("count"), f"{where}.count", 1)
+            template=to_cluster_object(group["template"], "Node"),
+            count=_int(group.get("count"), f"{where}.count", 1),
+            resource_slices=_slices(group.get("resourceSlices"), f"{where}.resourceSlices"),
         )
     message.cordon_nodes.extend(_names(doc.get("cordonNodes"), f"{source}.cordonNodes"))
     for i, entry in enumerate(_list(doc.get("taintNodes"), f"{source}.taintNodes")):
@@ -174,6 +194,7 @@ def estimate_request(manifests: Sequence[Manifest], scheduler_name: str = "") ->
                 template=to_cluster_object(m["template"], "Node"),
                 current_size=_int(m.get("currentSize"), f"{where}.currentSize", 0),
                 max_size=_int(m.get("maxSize"), f"{where}.maxSize"),
+                template_resource_slices=_slices(m.get("resourceSlices"), f"{where}.resourceSlices"),
             )
         else:
             raise ConversionError(f"{where}.kind", f"{kind!r} is neither a pending Pod nor a NodeGroup")
