@@ -48,6 +48,11 @@ SHAPES = ("names-500", "nodes-500", "names-all")
 PER_CALL = 500
 
 
+def go_json(args: Any) -> bytes:
+    """JSON as kube-scheduler's encoding/json writes it: compact, no spaces."""
+    return json.dumps(args, separators=(",", ":")).encode()
+
+
 def wire_node(i: int) -> dict[str, Any]:
     """podfit bench's node as kube-scheduler sends it to an extender without a node cache: a v1 Node
     with the fields of the captured payload (capacity, daemonEndpoints, nodeInfo, images, ...)."""
@@ -197,7 +202,7 @@ def run_shape(caller: Caller, shape: str, nodes: int, rounds: int, distinct: boo
             args = {"Pod": pod, "Nodes": None, "NodeNames": [names[k] for k in window]}
         else:
             args = {"Pod": pod, "Nodes": {"metadata": {}, "items": [full[k] for k in window]}, "NodeNames": None}
-        body = json.dumps(args).encode()
+        body = go_json(args)
         request_bytes.append(len(body))
         f_ms, raw = caller.post("filter", body)
         result = json.loads(raw)
@@ -210,7 +215,7 @@ def run_shape(caller: Caller, shape: str, nodes: int, rounds: int, distinct: boo
         else:
             args["Nodes"] = result["Nodes"]
             passed += len(result["Nodes"]["items"])
-        body = json.dumps(args).encode()
+        body = go_json(args)
         p_ms, raw = caller.post("prioritize", body)
         sent = args["NodeNames"] if args["NodeNames"] is not None else args["Nodes"]["items"]
         if len(json.loads(raw)) != len(sent):

@@ -28,6 +28,8 @@ from pathlib import Path
 from podfit.client import AsyncClient, bench
 from podfit.client.conformance import LocalServer
 
+from benchmarks.versus_kube_scheduler import process_cpu_seconds
+
 HERE = Path(__file__).resolve().parent
 RATE = 250  # samples per second
 
@@ -45,6 +47,9 @@ CATEGORIES: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 )
 # Frames of the cache (snapshots, the pod index) count for whatever called them: a decision, a reservation.
 OTHER = "gRPC runtime, event loop, interceptors"
+# Innermost frames of a thread that waits (py-spy does not always see such a thread as idle): the event
+# loop in epoll, a thread-pool worker waiting for work. Their samples are not CPU and are left out.
+WAITS = ("EpollSelector.select (", "_worker (concurrent/futures/thread.py")
 
 
 def classify(stack: str) -> str:
@@ -77,30 +82,35 @@ def _record(pid: int, output: Path, fmt: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-async def _sampled(pid: int, output: Path, fmt: str, work: Awaitable[None]) -> float:
-    """Awaits ``work`` while py-spy samples the server into ``output``; the seconds it took."""
+async def _sampled(pid: int, output: Path, fmt: str, work: Awaitable[None]) -> tuple[float, float]:
+    """Awaits ``work`` while py-spy samples the server into ``output``; (the seconds it took, the server's
+    CPU seconds meanwhile)."""
     spy = _record(pid, output, fmt)
     await asyncio.sleep(1.0)  # py-spy attaches
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), process_cpu_seconds(pid)
     await work
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, process_cpu_seconds(pid) - cpu
     spy.send_signal(signal.SIGINT)
     _, err = spy.communicate(timeout=60)
     if not output.exists():
         raise SystemExit(f"py-spy wrote nothing: {err.decode().strip()}")
-    return elapsed
+    return elapsed, cpu
 
 
-def breakdown(collapsed: Path, pods: int) -> list[tuple[str, float, float]]:
-    """(category, share of the server's samples, CPU microseconds per pod) from py-spy's raw output."""
+def breakdown(collapsed: Path, pods: int, cpu_seconds: float | None = None) -> list[tuple[str, float, float]]:
+    """(category, share of the server's working samples, CPU microseconds per pod) from py-spy's raw
+    output. Samples of waiting threads are dropped; with ``cpu_seconds`` (the server's CPU over the phase,
+    from /proc) the shares divide that, otherwise each sample counts 1/RATE s."""
     counts: collections.Counter[str] = collections.Counter()
     for line in collapsed.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
-        if stack and count.isdigit():
-            counts[classify(stack)] += int(count)
+        if not stack or not count.isdigit() or stack.rpartition(";")[2].startswith(WAITS):
+            continue
+        counts[classify(stack)] += int(count)
     total = sum(counts.values()) or 1
+    spent = cpu_seconds if cpu_seconds is not None else total / RATE
     order = [*(name for name, _ in CATEGORIES), OTHER]
-    return [(name, counts[name] / total, counts[name] / RATE / pods * 1e6) for name in order if counts[name]]
+    return [(name, counts[name] / total, counts[name] / total * spent / pods * 1e6) for name in order if counts[name]]
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -118,10 +128,13 @@ async def main_async(args: argparse.Namespace) -> None:
                 await _sampled(pid, svg, "flamegraph", work(offset))
                 offset += args.decisions
                 raw = Path(args.raw_dir) / f"flame-{name}.txt"
-                elapsed = await _sampled(pid, raw, "raw", work(offset))
+                elapsed, cpu = await _sampled(pid, raw, "raw", work(offset))
                 offset += args.decisions
-                print(f"{name}: {args.decisions} pods in {elapsed:.2f} s ({args.decisions / elapsed:,.0f}/s); {svg}")
-                for category, share, micros in breakdown(raw, args.decisions):
+                print(
+                    f"{name}: {args.decisions} pods in {elapsed:.2f} s ({args.decisions / elapsed:,.0f}/s), "
+                    f"server CPU {cpu / args.decisions * 1e6:,.0f} us/pod; {svg}"
+                )
+                for category, share, micros in breakdown(raw, args.decisions, cpu):
                     print(f"  {category:<40} {share:6.1%}  {micros:8.0f} us/pod")
 
 

@@ -57,3 +57,24 @@ def test_the_breakdown_is_shares_of_samples_and_cpu_per_pod(tmp_path: Path) -> N
     rows = {name: (share, micros) for name, share, micros in breakdown(raw, pods=10)}
     assert rows["decide (cycle, framework, plugins)"] == (0.75, pytest.approx(750 / 250 / 10 * 1e6))
     assert rows[OTHER][0] == 0.25 and len(rows) == 2
+
+
+@pytest.mark.parametrize(
+    ("wait", "counted"),
+    [
+        pytest.param(f"{LOOP};select (selectors.py:468);EpollSelector.select (selectors.py:468)", False, id="epoll"),
+        pytest.param("Thread._bootstrap (threading.py:1002);_worker (concurrent/futures/thread.py:81)", False,
+                     id="an idle pool worker"),
+        pytest.param(f"{LOOP};{HANDLER}", True, id="the gRPC runtime at work"),
+    ],
+)  # fmt: skip
+def test_waiting_samples_are_not_cpu_and_the_measured_cpu_is_shared_out(
+    tmp_path: Path, wait: str, counted: bool
+) -> None:
+    raw = tmp_path / "raw.txt"
+    raw.write_text(f"{LOOP};schedule (podfit/server/cycle.py:96) 600\n{wait} 400\n")
+    rows = {name: (share, micros) for name, share, micros in breakdown(raw, pods=100, cpu_seconds=0.05)}
+    decide = rows["decide (cycle, framework, plugins)"]
+    # 0.05 s of server CPU over 100 pods is 500 us per pod, shared by the working samples only.
+    assert decide == (pytest.approx(0.6 if counted else 1.0), pytest.approx(300 if counted else 500))
+    assert (OTHER in rows) is counted
