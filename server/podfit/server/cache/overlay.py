@@ -12,13 +12,14 @@ one synchronous decision or simulation, before the cache changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 import numpy.typing as npt
 from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.pod_index import OverlayPodIndex, PodIndexView
 from podfit.server.cache.snapshot import DraView, ImageSummary, Snapshot
-from podfit.server.dra.allocator import SliceIndex, slice_index
+from podfit.server.dra.allocator import SliceIndex, by_pool, slice_index
 from podfit.server.model import Node, Pod
 from podfit.server.model.dra import ResourceClaim, ResourceSlice, held_devices
 
@@ -58,6 +59,31 @@ def _held(dra: DraView) -> frozenset[tuple[str, str, str]]:
         found = dra.memo["allocated"] = frozenset().union(*(held_devices(c) for c in dra.claims.values()))
     held: frozenset[tuple[str, str, str]] = found
     return held
+
+
+class _InUse(Mapping[tuple[str, str], AbstractSet[str]]):
+    """The base's devices in use by pool with the overlay's pools in front."""
+
+    __slots__ = ("_base", "_own")
+
+    def __init__(
+        self, base: Mapping[tuple[str, str], AbstractSet[str]], own: Mapping[tuple[str, str], AbstractSet[str]]
+    ) -> None:
+        self._base, self._own = base, own
+
+    def __getitem__(self, key: tuple[str, str]) -> AbstractSet[str]:
+        found = self._own.get(key)
+        return found if found is not None else self._base[key]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        yield from self._base
+        yield from (key for key in self._own if key not in self._base)
+
+    def __len__(self) -> int:
+        return len(self._base) + sum(1 for key in self._own if key not in self._base)
+
+    def __bool__(self) -> bool:
+        return bool(self._own) or bool(self._base)
 
 
 class _Claims(Mapping[str, ResourceClaim]):
@@ -113,6 +139,8 @@ class Overlay:
         self._slice_index: SliceIndex | None = None
         self._claims: dict[str, ResourceClaim] = {}
         self._held: frozenset[tuple[str, str, str]] | None = None
+        # The pools whose devices in use the overlay's claims changed: (driver, pool) -> every device in use.
+        self._in_use: dict[tuple[str, str], AbstractSet[str]] = {}
         self._dra: DraView | None = None
 
     def fork(self) -> Overlay:
@@ -128,6 +156,7 @@ class Overlay:
         copy._added = list(self._added)
         copy._info_array, copy._swapped = self._info_array, set(self._swapped) | set(copy._infos)
         copy._slice_index, copy._claims, copy._held = self._slice_index, dict(self._claims), self._held
+        copy._in_use = dict(self._in_use)
         return copy
 
     # -- reads -----------------------------------------------------------------------------------
@@ -237,15 +266,33 @@ class Overlay:
         held: frozenset[tuple[str, str, str]] | None = self._held
         if held is None:
             held = _held(self.dra_view())
+            self._in_use = {}
         for claim in claims:
             before = self._claims.get(claim.key) or self.base.dra.claims.get(claim.key)
             self._claims[claim.key] = claim
             if before is not None and before.allocation is not None and before.allocation != claim.allocation:
                 held = None  # an allocation changed or went: another claim may still hold its devices
             elif held is not None:
-                held = held | held_devices(claim)
+                new = held_devices(claim) - held
+                held = held | new
+                for driver, pool, device in new:
+                    key = (driver, pool)
+                    self._in_use[key] = {*self._pools_in_use().get(key, ()), device}
         self._held = held
         self._dra = self._snapshot = None
+
+    def _base_in_use(self) -> Mapping[tuple[str, str], AbstractSet[str]]:
+        """The base's devices in use by pool (DynamicResources' index of them, kept in the view's memo)."""
+        base = self.base.dra
+        found = base.memo.get("in_use")
+        if found is None:
+            found = base.memo["in_use"] = by_pool(_held(base))
+        in_use: Mapping[tuple[str, str], AbstractSet[str]] = found
+        return in_use
+
+    def _pools_in_use(self) -> Mapping[tuple[str, str], AbstractSet[str]]:
+        """The devices in use by pool, the overlay's claims' included."""
+        return _InUse(self._base_in_use(), self._in_use) if self._in_use else self._base_in_use()
 
     def dra_view(self) -> DraView:
         """The base's DRA objects with the overlay's slices and claims."""
@@ -262,6 +309,7 @@ class Overlay:
                 view.memo["index"] = index
             if self._held is not None:
                 view.memo["allocated"] = self._held
+                view.memo["in_use"] = _InUse(self._base_in_use(), dict(self._in_use))
             self._dra = view
         return self._dra
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -442,6 +443,14 @@ def slice_index(dra: DraView) -> SliceIndex:
     return found
 
 
+def by_pool(allocated: frozenset[DeviceID]) -> dict[tuple[str, str], AbstractSet[str]]:
+    """The devices in use grouped by pool: (driver, pool) -> device names."""
+    pools: dict[tuple[str, str], set[str]] = {}
+    for driver, pool, device in allocated:
+        pools.setdefault((driver, pool), set()).add(device)
+    return dict(pools)
+
+
 class Allocator:
     """Allocates one pod's pending claims on one node at a time, over fixed DRA objects and in-use set."""
 
@@ -451,16 +460,17 @@ class Allocator:
         index: SliceIndex,
         allocated: frozenset[DeviceID],
         behaviour: AllocatorBehaviour,
+        in_use: Mapping[tuple[str, str], AbstractSet[str]] | None = None,
     ) -> None:
+        """``in_use``, when given, is ``by_pool(allocated)`` (kept by the DRA view, so that a decision does
+        not index every device in use again)."""
         self.classes = classes
         self.index = index
         self.allocated = allocated
         self.selectors = index.selectors
         self.behaviour = behaviour
         # Pools with devices in use, and which: (driver, pool) -> device names.
-        self._in_use: dict[tuple[str, str], set[str]] = {}
-        for driver, pool, device in allocated:
-            self._in_use.setdefault((driver, pool), set()).add(device)
+        self._in_use: Mapping[tuple[str, str], AbstractSet[str]] = in_use if in_use is not None else by_pool(allocated)
         # (claims, form, devices in use) -> the answer of the first node of that form.
         self._by_form: dict[tuple[Any, ...], list[ClaimAllocation] | InvalidPools | None] = {}
 

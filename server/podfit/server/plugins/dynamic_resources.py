@@ -28,6 +28,7 @@ from podfit.server.dra.allocator import (
     AllocatorBehaviour,
     ClaimAllocation,
     InvalidPools,
+    by_pool,
     slice_index,
 )
 from podfit.server.framework.cycle_state import CycleState
@@ -182,7 +183,11 @@ class DynamicResources:
                 why = "the pod uses this allocated claim" if claim.allocated else "the pod's claim must be allocated"
                 raise UnmodelledError(f"resourceClaim({claim.key})", unmodelled, why)
         if pending:
-            data.allocator = Allocator(dra.classes, slice_index(dra), allocated_devices(dra), self.behaviour)
+            allocated = allocated_devices(dra)
+            in_use = dra.memo.get("in_use")
+            if in_use is None:
+                in_use = dra.memo["in_use"] = by_pool(allocated)
+            data.allocator = Allocator(dra.classes, slice_index(dra), allocated, self.behaviour, in_use)
         data.claims = tuple(claims)
         data.pending = tuple(claim for claim in claims if not claim.allocated)
         data.pinned = tuple(
