@@ -13,6 +13,7 @@ from podfit.server.config import default_profile
 from podfit.server.engine import Engine
 from podfit.server.model import Kind, Pod
 from podfit.server.plugins.node_resources_fit import NodeResourcesFit
+from podfit.server.plugins.taint_toleration import TaintToleration
 from podfit.server.service import SchedulingService
 from podfit.server.transport.stored_forms import PROTOBUF_FORMS
 
@@ -149,6 +150,48 @@ def test_only_changed_rows_are_evaluated_again(monkeypatch: pytest.MonkeyPatch) 
     seen.clear()
     engine.decide(make_pod("other").req(cpu="2").obj())
     assert seen == [200]
+
+
+def _rows_seen(monkeypatch: pytest.MonkeyPatch, plugin: type, method: str) -> list[int]:
+    """How many rows each call of ``plugin.method`` evaluates, from now on."""
+    seen: list[int] = []
+    original = getattr(plugin, method)
+
+    def counting(self: Any, state: Any, pod: Pod, table: Any, rows: np.ndarray) -> Any:
+        seen.append(len(rows))
+        return original(self, state, pod, table, rows)
+
+    monkeypatch.setattr(plugin, method, counting)
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("change", "pod_rows", "node_rows"),
+    [
+        pytest.param(make_pod("x").req(cpu="1").node("n007"), 1, 0, id="a pod lands: Node readers skip the row"),
+        pytest.param(make_node("n007").taint("dedicated", "x", "PreferNoSchedule"), 1, 1,
+                     id="the Node changes: every plugin reads the row again"),
+    ],
+)  # fmt: skip
+def test_plugins_that_read_only_the_node_skip_rows_whose_pods_changed(
+    monkeypatch: pytest.MonkeyPatch, change: Any, pod_rows: int, node_rows: int
+) -> None:
+    fit = _rows_filtered(monkeypatch)
+    taint_filter = _rows_seen(monkeypatch, TaintToleration, "filter_rows")
+    taint_score = _rows_seen(monkeypatch, TaintToleration, "score_rows")
+    cache = make_cache(*[make_node(f"n{i:03d}") for i in range(200)])
+    engine = Engine(cache, {"default-scheduler": default_profile()})
+    pod = make_pod("r").req(cpu="1").obj()
+    engine.decide(pod)
+    assert fit == [200] and taint_filter == [200] and taint_score == [200]
+    kind = Kind.POD if isinstance(change, PodBuilder) else Kind.NODE
+    cache.apply([Upsert(kind, change.obj())])
+    for seen in (fit, taint_filter, taint_score):
+        seen.clear()
+    engine.decide(pod)
+    assert sum(fit) == pod_rows and sum(taint_filter) == node_rows and sum(taint_score) == node_rows
+    cold = Engine(cache, {"default-scheduler": default_profile()})
+    assert _answer(engine, cache, pod) == _answer(cold, cache, pod)
 
 
 def test_rows_changed_after_an_undone_batch_are_evaluated_again() -> None:

@@ -90,6 +90,7 @@ _ROW_ARRAYS = (
     "has_ports",
     "taint_set",
     "row_generation",
+    "node_generation",
     "live",
 )
 
@@ -114,6 +115,9 @@ class NodeTable:
         self.taint_set: npt.NDArray[np.int32] = np.zeros(capacity, dtype=np.int32)
         # Each row's NodeInfo.generation when last refreshed: lets indexes find changed rows at once.
         self.row_generation: IntArray = np.zeros(capacity, dtype=np.int64)
+        # Each row's NodeInfo.generation when its Node was put there: at most its row generation, and
+        # what readers of the Node alone (not its pods) compare against.
+        self.node_generation: IntArray = np.zeros(capacity, dtype=np.int64)
         # Rows holding a node (others are free).
         self.live: BoolArray = np.zeros(capacity, dtype=bool)
         # Interned taint lists; index 0 is "no taints".
@@ -276,6 +280,7 @@ class NodeTable:
                 for name in image.names:
                     self.image_rows.setdefault(name, set()).add(row)
                     self._image_arrays.pop(name, None)
+        self.node_generation[row] = info.generation
         self.refresh(info)
         return row
 

@@ -118,6 +118,16 @@ class Framework:
         self._local_filters = profile.filter[:local_filters]
         self._other_filters = profile.filter[local_filters:]
         self._local_scores = {w.plugin.name for w in profile.score if getattr(w.plugin, "row_local", False)}
+        # Of those, the ones that read only a row's Node (``reads_pods = False``): the leading run of the
+        # row-local Filter plugins, and such Score plugins. Pods coming and going leave their answers be.
+        node_filters = 0
+        while node_filters < local_filters and not getattr(profile.filter[node_filters], "reads_pods", True):
+            node_filters += 1
+        self._node_filters = profile.filter[:node_filters]
+        self._pod_filters = profile.filter[node_filters:local_filters]
+        self._node_scores = {
+            w.plugin.name for w in profile.score if w.plugin.name in self._local_scores and not _reads_pods(w.plugin)
+        }
         # Row memos per thread: the event loop's decisions and a batch on the heavy thread each keep their
         # own, so neither waits for nor disturbs the other's.
         self._memos = threading.local()
@@ -354,7 +364,7 @@ class Framework:
                 continue
             try:
                 if memo is not None and plugin.name in self._local_scores:
-                    raw = memo.score(plugin, state, pod, snapshot, rows)
+                    raw = memo.score(plugin, state, pod, snapshot, rows, plugin.name in self._node_scores)
                 else:
                     raw = plugin.score_rows(state, pod, table, rows)
             except PluginError as exc:
@@ -388,12 +398,17 @@ class Framework:
 _MEMO_SIGNATURES = 64
 
 
+def _reads_pods(plugin: Any) -> bool:
+    return bool(getattr(plugin, "reads_pods", True))
+
+
 class _RowMemo:
     """What row-local plugins answered for one pod signature, per table row, and the cache generation
     the answers reflect. A row whose NodeInfo generation is above that generation has changed since
     (pods came or went, the node was replaced, the row was reused) and is evaluated again; every other
     row's answer stands, because a row-local plugin reads nothing but the row and the pod. A burst of
-    replicas with assume so re-evaluates the one row each assume changed, not the cluster.
+    replicas with assume so re-evaluates the one row each assume changed, not the cluster; and plugins
+    that read only the row's Node (not its pods) not even that row, unless its Node changed.
     """
 
     __slots__ = (
@@ -404,14 +419,17 @@ class _RowMemo:
         "_statuses",
         "codes",
         "newest",
+        "node_codes",
         "scores",
         "table",
     )
 
     def __init__(self, table: NodeTable) -> None:
         self.table = table
-        # The leading row-local Filter plugins' first rejection per row (0 = all passed).
+        # The leading row-local Filter plugins' first rejection per row (0 = all passed), and that of the
+        # ones among them that read only the Node.
         self.codes = np.zeros(0, dtype=np.int32)
+        self.node_codes = np.zeros(0, dtype=np.int32)
         self._statuses: dict[Status, int] = {}
         self._filter_generation = -1
         # Raw row-local scores per plugin, per row.
@@ -463,18 +481,25 @@ class _RowMemo:
         statuses: list[Status],
     ) -> None:
         table = self.table
-        stale = self._stale(self._filter_generation, len(self.codes))
+        generation = self._filter_generation
+        stale = self._stale(generation, len(self.codes))
         if stale is None:
             self.codes = np.zeros(table.capacity, dtype=np.int32)
+            self.node_codes = np.zeros(table.capacity, dtype=np.int32)
             self._statuses = {}
             stale = snapshot.rows
+            node_stale = stale
+        else:
+            # A row whose Node changed is a row that changed (the Node's generation is the row's then).
+            node_stale = stale[table.node_generation.take(stale) > generation]
+        if len(node_stale) and framework._node_filters:
+            self.node_codes[node_stale] = self._run(framework, state, pod, node_stale, framework._node_filters)
         if len(stale):
-            fresh = np.zeros(len(stale), dtype=np.int32)
-            found: list[Status] = []
-            framework.run_filter(state, pod, table, stale, fresh, found, framework._local_filters)
-            known = self._statuses
-            remap = np.array([0, *(known.setdefault(s, len(known) + 1) for s in found)], dtype=np.int32)
-            self.codes[stale] = remap[fresh]
+            prefix = self.node_codes.take(stale)
+            self.codes[stale] = prefix
+            passing = stale[prefix == 0]
+            if len(passing) and framework._pod_filters:
+                self.codes[passing] = self._run(framework, state, pod, passing, framework._pod_filters)
         self._filter_generation = snapshot.generation
         self.newest = max(self.newest, snapshot.generation)
         local = self.codes[rows]
@@ -482,12 +507,29 @@ class _RowMemo:
         codes[hit] = local[hit] + len(statuses)
         statuses.extend(self._statuses)
 
-    def score(self, plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Int64Array:
+    def _run(
+        self, framework: Framework, state: CycleState, pod: Pod, rows: IntpArray, plugins: Sequence[Any]
+    ) -> Int32Array:
+        """``plugins``' first rejection on ``rows``, as codes into this memo's statuses (0 = all passed)."""
+        fresh = np.zeros(len(rows), dtype=np.int32)
+        found: list[Status] = []
+        framework.run_filter(state, pod, self.table, rows, fresh, found, plugins)
+        known = self._statuses
+        remap = np.array([0, *(known.setdefault(s, len(known) + 1) for s in found)], dtype=np.int32)
+        return remap[fresh]
+
+    def score(
+        self, plugin: Any, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray, node_only: bool = False
+    ) -> Int64Array:
+        """A row-local plugin's raw scores of ``rows``; with ``node_only`` it reads only each row's Node."""
         column = self.scores.get(plugin.name)
-        stale = None if column is None else self._stale(self._score_generation.get(plugin.name, -1), len(column))
+        generation = self._score_generation.get(plugin.name, -1)
+        stale = None if column is None else self._stale(generation, len(column))
         if column is None or stale is None:
             column = self.scores[plugin.name] = np.zeros(self.table.capacity, dtype=np.int64)
             stale = snapshot.rows
+        elif node_only and len(stale):
+            stale = stale[self.table.node_generation.take(stale) > generation]
         if len(stale):
             column[stale] = plugin.score_rows(state, pod, self.table, stale)
         self._score_generation[plugin.name] = snapshot.generation

@@ -150,6 +150,8 @@ class _PreScoreState:
 class NodeAffinity:
     # Filter and Score of a row read only that row: results survive until the row's generation moves.
     row_local = True
+    # ...and only its Node: pods coming and going leave them standing.
+    reads_pods = False
     name = NODE_AFFINITY
 
     def __init__(

@@ -24,6 +24,8 @@ _REJECTED = unresolvable(REASON_UNSCHEDULABLE)
 class NodeUnschedulable:
     # Filter and Score of a row read only that row: results survive until the row's generation moves.
     row_local = True
+    # ...and only its Node: pods coming and going leave them standing.
+    reads_pods = False
     name = NODE_UNSCHEDULABLE
 
     def filter_rows(

@@ -69,6 +69,8 @@ def _prefer_no_schedule_tolerations(pod: Pod) -> tuple[Toleration, ...]:
 class TaintToleration:
     # Filter and Score of a row read only that row: results survive until the row's generation moves.
     row_local = True
+    # ...and only its Node: pods coming and going leave them standing.
+    reads_pods = False
     name = TAINT_TOLERATION
 
     def filter_rows(
