@@ -31,6 +31,7 @@ from podfit.server.cache.pod_index import move_index, resync
 from podfit.server.cache.snapshot import NO_DRA, NO_STORAGE, DraView, ImageSummary, Snapshot, StorageView
 from podfit.server.model import Kind, Node, Pod, ValidationError, WorkloadSelector
 from podfit.server.model.decode import ClusterObject
+from podfit.server.model.dra import ResourceClaim, held_devices
 from podfit.server.model.objects import CONTROLLER_KINDS, DRA_KINDS, STORAGE_KINDS, node_from_k8s
 from podfit.server.model.readiness import validate_pod_update
 
@@ -138,6 +139,14 @@ class ClusterCache:
         # The ResourceSlices as one list, kept (the same object) until a slice changes: what DynamicResources
         # derives from the slices (pools per node) is kept as long as the list is.
         self._slices: list[Any] | None = None
+        # The DRA view's claims, and what DynamicResources derives from them, kept as claims come and go
+        # rather than rebuilt from every claim on each change (an assume writes one): how many claims hold
+        # each device (allocated, not for admin access) and the devices in use by pool. A view shares
+        # these dicts; the next change copies them first (``_dra_shared``), so a view never changes.
+        self._dra_claims: dict[str, ResourceClaim] = {}
+        self._dra_holders: dict[tuple[str, str, str], int] = {}
+        self._dra_in_use: dict[tuple[str, str], frozenset[str]] = {}
+        self._dra_shared = False
         # Caller-sent Nodes converted before, by (name, uid, resourceVersion).
         self._converted_nodes: dict[tuple[str, str, str], Node] = {}
         # The owner's record of its writes, for decision workers (podfit.server.transport.workers); None elsewhere.
@@ -221,7 +230,7 @@ class ClusterCache:
                 for image, nodes in self._images.items()
             }
         views = self._views
-        if not views:
+        if "namespaces" not in views:
             workloads: list[WorkloadSelector] = []
             for kind in WORKLOAD_KINDS:
                 workloads.extend(e.obj for e in self._objects[kind].values())  # type: ignore[misc]
@@ -235,6 +244,7 @@ class ClusterCache:
             }
             views["nominated"] = {node: list(pods.values()) for node, pods in self._nominated.items() if pods}
             views["storage"] = self._storage_view()
+        if "dra" not in views:
             views["dra"] = self._dra_view()
         return Snapshot(
             generation=self.generation,
@@ -279,11 +289,42 @@ class ClusterCache:
             return NO_DRA
         if self._slices is None:
             self._slices = [e.obj for e in objects[Kind.RESOURCE_SLICE].values()]
-        return DraView(
+        self._dra_shared = True
+        view = DraView(
             classes={key: entry.obj for key, entry in objects[Kind.DEVICE_CLASS].items()},  # type: ignore[misc]
             slices=self._slices,
-            claims={key: entry.obj for key, entry in objects[Kind.RESOURCE_CLAIM].items()},  # type: ignore[misc]
+            claims=self._dra_claims,
         )
+        view.memo["allocated"] = self._dra_holders.keys()
+        view.memo["in_use"] = self._dra_in_use
+        return view
+
+    def _dra_claim(self, claim: ResourceClaim, delta: int) -> None:
+        """A claim added (``delta`` 1) or removed (-1): the DRA view's claims and devices in use follow."""
+        if self._dra_shared:
+            self._dra_claims = dict(self._dra_claims)
+            self._dra_holders = dict(self._dra_holders)
+            self._dra_in_use = dict(self._dra_in_use)
+            self._dra_shared = False
+        if delta > 0:
+            self._dra_claims[claim.key] = claim
+        else:
+            self._dra_claims.pop(claim.key, None)
+        holders, in_use = self._dra_holders, self._dra_in_use
+        for device in held_devices(claim):
+            count = holders.get(device, 0) + delta
+            pool = device[:2]
+            if count > 0:
+                holders[device] = count
+                if count == 1 and delta > 0:
+                    in_use[pool] = in_use.get(pool, frozenset()) | {device[2]}
+            else:
+                holders.pop(device, None)
+                left = in_use.get(pool, frozenset()) - {device[2]}
+                if left:
+                    in_use[pool] = left
+                else:
+                    in_use.pop(pool, None)
 
     def snapshot_with_nodes(self, nodes: Sequence[Node], base: Snapshot | None = None) -> Snapshot:
         """``base`` (the current snapshot when None) with ``nodes`` standing in for the cached objects of
@@ -500,10 +541,19 @@ class ClusterCache:
             self._add_pod(obj)
         elif isinstance(obj, Node):
             self._add_node(obj)
+        elif kind in DRA_KINDS:
+            self._dra_changed(kind, obj, 1)
         else:
             self._views.clear()
-            if kind is Kind.RESOURCE_SLICE:
-                self._slices = None
+
+    def _dra_changed(self, kind: Kind, obj: ClusterObject, delta: int) -> None:
+        """A DRA object came (``delta`` 1) or went (-1): only the DRA view is made again, from state kept
+        as the objects change (the slices' list, the claims and the devices they hold)."""
+        self._views.pop("dra", None)
+        if kind is Kind.RESOURCE_SLICE:
+            self._slices = None
+        elif isinstance(obj, ResourceClaim):
+            self._dra_claim(obj, delta)
 
     def _on_remove(self, kind: Kind, obj: ClusterObject) -> None:
         self._changes += 1
@@ -511,10 +561,10 @@ class ClusterCache:
             self._remove_pod(obj)
         elif isinstance(obj, Node):
             self._remove_node(obj)
+        elif kind in DRA_KINDS:
+            self._dra_changed(kind, obj, -1)
         else:
             self._views.clear()
-            if kind is Kind.RESOURCE_SLICE:
-                self._slices = None
 
     def bound_pods(self, node_name: str) -> list[Pod]:
         """The pods bound to a node, terminal ones included, in the order the cache received them."""

@@ -57,7 +57,7 @@ def _held(dra: DraView) -> frozenset[tuple[str, str, str]]:
     found = dra.memo.get("allocated")
     if found is None:
         found = dra.memo["allocated"] = frozenset().union(*(held_devices(c) for c in dra.claims.values()))
-    held: frozenset[tuple[str, str, str]] = found
+    held: frozenset[tuple[str, str, str]] = found if isinstance(found, frozenset) else frozenset(found)
     return held
 
 

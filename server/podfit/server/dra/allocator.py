@@ -128,6 +128,16 @@ class _Pool:
     invalid: bool = False
     # The first of its slices that uses a feature podfit does not model: the search refuses to go there.
     unmodelled: ResourceSlice | None = None
+    # The last set of its devices in use seen and which of its devices it marks, by position: the set
+    # of a pool no claim changed is the same object from one decision to the next.
+    used: tuple[AbstractSet[str] | None, tuple[bool, ...]] = (None, ())
+
+    def in_use(self, names: AbstractSet[str]) -> tuple[bool, ...]:
+        seen, marks = self.used
+        if seen is not names:
+            marks = tuple(d.name in names for item in self.slices for d in item.devices)
+            self.used = (names, marks)
+        return marks
 
     def refuse(self) -> None:
         """Raises UnmodelledError when the pool uses a feature podfit does not model."""
@@ -443,7 +453,7 @@ def slice_index(dra: DraView) -> SliceIndex:
     return found
 
 
-def by_pool(allocated: frozenset[DeviceID]) -> dict[tuple[str, str], AbstractSet[str]]:
+def by_pool(allocated: AbstractSet[DeviceID]) -> dict[tuple[str, str], AbstractSet[str]]:
     """The devices in use grouped by pool: (driver, pool) -> device names."""
     pools: dict[tuple[str, str], set[str]] = {}
     for driver, pool, device in allocated:
@@ -458,7 +468,7 @@ class Allocator:
         self,
         classes: Mapping[str, DeviceClass],
         index: SliceIndex,
-        allocated: frozenset[DeviceID],
+        allocated: AbstractSet[DeviceID],
         behaviour: AllocatorBehaviour,
         in_use: Mapping[tuple[str, str], AbstractSet[str]] | None = None,
     ) -> None:
@@ -508,7 +518,7 @@ class Allocator:
         for i, pool in enumerate(pools):
             names = in_use.get((pool.driver, pool.name))
             if names:
-                used.append((i, tuple(d.name in names for item in pool.slices for d in item.devices)))
+                used.append((i, pool.in_use(names)))
         return tuple(used)
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[ClaimAllocation] | None:

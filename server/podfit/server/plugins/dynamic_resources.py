@@ -18,6 +18,7 @@ rejected the pod) it fails with "not found", which ends PostFilter before Defaul
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -89,8 +90,9 @@ def pod_claims(pod: Pod, dra: DraView, owner_text_capitalised: bool) -> list[Res
     return claims
 
 
-def allocated_devices(dra: DraView) -> frozenset[tuple[str, str, str]]:
-    """Every device an allocated claim holds, except those allocated for admin access."""
+def allocated_devices(dra: DraView) -> AbstractSet[tuple[str, str, str]]:
+    """Every device an allocated claim holds, except those allocated for admin access (the cache's view
+    keeps them as claims change; another view's are gathered once)."""
     found = dra.memo.get("allocated")
     if found is None:
         found = dra.memo["allocated"] = frozenset(
