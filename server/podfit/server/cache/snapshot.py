@@ -75,8 +75,9 @@ class DraView:
     slices: Sequence[ResourceSlice]
     # By "namespace/name".
     claims: Mapping[str, ResourceClaim]
-    # What DynamicResources derives from these objects once (devices in use, selector answers); the view
-    # is rebuilt whenever one of them changes, and this with it.
+    # What DynamicResources derives from these objects once: "allocated" (the devices claims hold) and
+    # "in_use" (them by pool), which the cache keeps as claims change and an overlay extends with its own;
+    # "index", an overlay's slice index. A new view is made whenever one of the objects changes.
     memo: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
