@@ -24,6 +24,7 @@ from podfit.k8s import convert, protobuf
 from podfit.k8s.convert import ConversionError, manifest_to_message, manifest_to_object, object_kind_and_message
 from podfit.k8s.protobuf import ENVELOPE_MAGIC, MAX_BYTES, decode, encode
 from podfit.k8s.v1 import core_pb2 as k8s
+from podfit.k8s.v1 import policy_pb2 as k8s_policy
 from podfit.k8s.v1 import resource_pb2 as k8s_resource
 from podfit.k8s.v1 import storage_pb2 as k8s_storage
 from podfit.server.model import Kind, ValidationError
@@ -34,7 +35,12 @@ VECTORS: list[dict[str, Any]] = json.loads((Path(__file__).parent / "k8s_protobu
 BY_NAME = {vector["name"]: vector for vector in VECTORS}
 MODELLED = [vector for vector in VECTORS if vector["modelledOnly"]]
 # Messages that are one JSON value (a string, any JSON value, or null) rather than an object.
-LEAVES = {k8s.Time.DESCRIPTOR.full_name, k8s.Quantity.DESCRIPTOR.full_name, k8s.RawExtension.DESCRIPTOR.full_name}
+LEAVES = {
+    k8s.Time.DESCRIPTOR.full_name,
+    k8s.Quantity.DESCRIPTOR.full_name,
+    k8s.RawExtension.DESCRIPTOR.full_name,
+    k8s.IntOrString.DESCRIPTOR.full_name,
+}
 KINDS = list(protobuf.KINDS)
 
 
@@ -162,9 +168,6 @@ def test_encode_writes_the_bytes_go_writes(vector: dict[str, Any]) -> None:
 
 # Kinds podfit holds that have no Kubernetes protobuf schema yet (send them as JSON or typed messages).
 NO_PROTOBUF_SCHEMA = {
-    "Namespace",
-    "PodDisruptionBudget",
-    "Service",
     "ReplicaSet",
     "StatefulSet",
     "ReplicationController",
@@ -278,7 +281,7 @@ def _set_fields(data: Any, descriptor: Any, found: set[str], *, zero: bool) -> s
 # nothing to set.
 _EMPTY_MESSAGE_FIELDS = {
     f"{message.name}.{field.name}"
-    for module in (k8s, k8s_storage, k8s_resource)
+    for module in (k8s, k8s_storage, k8s_resource, k8s_policy)
     for message in module.DESCRIPTOR.message_types_by_name.values()
     for field in message.fields
     if field.message_type is not None and not field.message_type.fields
@@ -381,10 +384,12 @@ PARAMETERS = "spec.config[0].opaque.parameters"
             "outside years 1 to 9999",
             id="time-out-of-range",
         ),
-        pytest.param("Service", b"", "kind", "not a kind podfit decodes", id="unsupported-kind"),
+        pytest.param("ReplicaSet", b"", "kind", "not a kind podfit decodes", id="unsupported-kind"),
         pytest.param("", POD, "kind", "is required", id="bare-without-kind"),
         pytest.param("Node", POD_ENVELOPE, "typeMeta.kind", "but a Node was expected", id="envelope-kind-mismatch"),
-        pytest.param("", _envelope(POD, kind="Service"), "kind", "not a kind podfit decodes", id="envelope-wrong-kind"),
+        pytest.param(
+            "", _envelope(POD, kind="ReplicaSet"), "kind", "not a kind podfit decodes", id="envelope-wrong-kind"
+        ),
         pytest.param("", _envelope(POD, kind=""), "typeMeta.kind", "is required", id="envelope-without-kind"),
         pytest.param(
             "", _envelope(POD, api_version="apps/v1"), "typeMeta.apiVersion", "must be v1", id="envelope-group"
@@ -442,7 +447,7 @@ def test_undecodable_input_is_a_located_conversion_error(kind: str, data: bytes,
     [
         pytest.param([], "", "must be a mapping", id="not-a-mapping"),
         pytest.param({"metadata": {}}, "kind", "is required", id="no-kind"),
-        pytest.param({"kind": "Service"}, "kind", "not a kind podfit decodes", id="unsupported-kind"),
+        pytest.param({"kind": "ReplicaSet"}, "kind", "not a kind podfit decodes", id="unsupported-kind"),
         pytest.param({"kind": "Pod", "apiVersion": "v2"}, "apiVersion", "must be v1", id="wrong-api-version"),
         pytest.param({"kind": "Pod", "spec": []}, "spec", "must be an object", id="spec-not-an-object"),
         pytest.param({"kind": "Pod", "spec": {"containers": {}}}, "spec.containers", "must be a list", id="not-a-list"),
@@ -536,7 +541,14 @@ def test_the_expander_contract_is_the_autoscalers() -> None:
     )
     # pod (4) and nodeMap (2) are the older autoscalers' typed fields, wire-identical to bytes.
     assert _numbers(expander_pb2.Option) == {"nodeGroupId": 1, "nodeCount": 2, "debug": 3, "pod": 4, "podBytes": 5}
-    assert _numbers(expander_pb2.BestOptionsRequest) == {"options": 1, "nodeMap": 2, "nodeBytesMap": 3}
+    # templateResourceSlices (100) is podfit's own addition, numbered clear of the autoscaler's fields: an
+    # autoscaler never sends it, and a request without it is the autoscaler's bytes exactly.
+    assert _numbers(expander_pb2.BestOptionsRequest) == {
+        "options": 1,
+        "nodeMap": 2,
+        "nodeBytesMap": 3,
+        "templateResourceSlices": 100,
+    }
     assert _numbers(expander_pb2.BestOptionsResponse) == {"options": 1}
     assert hasattr(expander_pb2_grpc, "ExpanderServicer")
 

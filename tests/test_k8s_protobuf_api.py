@@ -88,7 +88,7 @@ async def test_applied_and_decided_alike(live: LiveServer, form: str) -> None:
             id="raw without a kind",
         ),
         pytest.param(
-            cc.KubernetesProtobuf(kind="Service", data=b""),
+            cc.KubernetesProtobuf(kind="ReplicaSet", data=b""),
             "updates[0].upsert.kubernetes_protobuf.data",
             id="unsupported kind",
         ),
@@ -101,3 +101,58 @@ async def test_bad_protobuf_objects_name_the_field(live: LiveServer, obj: cc.Kub
     (violation,) = [f for f, _ in raised.value.field_violations]
     assert violation == field or violation.startswith(f"{field}."), violation
     assert (await live.client.stats()).nodes == 0
+
+
+NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop", "labels": {"team": "web"}}}
+SERVICE = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "web", "namespace": "shop"},
+    "spec": {"selector": {"app": "web"}, "clusterIP": "10.0.0.10"},
+}
+PDB = {
+    "apiVersion": "policy/v1",
+    "kind": "PodDisruptionBudget",
+    "metadata": {"name": "web", "namespace": "shop"},
+    "spec": {"minAvailable": 2, "maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}},
+    "status": {"disruptionsAllowed": 0, "currentHealthy": 2, "desiredHealthy": 2, "expectedPods": 2},
+}
+
+
+def _policy_enveloped(kind: str, api_version: str, raw: bytes) -> bytes:
+    def field(number: int, payload: bytes) -> bytes:
+        return bytes([number << 3 | 2, len(payload)]) + payload
+
+    type_meta = field(1, api_version.encode()) + field(2, kind.encode())
+    return ENVELOPE + field(1, type_meta) + bytes([2 << 3 | 2]) + _varint(len(raw)) + raw
+
+
+@pytest.mark.parametrize("form", ["raw", "enveloped"])
+async def test_namespaces_services_and_budgets_arrive_as_protobuf_as_they_do_as_json(
+    live: LiveServer, form: str
+) -> None:
+    """Namespace, Service and PodDisruptionBudget in Kubernetes protobuf are stored as the same typed objects
+    their Kubernetes JSON gives (the IntOrString budget fields as their text)."""
+    objects = []
+    for manifest in (NAMESPACE, SERVICE, PDB):
+        raw = protobuf.encode(manifest)
+        data = raw if form == "raw" else _policy_enveloped(manifest["kind"], manifest["apiVersion"], raw)
+        kind = manifest["kind"] if form == "raw" else ""
+        objects.append(cc.ClusterObject(kubernetes_protobuf=cc.KubernetesProtobuf(kind=kind, data=data)))
+    await live.client.apply(objects)
+    got = {
+        kind: (await live.client.get(kind, "web" if kind != "Namespace" else "shop", namespace)).object
+        for kind, namespace in (("Namespace", ""), ("Service", "shop"), ("PodDisruptionBudget", "shop"))
+    }
+    await live.client.apply(
+        [cc.ClusterObject(kubernetes_json=json.dumps(m).encode()) for m in (NAMESPACE, SERVICE, PDB)]
+    )
+    from_json = {
+        kind: (await live.client.get(kind, "web" if kind != "Namespace" else "shop", namespace)).object
+        for kind, namespace in (("Namespace", ""), ("Service", "shop"), ("PodDisruptionBudget", "shop"))
+    }
+    assert got == from_json
+    budget = got["PodDisruptionBudget"].pod_disruption_budget
+    assert (budget.spec.min_available, budget.spec.max_unavailable) == ("2", "25%")
+    assert dict(got["Service"].service.spec.selector) == {"app": "web"}
+    assert dict(got["Namespace"].namespace.metadata.labels) == {"team": "web"}

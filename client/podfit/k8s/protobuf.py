@@ -32,6 +32,7 @@ from podfit.k8s.errors import ConversionError
 from podfit.k8s.limits import check_json
 from podfit.k8s.quantity import QuantityError, parse_quantity
 from podfit.k8s.v1 import core_pb2 as k8s
+from podfit.k8s.v1 import policy_pb2 as k8s_policy
 from podfit.k8s.v1 import resource_pb2 as k8s_resource
 from podfit.k8s.v1 import storage_pb2 as k8s_storage
 
@@ -40,8 +41,8 @@ __all__ = ["API_VERSIONS", "ENVELOPE_MAGIC", "KINDS", "MAX_BYTES", "decode", "en
 # Kubernetes' protobuf serializer writes this before a runtime.Unknown envelope.
 ENVELOPE_MAGIC = b"k8s\x00"
 PROTOBUF_CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
-# The kinds podfit holds that it decodes from protobuf: all but the workloads, Namespace, Service and
-# PodDisruptionBudget, which have no schema here (yet).
+# The kinds podfit holds that it decodes from protobuf: all but the workloads (ReplicaSet, StatefulSet,
+# ReplicationController, Job, DaemonSet), which have no schema here (yet).
 KINDS: dict[str, type[Message]] = {
     "Pod": k8s.Pod,
     "Node": k8s.Node,
@@ -55,6 +56,9 @@ KINDS: dict[str, type[Message]] = {
     "DeviceClass": k8s_resource.DeviceClass,
     "ResourceSlice": k8s_resource.ResourceSlice,
     "ResourceClaim": k8s_resource.DRAResourceClaim,
+    "Namespace": k8s.Namespace,
+    "Service": k8s.Service,
+    "PodDisruptionBudget": k8s_policy.PodDisruptionBudget,
 }
 # The apiVersion of each kind: the envelope's must match it, and decoded JSON carries it.
 API_VERSIONS = {
@@ -70,6 +74,9 @@ API_VERSIONS = {
     "DeviceClass": "resource.k8s.io/v1",
     "ResourceSlice": "resource.k8s.io/v1",
     "ResourceClaim": "resource.k8s.io/v1",
+    "Namespace": "v1",
+    "Service": "v1",
+    "PodDisruptionBudget": "policy/v1",
 }
 assert set(API_VERSIONS) == set(KINDS)
 # Objects are far smaller (etcd stores objects of at most 1.5 MiB); larger input is refused unread.
@@ -139,6 +146,7 @@ _POINTER_SCALARS = frozenset(
         "Device.allowMultipleAllocations",
         "DeviceToleration.tolerationSeconds",
         "DeviceConstraint.distinctAttribute",
+        "PodDisruptionBudgetSpec.unhealthyPodEvictionPolicy",
     }
 )
 # Go non-pointer structs: always written and always in JSON (omitempty does not apply to structs; a zero
@@ -204,6 +212,16 @@ _VALUE_STRUCTS = frozenset(
         "ResourceClaimSpec.devices",
         "DeviceClaimConfiguration.deviceConfiguration",
         "AllocationResult.devices",
+        "Namespace.metadata",
+        "Namespace.spec",
+        "Namespace.status",
+        "Service.metadata",
+        "Service.spec",
+        "Service.status",
+        "ServiceStatus.loadBalancer",
+        "PodDisruptionBudget.metadata",
+        "PodDisruptionBudget.spec",
+        "PodDisruptionBudget.status",
     }
 )
 # Value structs tagged omitzero: left out of JSON when zero.
@@ -312,6 +330,10 @@ _NO_OMITEMPTY = frozenset(
         "ResourceClaimConsumerReference.resource",
         "ResourceClaimConsumerReference.name",
         "ResourceClaimConsumerReference.uid",
+        "PodDisruptionBudgetStatus.disruptionsAllowed",
+        "PodDisruptionBudgetStatus.currentHealthy",
+        "PodDisruptionBudgetStatus.desiredHealthy",
+        "PodDisruptionBudgetStatus.expectedPods",
     }
 )
 # Go embeds these structs inline: their fields are JSON keys of the containing object.
@@ -327,6 +349,7 @@ _INLINE = frozenset(
 _TIME = k8s.Time.DESCRIPTOR.full_name
 _QUANTITY = k8s.Quantity.DESCRIPTOR.full_name
 _RAW = k8s.RawExtension.DESCRIPTOR.full_name
+_INT_OR_STRING = k8s.IntOrString.DESCRIPTOR.full_name
 # The self-described CBOR tag with which RawExtension marks CBOR rather than JSON text.
 _CBOR_TAG = b"\xd9\xd9\xf7"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -366,6 +389,7 @@ class _Special(enum.Enum):
     TIME = enum.auto()
     QUANTITY = enum.auto()
     RAW = enum.auto()
+    INT_OR_STRING = enum.auto()
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,7 +415,12 @@ class _Field:
 
 
 _PLANS: dict[str, tuple[_Field, ...]] = {}
-_SPECIALS = {_TIME: _Special.TIME, _QUANTITY: _Special.QUANTITY, _RAW: _Special.RAW}
+_SPECIALS = {
+    _TIME: _Special.TIME,
+    _QUANTITY: _Special.QUANTITY,
+    _RAW: _Special.RAW,
+    _INT_OR_STRING: _Special.INT_OR_STRING,
+}
 
 
 def _plan(full_name: str) -> tuple[_Field, ...]:
@@ -592,7 +621,20 @@ def _message_to_json(field: _Field, value: Message, path: str) -> Any:
         return _quantity_to_json(value, path)
     if field.special is _Special.RAW:
         return _raw_to_json(value, path)
+    if field.special is _Special.INT_OR_STRING:
+        return _int_or_string_to_json(value, path)
     return _to_json(value, path)
+
+
+def _int_or_string_to_json(value: Message, path: str) -> int | str:
+    """intstr.IntOrString's JSON: the integer when its type is 0, the string when it is 1; Go fails to
+    render any other type, and so does this."""
+    assert isinstance(value, k8s.IntOrString)
+    if value.type == 0:
+        return value.intVal
+    if value.type == 1:
+        return str(_text(value.strVal))
+    raise ConversionError(path, f"type {value.type} is neither 0 (int) nor 1 (string): impossible IntOrString.Type")
 
 
 def _text(value: Any) -> Any:
@@ -798,6 +840,14 @@ def _message_from_json(field: _Field, value: Any, message: Message, path: str) -
         if value is not None:
             # Go keeps null as no raw text at all.
             message.raw = _go_json(value, path)
+    elif field.special is _Special.INT_OR_STRING:
+        assert isinstance(message, k8s.IntOrString)
+        # Go writes all three fields: a JSON string is type 1, a JSON integer (an int32) type 0.
+        if isinstance(value, str):
+            message.type, message.intVal, message.strVal = 1, 0, value
+        else:
+            number = _scalar(FieldDescriptor.TYPE_INT32, value, path)
+            message.type, message.intVal, message.strVal = 0, number, ""
     else:
         # null (a value struct or a list item given as null) is Go's zero struct.
         _from_json({} if value is None else value, message, path)

@@ -300,8 +300,8 @@ class ClusterObject(_message.Message):
 
     @_builtins.property
     def kubernetes_protobuf(self) -> Global___KubernetesProtobuf:
-        """A Pod, Node, storage or resource.k8s.io object in Kubernetes' protobuf encoding (see
-        KubernetesProtobuf for the kinds).
+        """A Pod, Node, storage, resource.k8s.io, Namespace, Service or PodDisruptionBudget object in
+        Kubernetes' protobuf encoding (see KubernetesProtobuf for the kinds).
         """
 
     def __init__(
@@ -345,9 +345,10 @@ class KubernetesProtobuf(_message.Message):
     """An object in Kubernetes' protobuf encoding, as Go clients and the API server write it. The kinds whose
     schema podfit carries (protos/podfit/k8s/v1) are accepted: Pod, Node, PersistentVolume,
     PersistentVolumeClaim, StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment,
-    DeviceClass, ResourceSlice and ResourceClaim; the workload kinds, Namespace, Service and
-    PodDisruptionBudget are not (send them as kubernetes_json or typed). Fields podfit does not model are
-    ignored; bytes Go could not decode are INVALID_ARGUMENT.
+    DeviceClass, ResourceSlice, ResourceClaim, Namespace, Service and PodDisruptionBudget; the workload
+    kinds (ReplicaSet, StatefulSet, ReplicationController, Job, DaemonSet) are not (send them as
+    kubernetes_json or typed). Fields podfit does not model are ignored; bytes Go could not decode are
+    INVALID_ARGUMENT.
     """
 
     DESCRIPTOR: _descriptor.Descriptor

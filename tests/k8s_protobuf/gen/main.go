@@ -21,6 +21,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -1188,6 +1189,87 @@ func unmodelledResourceClaim() *resourcev1.ResourceClaim {
 }
 
 // minimal is an object of the kind with only a name: Go's JSON shows its value structs all the same.
+func fullNamespace() *v1.Namespace {
+	return &v1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"team": "web", "kubernetes.io/metadata.name": "shop"}, UID: "uid-ns-shop", ResourceVersion: "12"},
+		Spec:       v1.NamespaceSpec{Finalizers: []v1.FinalizerName{v1.FinalizerKubernetes}},
+		Status:     v1.NamespaceStatus{Phase: v1.NamespaceActive},
+	}
+}
+
+func unmodelledNamespace() *v1.Namespace {
+	ns := fullNamespace()
+	ns.Name = "ns-unmodelled"
+	ns.Status.Conditions = []v1.NamespaceCondition{{Type: v1.NamespaceDeletionContentFailure, Status: v1.ConditionFalse}}
+	return ns
+}
+
+func fullService() *v1.Service {
+	return &v1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-svc-web"},
+		Spec: v1.ServiceSpec{
+			Selector:                 map[string]string{"app": "web", "tier": "front"},
+			ClusterIP:                "10.0.0.10",
+			Type:                     v1.ServiceTypeLoadBalancer,
+			SessionAffinity:          v1.ServiceAffinityClientIP,
+			LoadBalancerIP:           "192.0.2.10",
+			ExternalName:             "web.example.com",
+			ExternalTrafficPolicy:    v1.ServiceExternalTrafficPolicyLocal,
+			HealthCheckNodePort:      30123,
+			PublishNotReadyAddresses: true,
+		},
+	}
+}
+
+func unmodelledService() *v1.Service {
+	svc := fullService()
+	svc.Name = "svc-unmodelled"
+	svc.Spec.Ports = []v1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromString("http"), NodePort: 30080}}
+	svc.Spec.ClusterIPs = []string{"10.0.0.10"}
+	svc.Spec.IPFamilyPolicy = ptr(v1.IPFamilyPolicySingleStack)
+	svc.Status.LoadBalancer.Ingress = []v1.LoadBalancerIngress{{IP: "192.0.2.10"}}
+	return svc
+}
+
+func fullPDB() *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-pdb", Namespace: "shop", UID: "uid-pdb"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable:               ptr(intstr.FromInt32(2)),
+			Selector:                   selector(),
+			MaxUnavailable:             ptr(intstr.FromString("25%")),
+			UnhealthyPodEvictionPolicy: ptr(policyv1.AlwaysAllow),
+		},
+		Status: policyv1.PodDisruptionBudgetStatus{
+			ObservedGeneration: 3,
+			DisruptedPods:      map[string]metav1.Time{"web-1": at(2026, time.November, 29, 8, 0, 0, 0)},
+			DisruptionsAllowed: 1,
+			CurrentHealthy:     4,
+			DesiredHealthy:     3,
+			ExpectedPods:       5,
+		},
+	}
+}
+
+func zeroPDB() *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "pdb-zero", Namespace: "shop"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable:               ptr(intstr.FromInt32(0)),
+			Selector:                   &metav1.LabelSelector{},
+			MaxUnavailable:             ptr(intstr.FromString("")),
+			UnhealthyPodEvictionPolicy: ptr(policyv1.UnhealthyPodEvictionPolicyType("")),
+		},
+	}
+}
+
+func unmodelledPDB() *policyv1.PodDisruptionBudget {
+	pdb := fullPDB()
+	pdb.Name = "pdb-unmodelled"
+	pdb.Status.Conditions = []metav1.Condition{{Type: "DisruptionAllowed", Status: metav1.ConditionTrue, Reason: "SufficientPods", LastTransitionTime: at(2026, time.November, 29, 8, 0, 0, 0)}}
+	return pdb
+}
+
 func minimal[T object](obj T, name string) T {
 	any(obj).(metav1.Object).SetName(name)
 	return obj
@@ -1198,6 +1280,7 @@ var scheme = func() *runtime.Scheme {
 	must(v1.AddToScheme(scheme))
 	must(storagev1.AddToScheme(scheme))
 	must(resourcev1.AddToScheme(scheme))
+	must(policyv1.AddToScheme(scheme))
 	return scheme
 }()
 
@@ -1311,6 +1394,16 @@ func main() {
 		build("resourceclaim-zero-values", zeroResourceClaim(), true),
 		build("resourceclaim-minimal", minimal(&resourcev1.ResourceClaim{}, "resourceclaim-minimal"), true),
 		build("resourceclaim-unmodelled-fields", unmodelledResourceClaim(), false),
+		build("namespace-full", fullNamespace(), true),
+		build("namespace-minimal", minimal(&v1.Namespace{}, "namespace-minimal"), true),
+		build("namespace-unmodelled-fields", unmodelledNamespace(), false),
+		build("service-full", fullService(), true),
+		build("service-minimal", minimal(&v1.Service{}, "service-minimal"), true),
+		build("service-unmodelled-fields", unmodelledService(), false),
+		build("pdb-full", fullPDB(), true),
+		build("pdb-zero-values", zeroPDB(), true),
+		build("pdb-minimal", minimal(&policyv1.PodDisruptionBudget{}, "pdb-minimal"), true),
+		build("pdb-unmodelled-fields", unmodelledPDB(), false),
 	}
 	out, err := json.MarshalIndent(vectors, "", "  ")
 	must(err)

@@ -2820,3 +2820,232 @@ class TopologySelectorLabelRequirement(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TopologySelectorLabelRequirement: _TypeAlias = TopologySelectorLabelRequirement  # noqa: Y015
+
+@_typing.final
+class IntOrString(_message.Message):
+    """---------------------------------------------------------------------------------------------------
+    Namespace and Service (core/v1), and apimachinery's IntOrString (policy.proto's budgets use it)
+
+    intstr.IntOrString: Go writes all three fields; JSON is intVal when type is 0, strVal when it is 1.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TYPE_FIELD_NUMBER: _builtins.int
+    INTVAL_FIELD_NUMBER: _builtins.int
+    STRVAL_FIELD_NUMBER: _builtins.int
+    type: _builtins.int
+    intVal: _builtins.int
+    strVal: _builtins.str
+    def __init__(
+        self,
+        *,
+        type: _builtins.int | None = ...,
+        intVal: _builtins.int | None = ...,
+        strVal: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["intVal", b"intVal", "strVal", b"strVal", "type", b"type"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["intVal", b"intVal", "strVal", b"strVal", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___IntOrString: _TypeAlias = IntOrString  # noqa: Y015
+
+@_typing.final
+class Namespace(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METADATA_FIELD_NUMBER: _builtins.int
+    SPEC_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def metadata(self) -> Global___ObjectMeta: ...
+    @_builtins.property
+    def spec(self) -> Global___NamespaceSpec: ...
+    @_builtins.property
+    def status(self) -> Global___NamespaceStatus: ...
+    def __init__(
+        self,
+        *,
+        metadata: Global___ObjectMeta | None = ...,
+        spec: Global___NamespaceSpec | None = ...,
+        status: Global___NamespaceStatus | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec", "status", b"status"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Namespace: _TypeAlias = Namespace  # noqa: Y015
+
+@_typing.final
+class NamespaceSpec(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FINALIZERS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def finalizers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        finalizers: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["finalizers", b"finalizers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NamespaceSpec: _TypeAlias = NamespaceSpec  # noqa: Y015
+
+@_typing.final
+class NamespaceStatus(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PHASE_FIELD_NUMBER: _builtins.int
+    phase: _builtins.str
+    def __init__(
+        self,
+        *,
+        phase: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["phase", b"phase"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["phase", b"phase"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NamespaceStatus: _TypeAlias = NamespaceStatus  # noqa: Y015
+
+@_typing.final
+class Service(_message.Message):
+    """Ports and the status' conditions are not modelled (skipped when decoding)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METADATA_FIELD_NUMBER: _builtins.int
+    SPEC_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def metadata(self) -> Global___ObjectMeta: ...
+    @_builtins.property
+    def spec(self) -> Global___ServiceSpec: ...
+    @_builtins.property
+    def status(self) -> Global___ServiceStatus: ...
+    def __init__(
+        self,
+        *,
+        metadata: Global___ObjectMeta | None = ...,
+        spec: Global___ServiceSpec | None = ...,
+        status: Global___ServiceStatus | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec", "status", b"status"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Service: _TypeAlias = Service  # noqa: Y015
+
+@_typing.final
+class ServiceSpec(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SelectorEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str | None = ...,
+            value: _builtins.str | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    SELECTOR_FIELD_NUMBER: _builtins.int
+    CLUSTERIP_FIELD_NUMBER: _builtins.int
+    TYPE_FIELD_NUMBER: _builtins.int
+    SESSIONAFFINITY_FIELD_NUMBER: _builtins.int
+    LOADBALANCERIP_FIELD_NUMBER: _builtins.int
+    EXTERNALNAME_FIELD_NUMBER: _builtins.int
+    EXTERNALTRAFFICPOLICY_FIELD_NUMBER: _builtins.int
+    HEALTHCHECKNODEPORT_FIELD_NUMBER: _builtins.int
+    PUBLISHNOTREADYADDRESSES_FIELD_NUMBER: _builtins.int
+    clusterIP: _builtins.str
+    type: _builtins.str
+    sessionAffinity: _builtins.str
+    loadBalancerIP: _builtins.str
+    externalName: _builtins.str
+    externalTrafficPolicy: _builtins.str
+    healthCheckNodePort: _builtins.int
+    publishNotReadyAddresses: _builtins.bool
+    @_builtins.property
+    def selector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        selector: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        clusterIP: _builtins.str | None = ...,
+        type: _builtins.str | None = ...,
+        sessionAffinity: _builtins.str | None = ...,
+        loadBalancerIP: _builtins.str | None = ...,
+        externalName: _builtins.str | None = ...,
+        externalTrafficPolicy: _builtins.str | None = ...,
+        healthCheckNodePort: _builtins.int | None = ...,
+        publishNotReadyAddresses: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["clusterIP", b"clusterIP", "externalName", b"externalName", "externalTrafficPolicy", b"externalTrafficPolicy", "healthCheckNodePort", b"healthCheckNodePort", "loadBalancerIP", b"loadBalancerIP", "publishNotReadyAddresses", b"publishNotReadyAddresses", "sessionAffinity", b"sessionAffinity", "type", b"type"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clusterIP", b"clusterIP", "externalName", b"externalName", "externalTrafficPolicy", b"externalTrafficPolicy", "healthCheckNodePort", b"healthCheckNodePort", "loadBalancerIP", b"loadBalancerIP", "publishNotReadyAddresses", b"publishNotReadyAddresses", "selector", b"selector", "sessionAffinity", b"sessionAffinity", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ServiceSpec: _TypeAlias = ServiceSpec  # noqa: Y015
+
+@_typing.final
+class ServiceStatus(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LOADBALANCER_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def loadBalancer(self) -> Global___LoadBalancerStatus: ...
+    def __init__(
+        self,
+        *,
+        loadBalancer: Global___LoadBalancerStatus | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["loadBalancer", b"loadBalancer"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["loadBalancer", b"loadBalancer"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ServiceStatus: _TypeAlias = ServiceStatus  # noqa: Y015
+
+@_typing.final
+class LoadBalancerStatus(_message.Message):
+    """Its ingress points are not modelled; Go writes the struct even when empty."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LoadBalancerStatus: _TypeAlias = LoadBalancerStatus  # noqa: Y015

@@ -206,8 +206,8 @@ export type ClusterObject = Message<"podfit.v1.ClusterObject"> & {
     case: "kubernetesJson";
   } | {
     /**
-     * A Pod, Node, storage or resource.k8s.io object in Kubernetes' protobuf encoding (see
-     * KubernetesProtobuf for the kinds).
+     * A Pod, Node, storage, resource.k8s.io, Namespace, Service or PodDisruptionBudget object in
+     * Kubernetes' protobuf encoding (see KubernetesProtobuf for the kinds).
      *
      * @generated from field: podfit.v1.KubernetesProtobuf kubernetes_protobuf = 16;
      */
@@ -227,9 +227,10 @@ export const ClusterObjectSchema: GenMessage<ClusterObject> = /*@__PURE__*/
  * An object in Kubernetes' protobuf encoding, as Go clients and the API server write it. The kinds whose
  * schema podfit carries (protos/podfit/k8s/v1) are accepted: Pod, Node, PersistentVolume,
  * PersistentVolumeClaim, StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment,
- * DeviceClass, ResourceSlice and ResourceClaim; the workload kinds, Namespace, Service and
- * PodDisruptionBudget are not (send them as kubernetes_json or typed). Fields podfit does not model are
- * ignored; bytes Go could not decode are INVALID_ARGUMENT.
+ * DeviceClass, ResourceSlice, ResourceClaim, Namespace, Service and PodDisruptionBudget; the workload
+ * kinds (ReplicaSet, StatefulSet, ReplicationController, Job, DaemonSet) are not (send them as
+ * kubernetes_json or typed). Fields podfit does not model are ignored; bytes Go could not decode are
+ * INVALID_ARGUMENT.
  *
  * @generated from message podfit.v1.KubernetesProtobuf
  */
