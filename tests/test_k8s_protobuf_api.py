@@ -88,7 +88,7 @@ async def test_applied_and_decided_alike(live: LiveServer, form: str) -> None:
             id="raw without a kind",
         ),
         pytest.param(
-            cc.KubernetesProtobuf(kind="ReplicaSet", data=b""),
+            cc.KubernetesProtobuf(kind="ConfigMap", data=b""),
             "updates[0].upsert.kubernetes_protobuf.data",
             id="unsupported kind",
         ),
@@ -117,9 +117,34 @@ PDB = {
     "spec": {"minAvailable": 2, "maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}},
     "status": {"disruptionsAllowed": 0, "currentHealthy": 2, "desiredHealthy": 2, "expectedPods": 2},
 }
+TEMPLATE = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}}
+SELECTOR = {"matchLabels": {"app": "web"}}
+WORKLOADS = [
+    {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"selector": SELECTOR, "template": TEMPLATE, **({"replicas": 3} if kind != "DaemonSet" else {})},
+    }
+    for kind in ("ReplicaSet", "StatefulSet", "DaemonSet")
+] + [
+    {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"selector": {"app": "web"}, "replicas": 2, "template": TEMPLATE},
+    },
+    {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"selector": SELECTOR, "template": TEMPLATE},
+    },
+]
+MANIFESTS = [NAMESPACE, SERVICE, PDB, *WORKLOADS]
 
 
-def _policy_enveloped(kind: str, api_version: str, raw: bytes) -> bytes:
+def _enveloped_as(kind: str, api_version: str, raw: bytes) -> bytes:
     def field(number: int, payload: bytes) -> bytes:
         return bytes([number << 3 | 2, len(payload)]) + payload
 
@@ -127,32 +152,34 @@ def _policy_enveloped(kind: str, api_version: str, raw: bytes) -> bytes:
     return ENVELOPE + field(1, type_meta) + bytes([2 << 3 | 2]) + _varint(len(raw)) + raw
 
 
+async def _stored(live: LiveServer) -> dict[str, Any]:
+    found = {}
+    for manifest in MANIFESTS:
+        kind, meta = manifest["kind"], manifest["metadata"]
+        found[kind] = (await live.client.get(kind, meta["name"], meta.get("namespace", ""))).object
+    return found
+
+
 @pytest.mark.parametrize("form", ["raw", "enveloped"])
-async def test_namespaces_services_and_budgets_arrive_as_protobuf_as_they_do_as_json(
+async def test_namespaces_services_budgets_and_workloads_arrive_as_protobuf_as_they_do_as_json(
     live: LiveServer, form: str
 ) -> None:
-    """Namespace, Service and PodDisruptionBudget in Kubernetes protobuf are stored as the same typed objects
-    their Kubernetes JSON gives (the IntOrString budget fields as their text)."""
+    """Namespace, Service, PodDisruptionBudget and the workload kinds in Kubernetes protobuf are stored as
+    the same typed objects their Kubernetes JSON gives (the IntOrString budget fields as their text)."""
     objects = []
-    for manifest in (NAMESPACE, SERVICE, PDB):
+    for manifest in MANIFESTS:
         raw = protobuf.encode(manifest)
-        data = raw if form == "raw" else _policy_enveloped(manifest["kind"], manifest["apiVersion"], raw)
+        data = raw if form == "raw" else _enveloped_as(manifest["kind"], manifest["apiVersion"], raw)
         kind = manifest["kind"] if form == "raw" else ""
         objects.append(cc.ClusterObject(kubernetes_protobuf=cc.KubernetesProtobuf(kind=kind, data=data)))
     await live.client.apply(objects)
-    got = {
-        kind: (await live.client.get(kind, "web" if kind != "Namespace" else "shop", namespace)).object
-        for kind, namespace in (("Namespace", ""), ("Service", "shop"), ("PodDisruptionBudget", "shop"))
-    }
-    await live.client.apply(
-        [cc.ClusterObject(kubernetes_json=json.dumps(m).encode()) for m in (NAMESPACE, SERVICE, PDB)]
-    )
-    from_json = {
-        kind: (await live.client.get(kind, "web" if kind != "Namespace" else "shop", namespace)).object
-        for kind, namespace in (("Namespace", ""), ("Service", "shop"), ("PodDisruptionBudget", "shop"))
-    }
-    assert got == from_json
+    got = await _stored(live)
+    await live.client.apply([cc.ClusterObject(kubernetes_json=json.dumps(m).encode()) for m in MANIFESTS])
+    assert got == await _stored(live)
     budget = got["PodDisruptionBudget"].pod_disruption_budget
     assert (budget.spec.min_available, budget.spec.max_unavailable) == ("2", "25%")
     assert dict(got["Service"].service.spec.selector) == {"app": "web"}
     assert dict(got["Namespace"].namespace.metadata.labels) == {"team": "web"}
+    assert got["ReplicaSet"].replica_set.spec.replicas == 3
+    assert dict(got["ReplicationController"].replication_controller.spec.selector) == {"app": "web"}
+    assert [tuple(pair) for pair in got["Job"].job.spec.selector.match_labels.items()] == [("app", "web")]

@@ -31,6 +31,8 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 from podfit.k8s.errors import ConversionError
 from podfit.k8s.limits import check_json
 from podfit.k8s.quantity import QuantityError, parse_quantity
+from podfit.k8s.v1 import apps_pb2 as k8s_apps
+from podfit.k8s.v1 import batch_pb2 as k8s_batch
 from podfit.k8s.v1 import core_pb2 as k8s
 from podfit.k8s.v1 import policy_pb2 as k8s_policy
 from podfit.k8s.v1 import resource_pb2 as k8s_resource
@@ -41,8 +43,7 @@ __all__ = ["API_VERSIONS", "ENVELOPE_MAGIC", "KINDS", "MAX_BYTES", "decode", "en
 # Kubernetes' protobuf serializer writes this before a runtime.Unknown envelope.
 ENVELOPE_MAGIC = b"k8s\x00"
 PROTOBUF_CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
-# The kinds podfit holds that it decodes from protobuf: all but the workloads (ReplicaSet, StatefulSet,
-# ReplicationController, Job, DaemonSet), which have no schema here (yet).
+# The kinds podfit holds, every one of which it decodes from protobuf.
 KINDS: dict[str, type[Message]] = {
     "Pod": k8s.Pod,
     "Node": k8s.Node,
@@ -59,6 +60,11 @@ KINDS: dict[str, type[Message]] = {
     "Namespace": k8s.Namespace,
     "Service": k8s.Service,
     "PodDisruptionBudget": k8s_policy.PodDisruptionBudget,
+    "ReplicaSet": k8s_apps.ReplicaSet,
+    "StatefulSet": k8s_apps.StatefulSet,
+    "DaemonSet": k8s_apps.DaemonSet,
+    "ReplicationController": k8s.ReplicationController,
+    "Job": k8s_batch.Job,
 }
 # The apiVersion of each kind: the envelope's must match it, and decoded JSON carries it.
 API_VERSIONS = {
@@ -77,6 +83,11 @@ API_VERSIONS = {
     "Namespace": "v1",
     "Service": "v1",
     "PodDisruptionBudget": "policy/v1",
+    "ReplicaSet": "apps/v1",
+    "StatefulSet": "apps/v1",
+    "DaemonSet": "apps/v1",
+    "ReplicationController": "v1",
+    "Job": "batch/v1",
 }
 assert set(API_VERSIONS) == set(KINDS)
 # Objects are far smaller (etcd stores objects of at most 1.5 MiB); larger input is refused unread.
@@ -147,6 +158,9 @@ _POINTER_SCALARS = frozenset(
         "DeviceToleration.tolerationSeconds",
         "DeviceConstraint.distinctAttribute",
         "PodDisruptionBudgetSpec.unhealthyPodEvictionPolicy",
+        "ReplicationControllerSpec.replicas",
+        "ReplicaSetSpec.replicas",
+        "StatefulSetSpec.replicas",
     }
 )
 # Go non-pointer structs: always written and always in JSON (omitempty does not apply to structs; a zero
@@ -222,6 +236,29 @@ _VALUE_STRUCTS = frozenset(
         "PodDisruptionBudget.metadata",
         "PodDisruptionBudget.spec",
         "PodDisruptionBudget.status",
+        "PodTemplateSpec.metadata",
+        "PodTemplateSpec.spec",
+        "ReplicationController.metadata",
+        "ReplicationController.spec",
+        "ReplicationController.status",
+        "ReplicaSet.metadata",
+        "ReplicaSet.spec",
+        "ReplicaSet.status",
+        "ReplicaSetSpec.template",
+        "StatefulSet.metadata",
+        "StatefulSet.spec",
+        "StatefulSet.status",
+        "StatefulSetSpec.template",
+        "StatefulSetSpec.updateStrategy",
+        "DaemonSet.metadata",
+        "DaemonSet.spec",
+        "DaemonSet.status",
+        "DaemonSetSpec.template",
+        "DaemonSetSpec.updateStrategy",
+        "Job.metadata",
+        "Job.spec",
+        "Job.status",
+        "JobSpec.template",
     }
 )
 # Value structs tagged omitzero: left out of JSON when zero.
@@ -334,6 +371,18 @@ _NO_OMITEMPTY = frozenset(
         "PodDisruptionBudgetStatus.currentHealthy",
         "PodDisruptionBudgetStatus.desiredHealthy",
         "PodDisruptionBudgetStatus.expectedPods",
+        "ReplicationControllerStatus.replicas",
+        "ReplicaSetSpec.selector",
+        "ReplicaSetStatus.replicas",
+        "StatefulSetSpec.selector",
+        "StatefulSetSpec.serviceName",
+        "StatefulSetStatus.replicas",
+        "StatefulSetStatus.availableReplicas",
+        "DaemonSetSpec.selector",
+        "DaemonSetStatus.currentNumberScheduled",
+        "DaemonSetStatus.numberMisscheduled",
+        "DaemonSetStatus.desiredNumberScheduled",
+        "DaemonSetStatus.numberReady",
     }
 )
 # Go embeds these structs inline: their fields are JSON keys of the containing object.

@@ -645,8 +645,7 @@ type ClusterObject_KubernetesJson struct {
 }
 
 type ClusterObject_KubernetesProtobuf struct {
-	// A Pod, Node, storage, resource.k8s.io, Namespace, Service or PodDisruptionBudget object in
-	// Kubernetes' protobuf encoding (see KubernetesProtobuf for the kinds).
+	// Any of the kinds above in Kubernetes' protobuf encoding (see KubernetesProtobuf).
 	KubernetesProtobuf *KubernetesProtobuf `protobuf:"bytes,16,opt,name=kubernetes_protobuf,json=kubernetesProtobuf,proto3,oneof"`
 }
 
@@ -697,10 +696,9 @@ func (*ClusterObject_KubernetesProtobuf) isClusterObject_Object() {}
 // An object in Kubernetes' protobuf encoding, as Go clients and the API server write it. The kinds whose
 // schema podfit carries (protos/podfit/k8s/v1) are accepted: Pod, Node, PersistentVolume,
 // PersistentVolumeClaim, StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment,
-// DeviceClass, ResourceSlice, ResourceClaim, Namespace, Service and PodDisruptionBudget; the workload
-// kinds (ReplicaSet, StatefulSet, ReplicationController, Job, DaemonSet) are not (send them as
-// kubernetes_json or typed). Fields podfit does not model are ignored; bytes Go could not decode are
-// INVALID_ARGUMENT.
+// DeviceClass, ResourceSlice, ResourceClaim, Namespace, Service, PodDisruptionBudget, ReplicaSet,
+// StatefulSet, DaemonSet, ReplicationController and Job: every kind podfit holds. Fields podfit does
+// not model are ignored; bytes Go could not decode are INVALID_ARGUMENT.
 type KubernetesProtobuf struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The object's kind (e.g. "Pod", "ResourceSlice"); may be empty when data is enveloped, since the

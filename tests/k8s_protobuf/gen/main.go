@@ -20,6 +20,8 @@ import (
 	"os"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -1270,6 +1272,133 @@ func unmodelledPDB() *policyv1.PodDisruptionBudget {
 	return pdb
 }
 
+func template(app string) v1.PodTemplateSpec {
+	return v1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: app, Image: "registry.example.com/" + app + ":1"}}},
+	}
+}
+
+func owned(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID("uid-" + name), ResourceVersion: "7"}
+}
+
+func fullReplicaSet() *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{
+		ObjectMeta: owned("web-5d8f"),
+		Spec:       appsv1.ReplicaSetSpec{Replicas: ptr(int32(3)), MinReadySeconds: 5, Selector: selector(), Template: template("web")},
+		Status:     appsv1.ReplicaSetStatus{Replicas: 3, FullyLabeledReplicas: 3, ReadyReplicas: 2, AvailableReplicas: 2, ObservedGeneration: 4},
+	}
+}
+
+func zeroReplicaSet() *appsv1.ReplicaSet {
+	return &appsv1.ReplicaSet{ObjectMeta: owned("rs-zero"), Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(0)), Selector: &metav1.LabelSelector{}}}
+}
+
+func unmodelledReplicaSet() *appsv1.ReplicaSet {
+	rs := fullReplicaSet()
+	rs.Name = "rs-unmodelled"
+	rs.Status.TerminatingReplicas = ptr(int32(1))
+	rs.Status.Conditions = []appsv1.ReplicaSetCondition{{Type: appsv1.ReplicaSetReplicaFailure, Status: v1.ConditionFalse}}
+	return rs
+}
+
+func fullStatefulSet() *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		ObjectMeta: owned("db"),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr(int32(3)),
+			Selector:            selector(),
+			Template:            template("db"),
+			ServiceName:         "db",
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+			MinReadySeconds:     10,
+		},
+		Status: appsv1.StatefulSetStatus{
+			ObservedGeneration: 2, Replicas: 3, ReadyReplicas: 3, CurrentReplicas: 3, UpdatedReplicas: 1,
+			CurrentRevision: "db-6b7", UpdateRevision: "db-7c8", AvailableReplicas: 3,
+		},
+	}
+}
+
+func zeroStatefulSet() *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{ObjectMeta: owned("sts-zero"), Spec: appsv1.StatefulSetSpec{Replicas: ptr(int32(0))}}
+}
+
+func unmodelledStatefulSet() *appsv1.StatefulSet {
+	sts := fullStatefulSet()
+	sts.Name = "sts-unmodelled"
+	sts.Spec.RevisionHistoryLimit = ptr(int32(5))
+	sts.Spec.VolumeClaimTemplates = []v1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"}}}
+	sts.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr(int32(1))}
+	sts.Status.CollisionCount = ptr(int32(2))
+	return sts
+}
+
+func fullDaemonSet() *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{
+		ObjectMeta: owned("agent"),
+		Spec: appsv1.DaemonSetSpec{
+			Selector:        selector(),
+			Template:        template("agent"),
+			UpdateStrategy:  appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType},
+			MinReadySeconds: 3,
+		},
+		Status: appsv1.DaemonSetStatus{
+			CurrentNumberScheduled: 5, NumberMisscheduled: 1, DesiredNumberScheduled: 5, NumberReady: 4,
+			ObservedGeneration: 6, UpdatedNumberScheduled: 5, NumberAvailable: 4, NumberUnavailable: 1,
+		},
+	}
+}
+
+func unmodelledDaemonSet() *appsv1.DaemonSet {
+	ds := fullDaemonSet()
+	ds.Name = "ds-unmodelled"
+	ds.Spec.RevisionHistoryLimit = ptr(int32(10))
+	ds.Status.CollisionCount = ptr(int32(1))
+	return ds
+}
+
+func fullReplicationController() *v1.ReplicationController {
+	tmpl := template("legacy")
+	return &v1.ReplicationController{
+		ObjectMeta: owned("legacy"),
+		Spec:       v1.ReplicationControllerSpec{Replicas: ptr(int32(2)), MinReadySeconds: 4, Selector: map[string]string{"app": "legacy"}, Template: &tmpl},
+		Status:     v1.ReplicationControllerStatus{Replicas: 2, FullyLabeledReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1, ObservedGeneration: 3},
+	}
+}
+
+func zeroReplicationController() *v1.ReplicationController {
+	return &v1.ReplicationController{ObjectMeta: owned("rc-zero"), Spec: v1.ReplicationControllerSpec{Replicas: ptr(int32(0))}}
+}
+
+func unmodelledReplicationController() *v1.ReplicationController {
+	rc := fullReplicationController()
+	rc.Name = "rc-unmodelled"
+	rc.Status.Conditions = []v1.ReplicationControllerCondition{{Type: v1.ReplicationControllerReplicaFailure, Status: v1.ConditionFalse}}
+	return rc
+}
+
+func fullJob() *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: owned("migrate"),
+		Spec:       batchv1.JobSpec{Selector: selector(), Template: template("migrate")},
+		Status:     batchv1.JobStatus{Active: 1, Succeeded: 2, Failed: 1, CompletedIndexes: "0-1"},
+	}
+}
+
+func unmodelledJob() *batchv1.Job {
+	job := fullJob()
+	job.Name = "job-unmodelled"
+	job.Spec.Parallelism = ptr(int32(2))
+	job.Spec.BackoffLimit = ptr(int32(6))
+	job.Spec.ManualSelector = ptr(true)
+	job.Status.StartTime = ptr(at(2026, time.November, 29, 8, 0, 0, 0))
+	job.Status.Ready = ptr(int32(1))
+	return job
+}
+
 func minimal[T object](obj T, name string) T {
 	any(obj).(metav1.Object).SetName(name)
 	return obj
@@ -1281,6 +1410,8 @@ var scheme = func() *runtime.Scheme {
 	must(storagev1.AddToScheme(scheme))
 	must(resourcev1.AddToScheme(scheme))
 	must(policyv1.AddToScheme(scheme))
+	must(appsv1.AddToScheme(scheme))
+	must(batchv1.AddToScheme(scheme))
 	return scheme
 }()
 
@@ -1404,6 +1535,24 @@ func main() {
 		build("pdb-zero-values", zeroPDB(), true),
 		build("pdb-minimal", minimal(&policyv1.PodDisruptionBudget{}, "pdb-minimal"), true),
 		build("pdb-unmodelled-fields", unmodelledPDB(), false),
+		build("replicaset-full", fullReplicaSet(), true),
+		build("replicaset-zero-values", zeroReplicaSet(), true),
+		build("replicaset-minimal", minimal(&appsv1.ReplicaSet{}, "replicaset-minimal"), true),
+		build("replicaset-unmodelled-fields", unmodelledReplicaSet(), false),
+		build("statefulset-full", fullStatefulSet(), true),
+		build("statefulset-zero-values", zeroStatefulSet(), true),
+		build("statefulset-minimal", minimal(&appsv1.StatefulSet{}, "statefulset-minimal"), true),
+		build("statefulset-unmodelled-fields", unmodelledStatefulSet(), false),
+		build("daemonset-full", fullDaemonSet(), true),
+		build("daemonset-minimal", minimal(&appsv1.DaemonSet{}, "daemonset-minimal"), true),
+		build("daemonset-unmodelled-fields", unmodelledDaemonSet(), false),
+		build("replicationcontroller-full", fullReplicationController(), true),
+		build("replicationcontroller-zero-values", zeroReplicationController(), true),
+		build("replicationcontroller-minimal", minimal(&v1.ReplicationController{}, "replicationcontroller-minimal"), true),
+		build("replicationcontroller-unmodelled-fields", unmodelledReplicationController(), false),
+		build("job-full", fullJob(), true),
+		build("job-minimal", minimal(&batchv1.Job{}, "job-minimal"), true),
+		build("job-unmodelled-fields", unmodelledJob(), false),
 	}
 	out, err := json.MarshalIndent(vectors, "", "  ")
 	must(err)

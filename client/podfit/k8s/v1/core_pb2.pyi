@@ -3049,3 +3049,142 @@ class LoadBalancerStatus(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___LoadBalancerStatus: _TypeAlias = LoadBalancerStatus  # noqa: Y015
+
+@_typing.final
+class PodTemplateSpec(_message.Message):
+    """---------------------------------------------------------------------------------------------------
+    Pod templates and ReplicationController (core/v1); apps.proto and batch.proto hold the other workloads
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METADATA_FIELD_NUMBER: _builtins.int
+    SPEC_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def metadata(self) -> Global___ObjectMeta: ...
+    @_builtins.property
+    def spec(self) -> Global___PodSpec: ...
+    def __init__(
+        self,
+        *,
+        metadata: Global___ObjectMeta | None = ...,
+        spec: Global___PodSpec | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PodTemplateSpec: _TypeAlias = PodTemplateSpec  # noqa: Y015
+
+@_typing.final
+class ReplicationController(_message.Message):
+    """The status' conditions are not modelled."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    METADATA_FIELD_NUMBER: _builtins.int
+    SPEC_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def metadata(self) -> Global___ObjectMeta: ...
+    @_builtins.property
+    def spec(self) -> Global___ReplicationControllerSpec: ...
+    @_builtins.property
+    def status(self) -> Global___ReplicationControllerStatus: ...
+    def __init__(
+        self,
+        *,
+        metadata: Global___ObjectMeta | None = ...,
+        spec: Global___ReplicationControllerSpec | None = ...,
+        status: Global___ReplicationControllerStatus | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec", "status", b"status"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["metadata", b"metadata", "spec", b"spec", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReplicationController: _TypeAlias = ReplicationController  # noqa: Y015
+
+@_typing.final
+class ReplicationControllerSpec(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SelectorEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str | None = ...,
+            value: _builtins.str | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    REPLICAS_FIELD_NUMBER: _builtins.int
+    MINREADYSECONDS_FIELD_NUMBER: _builtins.int
+    SELECTOR_FIELD_NUMBER: _builtins.int
+    TEMPLATE_FIELD_NUMBER: _builtins.int
+    replicas: _builtins.int
+    minReadySeconds: _builtins.int
+    @_builtins.property
+    def selector(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def template(self) -> Global___PodTemplateSpec: ...
+    def __init__(
+        self,
+        *,
+        replicas: _builtins.int | None = ...,
+        minReadySeconds: _builtins.int | None = ...,
+        selector: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        template: Global___PodTemplateSpec | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["minReadySeconds", b"minReadySeconds", "replicas", b"replicas", "template", b"template"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["minReadySeconds", b"minReadySeconds", "replicas", b"replicas", "selector", b"selector", "template", b"template"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReplicationControllerSpec: _TypeAlias = ReplicationControllerSpec  # noqa: Y015
+
+@_typing.final
+class ReplicationControllerStatus(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPLICAS_FIELD_NUMBER: _builtins.int
+    FULLYLABELEDREPLICAS_FIELD_NUMBER: _builtins.int
+    READYREPLICAS_FIELD_NUMBER: _builtins.int
+    AVAILABLEREPLICAS_FIELD_NUMBER: _builtins.int
+    OBSERVEDGENERATION_FIELD_NUMBER: _builtins.int
+    replicas: _builtins.int
+    fullyLabeledReplicas: _builtins.int
+    readyReplicas: _builtins.int
+    availableReplicas: _builtins.int
+    observedGeneration: _builtins.int
+    def __init__(
+        self,
+        *,
+        replicas: _builtins.int | None = ...,
+        fullyLabeledReplicas: _builtins.int | None = ...,
+        readyReplicas: _builtins.int | None = ...,
+        availableReplicas: _builtins.int | None = ...,
+        observedGeneration: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["availableReplicas", b"availableReplicas", "fullyLabeledReplicas", b"fullyLabeledReplicas", "observedGeneration", b"observedGeneration", "readyReplicas", b"readyReplicas", "replicas", b"replicas"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["availableReplicas", b"availableReplicas", "fullyLabeledReplicas", b"fullyLabeledReplicas", "observedGeneration", b"observedGeneration", "readyReplicas", b"readyReplicas", "replicas", b"replicas"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReplicationControllerStatus: _TypeAlias = ReplicationControllerStatus  # noqa: Y015

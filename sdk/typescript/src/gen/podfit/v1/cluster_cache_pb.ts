@@ -206,8 +206,7 @@ export type ClusterObject = Message<"podfit.v1.ClusterObject"> & {
     case: "kubernetesJson";
   } | {
     /**
-     * A Pod, Node, storage, resource.k8s.io, Namespace, Service or PodDisruptionBudget object in
-     * Kubernetes' protobuf encoding (see KubernetesProtobuf for the kinds).
+     * Any of the kinds above in Kubernetes' protobuf encoding (see KubernetesProtobuf).
      *
      * @generated from field: podfit.v1.KubernetesProtobuf kubernetes_protobuf = 16;
      */
@@ -227,10 +226,9 @@ export const ClusterObjectSchema: GenMessage<ClusterObject> = /*@__PURE__*/
  * An object in Kubernetes' protobuf encoding, as Go clients and the API server write it. The kinds whose
  * schema podfit carries (protos/podfit/k8s/v1) are accepted: Pod, Node, PersistentVolume,
  * PersistentVolumeClaim, StorageClass, CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment,
- * DeviceClass, ResourceSlice, ResourceClaim, Namespace, Service and PodDisruptionBudget; the workload
- * kinds (ReplicaSet, StatefulSet, ReplicationController, Job, DaemonSet) are not (send them as
- * kubernetes_json or typed). Fields podfit does not model are ignored; bytes Go could not decode are
- * INVALID_ARGUMENT.
+ * DeviceClass, ResourceSlice, ResourceClaim, Namespace, Service, PodDisruptionBudget, ReplicaSet,
+ * StatefulSet, DaemonSet, ReplicationController and Job: every kind podfit holds. Fields podfit does
+ * not model are ignored; bytes Go could not decode are INVALID_ARGUMENT.
  *
  * @generated from message podfit.v1.KubernetesProtobuf
  */
