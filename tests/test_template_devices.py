@@ -190,6 +190,15 @@ def generate(seed: int) -> Case:
     template["metadata"]["labels"].update(pool="gpu")
     case.template = template
     case.template_slices = _node_slices(rng, "tmpl")
+    if rng.random() < 0.25:
+        # Taken from a node whose driver has since republished: its pools at generation 3, and an obsolete
+        # slice of generation 2 still listed (a new node's driver publishes only the newest).
+        for data in case.template_slices:
+            data["spec"]["pool"]["generation"] = 3
+        stale = [_device(rng, f"stale-{i}", GPU) for i in range(4)]
+        obsolete = _slice("tmpl-gpu-old", GPU, "tmpl-gpus", stale, nodeName="tmpl")
+        obsolete["spec"]["pool"]["generation"] = 2
+        case.template_slices.append(obsolete)
     # Pending pods: their own claims, and sometimes one claim shared by two of them.
     shared_claim = rng.random() < 0.3
     if shared_claim:
@@ -220,14 +229,22 @@ def _cache(objects: list[tuple[Kind, dict[str, Any]]]) -> ClusterCache:
 
 def _copy_as_published(case: Case, suffix: str) -> list[tuple[Kind, dict[str, Any]]]:
     """The template's node and slices as they would exist for real on the node ``tmpl-<suffix>``: the
-    node renamed (its hostname label too), each slice named and pooled per node by its driver."""
+    node renamed (its hostname label too), each slice of a pool's newest generation named and pooled per
+    node by its driver, the pool at generation 1."""
     name = f"tmpl-{suffix}"
     node = {**case.template, "metadata": {**case.template["metadata"], "name": name}}
     node["metadata"]["labels"] = {**case.template["metadata"]["labels"], HOSTNAME: name}
     objects: list[tuple[Kind, dict[str, Any]]] = [(Kind.NODE, node)]
+    newest: dict[tuple[str, str], int] = {}
+    for data in case.template_slices:
+        key = (data["spec"]["driver"], data["spec"]["pool"]["name"])
+        newest[key] = max(newest.get(key, 0), data["spec"]["pool"]["generation"])
     for data in case.template_slices:
         spec = data["spec"]
-        pool = {**spec["pool"], "name": f"{spec['pool']['name']}-{suffix}"}
+        if spec["pool"]["generation"] < newest[(spec["driver"], spec["pool"]["name"])]:
+            continue  # the driver deletes the slices of older generations
+        # A driver starts the pool of a node that has none at generation 1.
+        pool = {**spec["pool"], "name": f"{spec['pool']['name']}-{suffix}", "generation": 1}
         copy = {
             **data,
             "metadata": {"name": f"{data['metadata']['name']}-{suffix}"},

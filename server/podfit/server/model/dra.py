@@ -237,14 +237,24 @@ def held_devices(claim: ResourceClaim) -> frozenset[tuple[str, str, str]]:
 
 
 def template_copies(slices: Sequence[ResourceSlice], node_name: str, suffix: str) -> tuple[ResourceSlice, ...]:
-    """A template node's ResourceSlices as a driver publishes them on one copy of the node, named
+    """A template node's ResourceSlices as a DRA driver publishes them on one new copy of the node, named
     ``node_name``: each slice named ``<slice>-<suffix>``, in pool ``<pool>-<suffix>`` (pool names are
-    unique within a driver, so every copy has pools of its own), on ``node_name``, without a uid; the
-    pool's generation, slice count and devices as the template's. (cluster-autoscaler copies a template's
-    node-local slices this way; the slices must be node-local, which ``check_template_slices`` checks.)"""
+    unique within a driver, so every copy has pools of its own, as cluster-autoscaler names them), on
+    ``node_name``, without a uid. A pool starts at generation 1, as the driver's ResourceSlice controller
+    starts the pool of a node that has none, with the slices of the template pool's newest generation
+    (the controller deletes older ones); slice count and devices are the template's. Which devices a node
+    offers does not depend on a pool's generation number, only on which of its slices are newest, so the
+    copies answer as the template's slices would. (The slices must be node-local: ``check_template_slices``.)"""
+    newest: dict[tuple[str, str], int] = {}
+    for item in slices:
+        key = (item.driver, item.pool)
+        newest[key] = max(newest.get(key, item.generation), item.generation)
     return tuple(
-        replace(item, name=f"{item.name}-{suffix}", pool=f"{item.pool}-{suffix}", node_name=node_name, uid="")
+        replace(
+            item, name=f"{item.name}-{suffix}", pool=f"{item.pool}-{suffix}", node_name=node_name, uid="", generation=1
+        )
         for item in slices
+        if item.generation == newest[(item.driver, item.pool)]
     )
 
 

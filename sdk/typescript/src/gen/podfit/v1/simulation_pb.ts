@@ -48,7 +48,9 @@ export type HypotheticalNodes = Message<"podfit.v1.HypotheticalNodes"> & {
    * at its spec.nodeName): a slice for several nodes is the cluster's, published once. Every copy gets
    * its own copies, as a DRA driver publishes them on each node, and as cluster-autoscaler copies a
    * template's slices: named "<slice name>-sim-<i>", in pool "<pool name>-sim-<i>" (pools are unique per
-   * driver), on the copy's node, without a uid; the pool's generation, slice count and devices as sent.
+   * driver), on the copy's node, without a uid; each pool at generation 1 with the slices of its newest
+   * generation (a driver starts a new node's pool so, and deletes older slices); slice count and devices
+   * as sent.
    * DeviceClasses, claims and the devices claims hold then apply to them as to any node's.
    *
    * @generated from field: repeated podfit.v1.ClusterObject resource_slices = 3;
