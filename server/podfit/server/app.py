@@ -263,13 +263,15 @@ async def create_server(
     owner: OwnerLink | None = None,
     reuse_port: bool = False,
     what_if: WhatIfLink | None = None,
+    inner: Sequence[grpc.aio.ServerInterceptor] = (),
 ) -> RunningServer:
     """Builds and starts the server; ``addr`` like "127.0.0.1:0" picks a free port (tests).
 
     The extender endpoint starts only when ``extender_addr`` (or the settings) names an address.
     ``reuse_port``: other processes of this server listen on the same ports (podfit.server.transport.workers);
     ``owner``: this process is a decision worker, forwarding its writes there; ``what_if``: what-if
-    questions are answered by the what-if process (podfit.server.transport.what_if).
+    questions are answered by the what-if process (podfit.server.transport.what_if); ``inner``: interceptors
+    innermost (the replicated log's owner holds each answer until the log has its writes).
     """
     settings = settings or Settings()
     # The addresses actually bound, overrides included: no listener opens to other hosts unauthenticated.
@@ -293,7 +295,7 @@ async def create_server(
         *PENDING_CALL_LIMITS,
     ]
     # Innermost, so the streams it ends at shutdown are seen by the others as any UNAVAILABLE answer.
-    server = grpc.aio.server(interceptors=[*interceptors, drain], options=options)
+    server = grpc.aio.server(interceptors=[*interceptors, drain, *inner], options=options)
     register_services(server, service, owner, what_if)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
@@ -402,6 +404,11 @@ async def _start_metrics_listener(
 
 
 async def serve(settings: Settings, argv: Sequence[str] = ()) -> None:
+    if settings.replicated_log:
+        from podfit.server.replica_app import serve_replica
+
+        await serve_replica(settings)
+        return
     if settings.follow_owner:
         await (serve_what_if(settings) if settings.what_if_role else serve_worker(settings))
         return

@@ -104,6 +104,14 @@ class Settings:
     # Wherever there are two cores or more: what-if questions (Simulate, EstimateScaleUp, SimulateDrain,
     # BestOptions) are answered by a process of their own (podfit.server.transport.what_if).
     what_if_process: bool = True
+    # Replicas on a replicated log (podfit.server.transport.replicated): the engine's NATS URLs, comma-
+    # separated ("": one process, no engine), this replica's peer address, the group's shared key file,
+    # the owner's lease and how many log entries go between two snapshots.
+    replicated_log: str = ""
+    replica_addr: str = ""
+    replication_key_file: str = ""
+    replication_lease_seconds: float = 5.0
+    replication_snapshot_entries: int = 1_000
     # Set only in a decision worker, by its owner: the owner's private socket.
     follow_owner: str = ""
     # Set only in the what-if process, by its owner.
@@ -185,6 +193,11 @@ _SOURCES = {
     "feature_gates": ("featureGates", "PODFIT_FEATURE_GATES"),
     "workers": ("workers", "PODFIT_WORKERS"),
     "what_if_process": ("whatIfProcess", "PODFIT_WHAT_IF_PROCESS"),
+    "replicated_log": ("replication.engine", "PODFIT_REPLICATED_LOG"),
+    "replica_addr": ("replication.peerAddr", "PODFIT_REPLICA_ADDR"),
+    "replication_key_file": ("replication.keyFile", "PODFIT_REPLICATION_KEY_FILE"),
+    "replication_lease_seconds": ("replication.leaseSeconds", "PODFIT_REPLICATION_LEASE_SECONDS"),
+    "replication_snapshot_entries": ("replication.snapshotEntries", "PODFIT_REPLICATION_SNAPSHOT_ENTRIES"),
 }
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
@@ -363,6 +376,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="answer what-if questions in a process of their own wherever there are 2 cores or more (default: on)",
     )
+    parser.add_argument(
+        "--replicated-log",
+        help="run as one replica of a group on this NATS JetStream engine (comma-separated nats:// URLs; "
+        "default: one process, no engine)",
+    )
+    parser.add_argument("--replica-addr", help="HOST:PORT of this replica's peer listener (replicated log)")
+    parser.add_argument("--replication-key-file", help="the group's shared key (replicated log; 16 bytes or more)")
+    parser.add_argument("--replication-lease-seconds", type=float, help="the owner's lease (default 5)")
+    parser.add_argument("--replication-snapshot-entries", type=int, help="log entries between snapshots (default 1000)")
     parser.add_argument("--follow", help=argparse.SUPPRESS)
     parser.add_argument("--what-if", action="store_true", help=argparse.SUPPRESS)
     return parser
@@ -409,6 +431,12 @@ def validate(settings: Settings) -> None:
         raise SettingsError("maxMessageBytes: must be at least 1024")
     if not 0 <= settings.workers <= 256:
         raise SettingsError(f"workers: {settings.workers} must be between 0 (one per core) and 256")
+    if settings.replicated_log and not (settings.replica_addr and settings.replication_key_file):
+        raise SettingsError("replication.engine: needs replication.peerAddr and replication.keyFile")
+    if settings.replicated_log and settings.extender_bind:
+        raise SettingsError("replication.engine: the extender's bind verb is not served by replicas yet")
+    if not settings.replication_lease_seconds >= 1:
+        raise SettingsError("replication.leaseSeconds: must be at least 1")
     if settings.extender_max_body_bytes < 1024:
         raise SettingsError("extender.maxBodyBytes: must be at least 1024")
     if not settings.extender_idle_timeout_seconds > 0:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 from google.protobuf.message import Message
@@ -22,7 +22,7 @@ from grpc_status import rpc_status
 from podfit.server.reserver import OwnerGone, ReservationMoved
 from podfit.server.transport.decoding import Undecodable
 from podfit.server.transport.errors import status_for
-from podfit.server.transport.workers import POSITION_KEY, Follower, committed
+from podfit.server.transport.workers import POSITION_KEY, committed
 
 OWNER_GONE = "this decision worker lost its owner process; retry (the server is restarting)"
 
@@ -58,12 +58,40 @@ REFUSED_AT_MOST = 0.5
 PROBE_EVERY = 16
 
 
+class Upstream(Protocol):
+    """What a replica forwards through: the channel to the owner, and where its own replica stands."""
+
+    @property
+    def owner(self) -> bool: ...
+
+    @property
+    def directory(self) -> str: ...
+
+    @property
+    def metadata(self) -> tuple[tuple[str, str], ...]: ...
+
+    @property
+    def channel(self) -> grpc.aio.Channel: ...
+
+    async def caught_up(self, position: int) -> None: ...
+
+    async def barrier(self, timeout: float | None = None) -> None: ...
+
+
 class OwnerLink:
-    def __init__(self, follower: Follower) -> None:
+    """A replica's way to the owner: a decision worker's ``Follower``, or a replica on the replicated log
+    (``transport.replicated.Replica``), which becomes the owner itself when it takes the lease."""
+
+    def __init__(self, follower: Upstream) -> None:
         self.follower = follower
         # Share of recent reservations the owner refused (exponentially weighted).
         self.refused = 0.0
         self._assumes = 0
+
+    @property
+    def here(self) -> bool:
+        """Whether this process is the owner now (a replica that took the lease): nothing to forward."""
+        return self.follower.owner
 
     async def caught_up(self, context: grpc.aio.ServicerContext, position: int | None = None) -> None:
         """Waits until the replica holds the journal up to ``position`` (None: every write the owner has
@@ -163,7 +191,7 @@ def forwarded(
         @functools.wraps(method)
         async def wrapper(self: Any, request: Any, context: Any) -> Any:
             owner: OwnerLink | None = self.owner
-            if owner is None or (when is not None and not when(request)):
+            if owner is None or owner.here or (when is not None and not when(request)):
                 return await method(self, request, context)
             if optimistic:
                 return await owner.answer(path, response_type, method, self, request, context)
@@ -187,7 +215,7 @@ def forwarded_stream(
             owner: OwnerLink | None = self.owner
             answers = (
                 method(self, requests, context)
-                if owner is None
+                if owner is None or owner.here
                 else owner.stream(path, requests, response_type, context)
             )
             async for answer in answers:
@@ -211,7 +239,7 @@ def current(
         async def wrapper(self: Any, request: Any, context: Any) -> Any:
             owner: OwnerLink | None = self.owner
             gate = self.service.gate
-            if owner is not None:
+            if owner is not None and not owner.here:
                 if gate.busy:
                     return await owner.unary(path, request, response_type, context, follow=False)
                 await owner.caught_up(context)

@@ -498,6 +498,9 @@ class Follower:
     The journal is read as it arrives and applied ahead of any call waiting for the gate, so a decision
     queued behind a heavy call never runs on a replica older than what this worker had received."""
 
+    # A decision worker never becomes the owner (OwnerLink.here).
+    owner = False
+
     def __init__(
         self, service: SchedulingService, target: str, token: bytes, registry: CollectorRegistry | None = None
     ) -> None:

@@ -1,0 +1,723 @@
+"""Replicas on different machines: one replicated log (NATS JetStream), one elected owner, failover.
+
+``--replicated-log nats://a:4222,nats://b:4222,...`` turns podfit-server into one replica of a group. The
+log is the engine's, not podfit's: a JetStream stream replicated by the engine's own Raft (R3 on three
+nodes), so podfit implements no consensus, replication protocol or election of its own.
+
+- **One owner.** Replicas campaign for a lease, a key in a JetStream KV bucket whose entries expire after
+  ``leaseSeconds`` (``kv.create`` succeeds only while the key is absent; the owner renews it every third of
+  the lease with ``kv.update`` against the revision it holds). The owner makes every write, exactly as a
+  single process does (its cache records each one in a ``Journal``), and ships the journal's frames to
+  the stream, in order, each append fenced by ``Nats-Expected-Last-Sequence``: an append succeeds only if
+  the log ends where this owner believes it does. A new owner first appends an ``owner`` entry after the
+  last entry it has applied, so once it has one, any append by a deposed owner fails — fencing by the log,
+  not by timing. A deposed owner (fenced, or unable to renew within its lease) stops at once, as
+  kube-scheduler does when it loses its lease, and starts again as a replica from the log.
+- **Nothing acknowledged is lost.** Every answer the owner gives (a write's OK, and any decision that
+  read it) waits until the log holds everything its cache held when it answered (``Durable``); an
+  answer whose entry could not be appended is UNAVAILABLE, never OK.
+- **Replicas** apply the log in order (an ordered consumer from the sequence after their snapshot) and
+  answer every read-only call from their cache; writes and assumes go to the owner's peer address
+  (named in its lease) exactly as a decision worker's go to its owner (``transport.forward``), and the
+  answer returns once this replica has applied the entry holding it: read-your-writes per connection.
+- **Snapshots** (the cache's image at a log sequence) are kept in the engine's object store; the stream is
+  purged below them (keeping a margin), so the log stays bounded, and a new or restarted replica loads
+  the snapshot and then the log after it.
+- **Readiness.** A replica is ready (gRPC health SERVING, ``/readyz`` 200) while it is connected to the
+  engine and, at its last look at the log's end (every ``POLL_SECONDS``), at most ``MAX_LAG_ENTRIES``
+  behind it; otherwise NOT_SERVING.
+
+Entries and snapshots are pickled cache operations (the journal's), each sealed with an HMAC-SHA256 under
+the group's shared key (``replication.keyFile``): nothing unsealed by that key is ever unpickled. The same
+key authenticates peers on the owner's peer address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import itertools
+import logging
+import os
+import pickle
+import struct
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+import nats
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig, DeliverPolicy, KeyValueConfig, ObjectStoreConfig, StreamConfig
+from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
+from nats.js.kv import KeyValue
+from nats.js.object_store import ObjectStore
+from podfit.server.cache.cluster_cache import Change
+from podfit.server.cache.journal import Journal
+from podfit.server.reserver import OwnerGone, ReservationMoved
+from podfit.server.service import SchedulingService
+from podfit.server.transport.workers import (
+    INTERNAL_OPTIONS,
+    POSITION,
+    POSITION_KEY,
+    REPLICATION,
+    TOKEN_KEY,
+    Authenticated,
+    committed,
+    decode_commit,
+    encode_commit,
+)
+
+log = logging.getLogger("podfit.server")
+T = TypeVar("T")
+
+STREAM = "PODFIT_LOG"
+SUBJECT = "podfit.log"
+LEASE_BUCKET = "podfit_lease"
+LEASE_KEY = "owner"
+SNAPSHOT_BUCKET = "podfit_snapshots"
+SNAPSHOT_NAME = "cache"
+COMMIT = f"{REPLICATION}/Commit"
+# JetStream's "wrong last sequence": another owner appended since this one last did.
+WRONG_LAST_SEQUENCE = 10071
+_SEQ = struct.Struct("!Q")
+_DIGEST = hashlib.sha256().digest_size
+# How often a replica looks at where the log ends (readiness), and how far behind it may be and ready.
+POLL_SECONDS = 0.25
+MAX_LAG_ENTRIES = 64
+# Entries kept in the stream below the newest snapshot, for replicas a little behind it.
+SNAPSHOT_MARGIN = 1_000
+
+
+class Fenced(Exception):
+    """This process is not (any longer) the owner: the log moved on under it, or its lease is gone."""
+
+
+def seal(key: bytes, payload: bytes) -> bytes:
+    return hmac.new(key, payload, hashlib.sha256).digest() + payload
+
+
+def unseal(key: bytes, data: bytes) -> bytes:
+    digest, payload = data[:_DIGEST], data[_DIGEST:]
+    if not hmac.compare_digest(digest, hmac.new(key, payload, hashlib.sha256).digest()):
+        raise ValueError("a log entry or snapshot not sealed with this group's key: refused")
+    return payload
+
+
+def read_key(path: str) -> bytes:
+    with open(path, "rb") as file:
+        key = file.read().strip()
+    if len(key) < 16:
+        raise ValueError(f"replication.keyFile {path}: the key must be at least 16 bytes")
+    return key
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationSettings:
+    urls: Sequence[str]
+    key: bytes
+    # Where this replica's peer listener is reached by the others (named in its lease when it owns).
+    address: str
+    lease_seconds: float = 5.0
+    snapshot_entries: int = 1_000
+    replicas: int = 3
+
+
+class Engine:
+    """podfit's use of JetStream: the log stream, the lease bucket and the snapshot store."""
+
+    def __init__(self, settings: ReplicationSettings) -> None:
+        self.settings = settings
+        self.nc: Any = None
+        self.js: JetStreamContext | None = None
+        self.lease: KeyValue | None = None
+        self.snapshots: ObjectStore | None = None
+
+    async def connect(self, timeout: float = 30.0) -> None:
+        self.nc = await nats.connect(
+            list(self.settings.urls), max_reconnect_attempts=-1, reconnect_time_wait=0.2, connect_timeout=2
+        )
+        self.js = self.nc.jetstream(timeout=5.0)
+        replicas = min(self.settings.replicas, len(self.settings.urls))
+        deadline = time.monotonic() + timeout
+        while True:  # a cluster still electing its meta leader refuses for a moment
+            try:
+                await self.js.add_stream(StreamConfig(name=STREAM, subjects=[SUBJECT], num_replicas=replicas))
+                self.lease = await self.js.create_key_value(
+                    KeyValueConfig(bucket=LEASE_BUCKET, ttl=self.settings.lease_seconds, history=1, replicas=replicas)
+                )
+                self.snapshots = await self.js.create_object_store(
+                    SNAPSHOT_BUCKET, ObjectStoreConfig(bucket=SNAPSHOT_BUCKET, replicas=replicas)
+                )
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
+
+    @property
+    def connected(self) -> bool:
+        return bool(self.nc is not None and self.nc.is_connected)
+
+    async def last_sequence(self) -> int:
+        assert self.js is not None
+        info = await self.js.stream_info(STREAM)
+        return int(info.state.last_seq)
+
+    async def append(self, entry: bytes, expected: int, message_id: str, within: float) -> int:
+        """Appends ``entry`` if the log ends at ``expected``; its sequence. Fenced if another owner
+        appended since; retried (the same message id, so never twice) while the engine does not answer,
+        for at most ``within`` seconds."""
+        assert self.js is not None
+        headers = {"Nats-Expected-Last-Sequence": str(expected), "Nats-Msg-Id": message_id}
+        deadline = time.monotonic() + within
+        while True:
+            try:
+                ack = await self.js.publish(SUBJECT, entry, timeout=1.0, headers=dict(headers))
+                return int(ack.seq)
+            except BadRequestError as exc:
+                if exc.err_code == WRONG_LAST_SEQUENCE:
+                    raise Fenced(f"the log moved past {expected}: another owner appended") from exc
+                raise
+            except (TimeoutError, nats.errors.Error) as exc:
+                if time.monotonic() > deadline:
+                    raise Fenced(f"the engine did not take an append for {within:.1f} s") from exc
+                await asyncio.sleep(0.05)
+
+    async def put_snapshot(self, blob: bytes) -> None:
+        assert self.snapshots is not None
+        await self.snapshots.put(SNAPSHOT_NAME, blob)
+
+    async def get_snapshot(self) -> bytes | None:
+        assert self.snapshots is not None
+        try:
+            result = await self.snapshots.get(SNAPSHOT_NAME)
+        except (NotFoundError, KeyNotFoundError, nats.js.errors.ObjectNotFoundError):
+            return None
+        return bytes(result.data or b"")
+
+    async def purge_below(self, sequence: int) -> None:
+        assert self.js is not None
+        if sequence > 1:
+            await self.js.purge_stream(STREAM, seq=sequence)
+
+    async def close(self) -> None:
+        if self.nc is not None:
+            with contextlib.suppress(Exception):
+                await self.nc.close()
+
+
+class Shipper:
+    """The owner's side of the log: the journal's frames, appended in order, each fenced by the sequence
+    the previous one got. Frames published while an append is in flight go together in the next entry."""
+
+    def __init__(self, engine: Engine, journal: Journal, key: bytes, last: int, identity: str) -> None:
+        self.engine, self.journal, self.key = engine, journal, key
+        self.last = last
+        self.identity = identity
+        # The journal position every answer so far is covered up to, and the entry holding it.
+        self.durable = journal.position
+        self.failed: BaseException | None = None
+        self._moved = asyncio.Condition()
+        self._ids = itertools.count(1)
+        self._task: asyncio.Task[None] | None = None
+        self.appended = 0
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        follower = -1
+        position = self.journal.cursor(follower)
+        try:
+            while True:
+                frames = await self.journal.follow(follower, position)
+                end = frames[-1][0]
+                entry = seal(self.key, pickle.dumps(("frames", [frame for _, frame in frames])))
+                self.last = await self.engine.append(
+                    entry, self.last, f"{self.identity}-{next(self._ids)}", self.engine.settings.lease_seconds
+                )
+                self.appended += 1
+                position = self.durable = end
+                async with self._moved:
+                    self._moved.notify_all()
+        except BaseException as exc:
+            self.failed = exc
+            async with self._moved:
+                self._moved.notify_all()
+            if not isinstance(exc, asyncio.CancelledError):
+                log.error("owner: the log refused an append (%s): this process is no longer the owner", exc)
+        finally:
+            self.journal.forget(follower)
+
+    async def covered(self, position: int) -> int:
+        """Waits until the log holds the journal up to ``position``; the log's sequence then. Fenced when
+        it never will."""
+        if self.durable < position:
+            async with self._moved:
+                await self._moved.wait_for(lambda: self.durable >= position or self.failed is not None)
+        if self.durable < position:
+            raise Fenced("this process is no longer the owner: its last writes are not in the log")
+        return self.last
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+
+async def _retrying(call: Callable[[], Awaitable[T]], within: float) -> T:
+    """``call()`` again while the engine does not answer (a cluster still electing its leaders)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return await call()
+        except (TimeoutError, nats.errors.Error):
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+
+
+def _encode_entry(kind: str, value: Any) -> bytes:
+    return pickle.dumps((kind, value), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class Replica:
+    """One replica of the group: its cache fed from the log, and — while it holds the lease — the owner.
+
+    ``on_ready(bool)`` is called as readiness changes; ``on_promoted()`` when this replica becomes the
+    owner (its servicers then make writes instead of forwarding them); ``on_deposed(why)`` when it was the
+    owner and no longer is (the process stops)."""
+
+    def __init__(
+        self,
+        service: SchedulingService,
+        settings: ReplicationSettings,
+        on_ready: Callable[[bool], Awaitable[None]],
+        on_promoted: Callable[[], None],
+        on_deposed: Callable[[str], None],
+    ) -> None:
+        self.service = service
+        self.settings = settings
+        self.engine = Engine(settings)
+        self.key = settings.key
+        self.identity = f"{settings.address}/{os.getpid()}/{os.urandom(4).hex()}"
+        self.on_ready, self.on_promoted, self.on_deposed = on_ready, on_promoted, on_deposed
+        # The last log entry applied to this cache.
+        self.applied = 0
+        self.log_end = 0
+        self.owner = False
+        self.owner_address = ""
+        self.shipper: Shipper | None = None
+        self.journal: Journal | None = None
+        self._moved = asyncio.Condition()
+        self.ended = asyncio.Event()
+        self._subscription: Any = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._ready = False
+        self._lease_revision = 0
+        self._channel: grpc.aio.Channel | None = None
+        self._channel_address = ""
+        self.metadata = ((TOKEN_KEY, hashlib.sha256(self.key).digest().hex()),)
+        # The owner's private directory, hidden from callers in a peer's refusals (forward.pass_on).
+        self.directory = "\0"
+        self.promoted_at = 0.0
+        self.entries_applied = 0
+
+    # -- start: snapshot, then the log after it -----------------------------------------------------
+
+    async def start(self, timeout: float = 30.0) -> None:
+        await self.engine.connect(timeout)
+        blob = await _retrying(self.engine.get_snapshot, timeout)
+        if blob:
+            self._load(blob)
+        await _retrying(self._subscribe, timeout)
+        # Caught up with the log as it ends now before answering anything.
+        self.log_end = await _retrying(self.engine.last_sequence, timeout)
+        await self.caught_up(self.log_end)
+        self._tasks = [asyncio.create_task(self._campaign()), asyncio.create_task(self._watch())]
+        log.info("replica at log entry %d (generation %d)", self.applied, self.service.generation)
+
+    def _load(self, blob: bytes) -> None:
+        (sequence,) = _SEQ.unpack_from(blob)
+        epoch, synced, state = pickle.loads(unseal(self.key, blob[_SEQ.size :]))
+        self.service.cache.restore_image(state)
+        self.service.epoch = epoch
+        if synced and not self.service.synced:
+            asyncio.get_running_loop().create_task(self.service.mark_synced())
+        self.applied = sequence
+        log.info("replica loaded the snapshot at log entry %d", sequence)
+
+    async def _subscribe(self) -> None:
+        assert self.engine.js is not None
+        self._subscription = await self.engine.js.subscribe(
+            SUBJECT,
+            cb=self._on_entry,
+            ordered_consumer=True,
+            config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self.applied + 1),
+            pending_msgs_limit=-1,
+            pending_bytes_limit=-1,
+        )
+
+    async def _on_entry(self, msg: Msg) -> None:
+        sequence = msg.metadata.sequence.stream
+        if sequence <= self.applied:
+            return
+        try:
+            if sequence != self.applied + 1:
+                # Purged below a snapshot this replica had not reached: start again from the snapshot.
+                blob = await self.engine.get_snapshot()
+                if blob is None or _SEQ.unpack_from(blob)[0] < sequence - 1:
+                    raise RuntimeError(
+                        f"log entries {self.applied + 1}..{sequence - 1} are gone and no snapshot holds them"
+                    )
+                async with self.service.gate.shared(first=True):
+                    self._load(blob)
+                if sequence <= self.applied:
+                    return
+            kind, value = pickle.loads(unseal(self.key, msg.data))
+            async with self.service.gate.shared(first=True):
+                await self._apply(kind, value)
+            self.applied = sequence
+            self.entries_applied += 1
+        except Exception as exc:
+            log.exception("replica: cannot apply log entry %d: this replica stops", sequence)
+            self._lost(f"cannot apply log entry {sequence}: {exc}")
+        async with self._moved:
+            self._moved.notify_all()
+
+    async def _apply(self, kind: str, value: Any) -> None:
+        if kind == "owner":
+            self.owner_address, epoch = value
+            self.service.epoch = epoch
+            return
+        for frame in value:
+            for op, argument in pickle.loads(frame):
+                if op == "apply":
+                    self.service.cache.apply(argument)
+                elif op == "synced":
+                    await self.service.mark_synced(argument)
+
+    def _lost(self, why: str) -> None:
+        self.service.replica_lost = why
+        self.ended.set()
+
+    # -- the peer channel to the owner (transport.forward's OwnerLink uses it) ------------------------
+
+    @property
+    def channel(self) -> grpc.aio.Channel:
+        if self._channel is None or self._channel_address != self.owner_address:
+            if self._channel is not None:
+                asyncio.get_running_loop().create_task(self._channel.close())
+            self._channel = grpc.aio.insecure_channel(self.owner_address or "127.0.0.1:1", options=INTERNAL_OPTIONS)
+            self._channel_address = self.owner_address
+        return self._channel
+
+    async def caught_up(self, position: int) -> None:
+        """Returns once this cache holds the log up to entry ``position``; OwnerGone if it never will."""
+        async with self._moved:
+            await self._moved.wait_for(lambda: self.applied >= position or self.ended.is_set())
+        if self.applied < position:
+            raise OwnerGone("this replica lost the log")
+
+    async def barrier(self, timeout: float | None = None) -> None:
+        """Catches up with everything acknowledged so far: the log's end."""
+        if self.owner:
+            return
+        if timeout is not None:
+            end = await asyncio.wait_for(self.engine.last_sequence(), timeout)
+        else:
+            end = await self.engine.last_sequence()
+        await self.caught_up(end)
+
+    async def commit(self, generation: int, changes: Sequence[Change]) -> int:
+        """A reservation decided on this replica, made by the owner if its cache is still at ``generation``
+        (as a decision worker's: Reservations); the answer follows once this replica applied it."""
+        call = self.channel.unary_unary(COMMIT, request_serializer=_identity, response_deserializer=_identity)
+        try:
+            answer = await call(encode_commit(generation, changes), metadata=self.metadata, timeout=10.0)
+        except grpc.aio.AioRpcError as exc:
+            raise OwnerGone(f"the owner did not take the reservation: {exc.code().name}") from exc
+        if not answer:
+            raise ReservationMoved(f"the owner's cache moved past generation {generation}")
+        sequence, assumed = _SEQ.unpack_from(answer), _SEQ.unpack_from(answer, _SEQ.size)
+        committed.set(sequence[0])
+        return int(assumed[0])
+
+    # -- ownership -------------------------------------------------------------------------------
+
+    async def _campaign(self) -> None:
+        """Takes the lease whenever it is free, then holds it (renewing) for as long as this process lives."""
+        assert self.engine.lease is not None
+        value = self.settings.address.encode()
+        while not self.owner:
+            try:
+                self._lease_revision = await self.engine.lease.create(LEASE_KEY, value)
+            except (KeyWrongLastSequenceError, BadRequestError, nats.errors.Error, TimeoutError):
+                await asyncio.sleep(min(0.2, self.settings.lease_seconds / 10))
+                continue
+            try:
+                await self._promote()
+            except Fenced:
+                continue  # the log moved on while taking over: catch up and fence again
+        await self._hold()
+
+    async def _promote(self) -> None:
+        """Catches up with the log, then fences it with an ``owner`` entry; from then on this replica
+        makes every write and appends it."""
+        started = time.monotonic()
+        while True:
+            end = await self.engine.last_sequence()
+            await self.caught_up(end)
+            entry = seal(self.key, _encode_entry("owner", (self.settings.address, self.service.epoch)))
+            try:
+                fence = await self.engine.append(
+                    entry, end, f"{self.identity}-owner-{end}", self.settings.lease_seconds
+                )
+                break
+            except Fenced:
+                continue  # a deposed owner's last append landed meanwhile: it is in the log; apply it first
+        await self.caught_up(fence)
+        if self._subscription is not None:
+            with contextlib.suppress(Exception):
+                await self._subscription.unsubscribe()
+        journal = self.journal = Journal()
+        journal.bind(asyncio.get_running_loop())
+        self.service.cache.journal = journal
+        self.service.gate.after_heavy.append(journal.publish)
+        self.shipper = Shipper(self.engine, journal, self.key, fence, self.identity)
+        self.shipper.start()
+        self.owner = True
+        self.promoted_at = time.monotonic()
+        self.owner_address = self.settings.address
+        self.on_promoted()
+        log.info("this replica is the owner from log entry %d (took over in %.3f s)", fence, time.monotonic() - started)
+        self._tasks.append(asyncio.create_task(self._snapshots()))
+
+    async def _hold(self) -> None:
+        """Renews the lease every third of its duration; a refused renewal, or none within the lease,
+        deposes this owner."""
+        assert self.engine.lease is not None
+        value = self.settings.address.encode()
+        lease = self.settings.lease_seconds
+        renewed = time.monotonic()
+        while True:
+            await asyncio.sleep(lease / 3)
+            if self.shipper is not None and self.shipper.failed is not None:
+                self._depose(f"the log refused an append: {self.shipper.failed}")
+                return
+            try:
+                self._lease_revision = await asyncio.wait_for(
+                    self.engine.lease.update(LEASE_KEY, value, last=self._lease_revision), lease / 3
+                )
+                renewed = time.monotonic()
+            except KeyWrongLastSequenceError:
+                self._depose("another replica holds the lease")
+                return
+            except Exception:
+                if time.monotonic() - renewed > lease * 2 / 3:
+                    self._depose(f"the lease was not renewed for {time.monotonic() - renewed:.1f} s")
+                    return
+
+    def _depose(self, why: str) -> None:
+        log.error("this replica is no longer the owner (%s): it stops, to start again from the log", why)
+        self.owner = False
+        self.service.replica_lost = f"no longer the owner: {why}"
+        self.ended.set()
+        self.on_deposed(why)
+
+    async def covered(self) -> int:
+        """In the owner: waits until the log holds every write made so far; the log's sequence then."""
+        if self.shipper is None or self.journal is None:
+            return self.applied
+        return await self.shipper.covered(self.journal.position)
+
+    async def _snapshots(self) -> None:
+        """The owner's snapshots: the cache's image at a log entry, every ``snapshot_entries`` entries,
+        taken while nothing is waiting to be appended; the log below it (less a margin) is purged."""
+        assert self.shipper is not None and self.journal is not None
+        shipper, journal, service = self.shipper, self.journal, self.service
+        last = shipper.last
+        while True:
+            await asyncio.sleep(1.0)
+            if shipper.last - last < self.settings.snapshot_entries:
+                continue
+            async with service.gate.shared():
+                if shipper.durable != journal.position:
+                    continue
+                sequence = shipper.last
+                state = (service.epoch, service.synced, service.cache.image())
+            try:
+                blob = await asyncio.to_thread(pickle.dumps, state, pickle.HIGHEST_PROTOCOL)
+                await self.engine.put_snapshot(_SEQ.pack(sequence) + seal(self.key, blob))
+                await self.engine.purge_below(sequence + 1 - SNAPSHOT_MARGIN)
+                last = sequence
+                log.info("snapshot at log entry %d (%d bytes)", sequence, len(blob))
+            except Exception:
+                log.exception("snapshot at log entry %d not stored", sequence)
+
+    # -- readiness -------------------------------------------------------------------------------
+
+    async def _watch(self) -> None:
+        """Readiness: connected, and (a replica) at most MAX_LAG_ENTRIES behind the log's end as last seen."""
+        while not self.ended.is_set():
+            ready = False
+            try:
+                if self.owner:
+                    ready = self.engine.connected and (self.shipper is None or self.shipper.failed is None)
+                else:
+                    self.log_end = await asyncio.wait_for(self.engine.last_sequence(), 1.0)
+                    ready = self.engine.connected and self.log_end - self.applied <= MAX_LAG_ENTRIES
+            except Exception:
+                ready = False
+            if ready != self._ready:
+                self._ready = ready
+                log.info(
+                    "replica %s (log entry %d of %d)", "ready" if ready else "not ready", self.applied, self.log_end
+                )
+                await self.on_ready(ready)
+            await asyncio.sleep(POLL_SECONDS)
+        if self._ready:
+            self._ready = False
+            await self.on_ready(False)
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.shipper is not None:
+            await self.shipper.stop()
+        if self._channel is not None:
+            await self._channel.close()
+        await self.engine.close()
+
+
+def _identity(data: bytes) -> bytes:
+    return data
+
+
+class Durable(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """In the owner: no answer leaves before the log holds every write its cache held when it answered
+    (an OK for a write, and any decision that may have read one); UNAVAILABLE when the log refused it."""
+
+    def __init__(self, replica: Replica) -> None:
+        self.replica = replica
+
+    async def _covered(self, context: grpc.aio.ServicerContext) -> None:
+        try:
+            await self.replica.covered()
+        except Fenced as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"{exc}; retry (another replica takes over)")
+
+    async def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
+        handler = await continuation(details)
+        if handler is None or details.method.startswith("/grpc.health.v1.Health/"):
+            return handler
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                response = await inner(request, context)
+                await self._covered(context)
+                return response
+
+            return handler._replace(unary_unary=unary)
+        behavior = handler.stream_stream or handler.unary_stream
+        if behavior is None or asyncio.iscoroutinefunction(behavior):
+            return handler
+
+        async def streaming(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            async for response in behavior(request, context):
+                await self._covered(context)
+                yield response
+
+        if handler.stream_stream is not None:
+            return handler._replace(stream_stream=streaming)
+        return handler._replace(unary_stream=streaming)
+
+
+class PeerPositions(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """On the owner's peer listener: a forwarded write's answer ends with the log entry that holds it, so
+    the forwarding replica answers once it has applied that entry (read-your-writes); a replica that is not
+    the owner refuses (UNAVAILABLE: the caller's replica retries with the owner the lease names)."""
+
+    def __init__(self, replica: Replica) -> None:
+        self.replica = replica
+
+    async def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
+        handler = await continuation(details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        replica = self.replica
+        if handler.unary_unary is not None:
+            inner = handler.unary_unary
+
+            async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                if not replica.owner:
+                    await context.abort(grpc.StatusCode.UNAVAILABLE, "not the owner")
+                response = await inner(request, context)
+                try:
+                    sequence = await replica.covered()
+                except Fenced as exc:
+                    await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+                context.set_trailing_metadata(((POSITION_KEY, str(sequence)),))
+                return response
+
+            return handler._replace(unary_unary=unary)
+        return handler
+
+
+def peer_handlers(replica: Replica, service: SchedulingService) -> grpc.GenericRpcHandler:
+    """Position (the log entry every acknowledged write is in) and Commit (a replica's reservation)."""
+
+    async def position(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        return _SEQ.pack(await replica.covered())
+
+    async def commit(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        try:
+            generation, pod, node_name = decode_commit(request)
+        except ValueError as exc:
+            log.warning("a replica's reservation refused: %s", exc)
+            return b""
+        async with service.gate.shared():
+            if service.cache.generation != generation:
+                return b""
+            try:
+                assumed = service.assume(pod, node_name)
+            except Exception:  # refused here: the owner answers the whole call and says why
+                return b""
+        return _SEQ.pack(await replica.covered()) + _SEQ.pack(assumed)
+
+    return grpc.method_handlers_generic_handler(
+        REPLICATION.lstrip("/"),
+        {
+            "Position": grpc.unary_unary_rpc_method_handler(
+                position, request_deserializer=_identity, response_serializer=_identity
+            ),
+            "Commit": grpc.unary_unary_rpc_method_handler(
+                commit, request_deserializer=_identity, response_serializer=_identity
+            ),
+        },
+    )
+
+
+async def start_peer_server(
+    replica: Replica, service: SchedulingService, register: Callable[[grpc.aio.Server], None]
+) -> grpc.aio.Server:
+    """The peer listener: the public services (writes forwarded by other replicas) and Position/Commit,
+    for callers with the group's key; answered only while this replica is the owner."""
+    token = hashlib.sha256(replica.key).digest()
+    server = grpc.aio.server(interceptors=[Authenticated(token), PeerPositions(replica)], options=INTERNAL_OPTIONS)
+    register(server)
+    server.add_generic_rpc_handlers((peer_handlers(replica, service),))
+    if server.add_insecure_port(replica.settings.address) == 0:
+        raise OSError(f"cannot listen on replication.peerAddr {replica.settings.address}")
+    await server.start()
+    return server
+
+
+__all__ = ["POSITION", "Durable", "Fenced", "Replica", "ReplicationSettings", "start_peer_server"]

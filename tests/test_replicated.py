@@ -1,0 +1,338 @@
+"""Replicas on a replicated log (podfit.server.transport.replicated), for real: three nats-server nodes
+(JetStream clustered on loopback, built from the Go module proxy and cached by version) and three
+podfit-server replicas, each started and stopped (or SIGKILLed) by its own PID.
+
+One group serves the whole module, the tests running in order: writes through any replica, then the
+owner SIGKILLed under assuming clients, then an engine node SIGKILLed, then a replica restarted from a
+snapshot. Every process is stopped at the end, whatever happened."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from podfit.client import AsyncClient
+from podfit.client.conformance import free_port
+from podfit.client.errors import PodfitError
+
+from tests.builders import make_node
+from tests.engine_cluster import EngineCluster
+
+LEASE_SECONDS = 2.0
+# Beyond the lease: the lease's expiry is noticed within a poll (0.2 s), the new owner catches up and
+# fences the log (one append), and a client's retry lands (its backoff, 0.1 s).
+FAILOVER_BOUND_SECONDS = 2.0
+NODE_CPU = 4
+NODES = 6
+
+
+def node(name: str) -> dict[str, Any]:
+    return make_node(name).capacity(cpu=str(NODE_CPU), memory="16Gi").json()
+
+
+def pod(name: str, cpu: str = "1") -> dict[str, Any]:
+    container = {"name": "c", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": {"cpu": cpu}}}
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": {"containers": [container]},
+    }
+
+
+@dataclass
+class Replica:
+    name: str
+    folder: Path
+    engine: str
+    key_file: Path
+    port: int = field(default_factory=free_port)
+    peer_port: int = field(default_factory=free_port)
+    probe_port: int = field(default_factory=free_port)
+    popen: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.folder / f"{self.name}.log"
+
+    def start(self) -> Replica:
+        argv = [
+            *(sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.address, "--extender-addr", "off"),
+            *("--metrics-addr", "off", "--probe-addr", f"127.0.0.1:{self.probe_port}"),
+            *("--replicated-log", self.engine, "--replica-addr", f"127.0.0.1:{self.peer_port}"),
+            *("--replication-key-file", str(self.key_file), "--replication-lease-seconds", str(LEASE_SECONDS)),
+            *("--replication-snapshot-entries", "40", "--shutdown-grace-seconds", "2"),
+        ]
+        with self.log_path.open("ab") as log:
+            self.popen = subprocess.Popen(argv, stdout=log, stderr=log)
+        return self
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def kill(self) -> None:
+        if self.alive():
+            assert self.popen is not None
+            self.popen.send_signal(signal.SIGKILL)
+            self.popen.wait()
+
+    def stop(self) -> None:
+        if self.alive():
+            assert self.popen is not None
+            self.popen.terminate()
+            try:
+                self.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def owner(self) -> bool:
+        return self.alive() and "is the owner" in self.log()
+
+    def ready(self) -> int:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.probe_port}/readyz", timeout=1) as reply:
+                return int(reply.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+        except OSError:
+            return 0
+
+
+@dataclass
+class Group:
+    engine: EngineCluster
+    replicas: list[Replica]
+
+    def owner(self) -> Replica:
+        owners = [r for r in self.replicas if r.owner()]
+        assert len(owners) == 1, f"owners: {[r.name for r in owners]}"
+        return owners[0]
+
+    def tails(self) -> str:
+        return "\n".join(f"--- {r.name}\n" + "\n".join(r.log().splitlines()[-30:]) for r in self.replicas)
+
+
+def wait_for(what: str, check: Any, timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()  # may raise: a process that died is no reason to wait
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
+    folder = tmp_path_factory.mktemp("replicated")
+    engine = EngineCluster(folder / "engine", 3).start()
+    key = folder / "key"
+    key.write_bytes(os.urandom(32).hex().encode())
+    key.chmod(0o600)
+    replicas = [Replica(f"podfit-{i}", folder, engine.urls, key) for i in range(3)]
+    try:
+        for replica in replicas:
+            replica.start()
+        started = Group(engine, replicas)
+        try:
+            wait_for("every replica ready", lambda: all(r.ready() == 200 for r in replicas) or dead(replicas), 60)
+            assert not dead(replicas)
+            wait_for("an owner", lambda: any(r.owner() for r in replicas), 30)
+        except AssertionError:
+            raise AssertionError(started.tails()) from None
+        yield started
+    finally:
+        for replica in replicas:
+            replica.stop()
+        engine.stop()
+
+
+def dead(replicas: list[Replica]) -> bool:
+    return not all(r.alive() for r in replicas)
+
+
+def client(replica: Replica) -> AsyncClient:
+    return AsyncClient(replica.address)
+
+
+async def retrying(call: Any, within: float) -> Any:
+    """``call()`` until it answers, for at most ``within`` seconds (UNAVAILABLE while the owner changes)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return await call()
+        except PodfitError as exc:
+            if exc.code is not grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
+@pytest.mark.parametrize(
+    "writer, reader",
+    [
+        pytest.param(0, 0, id="a write through one replica is read on that replica at once"),
+        pytest.param(1, 1, id="a write through another replica is read there at once"),
+        pytest.param(2, 0, id="a write through one replica is read on another once it has caught up"),
+    ],
+)
+async def test_writes_through_any_replica_are_made_by_the_owner_and_read_everywhere(
+    group: Group, writer: int, reader: int
+) -> None:
+    name = f"node-w{writer}-r{reader}"
+    to_writer, to_reader = client(group.replicas[writer]), client(group.replicas[reader])
+    try:
+        await to_writer.apply([node(name)])
+        if writer == reader:
+            assert (await to_reader.get("Node", name)).object  # at once: read-your-writes
+        else:
+            await wait_for_async(lambda: has_node(to_reader, name), 5)
+        await asyncio.gather(*(wait_for_async(lambda r=r: has_node(client(r), name), 5) for r in group.replicas))
+    finally:
+        await to_writer.close()
+        await to_reader.close()
+
+
+async def has_node(to: AsyncClient, name: str) -> bool:
+    try:
+        await to.get("Node", name)
+        return True
+    except PodfitError:
+        return False
+
+
+async def wait_for_async(check: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        await asyncio.sleep(0.05)
+
+
+@dataclass
+class Soak:
+    """Assuming clients and a feeder against the replicas while the test does its worst; every answer
+    they were given OK is kept, to be found again afterwards."""
+
+    group: Group
+    assumed: dict[str, str] = field(default_factory=dict)
+    applied: list[str] = field(default_factory=list)
+    acknowledged_at: list[float] = field(default_factory=list)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def alive(self, start: int) -> Replica:
+        replicas = self.group.replicas
+        for offset in range(len(replicas)):
+            replica = replicas[(start + offset) % len(replicas)]
+            if replica.alive():
+                return replica
+        raise AssertionError("no replica alive")
+
+    async def _call(self, index: int, call: Any) -> Any:
+        """``call(client)`` on replica ``index`` or, while it is down or the owner changes, the next one."""
+        deadline = time.monotonic() + LEASE_SECONDS + FAILOVER_BOUND_SECONDS + 10
+        while True:
+            to = client(self.alive(index))
+            try:
+                return await call(to)
+            except PodfitError as exc:
+                if exc.code is not grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.1)
+            finally:
+                await to.close()
+
+    async def assuming(self, index: int, count: int) -> None:
+        for i in range(count):
+            if self.stop.is_set():
+                return
+            name = f"pod-{index}-{i}"
+
+            async def assume(to: AsyncClient, name: str = name) -> tuple[str, str]:
+                answer = await to.schedule(pod(name), assume=True)
+                if not answer.selected_node:
+                    return "", ""
+                # Read-your-writes on the same connection: the pod is where the answer put it.
+                got = await to.get("Pod", name, namespace="default")
+                return answer.selected_node, got.object.pod.spec.node_name
+
+            selected, read = await self._call(index, assume)
+            if selected:
+                assert read == selected, f"{name}: assumed on {selected}, read back on {read}"
+                self.assumed[name] = selected
+                self.acknowledged_at.append(time.monotonic())
+            await asyncio.sleep(0.02)
+
+    async def feeding(self, index: int, count: int) -> None:
+        for i in range(count):
+            if self.stop.is_set():
+                return
+            name = f"ns-{i}"
+            namespace = {"kind": "Namespace", "metadata": {"name": name}}
+            await self._call(index, lambda to, namespace=namespace: to.apply([namespace]))
+            self.applied.append(name)
+            self.acknowledged_at.append(time.monotonic())
+            await asyncio.sleep(0.02)
+
+
+async def test_the_owner_killed_under_load_is_replaced_within_the_lease_and_nothing_acknowledged_is_lost(
+    group: Group,
+) -> None:
+    setup = client(group.replicas[0])
+    try:
+        await retrying(lambda: setup.apply([node(f"node-{i}") for i in range(NODES)]), 10)
+    finally:
+        await setup.close()
+    owner = group.owner()
+    others = [i for i, r in enumerate(group.replicas) if r is not owner]
+    soak = Soak(group)
+    work = [
+        asyncio.ensure_future(soak.assuming(i, 16)) for i in range(len(group.replicas))
+    ] + [asyncio.ensure_future(soak.feeding(others[0], 60))]
+    await asyncio.sleep(0.6)
+    assert soak.acknowledged_at, "nothing acknowledged before the kill"
+    killed_at = time.monotonic()
+    owner.kill()
+    await asyncio.gather(*work)
+    after = [t for t in soak.acknowledged_at if t > killed_at]
+    assert after, "nothing acknowledged after the owner was killed"
+    failover = after[0] - killed_at
+    print(f"failover: first write acknowledged {failover:.2f} s after SIGKILL (lease {LEASE_SECONDS} s)")
+    assert failover < LEASE_SECONDS + FAILOVER_BOUND_SECONDS, group.tails()
+    new_owner = group.owner()
+    assert new_owner is not owner
+    for replica in group.replicas:
+        if not replica.alive():
+            continue
+        to = client(replica)
+        try:
+            await to.stats()  # catches up with everything acknowledged
+            pods = {p.pod.metadata.name: p.pod.spec.node_name for p in (await to.list("Pod")).objects}
+            namespaces = {n.namespace.metadata.name for n in (await to.list("Namespace")).objects}
+        finally:
+            await to.close()
+        # No acknowledged write lost, and every reservation exactly where its answer said.
+        assert {name: pods.get(name) for name in soak.assumed} == soak.assumed, replica.name
+        assert set(soak.applied) <= namespaces, replica.name
+        # No node overbooked: each holds at most NODE_CPU one-CPU pods.
+        per_node: dict[str, int] = {}
+        for node_name in pods.values():
+            per_node[node_name] = per_node.get(node_name, 0) + 1
+        assert max(per_node.values()) <= NODE_CPU, per_node
