@@ -914,7 +914,8 @@ def test_apply_of_the_examples_directory_leaves_out_the_what_if_files(target: st
     reset(target)
     done = podfit("--target", target, "apply", "-f", str(EXAMPLES))
     assert done.returncode == 0, done.stderr
-    assert "skipped 2 what-if files" in done.stderr and "node-groups.yaml" in done.stderr
+    assert "skipped 3 what-if files" in done.stderr and "/node-groups.yaml" in done.stderr
+    assert "gpu-node-groups.yaml" in done.stderr
     assert "scenario.yaml" in done.stderr and "podfit simulate -f" in done.stderr
     names = podfit("--target", target, "get", "pods", "-A", "-o", "name")
     # The what-if files' pods are questions, not cluster objects.
