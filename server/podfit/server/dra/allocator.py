@@ -437,19 +437,24 @@ def _unmodelled(members: Sequence[ResourceSlice]) -> ResourceSlice | None:
     return next((item for item in members if item.unmodelled is not None), None)
 
 
-_INDEX: list[Any] = [None, None]
+# The last slice list indexed and its index, swapped as one tuple: decisions on the event loop and
+# what-ifs on the heavy-call thread read it, so a reader never pairs one list with another's index.
+_INDEX: tuple[Any, SliceIndex | None] = (None, None)
 
 
 def slice_index(dra: DraView) -> SliceIndex:
-    """The view's index: the one an overlay made for it (``memo["index"]``), or the index of its slices,
-    kept while the cache hands out the same list (until a slice changes)."""
+    """The view's index: the one an overlay made for it or an earlier decision found (``memo["index"]``),
+    or the index of its slices, kept while the cache hands out the same list (until a slice changes)."""
+    global _INDEX
     index = dra.memo.get("index")
     if isinstance(index, SliceIndex):
         return index
     slices = dra.slices
-    if _INDEX[0] is not slices:
-        _INDEX[:] = [slices, SliceIndex(slices, SELECTORS)]
-    found: SliceIndex = _INDEX[1]
+    indexed, found = _INDEX
+    if indexed is not slices or found is None:
+        found = SliceIndex(slices, SELECTORS)
+        _INDEX = (slices, found)
+    dra.memo["index"] = found
     return found
 
 
