@@ -5,7 +5,9 @@ the threshold-based limiter:
 
 - equivalence groups are tried in decreasing order of their exemplar's share of the template's cpu
   plus memory (ties keep their order); pods are placed only on new copies of the template, named
-  ``<template>-e-<n>``; existing nodes are there for spreading and inter-pod affinity to count;
+  ``<template>-e-<n>`` (each with its own copies of the template's ResourceSlices, and each placement
+  reserving the pod's claims: simulation/templates.py); existing nodes are there for spreading and
+  inter-pod affinity to count;
 - a pod first tries the new nodes so far (one PreFilter, then Filter node by node from where the last
   placement left off: the predicate checker's round robin); the first pod of a group that fits none
   of them ends that phase for the group;
