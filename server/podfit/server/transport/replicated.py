@@ -89,12 +89,18 @@ _DIGEST = hashlib.sha256().digest_size
 # How often a replica looks at where the log ends (readiness), and how far behind it may be and ready.
 POLL_SECONDS = 0.25
 MAX_LAG_ENTRIES = 64
+# Behind the log's end with no entry arriving for this long: not ready, and the log is followed anew.
+STALL_SECONDS = 1.0
 # Entries kept in the stream below the newest snapshot, for replicas a little behind it.
 SNAPSHOT_MARGIN = 1_000
 
 
 class Fenced(Exception):
     """This process is not (any longer) the owner: the log moved on under it, or its lease is gone."""
+
+
+class EngineSilent(Fenced):
+    """The engine took no append for as long as a lease lasts: whoever owns, it is not this process."""
 
 
 def seal(key: bytes, payload: bytes) -> bytes:
@@ -148,7 +154,7 @@ class Engine:
             try:
                 await self.js.add_stream(StreamConfig(name=STREAM, subjects=[SUBJECT], num_replicas=replicas))
                 self.lease = await self.js.create_key_value(
-                    KeyValueConfig(bucket=LEASE_BUCKET, ttl=self.settings.lease_seconds, history=1, replicas=replicas)
+                    KeyValueConfig(bucket=LEASE_BUCKET, history=1, replicas=replicas)
                 )
                 self.snapshots = await self.js.create_object_store(
                     SNAPSHOT_BUCKET, ObjectStoreConfig(bucket=SNAPSHOT_BUCKET, replicas=replicas)
@@ -185,7 +191,7 @@ class Engine:
                 raise
             except (TimeoutError, nats.errors.Error) as exc:
                 if time.monotonic() > deadline:
-                    raise Fenced(f"the engine did not take an append for {within:.1f} s") from exc
+                    raise EngineSilent(f"the engine did not take an append for {within:.1f} s") from exc
                 await asyncio.sleep(0.05)
 
     async def put_snapshot(self, blob: bytes) -> None:
@@ -358,10 +364,19 @@ class Replica:
             SUBJECT,
             cb=self._on_entry,
             ordered_consumer=True,
+            idle_heartbeat=1.0,
             config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self.applied + 1),
             pending_msgs_limit=-1,
             pending_bytes_limit=-1,
         )
+
+    async def _resubscribe(self) -> None:
+        if self._subscription is not None:
+            with contextlib.suppress(Exception):
+                await self._subscription.unsubscribe()
+            self._subscription = None
+        if not self.owner:
+            await self._subscribe()
 
     async def _on_entry(self, msg: Msg) -> None:
         sequence = msg.metadata.sequence.stream
@@ -451,34 +466,73 @@ class Replica:
     # -- ownership -------------------------------------------------------------------------------
 
     async def _campaign(self) -> None:
-        """Takes the lease whenever it is free, then holds it (renewing) for as long as this process lives."""
+        """Takes the lease when it is free or lapsed, then holds it (renewing) for as long as this process
+        lives. Lapsed is judged as client-go's leader election judges a Lease: by this replica's own clock,
+        the holder's revision unchanged for a whole lease since this replica first saw it (no clock is
+        compared across machines, and no expiry timer of the engine is relied on); taking it is a
+        compare-and-swap on that revision, so two candidates never both win."""
         assert self.engine.lease is not None
         value = self.settings.address.encode()
+        lease = self.engine.lease
+        held = False
+        observed, observed_at = -1, time.monotonic()
         while not self.owner:
-            try:
-                self._lease_revision = await self.engine.lease.create(LEASE_KEY, value)
-            except (KeyWrongLastSequenceError, BadRequestError, nats.errors.Error, TimeoutError):
-                await asyncio.sleep(min(0.2, self.settings.lease_seconds / 10))
-                continue
+            if not held:
+                try:
+                    try:
+                        revision = (await lease.get(LEASE_KEY)).revision or 0
+                    except KeyNotFoundError:  # never taken, or deleted
+                        revision = 0
+                    if revision != observed:
+                        observed, observed_at = revision, time.monotonic()
+                    if revision == 0:
+                        self._lease_revision = await lease.create(LEASE_KEY, value)
+                        held = True
+                    elif time.monotonic() - observed_at > self.settings.lease_seconds:
+                        self._lease_revision = await lease.update(LEASE_KEY, value, last=revision)
+                        held = True
+                except Exception as exc:  # taken by another meanwhile (KeyWrongLastSequenceError), or no answer
+                    if not isinstance(exc, KeyWrongLastSequenceError):
+                        log.warning("campaigning for the lease: the engine answered %r", exc)
+                if not held:
+                    await asyncio.sleep(min(0.1, self.settings.lease_seconds / 20))
+                    continue
             try:
                 await self._promote()
-            except Fenced:
-                continue  # the log moved on while taking over: catch up and fence again
+            except Exception as exc:
+                # The engine did not answer in time (electing a leader, say): keep the lease if it is still
+                # this replica's, and try again; otherwise campaign again.
+                log.warning("taking over as owner did not finish (%r): trying again", exc)
+                try:
+                    self._lease_revision = await lease.update(LEASE_KEY, value, last=self._lease_revision)
+                except Exception:
+                    held = False
         await self._hold()
 
     async def _promote(self) -> None:
         """Catches up with the log, then fences it with an ``owner`` entry; from then on this replica
         makes every write and appends it."""
-        started = time.monotonic()
+        started = renewed = time.monotonic()
+        assert self.engine.lease is not None
         while True:
+            if time.monotonic() - started > self.settings.lease_seconds * 2 / 3:
+                raise TimeoutError("catching up with the log took too long")
+            if time.monotonic() - renewed > self.settings.lease_seconds / 3:
+                # Still catching up (the engine slow to answer): the lease must not lapse meanwhile.
+                self._lease_revision = await self.engine.lease.update(
+                    LEASE_KEY, self.settings.address.encode(), last=self._lease_revision
+                )
+                renewed = time.monotonic()
             end = await self.engine.last_sequence()
-            await self.caught_up(end)
+            await asyncio.wait_for(self.caught_up(end), self.settings.lease_seconds / 3)
             entry = seal(self.key, _encode_entry("owner", (self.settings.address, self.service.epoch)))
             try:
                 fence = await self.engine.append(
                     entry, end, f"{self.identity}-owner-{end}", self.settings.lease_seconds
                 )
                 break
+            except EngineSilent:
+                raise
             except Fenced:
                 continue  # a deposed owner's last append landed meanwhile: it is in the log; apply it first
         await self.caught_up(fence)
@@ -564,6 +618,7 @@ class Replica:
 
     async def _watch(self) -> None:
         """Readiness: connected, and (a replica) at most MAX_LAG_ENTRIES behind the log's end as last seen."""
+        progress, behind_since = self.applied, 0.0
         while not self.ended.is_set():
             ready = False
             try:
@@ -571,7 +626,20 @@ class Replica:
                     ready = self.engine.connected and (self.shipper is None or self.shipper.failed is None)
                 else:
                     self.log_end = await asyncio.wait_for(self.engine.last_sequence(), 1.0)
-                    ready = self.engine.connected and self.log_end - self.applied <= MAX_LAG_ENTRIES
+                    now = time.monotonic()
+                    if self.applied >= self.log_end or self.applied != progress:
+                        behind_since = 0.0 if self.applied >= self.log_end else now
+                    elif not behind_since:
+                        behind_since = now
+                    progress = self.applied
+                    stalled = bool(behind_since) and now - behind_since > STALL_SECONDS
+                    ready = self.engine.connected and self.log_end - self.applied <= MAX_LAG_ENTRIES and not stalled
+                    if stalled:
+                        # Entries wait and none arrives (its consumer was on an engine node that died, say):
+                        # follow the log again from the entry after this cache's.
+                        log.warning("replica: no log entry for %.1f s while behind: following anew", now - behind_since)
+                        await self._resubscribe()
+                        behind_since = now
             except Exception:
                 ready = False
             if ready != self._ready:
