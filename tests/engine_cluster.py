@@ -4,9 +4,14 @@ started here and stopped (or SIGKILLed) by its own PID, its log and store in the
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
+import sys
 import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from podfit.client.conformance import free_port
@@ -68,6 +73,22 @@ class EngineNode:
             return sock.connect_ex(("127.0.0.1", self.port)) == 0
 
 
+async def leaders(urls: str) -> set[str]:
+    """The engine nodes leading the log's stream and the lease's bucket (podfit.server.transport.replicated)."""
+    import nats
+
+    connection = await nats.connect(urls.split(","))
+    try:
+        found = set()
+        for stream in ("PODFIT_LOG", "KV_podfit_lease"):
+            info = await connection.jetstream().stream_info(stream)
+            assert info.cluster is not None and info.cluster.leader
+            found.add(str(info.cluster.leader))
+        return found
+    finally:
+        await connection.close()
+
+
 class EngineCluster:
     """``size`` nats-server nodes with JetStream, clustered (routes on loopback) when more than one."""
 
@@ -100,3 +121,77 @@ class EngineCluster:
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
+
+
+@dataclass
+class PodfitReplica:
+    """One podfit-server replica on the replicated log, started and stopped (or SIGKILLed) by its PID."""
+
+    name: str
+    folder: Path
+    engine: str
+    key_file: Path
+    port: int = field(default_factory=free_port)
+    peer_port: int = field(default_factory=free_port)
+    probe_port: int = field(default_factory=free_port)
+    lease_seconds: float = 2.0
+    snapshot_entries: int = 40
+    popen: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.folder / f"{self.name}.log"
+
+    def start(self) -> PodfitReplica:
+        argv = [
+            *(sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.address, "--extender-addr", "off"),
+            *("--metrics-addr", "off", "--probe-addr", f"127.0.0.1:{self.probe_port}"),
+            *("--replicated-log", self.engine, "--replica-addr", f"127.0.0.1:{self.peer_port}"),
+            *("--replication-key-file", str(self.key_file), "--replication-lease-seconds", str(self.lease_seconds)),
+            *("--replication-snapshot-entries", str(self.snapshot_entries), "--shutdown-grace-seconds", "2"),
+        ]
+        with self.log_path.open("ab") as log:
+            log.write(b"--- start\n")
+            log.flush()
+            self.popen = subprocess.Popen(argv, stdout=log, stderr=log)
+        return self
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def kill(self) -> None:
+        if self.alive():
+            assert self.popen is not None
+            self.popen.send_signal(signal.SIGKILL)
+            self.popen.wait()
+
+    def stop(self) -> None:
+        if self.alive():
+            assert self.popen is not None
+            self.popen.terminate()
+            try:
+                self.popen.wait(10)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+
+    def log(self) -> str:
+        """This process's log (since its last start)."""
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return text.rpartition("--- start\n")[2]
+
+    def owner(self) -> bool:
+        return self.alive() and "is the owner" in self.log()
+
+    def ready(self) -> int:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.probe_port}/readyz", timeout=1) as reply:
+                return int(reply.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+        except OSError:
+            return 0

@@ -11,23 +11,19 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from podfit.client import AsyncClient
-from podfit.client.conformance import free_port
 from podfit.client.errors import PodfitError
 
 from tests.builders import make_node
-from tests.engine_cluster import EngineCluster
+from tests.engine_cluster import EngineCluster, leaders
+from tests.engine_cluster import PodfitReplica as Replica
 
 LEASE_SECONDS = 2.0
 # Beyond the lease: the lease's expiry is noticed within a poll (0.2 s), the new owner catches up and
@@ -48,76 +44,6 @@ def pod(name: str, cpu: str = "1") -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
         "spec": {"containers": [container]},
     }
-
-
-@dataclass
-class Replica:
-    name: str
-    folder: Path
-    engine: str
-    key_file: Path
-    port: int = field(default_factory=free_port)
-    peer_port: int = field(default_factory=free_port)
-    probe_port: int = field(default_factory=free_port)
-    popen: subprocess.Popen[bytes] | None = None
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def log_path(self) -> Path:
-        return self.folder / f"{self.name}.log"
-
-    def start(self) -> Replica:
-        argv = [
-            *(sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.address, "--extender-addr", "off"),
-            *("--metrics-addr", "off", "--probe-addr", f"127.0.0.1:{self.probe_port}"),
-            *("--replicated-log", self.engine, "--replica-addr", f"127.0.0.1:{self.peer_port}"),
-            *("--replication-key-file", str(self.key_file), "--replication-lease-seconds", str(LEASE_SECONDS)),
-            *("--replication-snapshot-entries", "40", "--shutdown-grace-seconds", "2"),
-        ]
-        with self.log_path.open("ab") as log:
-            log.write(b"--- start\n")
-            log.flush()
-            self.popen = subprocess.Popen(argv, stdout=log, stderr=log)
-        return self
-
-    def alive(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
-
-    def kill(self) -> None:
-        if self.alive():
-            assert self.popen is not None
-            self.popen.send_signal(signal.SIGKILL)
-            self.popen.wait()
-
-    def stop(self) -> None:
-        if self.alive():
-            assert self.popen is not None
-            self.popen.terminate()
-            try:
-                self.popen.wait(10)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
-
-    def log(self) -> str:
-        """This process's log (since its last start)."""
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return text.rpartition("--- start\n")[2]
-
-    def owner(self) -> bool:
-        return self.alive() and "is the owner" in self.log()
-
-    def ready(self) -> int:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.probe_port}/readyz", timeout=1) as reply:
-                return int(reply.status)
-        except urllib.error.HTTPError as exc:
-            return int(exc.code)
-        except OSError:
-            return 0
 
 
 @dataclass
@@ -151,7 +77,7 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
     key = folder / "key"
     key.write_bytes(os.urandom(32).hex().encode())
     key.chmod(0o600)
-    replicas = [Replica(f"podfit-{i}", folder, engine.urls, key) for i in range(3)]
+    replicas = [Replica(f"podfit-{i}", folder, engine.urls, key, lease_seconds=LEASE_SECONDS) for i in range(3)]
     try:
         for replica in replicas:
             replica.start()
@@ -350,27 +276,11 @@ async def test_the_owner_killed_under_load_is_replaced_within_the_lease_and_noth
         assert max(per_node.values()) <= NODE_CPU, per_node
 
 
-async def leaders(group: Group) -> set[str]:
-    """The engine nodes leading the log's stream and the lease's bucket."""
-    import nats
-
-    connection = await nats.connect(group.engine.urls.split(","))
-    try:
-        found = set()
-        for stream in ("PODFIT_LOG", "KV_podfit_lease"):
-            info = await connection.jetstream().stream_info(stream)
-            assert info.cluster is not None and info.cluster.leader
-            found.add(str(info.cluster.leader))
-        return found
-    finally:
-        await connection.close()
-
-
 async def test_an_engine_node_killed_leaves_the_service_going(group: Group) -> None:
     # A node that leads neither the log nor the lease: the two others go on without an election. (Losing
     # a leader stops appends for JetStream's election, seconds: the README says how long, and why the
     # default lease outlasts it.)
-    leading = await leaders(group)
+    leading = await leaders(group.engine.urls)
     victim = next(node for node in group.engine.nodes if node.name not in leading)
     owner = group.owner()
     killed_at = time.monotonic()
