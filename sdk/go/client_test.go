@@ -443,6 +443,58 @@ func TestDecisionsAndSimulations(t *testing.T) {
 		}
 	})
 
+	t.Run("estimate scale-up of a GPU group: its template's ResourceSlices give each new node two GPUs", func(t *testing.T) {
+		gpu := map[string]any{"name": "gpu", "exactly": map[string]any{"deviceClassName": "sdk-gpu"}}
+		objects := []any{map[string]any{
+			"kind":     "DeviceClass",
+			"metadata": map[string]any{"name": "sdk-gpu"},
+			"spec": map[string]any{"selectors": []any{map[string]any{
+				"cel": map[string]any{"expression": `device.driver == "gpu.sdk.example.com"`},
+			}}},
+		}}
+		var pending []any
+		for i := 0; i < 3; i++ {
+			name := fmt.Sprintf("gpu-claim-%d", i)
+			objects = append(objects, map[string]any{
+				"kind":     "ResourceClaim",
+				"metadata": map[string]any{"name": name, "namespace": "shop"},
+				"spec":     map[string]any{"devices": map[string]any{"requests": []any{gpu}}},
+			})
+			claims := []any{map[string]any{"name": "gpu", "resourceClaimName": name}}
+			pending = append(pending, pod(fmt.Sprintf("g%d", i), "100m", map[string]any{"resourceClaims": claims}))
+		}
+		if _, err := client.Apply(ctx, objects...); err != nil {
+			t.Fatal(err)
+		}
+		template := map[string]any{
+			"metadata": map[string]any{"name": "gpu-tmpl"},
+			"status":   map[string]any{"allocatable": map[string]any{"cpu": "8", "memory": "32Gi", "pods": "110"}},
+		}
+		slice := map[string]any{
+			"metadata": map[string]any{"name": "gpus"},
+			"spec": map[string]any{
+				"nodeName": "gpu-tmpl", "driver": "gpu.sdk.example.com",
+				"pool":    map[string]any{"name": "gpus", "generation": 1, "resourceSliceCount": 1},
+				"devices": []any{map[string]any{"name": "gpu-0"}, map[string]any{"name": "gpu-1"}},
+			},
+		}
+		var groups [][]any
+		for _, p := range pending {
+			groups = append(groups, []any{p})
+		}
+		estimate, err := client.EstimateScaleUp(ctx, groups, []podfit.NodeGroup{
+			{ID: "gpus", Template: template, MaxSize: 5, ResourceSlices: []any{slice}},
+			{ID: "none", Template: template, MaxSize: 5},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		withSlices, without := estimate.GetEstimates()[0], estimate.GetEstimates()[1]
+		if withSlices.GetNodeCount() != 2 || len(withSlices.GetScheduled()) != 3 || without.GetNodeCount() != 0 {
+			t.Errorf("estimate: %v", estimate.GetEstimates())
+		}
+	})
+
 	t.Run("schedule a batch: all or nothing undoes a partial one", func(t *testing.T) {
 		generation := stats(t, client).GetGeneration()
 		big := map[string]any{"nodeSelector": map[string]any{"disktype": "ssd"}}

@@ -32,11 +32,14 @@ func (c *Client) Simulate(ctx context.Context, scenario *podfitv1.Scenario, pods
 
 // NodeGroup is a node group as cluster-autoscaler sees it: at most MaxSize-CurrentSize new copies
 // of Template (a Node, anything ToClusterObject takes; Kubernetes JSON may leave the kind out).
+// ResourceSlices are what DRA drivers publish on one node of the group (node-local ResourceSlices,
+// anything ToClusterObject takes): each new node gets its own copies, in pools of its own.
 type NodeGroup struct {
-	ID          string
-	Template    any
-	CurrentSize int32
-	MaxSize     int32
+	ID             string
+	Template       any
+	CurrentSize    int32
+	MaxSize        int32
+	ResourceSlices []any
 }
 
 // EstimateScaleUp is cluster-autoscaler's binpacking estimate: for each node group, how many new
@@ -60,8 +63,17 @@ func (c *Client) EstimateScaleUp(ctx context.Context, groups [][]any, nodeGroups
 		if err != nil {
 			return nil, err
 		}
+		var slices []*podfitv1.ClusterObject
+		for j, slice := range group.ResourceSlices {
+			object, err := toClusterObject(slice, "ResourceSlice", fmt.Sprintf("node_groups[%d].template_resource_slices[%d]", i, j))
+			if err != nil {
+				return nil, err
+			}
+			slices = append(slices, object)
+		}
 		request.NodeGroups = append(request.NodeGroups, &podfitv1.NodeGroup{
 			Id: group.ID, Template: template, CurrentSize: group.CurrentSize, MaxSize: group.MaxSize,
+			TemplateResourceSlices: slices,
 		})
 	}
 	return call(ctx, c.Simulation.EstimateScaleUp, request)

@@ -146,8 +146,11 @@ export interface ScheduleStreamItem {
 /** A what-if scenario, with nodes and pods as plain Kubernetes objects; applied in this order. */
 export interface ScenarioInput {
   removeNodes?: string[];
-  /** Copy i of a template is named "<template name>-sim-<i>". */
-  addNodes?: { template: ObjectInput; count: number }[];
+  /**
+   * Copy i of a template is named "<template name>-sim-<i>". `resourceSlices` are what DRA drivers
+   * publish on one node of the template (node-local ResourceSlices): each copy gets its own.
+   */
+  addNodes?: { template: ObjectInput; count: number; resourceSlices?: ObjectInput[] }[];
   cordonNodes?: string[];
   taintNodes?: { nodeName: string; taint: { key: string; value?: string; effect: string } }[];
   removePods?: { namespace?: string; name: string }[];
@@ -167,6 +170,8 @@ export interface NodeGroupInput {
   template: ObjectInput;
   currentSize: number;
   maxSize: number;
+  /** What DRA drivers publish on one node of the group (node-local ResourceSlices): each new node gets its own. */
+  resourceSlices?: ObjectInput[];
 }
 
 export interface EstimateOptions extends CallOptions {
@@ -504,6 +509,9 @@ export class PodfitClient {
         template: toClusterObject(group.template, `node_groups[${i}].template`, "Node"),
         currentSize: group.currentSize,
         maxSize: group.maxSize,
+        templateResourceSlices: (group.resourceSlices ?? []).map((slice, j) =>
+          toClusterObject(slice, `node_groups[${i}].template_resource_slices[${j}]`, "ResourceSlice"),
+        ),
       })),
       schedulerName: options.schedulerName ?? "",
       kubeSchedulerVersion: options.kubeSchedulerVersion ?? "",
@@ -578,6 +586,9 @@ function scenarioOf(input: ScenarioInput | Scenario | undefined): Scenario {
     addNodes: (input.addNodes ?? []).map((nodes, i) => ({
       template: toClusterObject(nodes.template, `scenario.add_nodes[${i}].template`, "Node"),
       count: nodes.count,
+      resourceSlices: (nodes.resourceSlices ?? []).map((slice, j) =>
+        toClusterObject(slice, `scenario.add_nodes[${i}].resource_slices[${j}]`, "ResourceSlice"),
+      ),
     })),
     cordonNodes: input.cordonNodes ?? [],
     taintNodes: (input.taintNodes ?? []).map((t) => ({

@@ -240,4 +240,24 @@ describe("the example cluster", () => {
     assert.equal(pool?.scheduled.length, 2);
     assert.equal(pool?.unscheduled.length, 1);
   });
+
+  test("estimateScaleUp of GPU groups: each template's ResourceSlices give every new node its GPUs", async () => {
+    // The README's example: ten pods claiming one GPU each, an 8-GPU and a 4-GPU group.
+    await client.apply(readYaml(join(EXAMPLES, "gpu-cluster.yaml")));
+    const documents = readYaml(join(EXAMPLES, "gpu-node-groups.yaml")) as KubeObject[];
+    const pending = documents.filter((d) => d.kind === "Pod");
+    const groups = documents
+      .filter((d) => d.kind === "NodeGroup")
+      .map((d) => {
+        const group = d as unknown as { id: string; maxSize: number; template: KubeObject; resourceSlices: KubeObject[] };
+        return { id: group.id, template: group.template, currentSize: 0, maxSize: group.maxSize, resourceSlices: group.resourceSlices };
+      });
+    const estimate = await client.estimateScaleUp(pending.map((p) => [p]), groups);
+    assert.deepEqual(
+      estimate.estimates.map((e) => [e.nodeGroupId, e.nodeCount, e.scheduled.length]),
+      [["h100x8", 2, 10], ["l4x4", 3, 10]],
+    );
+    const bare = await client.estimateScaleUp(pending.map((p) => [p]), [{ ...groups[0]!, resourceSlices: [] }]);
+    assert.equal(bare.estimates[0]?.nodeCount, 0);
+  });
 });
