@@ -19,7 +19,9 @@ from typing import Any
 import grpc
 import pytest
 from podfit.client import AsyncClient
+from podfit.client import _requests as rq
 from podfit.client.errors import PodfitError
+from podfit.v1 import cluster_cache_pb2 as cc
 
 from tests.builders import make_node
 from tests.engine_cluster import EngineCluster, leaders
@@ -115,21 +117,42 @@ async def retrying(call: Any, within: float) -> Any:
             await asyncio.sleep(0.1)
 
 
+async def _apply(to: AsyncClient, name: str) -> None:
+    await to.apply([node(name)])
+
+
+async def _replace(to: AsyncClient, name: str) -> None:
+    # Replace makes ``name`` the only Namespace: as good a single write as any.
+    await to.replace("Namespace", [{"kind": "Namespace", "metadata": {"name": f"ns-{name}"}}])
+    await to.apply([node(name)])
+
+
+async def _stream(to: AsyncClient, name: str) -> None:
+    batches = [cc.StreamRequest(sequence=1, updates=rq.upserts([node(name)]))]
+    acknowledged = [a async for a in to.stream(batches)]
+    assert [a.generation > 0 for a in acknowledged] == [True]
+
+
+WRITES = {"Apply": _apply, "Replace then Apply": _replace, "a Stream batch": _stream}
+
+
 @pytest.mark.parametrize(
-    "writer, reader",
+    "how, writer, reader",
     [
-        pytest.param(0, 0, id="a write through one replica is read on that replica at once"),
-        pytest.param(1, 1, id="a write through another replica is read there at once"),
-        pytest.param(2, 0, id="a write through one replica is read on another once it has caught up"),
+        pytest.param("Apply", 0, 0, id="an Apply through one replica is read on that replica at once"),
+        pytest.param("Apply", 1, 1, id="an Apply through another replica is read there at once"),
+        pytest.param("Apply", 2, 0, id="an Apply through one replica is read on another once it caught up"),
+        pytest.param("Replace then Apply", 1, 1, id="a Replace through a replica is read there at once"),
+        pytest.param("a Stream batch", 2, 2, id="an acknowledged Stream batch is read on its replica at once"),
     ],
 )
 async def test_writes_through_any_replica_are_made_by_the_owner_and_read_everywhere(
-    group: Group, writer: int, reader: int
+    group: Group, how: str, writer: int, reader: int
 ) -> None:
-    name = f"node-w{writer}-r{reader}"
+    name = f"node-{how.split()[0].lower()}-w{writer}-r{reader}"
     to_writer, to_reader = client(group.replicas[writer]), client(group.replicas[reader])
     try:
-        await to_writer.apply([node(name)])
+        await WRITES[how](to_writer, name)
         if writer == reader:
             assert (await to_reader.get("Node", name)).object  # at once: read-your-writes
         else:
@@ -138,6 +161,52 @@ async def test_writes_through_any_replica_are_made_by_the_owner_and_read_everywh
     finally:
         await to_writer.close()
         await to_reader.close()
+
+
+async def _assume(to: AsyncClient, name: str) -> None:
+    answer = await to.schedule(pod(name), assume=True)
+    assert answer.selected_node
+
+
+PAUSE_SECONDS = 0.5
+
+
+@pytest.mark.parametrize(
+    "how, through_owner",
+    [
+        pytest.param("Apply", True, id="an Apply answered by the owner waits for the log"),
+        pytest.param("a Stream batch", False, id="a Stream batch forwarded by another replica waits for the log"),
+        pytest.param("assume", False, id="an assume reserved by the owner for another replica waits for the log"),
+    ],
+)
+async def test_no_write_is_acknowledged_before_the_log_holds_it(group: Group, how: str, through_owner: bool) -> None:
+    """The engine is paused (SIGSTOP, every node) while a write is in flight: its OK comes only after."""
+    owner = group.owner()
+    replica = owner if through_owner else next(r for r in group.replicas if r is not owner)
+    to = client(replica)
+    name = f"paused-{how.split()[-1].lower()}"
+    write = {**WRITES, "assume": _assume}[how]
+    try:
+        await to.apply([node("warm-up-" + name)])  # the connection and the forwarding path are up
+        if how == "assume":
+            await to.apply([node("room-" + name)])
+        for engine_node in group.engine.nodes:
+            assert engine_node.popen is not None
+            engine_node.popen.send_signal(signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            call = asyncio.ensure_future(write(to, name))
+            await asyncio.sleep(PAUSE_SECONDS)
+            assert not call.done(), "acknowledged while the log could not hold it"
+        finally:
+            for engine_node in group.engine.nodes:
+                assert engine_node.popen is not None
+                engine_node.popen.send_signal(signal.SIGCONT)
+        await call
+        assert time.monotonic() - started >= PAUSE_SECONDS
+    finally:
+        await to.close()
+    wait_for("every replica ready", lambda: all(r.ready() == 200 for r in group.replicas), 10)
 
 
 async def has_node(to: AsyncClient, name: str) -> bool:

@@ -779,7 +779,9 @@ async def start_peer_server(
     """The peer listener: the public services (writes forwarded by other replicas) and Position/Commit,
     for callers with the group's key; answered only while this replica is the owner."""
     token = hashlib.sha256(replica.key).digest()
-    server = grpc.aio.server(interceptors=[Authenticated(token), PeerPositions(replica)], options=INTERNAL_OPTIONS)
+    # Durable too: a forwarded Stream's answers leave only once the log holds each batch.
+    interceptors = [Authenticated(token), PeerPositions(replica), Durable(replica)]
+    server = grpc.aio.server(interceptors=interceptors, options=INTERNAL_OPTIONS)
     register(server)
     server.add_generic_rpc_handlers((peer_handlers(replica, service),))
     if server.add_insecure_port(replica.settings.address) == 0:
