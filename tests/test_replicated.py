@@ -416,3 +416,37 @@ async def test_a_replica_restarts_from_a_snapshot_and_the_log_after_it(group: Gr
         await again.close()
     assert names == expected
     assert pods == expected_pods
+
+
+def health(replica: Replica) -> int:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    with grpc.insecure_channel(replica.address) as channel:
+        try:
+            reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=""), timeout=2)
+        except grpc.RpcError:
+            return -1
+        return int(reply.status)
+
+
+async def test_a_replica_cut_off_from_the_engine_stops_being_ready_and_is_ready_again_once_back(group: Group) -> None:
+    from grpc_health.v1 import health_pb2
+
+    replicas = [r for r in group.replicas if r.alive() and not r.owner()]
+    assert replicas
+    assert all(r.ready() == 200 and health(r) == health_pb2.HealthCheckResponse.SERVING for r in replicas)
+    nodes = [n for n in group.engine.nodes if n.alive()]
+    for engine_node in nodes:
+        assert engine_node.popen is not None
+        engine_node.popen.send_signal(signal.SIGSTOP)
+    try:
+        wait_for(
+            "/readyz 503 and gRPC health NOT_SERVING on every replica",
+            lambda: all(r.ready() == 503 and health(r) == health_pb2.HealthCheckResponse.NOT_SERVING for r in replicas),
+            5,
+        )
+    finally:
+        for engine_node in nodes:
+            assert engine_node.popen is not None
+            engine_node.popen.send_signal(signal.SIGCONT)
+    wait_for("the replicas ready again", lambda: all(r.ready() == 200 for r in replicas if r.alive()), 20)

@@ -52,7 +52,7 @@ import grpc
 import nats
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import ConsumerConfig, DeliverPolicy, KeyValueConfig, ObjectStoreConfig, StreamConfig
+from nats.js.api import KeyValueConfig, ObjectStoreConfig, StreamConfig
 from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
 from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
@@ -323,6 +323,8 @@ class Replica:
         self._moved = asyncio.Condition()
         self.ended = asyncio.Event()
         self._subscription: Any = None
+        self._wake: asyncio.Event | None = None
+        self._follower: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
         self._lease_revision = 0
@@ -359,33 +361,53 @@ class Replica:
         log.info("replica loaded the snapshot at log entry %d", sequence)
 
     async def _subscribe(self) -> None:
-        assert self.engine.js is not None
-        self._subscription = await self.engine.js.subscribe(
-            SUBJECT,
-            cb=self._on_entry,
-            ordered_consumer=True,
-            idle_heartbeat=1.0,
-            config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self.applied + 1),
-            pending_msgs_limit=-1,
-            pending_bytes_limit=-1,
-        )
+        """Follows the log from the entry after this cache's: a task of its own (``_follow``)."""
+        assert self.engine.nc is not None
+        if self._wake is None:
+            wake = self._wake = asyncio.Event()
+
+            async def woken(msg: Msg) -> None:
+                wake.set()
+
+            # Every append is also a plain NATS message on the subject: it wakes the follower at once.
+            self._subscription = await self.engine.nc.subscribe(SUBJECT, cb=woken)
+        self._follower = asyncio.create_task(self._follow())
 
     async def _resubscribe(self) -> None:
-        if self._subscription is not None:
-            with contextlib.suppress(Exception):
-                await self._subscription.unsubscribe()
-            self._subscription = None
+        if self._follower is not None:
+            self._follower.cancel()
+            await asyncio.gather(self._follower, return_exceptions=True)
         if not self.owner:
-            await self._subscribe()
+            self._follower = asyncio.create_task(self._follow())
 
-    async def _on_entry(self, msg: Msg) -> None:
-        sequence = msg.metadata.sequence.stream
+    async def _follow(self) -> None:
+        """Reads the log in order, each entry a request of its own (the next one on the subject at or after
+        the sequence asked: a purged stretch is skipped to, and noticed); when there is none yet, waits to
+        be woken by the next append (or 0.2 s). Every step is a request with a timeout, so an engine node
+        that died only costs a retry."""
+        assert self.engine.js is not None and self._wake is not None
+        js, wake = self.engine.js, self._wake
+        while not self.owner and not self.ended.is_set():
+            wake.clear()
+            try:
+                msg = await js.get_msg(STREAM, seq=self.applied + 1, subject=SUBJECT, next=True)
+            except NotFoundError:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), 0.2)
+                continue
+            except Exception as exc:
+                log.debug("replica: reading the log: %r", exc)
+                await asyncio.sleep(0.1)
+                continue
+            await self._on_entry(int(msg.seq or 0), msg.data or b"")
+
+    async def _on_entry(self, sequence: int, data: bytes) -> None:
         if sequence <= self.applied:
             return
         try:
             if sequence != self.applied + 1:
                 # Purged below a snapshot this replica had not reached: start again from the snapshot.
-                blob = await self.engine.get_snapshot()
+                blob = await asyncio.wait_for(self.engine.get_snapshot(), 30)
                 if blob is None or _SEQ.unpack_from(blob)[0] < sequence - 1:
                     raise RuntimeError(
                         f"log entries {self.applied + 1}..{sequence - 1} are gone and no snapshot holds them"
@@ -394,7 +416,7 @@ class Replica:
                     self._load(blob)
                 if sequence <= self.applied:
                     return
-            kind, value = pickle.loads(unseal(self.key, msg.data))
+            kind, value = pickle.loads(unseal(self.key, data))
             async with self.service.gate.shared(first=True):
                 await self._apply(kind, value)
             self.applied = sequence
@@ -536,6 +558,8 @@ class Replica:
             except Fenced:
                 continue  # a deposed owner's last append landed meanwhile: it is in the log; apply it first
         await self.caught_up(fence)
+        if self._follower is not None:  # the owner writes the log; it no longer reads it
+            self._follower.cancel()
         if self._subscription is not None:
             with contextlib.suppress(Exception):
                 await self._subscription.unsubscribe()
@@ -654,6 +678,8 @@ class Replica:
             await self.on_ready(False)
 
     async def close(self) -> None:
+        if self._follower is not None:
+            self._follower.cancel()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
