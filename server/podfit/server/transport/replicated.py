@@ -89,6 +89,8 @@ _DIGEST = hashlib.sha256().digest_size
 # How often a replica looks at where the log ends (readiness), and how far behind it may be and ready.
 POLL_SECONDS = 0.25
 MAX_LAG_ENTRIES = 64
+# How long an announced append is looked for before the follower waits for the next one.
+ANNOUNCED_SECONDS = 0.1
 # Behind the log's end with no entry arriving for this long: not ready, and the log is followed anew.
 STALL_SECONDS = 1.0
 # Entries kept in the stream below the newest snapshot, for replicas a little behind it.
@@ -387,13 +389,21 @@ class Replica:
         that died only costs a retry."""
         assert self.engine.js is not None and self._wake is not None
         js, wake = self.engine.js, self._wake
+        # An append's plain message can arrive before the stream has committed it: after a wake, an entry
+        # not found yet is asked for again every millisecond for a while, rather than at the next poll.
+        expected_until = 0.0
         while not self.owner and not self.ended.is_set():
-            wake.clear()
+            if wake.is_set():
+                wake.clear()
+                expected_until = time.monotonic() + ANNOUNCED_SECONDS
             try:
                 msg = await js.get_msg(STREAM, seq=self.applied + 1, subject=SUBJECT, next=True)
             except NotFoundError:
+                if time.monotonic() < expected_until:
+                    await asyncio.sleep(0.001)
+                    continue
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), 0.2)
+                    await asyncio.wait_for(wake.wait(), POLL_SECONDS)
                 continue
             except Exception as exc:
                 log.debug("replica: reading the log: %r", exc)
