@@ -21,6 +21,7 @@ import pytest
 from podfit.client import AsyncClient
 from podfit.client import _requests as rq
 from podfit.client.errors import PodfitError
+from podfit.server.transport.replicated import seal, unseal
 from podfit.v1 import cluster_cache_pb2 as cc
 
 from tests.builders import make_node
@@ -450,3 +451,54 @@ async def test_a_replica_cut_off_from_the_engine_stops_being_ready_and_is_ready_
             assert engine_node.popen is not None
             engine_node.popen.send_signal(signal.SIGCONT)
     wait_for("the replicas ready again", lambda: all(r.ready() == 200 for r in replicas if r.alive()), 20)
+
+
+REPLICATED = ["--replicated-log", "nats://a:4222", "--replica-addr", "127.0.0.1:8090", "--replication-key-file", "k"]
+
+
+@pytest.mark.parametrize(
+    "argv, refused",
+    [
+        pytest.param(
+            ["--replicated-log", "nats://a:4222"], "needs replication.peerAddr", id="an engine without a peer address"
+        ),
+        pytest.param(
+            ["--replicated-log", "nats://a:4222", "--replica-addr", "127.0.0.1:8090"],
+            "needs replication.peerAddr and replication.keyFile",
+            id="an engine without the group's key",
+        ),
+        pytest.param(
+            [*REPLICATED, "--extender-bind"],
+            "bind verb",
+            id="the extender's bind verb on replicas",
+        ),
+        pytest.param(["--replication-lease-seconds", "0.5"], "leaseSeconds", id="a lease under a second"),
+    ],
+)
+def test_replication_settings_are_refused_at_start_when_incomplete(argv: list[str], refused: str) -> None:
+    from podfit.server.settings import SettingsError, resolve
+
+    with pytest.raises(SettingsError, match=refused):
+        resolve(argv, {})
+
+
+def test_one_process_needs_no_engine() -> None:
+    from podfit.server.settings import resolve
+
+    assert resolve([], {}).replicated_log == ""
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        pytest.param(lambda sealed: sealed[:-1] + bytes([sealed[-1] ^ 1]), id="a changed payload is refused"),
+        pytest.param(lambda sealed: bytes([sealed[0] ^ 1]) + sealed[1:], id="a changed seal is refused"),
+        pytest.param(lambda sealed: seal(b"another group's key!", sealed[32:]), id="another key's seal is refused"),
+    ],
+)
+def test_nothing_unsealed_by_the_groups_key_is_read(tamper: Any) -> None:
+    key = b"the group's key, 16+ bytes"
+    sealed = seal(key, b"entry")
+    assert unseal(key, sealed) == b"entry"
+    with pytest.raises(ValueError, match="not sealed with this group's key"):
+        unseal(key, tamper(sealed))
