@@ -134,7 +134,16 @@ async def _stream(to: AsyncClient, name: str) -> None:
     assert [a.generation > 0 for a in acknowledged] == [True]
 
 
-WRITES = {"Apply": _apply, "Replace then Apply": _replace, "a Stream batch": _stream}
+async def _batch(to: AsyncClient, name: str) -> None:
+    # A heavy call: its reservations are made on the owner's heavy-call thread and logged as it ends.
+    await to.apply([node(name)])
+    answer = await to.schedule_batch([pod(f"{name}-a", cpu="1"), pod(f"{name}-b", cpu="1")], node_names=[name])
+    assert answer.placed_count == 2
+    for suffix in ("a", "b"):
+        assert (await to.get("Pod", f"{name}-{suffix}", namespace="default")).object.pod.spec.node_name == name
+
+
+WRITES = {"Apply": _apply, "Replace then Apply": _replace, "a Stream batch": _stream, "a ScheduleBatch": _batch}
 
 
 @pytest.mark.parametrize(
@@ -145,6 +154,8 @@ WRITES = {"Apply": _apply, "Replace then Apply": _replace, "a Stream batch": _st
         pytest.param("Apply", 2, 0, id="an Apply through one replica is read on another once it caught up"),
         pytest.param("Replace then Apply", 1, 1, id="a Replace through a replica is read there at once"),
         pytest.param("a Stream batch", 2, 2, id="an acknowledged Stream batch is read on its replica at once"),
+        pytest.param("a ScheduleBatch", 1, 1, id="a ScheduleBatch through a replica is read there at once"),
+        pytest.param("a ScheduleBatch", 1, 2, id="a ScheduleBatch's reservations reach every replica"),
     ],
 )
 async def test_writes_through_any_replica_are_made_by_the_owner_and_read_everywhere(
