@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -390,11 +391,16 @@ async def test_an_owner_cut_off_from_the_engine_is_fenced_by_the_log_and_replace
         call = asyncio.ensure_future(stray.apply([{"kind": "Namespace", "metadata": {"name": "stray"}}], timeout=10))
         await asyncio.sleep(0.2)
         old.popen.send_signal(signal.SIGCONT)
-    with pytest.raises(PodfitError) as refused:
+    try:
         await call
-    await stray.close()
-    assert refused.value.code is grpc.StatusCode.UNAVAILABLE
-    assert old.popen.wait(15) == 3, old.log()[-2000:]  # it stops, to start again as a replica
+        outcome = grpc.StatusCode.OK
+    except PodfitError as exc:
+        outcome = exc.code
+    finally:
+        await stray.close()
+    # Never OK: refused (UNAVAILABLE) by the log or the drain, or cut short as the process stops.
+    assert outcome in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED), f"{outcome}\n{group.tails()}"
+    assert old.popen.wait(15) == 3, group.tails()  # it stops, to start again as a replica
     to = client(group.owner())
     try:
         await to.stats()
@@ -410,7 +416,8 @@ async def test_a_replica_restarts_from_a_snapshot_and_the_log_after_it(group: Gr
     try:
         for i in range(45):  # past replication.snapshotEntries (40): the owner takes a snapshot
             await to.apply([{"kind": "Namespace", "metadata": {"name": f"before-snapshot-{i}"}}])
-        wait_for("a snapshot", lambda: "snapshot at log entry" in owner.log(), 10)
+        stored = re.compile(r"snapshot at log entry \d+ \(\d+ bytes\)")
+        wait_for("a snapshot stored", lambda: stored.search(owner.log()), 15)
         await to.apply([{"kind": "Namespace", "metadata": {"name": "after-snapshot"}}])
         expected = {n.namespace.metadata.name for n in (await to.list("Namespace")).objects}
         expected_pods = {p.pod.metadata.name: p.pod.spec.node_name for p in (await to.list("Pod")).objects}
