@@ -83,7 +83,8 @@ def run_loop(
     return dict(json.loads(done.stdout))
 
 
-# podfit-server's --workers (0: one process per core) and podfit bench's --clients, set by main().
+# podfit-server's --workers (0: the server's default, one process on two cores or fewer, else one per
+# core) and podfit bench's --clients, set by main().
 OPTIONS = {"workers": 0, "clients": 1}
 
 
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--decisions", type=int, default=2000, help="measured pods per unary row")
     parser.add_argument("--json", type=Path, help="write the figures here")
-    parser.add_argument("--workers", type=int, default=0, help="podfit-server --workers (default 0: one per core)")
+    parser.add_argument("--workers", type=int, default=0, help="podfit-server --workers (default 0: the server's own)")
     parser.add_argument("--clients", type=int, default=1, help="podfit bench --clients for the unary rows")
     args = parser.parse_args(argv)
     OPTIONS.update(workers=args.workers, clients=args.clients)
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
     binary = loop_binary(args.release)
     print(
-        f"machine: {machine()}; podfit-server --workers {args.workers} (0: one process per core), "
+        f"machine: {machine()}; podfit-server --workers {args.workers} (0: the server's default), "
         f"podfit bench --clients {args.clients}; "
         f"kube-scheduler {args.release} loop, GOMAXPROCS {os.cpu_count()}"
     )
