@@ -4,9 +4,11 @@
 log is the engine's, not podfit's: a JetStream stream replicated by the engine's own Raft (R3 on three
 nodes), so podfit implements no consensus, replication protocol or election of its own.
 
-- **One owner.** Replicas campaign for a lease, a key in a JetStream KV bucket whose entries expire after
-  ``leaseSeconds`` (``kv.create`` succeeds only while the key is absent; the owner renews it every third of
-  the lease with ``kv.update`` against the revision it holds). The owner makes every write, exactly as a
+- **One owner.** Replicas campaign for a lease, a key in a JetStream KV bucket, judged as client-go judges
+  a Lease: it is lapsed once its revision has not moved for ``leaseSeconds`` on the candidate's own clock
+  (no TTL: a bucket's TTL expired late after an engine node died), and taken by compare-and-swap on that
+  revision; the owner renews it every third of the lease with ``kv.update`` against the revision it
+  holds. The owner makes every write, exactly as a
   single process does (its cache records each one in a ``Journal``), and ships the journal's frames to
   the stream, in order, each append fenced by ``Nats-Expected-Last-Sequence``: an append succeeds only if
   the log ends where this owner believes it does. A new owner first appends an ``owner`` entry after the
