@@ -26,6 +26,18 @@ def nats_server() -> Path:
     return Path(done.stdout.strip().splitlines()[-1]) / "nats-server"
 
 
+def stop(popen: subprocess.Popen[bytes] | None) -> None:
+    """Stops the process this helper started, by its PID: TERM, then KILL after 10 s."""
+    if popen is None or popen.poll() is not None:
+        return
+    popen.terminate()
+    try:
+        popen.wait(10)
+    except subprocess.TimeoutExpired:
+        popen.kill()
+        popen.wait()
+
+
 class EngineNode:
     def __init__(self, binary: Path, name: str, folder: Path, port: int, cluster_port: int, routes: list[int]) -> None:
         self.name, self.port, self.folder = name, port, folder
@@ -59,13 +71,7 @@ class EngineNode:
             self.popen.wait()
 
     def stop(self) -> None:
-        if self.popen is not None and self.popen.poll() is None:
-            self.popen.terminate()
-            try:
-                self.popen.wait(10)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
+        stop(self.popen)
 
     def listening(self) -> bool:
         with socket.socket() as sock:
@@ -170,14 +176,7 @@ class PodfitReplica:
             self.popen.wait()
 
     def stop(self) -> None:
-        if self.alive():
-            assert self.popen is not None
-            self.popen.terminate()
-            try:
-                self.popen.wait(10)
-            except subprocess.TimeoutExpired:
-                self.popen.kill()
-                self.popen.wait()
+        stop(self.popen)
 
     def log(self) -> str:
         """This process's log (since its last start)."""
