@@ -43,6 +43,28 @@ def _simulate(*counts: int, pods: int = 0) -> sim.SimulateRequest:
     return sim.SimulateRequest(scenario=scenario, pods=[_pod_ref(f"p{i}") for i in range(pods)])
 
 
+def _gpus(count: int) -> cc.ClusterObject:
+    """One node's ResourceSlice of ``count`` devices, as a template carries it."""
+    spec = {
+        "driver": "gpu.example.com",
+        "nodeName": "template",
+        "pool": {"name": "template", "generation": 1, "resourceSliceCount": 1},
+        "devices": [{"name": f"gpu-{i}"} for i in range(count)],
+    }
+    return _json({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "gpus"},
+                  "spec": spec})  # fmt: skip
+
+
+def _simulate_gpus(count: int, gpus: int) -> sim.SimulateRequest:
+    group = sim.HypotheticalNodes(template=TEMPLATE, count=count, resource_slices=[_gpus(gpus)])
+    return sim.SimulateRequest(scenario=sim.Scenario(add_nodes=[group]))
+
+
+def _estimate_gpus(room: int, gpus: int) -> sim.EstimateScaleUpRequest:
+    group = sim.NodeGroup(id="g", template=TEMPLATE, max_size=room, template_resource_slices=[_gpus(gpus)])
+    return sim.EstimateScaleUpRequest(groups=[sim.PodGroup(pods=[_pod_ref("p")])], node_groups=[group])
+
+
 OVER_LIMIT = {
     "a million template nodes": (
         "/podfit.v1.Simulation/Simulate", _simulate(1_000_000), "scenario.add_nodes", "limits.hypotheticalNodes"),
@@ -58,6 +80,10 @@ OVER_LIMIT = {
         "/podfit.v1.Simulation/EstimateScaleUp",
         sim.EstimateScaleUpRequest(groups=[sim.PodGroup(pods=[_pod_ref(f"p{i}") for i in range(11)])]),
         "groups", "limits.podsPerRequest"),
+    "template nodes whose slice copies hold more devices than allowed (7 nodes of 8 GPUs)": (
+        "/podfit.v1.Simulation/Simulate", _simulate_gpus(7, 8), "scenario.add_nodes", "limits.templateDevices"),
+    "an estimate whose node group's room holds more devices than allowed": (
+        "/podfit.v1.Simulation/EstimateScaleUp", _estimate_gpus(7, 8), "node_groups", "limits.templateDevices"),
     "a batch of more pods than allowed": (
         "/podfit.v1.Scheduler/ScheduleBatch",
         sc.ScheduleBatchRequest(pods=[_pod_ref(f"p{i}") for i in range(11)]), "pods", "limits.podsPerRequest"),
@@ -66,7 +92,9 @@ OVER_LIMIT = {
 
 @pytest.fixture
 async def small_limits() -> Any:
-    settings = Settings(limits_pods_per_request=10, limits_drain_nodes=5, limits_hypothetical_nodes=100)
+    settings = Settings(
+        limits_pods_per_request=10, limits_drain_nodes=5, limits_hypothetical_nodes=100, limits_template_devices=50
+    )
     server = await start_live_server(settings)
     yield server
     await server.client.close()
@@ -88,6 +116,22 @@ async def test_a_request_over_a_limit_is_refused_before_any_work(small_limits: L
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert caught.value.details().startswith(f"{field}: ")
     assert setting in caught.value.details()
+
+
+@pytest.mark.parametrize(
+    ("request_", "method"),
+    [
+        pytest.param(_simulate_gpus(6, 8), "Simulate", id="6 template nodes of 8 GPUs: 48 devices"),
+        pytest.param(_estimate_gpus(6, 8), "EstimateScaleUp", id="a node group with room for 6 of 8 GPUs"),
+    ],
+)
+async def test_template_devices_within_the_limit_are_answered(
+    small_limits: LiveServer, request_: Any, method: str
+) -> None:
+    await small_limits.client.apply([make_node("n").capacity(cpu="1", pods="110").json()])
+    stub = small_limits.client.simulation
+    answer = await getattr(stub, method)(request_, timeout=10)
+    assert answer.ByteSize() > 0
 
 
 async def test_an_estimate_room_of_2_31_nodes_is_capped_as_cluster_autoscaler_caps_it() -> None:

@@ -38,6 +38,9 @@ class Limits:
     # Options (node groups) per BestOptions call, and pods per option.
     expansion_options: int = 1_000
     pods_per_option: int = 10_000
+    # Devices the template nodes of one what-if question may bring: each added node holds its own copy of
+    # its template's ResourceSlices, so the copies are the template's devices times the nodes added.
+    template_devices: int = 100_000
     # Heavy calls (simulations, estimates, drains, BestOptions, preemptions, batches) that may wait while
     # one runs; one more is RESOURCE_EXHAUSTED (podfit.server.gate).
     heavy_calls_waiting: int = 8
@@ -57,6 +60,9 @@ class Limits:
 
     def check_grouped_pods(self, total: int) -> None:
         self.check("groups", total, self.pods_per_request, "pods in all groups", "podsPerRequest")
+
+    def check_template_devices(self, field: str, count: int) -> None:
+        self.check(field, count, self.template_devices, "devices on template nodes", "templateDevices")
 
     def check_options(self, count: int) -> None:
         self.check("options", count, self.expansion_options, "options", "expansionOptions")

@@ -86,6 +86,7 @@ class Settings:
     limits_new_nodes_per_estimate: int = 1_000
     limits_expansion_options: int = 1_000
     limits_pods_per_option: int = 10_000
+    limits_template_devices: int = 100_000
     limits_heavy_calls_waiting: int = 8
     limits_heavy_call_seconds: int = 30
     # The kube-scheduler version decisions answer as unless a profile or a request says otherwise.
@@ -126,6 +127,7 @@ class Settings:
             new_nodes_per_estimate=self.limits_new_nodes_per_estimate,
             expansion_options=self.limits_expansion_options,
             pods_per_option=self.limits_pods_per_option,
+            template_devices=self.limits_template_devices,
             heavy_calls_waiting=self.limits_heavy_calls_waiting,
             heavy_call_seconds=self.limits_heavy_call_seconds,
         )
@@ -188,6 +190,7 @@ _SOURCES = {
     "limits_new_nodes_per_estimate": ("limits.newNodesPerEstimate", "PODFIT_LIMITS_NEW_NODES_PER_ESTIMATE"),
     "limits_expansion_options": ("limits.expansionOptions", "PODFIT_LIMITS_EXPANSION_OPTIONS"),
     "limits_pods_per_option": ("limits.podsPerOption", "PODFIT_LIMITS_PODS_PER_OPTION"),
+    "limits_template_devices": ("limits.templateDevices", "PODFIT_LIMITS_TEMPLATE_DEVICES"),
     "limits_heavy_calls_waiting": ("limits.heavyCallsWaiting", "PODFIT_LIMITS_HEAVY_CALLS_WAITING"),
     "limits_heavy_call_seconds": ("limits.heavyCallSeconds", "PODFIT_LIMITS_HEAVY_CALL_SECONDS"),
     "feature_gates": ("featureGates", "PODFIT_FEATURE_GATES"),

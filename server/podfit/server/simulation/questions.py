@@ -89,6 +89,8 @@ class WhatIf:
         limits = self.limits
         added = sum(count for _, count in scenario.add_nodes)
         limits.check("scenario.add_nodes", added, limits.hypothetical_nodes, "nodes added", "hypotheticalNodes")
+        devices = sum(count * template_devices(template) for template, count in scenario.add_nodes)
+        limits.check_template_devices("scenario.add_nodes", devices)
         limits.check_pods(len(pods))
         engine = self.engine.at_version(version)
         started = time.perf_counter()
@@ -112,6 +114,7 @@ class WhatIf:
         limits.check_grouped_pods(total)
         # As cluster-autoscaler's --max-nodes-per-scaleup caps a node group's room, never an error.
         node_groups = [(i, t, min(room, limits.new_nodes_per_estimate)) for i, t, room in node_groups]
+        limits.check_template_devices("node_groups", sum(room * template_devices(t) for _, t, room in node_groups))
         engine = self.engine.at_version(version)
         started = time.perf_counter()
         pods = [self._resolve_all(group, f"groups[{i}].pods") for i, group in enumerate(groups)]
@@ -164,7 +167,15 @@ class WhatIf:
         for i, option in enumerate(options):
             limits.check_option_pods(f"options[{i}].pod", len(option.pods))
         options = [dataclasses.replace(o, node_count=min(o.node_count, limits.new_nodes_per_estimate)) for o in options]
+        limits.check_template_devices("options", sum(o.node_count * template_devices(o.template) for o in options))
         started = time.perf_counter()
         result = best_options(self.engine, frozen.snapshot, options, scheduler_name)
         self.telemetry.decision_latency(time.perf_counter() - started, "expander")
         return result
+
+
+def template_devices(template: Node | NodeTemplate) -> int:
+    """The devices one copy of ``template`` brings (0 for a plain Node)."""
+    if not isinstance(template, NodeTemplate):
+        return 0
+    return sum(len(piece.devices) for piece in template.slices)
