@@ -390,12 +390,17 @@ class Podfit:
         self.client_cert, self.client_key = pki.issue(f"{name}-client")
         self.tokens = folder / f"{name}-tokens.csv"
         self.tokens.write_text(f"{PODFIT_WRITE_TOKEN},write,feeder\n")
+        self.name, self.flags = name, flags
+        self.process = self._on_free_ports()
+
+    def _on_free_ports(self) -> Process:
+        """The server's process, on ports free a moment ago (another process may take one meanwhile)."""
         self.target = f"127.0.0.1:{free_port()}"
         self.extender_port = free_port()
         self.probe_addr = f"127.0.0.1:{free_port()}"
         self.metrics_addr = f"127.0.0.1:{free_port()}"
-        self.process = Process(
-            f"{name}-server",
+        return Process(
+            f"{self.name}-server",
             [
                 *podfit_server_command(),
                 f"--grpc-addr={self.target}",
@@ -406,12 +411,12 @@ class Podfit:
                 f"--metrics-addr={self.metrics_addr}",
                 f"--tls-cert-file={self.cert}",
                 f"--tls-key-file={self.key}",
-                f"--tls-client-ca-file={pki.ca}",
+                f"--tls-client-ca-file={self.pki.ca}",
                 f"--auth-tokens-file={self.tokens}",
                 "--wait-for-sync",
                 "--shutdown-delay-seconds=0",
                 "--shutdown-grace-seconds=1",
-                *flags,
+                *self.flags,
             ],
             self.logs,
             env={"PODFIT_LOG_FORMAT": "text"},
@@ -437,10 +442,22 @@ class Podfit:
 
         return Client(config=self.channel())
 
-    def start(self) -> Podfit:
+    def start(self, *, new_ports: bool = True) -> Podfit:
+        """Starts the server and waits for /healthz. A server that exits first fails at once, quoting its
+        log; on a first start, one that exits because a port was taken meanwhile starts again on others."""
         self.process.start()
-        wait_for("podfit-server /healthz", lambda: self.probe("/healthz") == 200, 30)
-        return self
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with contextlib.suppress(Exception):
+                if self.probe("/healthz") == 200:
+                    return self
+            if not self.process.alive():
+                if new_ports and "address already in use" in self.process.log().lower():
+                    self.process = self._on_free_ports()
+                    return self.start(new_ports=False)
+                raise AssertionError(f"podfit-server exited before /healthz answered\n{self.process.tail()}")
+            time.sleep(0.05)
+        raise AssertionError(f"timed out after 30 s waiting for podfit-server /healthz\n{self.process.tail()}")
 
     def probe(self, path: str) -> int:
         return http_status(f"http://{self.probe_addr}{path}")
@@ -464,7 +481,7 @@ class Podfit:
 
     def restart(self) -> None:
         self.process.stop()
-        self.start()
+        self.start(new_ports=False)
 
 
 class Feeder:
