@@ -121,7 +121,7 @@ class Framework:
         # Of those, the ones that read only a row's Node (``reads_pods = False``): the leading run of the
         # row-local Filter plugins, and such Score plugins. Pods coming and going leave their answers be.
         node_filters = 0
-        while node_filters < local_filters and not getattr(profile.filter[node_filters], "reads_pods", True):
+        while node_filters < local_filters and not _reads_pods(profile.filter[node_filters]):
             node_filters += 1
         self._node_filters = profile.filter[:node_filters]
         self._pod_filters = profile.filter[node_filters:local_filters]
@@ -490,8 +490,7 @@ class _RowMemo:
             stale = snapshot.rows
             node_stale = stale
         else:
-            # A row whose Node changed is a row that changed (the Node's generation is the row's then).
-            node_stale = stale[table.node_generation.take(stale) > generation]
+            node_stale = self._node_changed(stale, generation)
         if len(node_stale) and framework._node_filters:
             self.node_codes[node_stale] = self._run(framework, state, pod, node_stale, framework._node_filters)
         if len(stale):
@@ -506,6 +505,11 @@ class _RowMemo:
         hit = (codes == 0) & (local > 0)
         codes[hit] = local[hit] + len(statuses)
         statuses.extend(self._statuses)
+
+    def _node_changed(self, stale: IntpArray, generation: int) -> IntpArray:
+        """Of the ``stale`` rows, those whose Node changed since ``generation``: a row whose Node changed is a
+        row that changed (the Node's generation is the row's then), so only the stale rows need looking at."""
+        return stale[self.table.node_generation.take(stale) > generation]
 
     def _run(
         self, framework: Framework, state: CycleState, pod: Pod, rows: IntpArray, plugins: Sequence[Any]
@@ -529,7 +533,7 @@ class _RowMemo:
             column = self.scores[plugin.name] = np.zeros(self.table.capacity, dtype=np.int64)
             stale = snapshot.rows
         elif node_only and len(stale):
-            stale = stale[self.table.node_generation.take(stale) > generation]
+            stale = self._node_changed(stale, generation)
         if len(stale):
             column[stale] = plugin.score_rows(state, pod, self.table, stale)
         self._score_generation[plugin.name] = snapshot.generation
