@@ -17,6 +17,7 @@ from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Decision, Engine
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import PreemptionResult
+from podfit.server.framework.replicas import ReplicaPlan, plan_replicas
 from podfit.server.framework.runtime import FilterOutcome
 from podfit.server.model import Pod
 from podfit.server.reserver import Reserver
@@ -47,6 +48,8 @@ class ScheduleResult:
     unschedulable_message: str = ""
     # The kube-scheduler release that answered.
     kube_scheduler_version: str = ""
+    # Where the identical pods after this one go, when asked and it can be known from this decision.
+    plan: ReplicaPlan | None = None
 
     @classmethod
     def of(cls, pod: Pod, decision: Decision) -> ScheduleResult:
@@ -105,21 +108,53 @@ class SchedulingCycle:
         preempt: bool = True,
         signature: str | None = None,
         decided: Decision | None = None,
+        replicas: int = 0,
     ) -> ScheduleResult:
         """The whole cycle: decide (or take the memo's ``decided``), then Reserve through ``reserver`` when
-        a node was selected and one is given, or PostFilter (when ``preempt``) when nothing fits."""
+        a node was selected and one is given, or PostFilter (when ``preempt``) when nothing fits. With
+        ``replicas``, the result's ``plan`` places up to that many identical pods after this one (see
+        ``place``), when this decision shows where."""
         if decided is None:
             decision, state, outcome = self.decide(pod, snapshot, node_names, scheduler_name, signature=signature)
         else:
             decision, state, outcome = decided, CycleState(), None
         result = ScheduleResult.of(pod, decision)
         if decision.selected:
+            if replicas and outcome is not None and decision.score_table is not None:
+                framework = self.engine.framework_for(pod, scheduler_name)
+                result.plan = plan_replicas(framework, state, pod, outcome, decision.score_table, snapshot, replicas)
             if reserver is not None:
                 held = self.reserve(state, pod, decision.selected, snapshot, scheduler_name)
                 result.assumed_generation = reserver.reserve(pod, source, decision.selected, held)
         elif outcome is not None:
             result.preemption = self.explain(decision, pod, state, snapshot, scheduler_name, post_filter=preempt)
             result.unschedulable_message = decision.unschedulable_message
+        return result
+
+    def place(
+        self,
+        pod: Pod,
+        source: bytes,
+        plan: ReplicaPlan,
+        snapshot: Snapshot,
+        reserver: Reserver,
+        scheduler_name: str = "",
+    ) -> ScheduleResult:
+        """The next pod of ``plan`` (identical to the one decided, over ``snapshot`` holding every pod placed
+        since): its answer, as deciding it would give, and its Reserve."""
+        placement = plan.placements.popleft()
+        result = ScheduleResult(
+            pod,
+            None,
+            generation=snapshot.generation,
+            selected=placement.node_name,
+            best_count=placement.best_count,
+            feasible_count=plan.feasible_count,
+            candidate_count=plan.candidate_count,
+            kube_scheduler_version=self.engine.release_for(scheduler_name, pod),
+        )
+        held = self.reserve(plan.state, pod, placement.node_name, snapshot, scheduler_name)
+        result.assumed_generation = reserver.reserve(pod, source, placement.node_name, held)
         return result
 
     def reserve(

@@ -35,6 +35,7 @@ from podfit.server.engine import Decision, Engine, pod_signature
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import PreemptionResult
 from podfit.server.framework.profile import Profile
+from podfit.server.framework.replicas import ReplicaPlan
 from podfit.server.framework.versions import VERSIONS
 from podfit.server.gate import Gate
 from podfit.server.memo import DecisionMemo
@@ -601,23 +602,35 @@ class SchedulingService:
                 raise PodRejected(i, ValidationError("", f"is pod {record.key} again (as pods[{seen[record.key]}])"))
             seen[record.key] = i
             resolved.append((record, source))
+        # Without details, a run of identical pods is placed from the decision of its first pod where that
+        # decision shows where each goes (``framework.replicas``): the answers are the same, decided once.
+        signatures = [pod_signature(record) for record, _ in resolved] if not details else []
+        identical_after = _identical_after(signatures)
         tentative = self._batch = self.cache.tentative()
         reserver = self.reserver(tentative.apply)
         placement = BatchPlacement([], tentative.generation)
+        plan: ReplicaPlan | None = None
         try:
             for i, (record, source) in enumerate(resolved):
                 # A batch is a heavy call: it stops at its deadline, and its reservations are undone.
                 check_deadline()
                 try:
-                    result = cycle.schedule(
-                        record,
-                        source,
-                        self.cache.snapshot(),
-                        node_names,
-                        scheduler_name,
-                        reserver=reserver,
-                        preempt=preempt,
-                    )
+                    if plan is not None and plan.placements:
+                        result = cycle.place(record, source, plan, self.cache.snapshot(), reserver, scheduler_name)
+                    else:
+                        result = cycle.schedule(
+                            record,
+                            source,
+                            self.cache.snapshot(),
+                            node_names,
+                            scheduler_name,
+                            reserver=reserver,
+                            preempt=preempt,
+                            signature=signatures[i] if signatures else None,
+                            replicas=min(identical_after[i], _PLANNED_REPLICAS) if signatures else 0,
+                        )
+                        plan = result.plan
+                        result.plan = None
                 except UpdateRejected as exc:
                     # The pod replaces a cached one in a way kube-apiserver would refuse.
                     raise PodRejected(i, exc.error) from None
@@ -710,3 +723,16 @@ class SchedulingService:
         await self.gate.stop()
         if self.memo is not None:
             await self.memo.close()
+
+
+# The most replicas placed from one decision: each plan ranks that many nodes and re-scores as many rows.
+_PLANNED_REPLICAS = 256
+
+
+def _identical_after(signatures: Sequence[str]) -> builtins.list[int]:
+    """For each pod, how many pods right after it share its signature."""
+    after = [0] * len(signatures)
+    for i in range(len(signatures) - 2, -1, -1):
+        if signatures[i] == signatures[i + 1]:
+            after[i] = after[i + 1] + 1
+    return after

@@ -128,9 +128,39 @@ class Framework:
         self._node_scores = {
             w.plugin.name for w in profile.score if w.plugin.name in self._local_scores and not _reads_pods(w.plugin)
         }
+        # Planning a run of identical pods (``podfit.server.framework.replicas``): every row-local Filter
+        # plugin, and the Score plugins whose answers on a row change when a replica joins it.
+        self.row_local_filters = [p for p in profile.filter if getattr(p, "row_local", False)]
+        self._rescored = {name for name in self._local_scores if name not in self._normalizers}
         # Row memos per thread: the event loop's decisions and a batch on the heavy thread each keep their
         # own, so neither waits for nor disturbs the other's.
         self._memos = threading.local()
+
+    # -- Replicas --------------------------------------------------------------------------------
+
+    def rescored_per_row(self, plugin_name: str) -> bool:
+        """Whether a replica joining a row changes this Score plugin's answer there and nowhere else."""
+        return plugin_name in self._rescored
+
+    def plans_replicas(self, state: CycleState, pod: Pod, snapshot: Snapshot) -> bool:
+        """Whether the replicas of ``pod`` can be placed from its decision (see ``framework.replicas``): every
+        plugin that answers for it reads only its row or is unchanged by more replicas, the normalising ones
+        normalise raw scores a replica cannot change, Reserve holds nothing a replica could contend for,
+        and no nominated pod is filtered in."""
+        if any(outranking_nominated(pod, pods) for pods in snapshot.nominated_pods.values()):
+            return False
+        for plugin in self.profile.filter:
+            if plugin.name not in state.skip_filter and not _row_local_or_invariant(plugin, state, pod):
+                return False
+        for weighted in self.profile.score:
+            plugin = weighted.plugin
+            if plugin.name in state.skip_score:
+                continue
+            if not _row_local_or_invariant(plugin, state, pod):
+                return False
+            if plugin.name in self._normalizers and _reads_pods(plugin) and not _invariant(plugin, state, pod):
+                return False
+        return all(_invariant(plugin, state, pod) for plugin in self.profile.reserve)
 
     # -- PreEnqueue ------------------------------------------------------------------------------
 
@@ -400,6 +430,16 @@ _MEMO_SIGNATURES = 64
 
 def _reads_pods(plugin: Any) -> bool:
     return bool(getattr(plugin, "reads_pods", True))
+
+
+def _invariant(plugin: Any, state: CycleState, pod: Pod) -> bool:
+    """A plugin's own word that copies of ``pod`` placed anywhere change none of its answers for it."""
+    check = getattr(plugin, "replica_invariant", None)
+    return bool(check is not None and check(state, pod))
+
+
+def _row_local_or_invariant(plugin: Any, state: CycleState, pod: Pod) -> bool:
+    return bool(getattr(plugin, "row_local", False)) or _invariant(plugin, state, pod)
 
 
 class _RowMemo:

@@ -149,6 +149,10 @@ class DynamicResources:
             return unresolvable(str(exc))
         return None
 
+    def replica_invariant(self, state: CycleState, pod: Pod) -> bool:
+        """A pod without claims (PreFilter skipped) allocates and reserves nothing, and its replicas neither."""
+        return self.name in state.skip_filter
+
     # -- PreFilter ---------------------------------------------------------------------------------
 
     def pre_filter(

@@ -64,6 +64,10 @@ class ImageLocality:
 
     name = IMAGE_LOCALITY
 
+    def replica_invariant(self, state: CycleState, pod: Pod) -> bool:
+        """Reads only the nodes' images and how many nodes there are: pods placed change neither."""
+        return True
+
     def pre_score(self, state: CycleState, pod: Pod, snapshot: Snapshot, rows: IntpArray) -> Status | None:
         state.write(self.name, self._state(pod, snapshot))
         return None

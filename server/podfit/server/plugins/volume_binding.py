@@ -247,6 +247,10 @@ class VolumeBinding:
         # StorageCapacityScoring: without it upstream builds no scorer and never scores.
         self.capacity_scoring = capacity_scoring
 
+    def replica_invariant(self, state: CycleState, pod: Pod) -> bool:
+        """A pod without claims (PreFilter skipped) binds nothing, and its replicas neither."""
+        return self.name in state.skip_filter
+
     # -- PreFilter ---------------------------------------------------------------------------------
 
     def pre_filter(
