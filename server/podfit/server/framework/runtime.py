@@ -149,16 +149,16 @@ class Framework:
         and no nominated pod is filtered in."""
         if any(outranking_nominated(pod, pods) for pods in snapshot.nominated_pods.values()):
             return False
-        for plugin in self.profile.filter:
-            if plugin.name not in state.skip_filter and not _row_local_or_invariant(plugin, state, pod):
+        for filter_plugin in self.profile.filter:
+            if filter_plugin.name not in state.skip_filter and not _row_local_or_invariant(filter_plugin, state, pod):
                 return False
         for weighted in self.profile.score:
-            plugin = weighted.plugin
-            if plugin.name in state.skip_score:
+            scorer = weighted.plugin
+            if scorer.name in state.skip_score:
                 continue
-            if not _row_local_or_invariant(plugin, state, pod):
+            if not _row_local_or_invariant(scorer, state, pod):
                 return False
-            if plugin.name in self._normalizers and _reads_pods(plugin) and not _invariant(plugin, state, pod):
+            if scorer.name in self._normalizers and _reads_pods(scorer) and not _invariant(scorer, state, pod):
                 return False
         return all(_invariant(plugin, state, pod) for plugin in self.profile.reserve)
 
