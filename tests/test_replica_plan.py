@@ -211,3 +211,49 @@ def test_pods_whose_answers_depend_on_their_replicas_are_each_decided(
     placed = _planned(monkeypatch)
     _service(DEFAULT_VERSION, nodes).schedule_batch(pods, details=False)
     assert placed == []
+
+
+def _schedule_answer(r: Any) -> tuple[Any, ...]:
+    return (r.pod.name, r.selected, r.best_count, r.feasible_count, r.generation, r.assumed_generation, r.message)
+
+
+@pytest.mark.parametrize("seed", range(16), ids=lambda seed: f"burst-{seed}")
+async def test_a_burst_of_unary_schedules_answers_as_deciding_every_call(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Schedule with assume, one call after another: planned calls (no details) against decided ones, with
+    other writes and other pods between some calls, which must end the plan."""
+    rng = random.Random(1000 + seed)
+    nodes = _nodes(rng, rng.randint(4, 30))
+    objects = [*nodes, *_existing(rng, nodes, rng.randint(0, 40))]
+    calls: list[tuple[str, Any]] = []
+    for pod in _batch(rng, rng.randint(20, 60)):
+        calls.append(("schedule", given(pod)))
+        if rng.random() < 0.25:
+            bound = make_pod(f"other{len(calls)}").req(cpu=rng.choice(["100m", "1"])).node(rng.choice(nodes).obj().name)
+            calls.append(("apply", Upsert(Kind.POD, bound.obj(), to_cluster_object(bound.json()).SerializeToString())))
+    decided, planned_svc = _service(DEFAULT_VERSION, objects), _service(DEFAULT_VERSION, objects)
+    every = [
+        await decided.schedule(arg, assume=True, details=True) if what == "schedule" else decided.apply([arg])
+        for what, arg in calls
+    ]
+    placed = _planned(monkeypatch)
+    planned = [
+        await planned_svc.schedule(arg, assume=True, details=False) if what == "schedule" else planned_svc.apply([arg])
+        for what, arg in calls
+    ]
+    assert [_schedule_answer(r) for r in planned if hasattr(r, "pod")] == [
+        _schedule_answer(r) for r in every if hasattr(r, "pod")
+    ]
+    assert contents(planned_svc) == contents(decided)
+    assert len(placed) < len([c for c in calls if c[0] == "schedule"])
+
+
+async def test_a_burst_of_unary_replicas_is_placed_from_a_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    nodes = [make_node(f"n{i:03d}").capacity(cpu="4", memory="32Gi", pods="110") for i in range(50)]
+    pods = [given(make_pod(f"new{i}").labels(app="web").req(cpu="100m", memory="500Mi")) for i in range(100)]
+    placed = _planned(monkeypatch)
+    svc = _service(DEFAULT_VERSION, nodes)
+    for pod in pods:
+        await svc.schedule(pod, assume=True, details=False)
+    assert len(placed) >= 95, f"only {len(placed)} of 100 calls were placed from a plan"

@@ -216,6 +216,10 @@ class SchedulingService:
         # reserved, as they were before it).
         self._reading: Snapshot | None = None
         self._batch: Tentative | None = None
+        # Schedules that reserve: the last one's question, and where the next identical pods go while the
+        # cache stays at the generation that holds the last of them (a burst of replicas; see schedule).
+        self._last_assumed = ""
+        self._burst: _Burst | None = None
         # This process's cache id, new at every start: a restart empties the cache, and a feeder that sees
         # another epoch knows it must resync in full.
         self.epoch = uuid.uuid4().hex
@@ -502,10 +506,16 @@ class SchedulingService:
         assume: bool = False,
         preempt: bool = True,
         version: str = "",
+        details: bool = True,
     ) -> ScheduleResult:
         """One scheduling cycle: filter, score and select on one snapshot; then Reserve on the selected
         node (when ``assume``), or, when nothing fits and ``preempt``, PostFilter on the same snapshot and
-        CycleState. Decisions that assume nothing are memoised like ``decide``'s."""
+        CycleState. Decisions that assume nothing are memoised like ``decide``'s.
+
+        Without ``details``, a burst of identical pods that reserve, one call after another, is placed as a
+        batch places a run of them (``framework.replicas``): the second call's decision plans the next
+        ones, and each later call takes its node from the plan while the cache is still at the generation
+        holding the previous one, so nothing else changed in between; otherwise it decides."""
         self.require_synced()
         cycle = self.cycle(version)
         # A reservation is made on the cache as it is (a writer: no batch runs meanwhile).
@@ -520,6 +530,16 @@ class SchedulingService:
             self._check_current(resolved)
         signature = pod_signature(resolved)
         question = self._question(resolved, signature, node_names, scheduler_name, True, version)
+        burst = self._burst
+        if assume and not details and burst is not None:
+            self._burst = None
+            if burst.question == question and burst.generation == snapshot.generation:
+                placer = self.reserver()
+                result = cycle.place(resolved, source, burst.plan, snapshot, placer, scheduler_name)
+                result.assumed_generation = await placer.commit()
+                if burst.plan.placements and result.assumed_generation:
+                    self._burst = _Burst(question, burst.plan, result.assumed_generation)
+                return result
         key, decision = await self._recall(snapshot.generation, question)
         current = read()
         if current.generation != snapshot.generation:
@@ -548,9 +568,14 @@ class SchedulingService:
             preempt=preempt,
             signature=signature,
             decided=decision,
+            replicas=_PLANNED_REPLICAS if assume and not details and question == self._last_assumed else 0,
         )
+        plan, result.plan = result.plan, None
         if reserver is not None:
+            self._last_assumed = question
             result.assumed_generation = await reserver.commit()
+            if plan is not None and result.assumed_generation:
+                self._burst = _Burst(question, plan, result.assumed_generation)
         elif decision is None and result.decision is not None:
             await self._remember(key, result.decision)
         return result
@@ -723,6 +748,15 @@ class SchedulingService:
         await self.gate.stop()
         if self.memo is not None:
             await self.memo.close()
+
+
+@dataclasses.dataclass(slots=True)
+class _Burst:
+    """Where the next identical pods reserved by Schedule go, valid while the cache is at ``generation``."""
+
+    question: str
+    plan: ReplicaPlan
+    generation: int
 
 
 # The most replicas placed from one decision: each plan ranks that many nodes and re-scores as many rows.

@@ -313,6 +313,7 @@ class SchedulerServicer(sc_grpc.SchedulerServicer):
                 assume=request.assume,
                 preempt=not request.disable_preemption,
                 version=request.kube_scheduler_version,
+                details=request.view != sc.VIEW_BASIC,
             )
         except UpdateRejected as exc:
             # Assuming the pod would replace a cached one in a way kube-apiserver refuses.
