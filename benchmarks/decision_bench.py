@@ -1,7 +1,7 @@
 """In-process decision benchmark on scheduler_perf-shaped clusters (not a test; run by hand).
 
     python -m benchmarks.decision_bench [--nodes 5000] [--pods 10000] [--decisions 50] [WORKLOAD ...]
-    python -m benchmarks.decision_bench --batch 100 [--decisions 2000] [--nodes 5000] [--pods 10000]
+    python -m benchmarks.decision_bench --batch 100 [--decisions 2000] [--nodes 5000] [--pods 10000] [--mode distinct]
 
 Workloads mirror kube-scheduler's scheduler_perf templates: nodes with 4 CPU / 32Gi / 110 pods over
 zones moon-1..3, pods requesting 100m / 500Mi. Each decision is a full Filter + Score over every node
@@ -129,10 +129,12 @@ def run(
     }
 
 
-def run_batch(nodes: int, pods: int, decisions: int, size: int) -> float:
+def run_batch(nodes: int, pods: int, decisions: int, size: int, mode: str = "replicas") -> float:
     """SchedulingBasic's pods placed by ``SchedulingService.schedule_batch`` (without details, as
     ``podfit bench --batch`` asks them) in batches of ``size``: microseconds per pod, best of 3 runs.
-    Everything a ScheduleBatch costs but the transport: the cycle, Reserve and the bookkeeping around it."""
+    Everything a ScheduleBatch costs but the transport: the cycle, Reserve and the bookkeeping around it.
+    ``replicas``: identical pods (a run is placed from one decision where it can be); ``distinct``: every
+    pod requests its own cpu amount, so every pod is decided."""
     from podfit.client.manifests import to_cluster_object
     from podfit.server.service import GivenPod, SchedulingService
     from podfit.server.transport.stored_forms import PROTOBUF_FORMS
@@ -146,6 +148,8 @@ def run_batch(nodes: int, pods: int, decisions: int, size: int) -> float:
 
     def given(i: int) -> GivenPod:
         manifest = pod(10_000_000 + i, {"app": "web"})
+        if mode == "distinct":
+            manifest["spec"]["containers"][0]["resources"]["requests"]["cpu"] = f"{100 + i % 997}m"
         return GivenPod(pod_from_k8s(manifest), to_cluster_object(manifest).SerializeToString())
 
     service.schedule_batch([given(-1 - i) for i in range(size)], details=False)  # warm-up
@@ -174,8 +178,11 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.batch:
-        per_pod = run_batch(args.nodes, args.pods, args.decisions, args.batch)
-        print(f"SchedulingBasic/{args.nodes}Nodes_{args.pods}Pods, batches of {args.batch}: {per_pod:.0f} us per pod")
+        per_pod = run_batch(args.nodes, args.pods, args.decisions, args.batch, args.mode)
+        print(
+            f"SchedulingBasic/{args.nodes}Nodes_{args.pods}Pods, batches of {args.batch}, {args.mode}: "
+            f"{per_pod:.0f} us per pod"
+        )
         return
     print("| workload | mode | version | cache load (s) | decisions | p50 (ms) | p90 (ms) | p99 (ms) |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
