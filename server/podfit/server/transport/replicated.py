@@ -55,13 +55,14 @@ import nats
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, ObjectStoreConfig, StreamConfig
-from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
+from nats.js.errors import BadRequestError, KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
 from podfit.server.cache.cluster_cache import Change
 from podfit.server.cache.journal import Journal
 from podfit.server.reserver import OwnerGone, ReservationMoved
 from podfit.server.service import SchedulingService
+from podfit.server.transport.election import Election, EngineLease, KubeAccess, KubernetesLease, LeaseLost
 from podfit.server.transport.workers import (
     INTERNAL_OPTIONS,
     POSITION,
@@ -80,7 +81,6 @@ T = TypeVar("T")
 STREAM = "PODFIT_LOG"
 SUBJECT = "podfit.log"
 LEASE_BUCKET = "podfit_lease"
-LEASE_KEY = "owner"
 SNAPSHOT_BUCKET = "podfit_snapshots"
 SNAPSHOT_NAME = "cache"
 COMMIT = f"{REPLICATION}/Commit"
@@ -135,6 +135,24 @@ class ReplicationSettings:
     lease_seconds: float = 5.0
     snapshot_entries: int = 1_000
     replicas: int = 3
+    # The owner's election: a coordination.k8s.io/v1 Lease (namespace, name, how to reach the API server),
+    # or None for the engine's KV lease.
+    kubernetes_lease: KubeLease | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KubeLease:
+    access: KubeAccess
+    namespace: str
+    name: str
+
+
+def make_election(settings: ReplicationSettings, engine: Engine, identity: str) -> Election:
+    """The election strategy the settings choose: a Kubernetes Lease, or the engine's KV lease."""
+    kube = settings.kubernetes_lease
+    if kube is not None:
+        return KubernetesLease(kube.access, kube.namespace, kube.name, identity, settings.lease_seconds)
+    return EngineLease(engine, identity, settings.address.encode(), settings.lease_seconds)
 
 
 class Engine:
@@ -316,6 +334,7 @@ class Replica:
         self.engine = Engine(settings)
         self.key = settings.key
         self.identity = f"{settings.address}/{os.getpid()}/{os.urandom(4).hex()}"
+        self.election = make_election(settings, self.engine, self.identity)
         self.on_ready, self.on_promoted, self.on_deposed = on_ready, on_promoted, on_deposed
         # The last log entry applied to this cache.
         self.applied = 0
@@ -331,7 +350,6 @@ class Replica:
         self._follower: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
-        self._lease_revision = 0
         self._channel: grpc.aio.Channel | None = None
         self._channel_address = ""
         self.metadata = ((TOKEN_KEY, hashlib.sha256(self.key).digest().hex()),)
@@ -339,6 +357,7 @@ class Replica:
         self.directory = "\0"
         self.promoted_at = 0.0
         self.entries_applied = 0
+        self.deposed = False
 
     # -- start: snapshot, then the log after it -----------------------------------------------------
 
@@ -500,62 +519,42 @@ class Replica:
     # -- ownership -------------------------------------------------------------------------------
 
     async def _campaign(self) -> None:
-        """Takes the lease when it is free or lapsed, then holds it (renewing) for as long as this process
-        lives. Lapsed is judged as client-go's leader election judges a Lease: by this replica's own clock,
-        the holder's revision unchanged for a whole lease since this replica first saw it (no clock is
-        compared across machines, and no expiry timer of the engine is relied on); taking it is a
-        compare-and-swap on that revision, so two candidates never both win."""
-        assert self.engine.lease is not None
-        value = self.settings.address.encode()
-        lease = self.engine.lease
-        held = False
-        observed, observed_at = -1, time.monotonic()
+        """Takes the lease when it is free, released or lapsed (``transport.election``: judged on this
+        replica's own clock, taken with optimistic concurrency, so two candidates never both win), then
+        holds it (renewing) for as long as this process owns."""
+        election = self.election
         while not self.owner:
-            if not held:
-                try:
-                    try:
-                        revision = (await lease.get(LEASE_KEY)).revision or 0
-                    except KeyNotFoundError:  # never taken, or deleted
-                        revision = 0
-                    if revision != observed:
-                        observed, observed_at = revision, time.monotonic()
-                    if revision == 0:
-                        self._lease_revision = await lease.create(LEASE_KEY, value)
-                        held = True
-                    elif time.monotonic() - observed_at > self.settings.lease_seconds:
-                        self._lease_revision = await lease.update(LEASE_KEY, value, last=revision)
-                        held = True
-                except Exception as exc:  # taken by another meanwhile (KeyWrongLastSequenceError), or no answer
-                    if not isinstance(exc, KeyWrongLastSequenceError):
-                        log.warning("campaigning for the lease: the engine answered %r", exc)
-                if not held:
-                    await asyncio.sleep(min(0.1, self.settings.lease_seconds / 20))
-                    continue
             try:
-                await self._promote()
-            except Exception as exc:
-                # The engine did not answer in time (electing a leader, say): keep the lease if it is still
-                # this replica's, and try again; otherwise campaign again.
-                log.warning("taking over as owner did not finish (%r): trying again", exc)
+                held = await election.acquire()
+            except Exception as exc:  # no answer: look again
+                log.warning("campaigning for the %s: %r", election.describe(), exc)
+                held = False
+            while held:
                 try:
-                    self._lease_revision = await lease.update(LEASE_KEY, value, last=self._lease_revision)
-                except Exception:
-                    held = False
+                    await self._promote()
+                    break
+                except Exception as exc:
+                    # The engine did not answer in time (electing a leader, say): keep the lease if it is
+                    # still this replica's, and try again; otherwise campaign again.
+                    log.warning("taking over as owner did not finish (%r): trying again", exc)
+                    try:
+                        await election.renew()
+                    except Exception:
+                        held = False
+            if not self.owner:
+                await asyncio.sleep(election.retry_seconds)
         await self._hold()
 
     async def _promote(self) -> None:
         """Catches up with the log, then fences it with an ``owner`` entry; from then on this replica
         makes every write and appends it."""
         started = renewed = time.monotonic()
-        assert self.engine.lease is not None
         while True:
             if time.monotonic() - started > self.settings.lease_seconds * 2 / 3:
                 raise TimeoutError("catching up with the log took too long")
             if time.monotonic() - renewed > self.settings.lease_seconds / 3:
                 # Still catching up (the engine slow to answer): the lease must not lapse meanwhile.
-                self._lease_revision = await self.engine.lease.update(
-                    LEASE_KEY, self.settings.address.encode(), last=self._lease_revision
-                )
+                await self.election.renew()
                 renewed = time.monotonic()
             end = await self.engine.last_sequence()
             await asyncio.wait_for(self.caught_up(end), self.settings.lease_seconds / 3)
@@ -585,14 +584,17 @@ class Replica:
         self.promoted_at = time.monotonic()
         self.owner_address = self.settings.address
         self.on_promoted()
-        log.info("this replica is the owner from log entry %d (took over in %.3f s)", fence, time.monotonic() - started)
+        log.info(
+            "this replica is the owner from log entry %d (took over in %.3f s; %s)",
+            fence,
+            time.monotonic() - started,
+            self.election.describe(),
+        )
         self._tasks.append(asyncio.create_task(self._snapshots()))
 
     async def _hold(self) -> None:
-        """Renews the lease every third of its duration; a refused renewal, or none within the lease,
-        deposes this owner."""
-        assert self.engine.lease is not None
-        value = self.settings.address.encode()
+        """Renews the lease every third of its duration; a refused renewal, or none for two thirds of it
+        (the renew deadline, shorter than the lease a candidate waits out), deposes this owner."""
         lease = self.settings.lease_seconds
         renewed = time.monotonic()
         while True:
@@ -601,12 +603,10 @@ class Replica:
                 self._depose(f"the log refused an append: {self.shipper.failed}")
                 return
             try:
-                self._lease_revision = await asyncio.wait_for(
-                    self.engine.lease.update(LEASE_KEY, value, last=self._lease_revision), lease / 3
-                )
+                await asyncio.wait_for(self.election.renew(), lease / 3)
                 renewed = time.monotonic()
-            except KeyWrongLastSequenceError:
-                self._depose("another replica holds the lease")
+            except LeaseLost as exc:
+                self._depose(str(exc))
                 return
             except Exception:
                 if time.monotonic() - renewed > lease * 2 / 3:
@@ -616,6 +616,7 @@ class Replica:
     def _depose(self, why: str) -> None:
         log.error("this replica is no longer the owner (%s): it stops, to start again from the log", why)
         self.owner = False
+        self.deposed = True
         self.service.replica_lost = f"no longer the owner: {why}"
         self.ended.set()
         self.on_deposed(why)
@@ -690,6 +691,8 @@ class Replica:
             await self.on_ready(False)
 
     async def close(self) -> None:
+        """Stops following, campaigning and appending; an owner stopping gracefully then releases its lease
+        (the next owner need not wait for it to lapse: it still fences the log before its first write)."""
         if self._follower is not None:
             self._follower.cancel()
         for task in self._tasks:
@@ -697,6 +700,10 @@ class Replica:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.shipper is not None:
             await self.shipper.stop()
+        if self.owner and not self.deposed:
+            await self.election.release()
+            log.info("released the %s", self.election.describe())
+        await self.election.close()
         if self._channel is not None:
             await self._channel.close()
         await self.engine.close()
