@@ -288,7 +288,11 @@ class KubernetesLease:
                 connector=aiohttp.TCPConnector(ssl=self.access.ssl_context()),
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
             )
-        headers = {"Authorization": f"Bearer {self.access.bearer()}", "Accept": "application/json"}
+        headers = {
+            "Authorization": f"Bearer {self.access.bearer()}",
+            "Accept": "application/json",
+            "Content-Type": "application/json",
+        }
         async with self._session.request(
             method, self.access.server + path, headers=headers, data=None if body is None else json.dumps(body)
         ) as response:

@@ -523,11 +523,14 @@ class Replica:
         replica's own clock, taken with optimistic concurrency, so two candidates never both win), then
         holds it (renewing) for as long as this process owns."""
         election = self.election
+        warned, warned_at = "", 0.0
         while not self.owner:
             try:
                 held = await election.acquire()
-            except Exception as exc:  # no answer: look again
-                log.warning("campaigning for the %s: %r", election.describe(), exc)
+            except Exception as exc:  # no answer, or refused: look again (the same warning once per 10 s)
+                if repr(exc) != warned or time.monotonic() - warned_at > 10:
+                    log.warning("campaigning for the %s: %r", election.describe(), exc)
+                    warned, warned_at = repr(exc), time.monotonic()
                 held = False
             while held:
                 try:
