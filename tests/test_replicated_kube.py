@@ -10,10 +10,13 @@ feeder against another replica through an owner change; a deposed owner that can
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,6 +33,7 @@ from tests.builders import make_node
 from tests.control_plane import (
     ADMIN_TOKEN,
     ControlPlane,
+    TcpProxy,
     apply_manifests,
     create_node,
     ensure_namespace,
@@ -56,12 +60,49 @@ def rbac() -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] in kinds]
 
 
+class StallingProxy(TcpProxy):
+    """A relay to the apiserver whose bytes can be held back (no reset, no refusal): one replica's link to
+    the apiserver going silent while its link to the engine stays up."""
+
+    def __init__(self, port: int) -> None:
+        self.flowing = threading.Event()
+        self.flowing.set()
+        super().__init__(port)
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                self.flowing.wait()
+                sink.sendall(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+
+
+def kubeconfig(folder: Path, name: str, server: str, ca: Path, token: str) -> Path:
+    path = folder / f"{name}.kubeconfig"
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "e2e", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "users": [{"name": name, "user": {"token": token}}],
+        "contexts": [{"name": name, "context": {"cluster": "e2e", "user": name}}],
+        "current-context": name,
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
 @dataclass
 class Group:
     control_plane: ControlPlane
     engine: EngineCluster
     replicas: list[Replica]
     folder: Path
+    # Each replica reaches the apiserver through its own relay.
+    proxies: list[StallingProxy]
     transitions: list[int] = field(default_factory=list)
 
     def owner(self) -> Replica:
@@ -107,16 +148,17 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
         ensure_namespace(api, NAMESPACE)
         apply_manifests(api, rbac())
         token = service_account_token(api, NAMESPACE, "podfit-replica")
-        kubeconfig = control_plane.kubeconfig("podfit-replica", token)
         engine = EngineCluster(folder / "engine", 3).start()
         key = folder / "key"
         key.write_bytes(os.urandom(32).hex().encode())
         key.chmod(0o600)
-        flags = ("--replication-kubeconfig", str(kubeconfig), "--replication-lease-namespace", NAMESPACE)
-        replicas = [
-            Replica(f"podfit-{i}", folder, engine.urls, key, lease_seconds=LEASE_SECONDS, flags=flags) for i in range(3)
-        ]
-        started = Group(control_plane, engine, replicas, folder)
+        proxies = [StallingProxy(control_plane.port) for _ in range(3)]
+        replicas = []
+        for i, proxy in enumerate(proxies):
+            config = kubeconfig(folder, f"podfit-{i}", f"https://127.0.0.1:{proxy.port}", control_plane.pki.ca, token)
+            flags = ("--replication-kubeconfig", str(config), "--replication-lease-namespace", NAMESPACE)
+            replicas.append(Replica(f"podfit-{i}", folder, engine.urls, key, lease_seconds=LEASE_SECONDS, flags=flags))
+        started = Group(control_plane, engine, replicas, folder, proxies)
         try:
             for replica in replicas:
                 replica.start()
@@ -128,9 +170,13 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
                 raise AssertionError(started.tails()) from None
             yield started
         finally:
+            for proxy in proxies:
+                proxy.flowing.set()
             for replica in replicas:
                 replica.stop()
             engine.stop()
+            for proxy in proxies:
+                proxy.cut()
     finally:
         stop_started()
 
@@ -307,9 +353,13 @@ async def test_a_feeder_against_another_replica_survives_an_owner_change(group: 
 
 
 async def test_a_deposed_owner_resumed_after_the_lease_moved_can_never_append(group: Group) -> None:
+    """The owner is paused (SIGSTOP) past its lease while another takes the Lease and fences the log; it
+    resumes with its link to the apiserver silent, so it cannot learn from the Lease that it lost it before
+    the write it is sent reaches the log: the log alone refuses it."""
     old = group.owner()
     assert old.popen is not None
     old.popen.send_signal(signal.SIGSTOP)  # cut off from everything: its Lease lapses on the others' clocks
+    group.proxies[group.replicas.index(old)].flowing.clear()
     try:
         wait_for(
             "another replica holding the Lease and owning",
@@ -331,7 +381,9 @@ async def test_a_deposed_owner_resumed_after_the_lease_moved_can_never_append(gr
         await stray.close()
     assert outcome in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED), f"{outcome}\n{group.tails()}"
     assert old.popen.wait(15) == 3, group.tails()  # it stops, to start again as a replica
-    assert "no longer the owner" in old.log()
+    # Fenced by the log (its append refused), not told by the Lease.
+    assert "the log refused an append" in old.log(), group.tails()
+    group.proxies[group.replicas.index(old)].flowing.set()
     new_owner = group.owner()
     assert group.holder() is new_owner
     assert "stray" not in await namespaces(new_owner)
