@@ -387,3 +387,102 @@ async def test_a_deposed_owner_resumed_after_the_lease_moved_can_never_append(gr
     new_owner = group.owner()
     assert group.holder() is new_owner
     assert "stray" not in await namespaces(new_owner)
+
+
+# -- choosing the election (no processes) -------------------------------------------------------------------
+
+
+@pytest.fixture
+def pod_service_account(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A service account mounted as in a pod (token, CA, namespace), where podfit looks for it."""
+    folder = tmp_path / "serviceaccount"
+    folder.mkdir()
+    (folder / "token").write_text("pod-token\n")
+    (folder / "ca.crt").write_text("")
+    (folder / "namespace").write_text("podfit-ns\n")
+    from podfit.server import replica_app
+    from podfit.server.transport import election
+
+    monkeypatch.setattr(election, "SERVICE_ACCOUNT", folder)
+    monkeypatch.setattr(replica_app, "SERVICE_ACCOUNT", folder)
+    return folder
+
+
+IN_CLUSTER = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}
+
+
+@pytest.mark.parametrize(
+    "argv, environ, chosen",
+    [
+        pytest.param([], {}, None, id="outside a cluster the engine's KV lease is the default"),
+        pytest.param(
+            [], IN_CLUSTER, ("https://10.96.0.1:443", "podfit-ns", LEASE), id="in a pod a Lease in its namespace"
+        ),
+        pytest.param(["--replication-election", "engine"], IN_CLUSTER, None, id="in a pod the engine when asked"),
+        pytest.param(
+            ["--replication-kubeconfig", "KUBECONFIG", "--replication-lease-name", "mine"],
+            {},
+            ("https://127.0.0.1:6443", "default", "mine"),
+            id="a kubeconfig outside a cluster chooses a Lease in default",
+        ),
+        pytest.param(
+            ["--replication-lease-namespace", "other"],
+            IN_CLUSTER,
+            ("https://10.96.0.1:443", "other", LEASE),
+            id="the Lease's namespace as set",
+        ),
+    ],
+)
+def test_the_election_is_a_lease_in_a_cluster_and_the_engines_elsewhere(
+    pod_service_account: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    environ: dict[str, str],
+    chosen: tuple[str, str, str] | None,
+) -> None:
+    from podfit.server.replica_app import kubernetes_lease
+    from podfit.server.settings import resolve
+
+    config = kubeconfig(tmp_path, "x", "https://127.0.0.1:6443", tmp_path / "ca.crt", "t")
+    argv = [str(config) if a == "KUBECONFIG" else a for a in argv]
+    if not environ:
+        (pod_service_account / "token").unlink()  # not in a pod
+    for name in IN_CLUSTER:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    lease = kubernetes_lease(resolve(argv, {}))
+    assert (lease and (lease.access.server, lease.namespace, lease.name)) == chosen
+    if lease is not None and not argv:
+        assert lease.access.bearer() == "pod-token"  # read from the mounted file, at each request
+
+
+@pytest.mark.parametrize(
+    "argv, environ, refused",
+    [
+        pytest.param([], {"PODFIT_REPLICATION_ELECTION": "raft"}, "must be kubernetes or engine", id="an unknown one"),
+        pytest.param(
+            ["--replication-election", "engine", "--replication-kubeconfig", "k"],
+            {},
+            "only for replication.election kubernetes",
+            id="a kubeconfig for the engine's lease",
+        ),
+    ],
+)
+def test_election_settings_are_refused_at_start_when_they_contradict(
+    argv: list[str], environ: dict[str, str], refused: str
+) -> None:
+    from podfit.server.settings import SettingsError, resolve
+
+    with pytest.raises(SettingsError, match=refused):
+        resolve(argv, environ)
+
+
+def test_a_lease_asked_for_outside_a_cluster_without_a_kubeconfig_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from podfit.server.replica_app import kubernetes_lease
+    from podfit.server.settings import SettingsError, resolve
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with pytest.raises(SettingsError, match=r"needs replication\.kubeconfig"):
+        kubernetes_lease(resolve(["--replication-election", "kubernetes"], {}))
