@@ -4,14 +4,13 @@
 log is the engine's, not podfit's: a JetStream stream replicated by the engine's own Raft (R3 on three
 nodes), so podfit implements no consensus, replication protocol or election of its own.
 
-- **One owner.** Replicas campaign for a lease, a key in a JetStream KV bucket, judged as client-go judges
-  a Lease: it is lapsed once its revision has not moved for ``leaseSeconds`` on the candidate's own clock
-  (no TTL: a bucket's TTL expired late after an engine node died), and taken by compare-and-swap on that
-  revision; the owner renews it every third of the lease with ``kv.update`` against the revision it
-  holds. The owner makes every write, exactly as a
-  single process does (its cache records each one in a ``Journal``), and ships the journal's frames to
-  the stream, in order, each append fenced by ``Nats-Expected-Last-Sequence``: an append succeeds only if
-  the log ends where this owner believes it does. A new owner first appends an ``owner`` entry after the
+- **One owner.** Replicas campaign for a lease (``transport.election``: a ``coordination.k8s.io/v1`` Lease
+  in a cluster, a key of the engine's KV elsewhere), judged as client-go judges a Lease: lapsed once it
+  has not changed for the holder's lease on the candidate's own clock, taken with optimistic concurrency;
+  the owner renews it every third of the lease. The election only says who may own. The owner makes every
+  write, exactly as a single process does (its cache records each one in a ``Journal``), and ships the
+  journal's frames to the stream, in order, each append fenced by ``Nats-Expected-Last-Sequence``: an
+  append succeeds only if the log ends where this owner believes it does. A new owner first appends an ``owner`` entry after the
   last entry it has applied, so once it has one, any append by a deposed owner fails — fencing by the log,
   not by timing. A deposed owner (fenced, or unable to renew within its lease) stops at once, as
   kube-scheduler does when it loses its lease, and starts again as a replica from the log.
@@ -20,7 +19,7 @@ nodes), so podfit implements no consensus, replication protocol or election of i
   answer whose entry could not be appended is UNAVAILABLE, never OK.
 - **Replicas** apply the log in order (an ordered consumer from the sequence after their snapshot) and
   answer every read-only call from their cache; writes and assumes go to the owner's peer address
-  (named in its lease) exactly as a decision worker's go to its owner (``transport.forward``), and the
+  (named in its ``owner`` log entry) exactly as a decision worker's go to its owner (``transport.forward``), and the
   answer returns once this replica has applied the entry holding it: read-your-writes per connection.
 - **Snapshots** (the cache's image at a log sequence) are kept in the engine's object store; the stream is
   purged below them (keeping a margin), so the log stays bounded, and a new or restarted replica loads
@@ -130,7 +129,7 @@ def read_key(path: str) -> bytes:
 class ReplicationSettings:
     urls: Sequence[str]
     key: bytes
-    # Where this replica's peer listener is reached by the others (named in its lease when it owns).
+    # Where this replica's peer listener is reached by the others (named in its ``owner`` log entry when it owns).
     address: str
     lease_seconds: float = 5.0
     snapshot_entries: int = 1_000
