@@ -5,14 +5,14 @@ log is the engine's, not podfit's: a JetStream stream replicated by the engine's
 nodes), so podfit implements no consensus, replication protocol or election of its own.
 
 - **One owner.** Replicas campaign for a lease (``transport.election``: a ``coordination.k8s.io/v1`` Lease
-  in a cluster, a key of the engine's KV elsewhere), judged as client-go judges a Lease: lapsed once it
-  has not changed for the holder's lease on the candidate's own clock, taken with optimistic concurrency;
-  the owner renews it every third of the lease. The election only says who may own. The owner makes every
-  write, exactly as a single process does (its cache records each one in a ``Journal``), and ships the
-  journal's frames to the stream, in order, each append fenced by ``Nats-Expected-Last-Sequence``: an
-  append succeeds only if the log ends where this owner believes it does. A new owner first appends an ``owner`` entry after the
-  last entry it has applied, so once it has one, any append by a deposed owner fails — fencing by the log,
-  not by timing. A deposed owner (fenced, or unable to renew within its lease) stops at once, as
+  in a cluster, a key of the engine's KV elsewhere), judged as client-go judges a Lease: lapsed once it has
+  not changed for the holder's lease on the candidate's own clock, taken with optimistic concurrency; the
+  owner renews it every third of the lease. The election only says who may own. The owner makes every write,
+  exactly as a single process does (its cache records each one in a ``Journal``), and ships the journal's
+  frames to the stream, in order, each append fenced by ``Nats-Expected-Last-Sequence``: an append succeeds
+  only if the log ends where this owner believes it does. A new owner first appends an ``owner`` entry after
+  the last entry it has applied, so once it has one, any append by a deposed owner fails — fencing by the
+  log, not by timing. A deposed owner (fenced, or unable to renew within its lease) stops at once, as
   kube-scheduler does when it loses its lease, and starts again as a replica from the log.
 - **Nothing acknowledged is lost.** Every answer the owner gives (a write's OK, and any decision that
   read it) waits until the log holds everything its cache held when it answered (``Durable``); an
