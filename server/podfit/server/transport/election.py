@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from podfit.server.transport.replicated import Engine
 
 ENGINE_LEASE_KEY = "owner"
+LEASE_BUCKET = "podfit_lease"
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
 
@@ -113,7 +114,7 @@ class EngineLease:
         return self.engine.lease
 
     def describe(self) -> str:
-        return f"the engine's KV key {ENGINE_LEASE_KEY}"
+        return f"engine KV key {LEASE_BUCKET}/{ENGINE_LEASE_KEY}"
 
     async def acquire(self) -> bool:
         kv = self._kv

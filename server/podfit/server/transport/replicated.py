@@ -61,7 +61,14 @@ from podfit.server.cache.cluster_cache import Change
 from podfit.server.cache.journal import Journal
 from podfit.server.reserver import OwnerGone, ReservationMoved
 from podfit.server.service import SchedulingService
-from podfit.server.transport.election import Election, EngineLease, KubeAccess, KubernetesLease, LeaseLost
+from podfit.server.transport.election import (
+    LEASE_BUCKET,
+    Election,
+    EngineLease,
+    KubeAccess,
+    KubernetesLease,
+    LeaseLost,
+)
 from podfit.server.transport.workers import (
     INTERNAL_OPTIONS,
     POSITION,
@@ -79,7 +86,6 @@ T = TypeVar("T")
 
 STREAM = "PODFIT_LOG"
 SUBJECT = "podfit.log"
-LEASE_BUCKET = "podfit_lease"
 SNAPSHOT_BUCKET = "podfit_snapshots"
 SNAPSHOT_NAME = "cache"
 COMMIT = f"{REPLICATION}/Commit"
