@@ -142,6 +142,9 @@ class PodfitReplica:
     probe_port: int = field(default_factory=free_port)
     lease_seconds: float = 2.0
     snapshot_entries: int = 40
+    # The election and any other podfit-server flags: the engine's KV lease unless a test says otherwise
+    # (tests/test_replicated_kube.py: a Lease), whatever machine the suite runs on.
+    flags: tuple[str, ...] = ("--replication-election", "engine")
     popen: subprocess.Popen[bytes] | None = None
 
     @property
@@ -159,6 +162,7 @@ class PodfitReplica:
             *("--replicated-log", self.engine, "--replica-addr", f"127.0.0.1:{self.peer_port}"),
             *("--replication-key-file", str(self.key_file), "--replication-lease-seconds", str(self.lease_seconds)),
             *("--replication-snapshot-entries", str(self.snapshot_entries), "--shutdown-grace-seconds", "2"),
+            *self.flags,
         ]
         with self.log_path.open("ab") as log:
             log.write(b"--- start\n")

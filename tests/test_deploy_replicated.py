@@ -102,6 +102,20 @@ def test_podfit_server_accepts_the_replicas_arguments_and_reaches_every_engine_n
     assert settings.replication_key_file.startswith(mounts["replication"])
 
 
+def test_the_replicas_are_elected_with_a_lease_their_service_account_may_hold() -> None:
+    (container,) = one("Deployment", "podfit-replicas")["spec"]["template"]["spec"]["containers"]
+    settings = resolve([a for a in _expanded(container["args"], {"POD_IP": "10.0.0.7"}) if "--config" not in a], {})
+    assert settings.replication_election == "kubernetes"
+    pod = one("Deployment", "podfit-replicas")["spec"]["template"]["spec"]
+    # The token the Lease is written with is mounted, and it is the Lease's own ServiceAccount's.
+    assert pod["automountServiceAccountToken"] is True
+    (subject,) = one("RoleBinding", "podfit-replica-lease")["subjects"]
+    assert subject == {"kind": "ServiceAccount", "name": pod["serviceAccountName"], "namespace": "podfit"}
+    assert one("RoleBinding", "podfit-replica-lease")["roleRef"]["name"] == "podfit-replica-lease"
+    named = [r for r in one("Role", "podfit-replica-lease")["rules"] if r.get("resourceNames")]
+    assert [r["resourceNames"] for r in named] == [[settings.replication_lease_name]]
+
+
 def test_the_engine_image_is_the_version_the_tests_run() -> None:
     go_mod = (ROOT / "tests" / "engine" / "go" / "go.mod").read_text()
     (pinned,) = re.findall(r"github.com/nats-io/nats-server/v2 v(\S+)", go_mod)
@@ -109,10 +123,10 @@ def test_the_engine_image_is_the_version_the_tests_run() -> None:
     assert container["image"].split(":")[1].startswith(pinned)
 
 
-@pytest.fixture
-def control_plane(tmp_path: Path) -> Iterator[ControlPlane]:
+@pytest.fixture(scope="module")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     try:
-        yield ControlPlane(tmp_path).start()
+        yield ControlPlane(tmp_path_factory.mktemp("control-plane")).start()
     finally:
         stop_started()
 
@@ -125,12 +139,16 @@ def test_a_real_kube_apiserver_admits_and_stores_every_object(control_plane: Con
     apply_manifests(api, [doc for _, doc in DOCS])
     stored = client.ApiClient.sanitize_for_serialization
     apps, core, policy = client.AppsV1Api(api), client.CoreV1Api(api), client.PolicyV1Api(api)
+    rbac = client.RbacAuthorizationV1Api(api)
     readers = {
         "Deployment": apps.read_namespaced_deployment,
         "StatefulSet": apps.read_namespaced_stateful_set,
         "Service": core.read_namespaced_service,
         "ConfigMap": core.read_namespaced_config_map,
         "PodDisruptionBudget": policy.read_namespaced_pod_disruption_budget,
+        "ServiceAccount": core.read_namespaced_service_account,
+        "Role": rbac.read_namespaced_role,
+        "RoleBinding": rbac.read_namespaced_role_binding,
     }
     for _, doc in DOCS:
         got = readers[doc["kind"]](doc["metadata"]["name"], "podfit")
@@ -153,3 +171,45 @@ def test_the_engine_configuration_is_valid_for_the_pinned_nats_server(tmp_path: 
         text=True,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+async def test_the_shipped_rbac_lets_a_replica_hold_the_lease_and_nothing_more(
+    control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """A replica's token (the podfit-replica ServiceAccount, bound by the shipped Role) creates, renews and
+    releases the Lease the replicas are elected with, in a real kube-apiserver; another Lease's name, or
+    any other kind, is forbidden."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+    from podfit.server.transport.election import KubeAccess, KubernetesLease
+
+    from tests.control_plane import service_account_token
+
+    api = control_plane.api()
+    ensure_namespace(api, "podfit")
+    apply_manifests(api, [doc for _, doc in DOCS])
+    token = service_account_token(api, "podfit", "podfit-replica")
+    access = KubeAccess.from_kubeconfig(str(control_plane.kubeconfig("podfit-replica", token)))
+    lease = KubernetesLease(access, "podfit", "podfit-replicas", "replica-a", lease_seconds=10)
+    other = KubernetesLease(access, "podfit", "podfit-replicas", "replica-b", lease_seconds=10)
+    try:
+        assert await lease.acquire()
+        await lease.renew()
+        assert not await other.acquire()  # held, and not lapsed on replica-b's clock
+        await lease.release()
+        assert await other.acquire()  # released: free at once
+    finally:
+        await lease.close()
+        await other.close()
+    stored = client.CoordinationV1Api(api).read_namespaced_lease("podfit-replicas", "podfit").spec
+    assert (stored.holder_identity, stored.lease_duration_seconds, stored.lease_transitions) == ("replica-b", 10, 1)
+    elsewhere = KubernetesLease(access, "podfit", "another-lease", "replica-a", lease_seconds=10)
+    try:
+        with pytest.raises(Exception, match="403"):
+            await elsewhere.acquire()
+    finally:
+        await elsewhere.close()
+    as_replica = control_plane.api(token)
+    with pytest.raises(ApiException) as refused:
+        client.CoreV1Api(as_replica).list_namespaced_pod("podfit")
+    assert refused.value.status == 403

@@ -479,6 +479,27 @@ async def test_a_replica_cut_off_from_the_engine_stops_being_ready_and_is_ready_
     wait_for("the replicas ready again", lambda: all(r.ready() == 200 for r in replicas if r.alive()), 20)
 
 
+def test_an_owner_stopped_gracefully_releases_the_engines_lease(group: Group) -> None:
+    # The engine paused above outlasted the owner's renew deadline: whoever stopped starts again first.
+    for replica in group.replicas:
+        if not replica.alive():
+            replica.start()
+    wait_for("every replica ready", lambda: all(r.ready() == 200 for r in group.replicas), 30)
+    wait_for("an owner", lambda: any(r.owner() for r in group.replicas), 2 * LEASE_SECONDS + 5)
+    owner = group.owner()
+    assert owner.popen is not None
+    stopped_at = time.monotonic()
+    owner.popen.send_signal(signal.SIGTERM)
+    wait_for("another owner", lambda: any(r.owner() for r in group.replicas if r is not owner), 2 * LEASE_SECONDS + 5)
+    took = time.monotonic() - stopped_at
+    print(f"owner stopped with SIGTERM: another owns {took:.2f} s later")
+    assert owner.popen.wait(15) == 0, group.tails()
+    assert "released the engine KV key podfit_lease/owner" in owner.log()
+    # Unreleased, a lease renewed every third of it is taken two thirds of a lease after the stop at the
+    # earliest: sooner shows the release was seen.
+    assert took < LEASE_SECONDS * 2 / 3, group.tails()
+
+
 REPLICATED = ["--replicated-log", "nats://a:4222", "--replica-addr", "127.0.0.1:8090", "--replication-key-file", "k"]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import replace
 
 from grpc_health.v1 import health_pb2
@@ -21,14 +22,47 @@ from podfit.server.app import (
     create_server,
     register_services,
 )
-from podfit.server.settings import Settings
+from podfit.server.settings import Settings, SettingsError
 from podfit.server.telemetry import Telemetry
+from podfit.server.transport.election import SERVICE_ACCOUNT, KubeAccess
 from podfit.server.transport.forward import OwnerLink
-from podfit.server.transport.replicated import Durable, Replica, ReplicationSettings, read_key, start_peer_server
+from podfit.server.transport.replicated import (
+    Durable,
+    KubeLease,
+    Replica,
+    ReplicationSettings,
+    read_key,
+    start_peer_server,
+)
 
 log = logging.getLogger("podfit.server")
 # The exit status of an owner that lost its lease or was fenced: it starts again as a replica.
 DEPOSED_EXIT = 3
+
+
+def kubernetes_lease(settings: Settings, environ: Mapping[str, str] | None = None) -> KubeLease | None:
+    """The coordination.k8s.io/v1 Lease the owner is elected with, or None for the engine's KV lease:
+    ``replication.election`` if set; otherwise a Lease when running in a cluster (a service-account token
+    and KUBERNETES_SERVICE_HOST) or when ``replication.kubeconfig`` names a file, the engine's KV elsewhere."""
+    choice = settings.replication_election
+    in_cluster = KubeAccess.in_cluster_available(environ)
+    if choice == "engine" or (not choice and not (in_cluster or settings.replication_kubeconfig)):
+        return None
+    if settings.replication_kubeconfig:
+        try:
+            access = KubeAccess.from_kubeconfig(settings.replication_kubeconfig)
+        except ValueError as exc:
+            raise SettingsError(str(exc)) from None
+    elif in_cluster:
+        access = KubeAccess.in_cluster(environ)
+    else:
+        raise SettingsError(
+            "replication.election kubernetes: needs replication.kubeconfig, or a pod with a service account token"
+        )
+    namespace = settings.replication_lease_namespace
+    if not namespace and in_cluster and (SERVICE_ACCOUNT / "namespace").is_file():
+        namespace = (SERVICE_ACCOUNT / "namespace").read_text().strip()
+    return KubeLease(access, namespace or "default", settings.replication_lease_name)
 
 
 async def serve_replica(settings: Settings) -> None:
@@ -65,6 +99,7 @@ async def serve_replica(settings: Settings) -> None:
         address=settings.replica_addr,
         lease_seconds=settings.replication_lease_seconds,
         snapshot_entries=settings.replication_snapshot_entries,
+        kubernetes_lease=kubernetes_lease(settings),
     )
     replica = Replica(service, replication, on_ready, on_promoted, on_deposed)
     await replica.start()

@@ -113,6 +113,15 @@ class Settings:
     replication_key_file: str = ""
     replication_lease_seconds: float = 5.0
     replication_snapshot_entries: int = 1_000
+    # Who may own the group: "kubernetes" (a coordination.k8s.io/v1 Lease), "engine" (a key of the engine's
+    # KV), or "" — a Lease when running in a cluster (a service-account token and KUBERNETES_SERVICE_HOST) or
+    # when replication_kubeconfig is set, the engine's KV elsewhere. The Lease's namespace ("": the pod's
+    # own, from its service account, else "default") and name; a kubeconfig file to reach the API server
+    # with instead of the pod's service account.
+    replication_election: str = ""
+    replication_lease_namespace: str = ""
+    replication_lease_name: str = "podfit-replicas"
+    replication_kubeconfig: str = ""
     # Set only in a decision worker, by its owner: the owner's private socket.
     follow_owner: str = ""
     # Set only in the what-if process, by its owner.
@@ -201,6 +210,10 @@ _SOURCES = {
     "replication_key_file": ("replication.keyFile", "PODFIT_REPLICATION_KEY_FILE"),
     "replication_lease_seconds": ("replication.leaseSeconds", "PODFIT_REPLICATION_LEASE_SECONDS"),
     "replication_snapshot_entries": ("replication.snapshotEntries", "PODFIT_REPLICATION_SNAPSHOT_ENTRIES"),
+    "replication_election": ("replication.election", "PODFIT_REPLICATION_ELECTION"),
+    "replication_lease_namespace": ("replication.leaseNamespace", "PODFIT_REPLICATION_LEASE_NAMESPACE"),
+    "replication_lease_name": ("replication.leaseName", "PODFIT_REPLICATION_LEASE_NAME"),
+    "replication_kubeconfig": ("replication.kubeconfig", "PODFIT_REPLICATION_KUBECONFIG"),
 }
 _BOOLEANS = {"true": True, "1": True, "false": False, "0": False}
 
@@ -388,6 +401,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--replication-key-file", help="the group's shared key (replicated log; 16 bytes or more)")
     parser.add_argument("--replication-lease-seconds", type=float, help="the owner's lease (default 5)")
     parser.add_argument("--replication-snapshot-entries", type=int, help="log entries between snapshots (default 1000)")
+    parser.add_argument(
+        "--replication-election",
+        choices=["kubernetes", "engine"],
+        help="the owner's lease: a coordination.k8s.io/v1 Lease or a key of the engine's KV (default: a Lease "
+        "when running in a cluster or with --replication-kubeconfig, the engine's KV elsewhere)",
+    )
+    parser.add_argument(
+        "--replication-lease-namespace", help="the Lease's namespace (default: the pod's own, else default)"
+    )
+    parser.add_argument("--replication-lease-name", help="the Lease's name (default podfit-replicas)")
+    parser.add_argument(
+        "--replication-kubeconfig",
+        help="reach the API server for the Lease with this kubeconfig (token and CA) instead of the pod's "
+        "service account",
+    )
     parser.add_argument("--follow", help=argparse.SUPPRESS)
     parser.add_argument("--what-if", action="store_true", help=argparse.SUPPRESS)
     return parser
@@ -440,6 +468,14 @@ def validate(settings: Settings) -> None:
         raise SettingsError("replication.engine: the extender's bind verb is not served by replicas yet")
     if not settings.replication_lease_seconds >= 1:
         raise SettingsError("replication.leaseSeconds: must be at least 1")
+    if settings.replication_election not in ("", "kubernetes", "engine"):
+        raise SettingsError(
+            f"replication.election: {settings.replication_election!r} must be kubernetes or engine (or unset)"
+        )
+    if settings.replication_kubeconfig and settings.replication_election == "engine":
+        raise SettingsError("replication.kubeconfig: only for replication.election kubernetes")
+    if not settings.replication_lease_name:
+        raise SettingsError("replication.leaseName: must not be empty")
     if settings.extender_max_body_bytes < 1024:
         raise SettingsError("extender.maxBodyBytes: must be at least 1024")
     if not settings.extender_idle_timeout_seconds > 0:

@@ -4,23 +4,22 @@
 log is the engine's, not podfit's: a JetStream stream replicated by the engine's own Raft (R3 on three
 nodes), so podfit implements no consensus, replication protocol or election of its own.
 
-- **One owner.** Replicas campaign for a lease, a key in a JetStream KV bucket, judged as client-go judges
-  a Lease: it is lapsed once its revision has not moved for ``leaseSeconds`` on the candidate's own clock
-  (no TTL: a bucket's TTL expired late after an engine node died), and taken by compare-and-swap on that
-  revision; the owner renews it every third of the lease with ``kv.update`` against the revision it
-  holds. The owner makes every write, exactly as a
-  single process does (its cache records each one in a ``Journal``), and ships the journal's frames to
-  the stream, in order, each append fenced by ``Nats-Expected-Last-Sequence``: an append succeeds only if
-  the log ends where this owner believes it does. A new owner first appends an ``owner`` entry after the
-  last entry it has applied, so once it has one, any append by a deposed owner fails — fencing by the log,
-  not by timing. A deposed owner (fenced, or unable to renew within its lease) stops at once, as
+- **One owner.** Replicas campaign for a lease (``transport.election``: a ``coordination.k8s.io/v1`` Lease
+  in a cluster, a key of the engine's KV elsewhere), judged as client-go judges a Lease: lapsed once it has
+  not changed for the holder's lease on the candidate's own clock, taken with optimistic concurrency; the
+  owner renews it every third of the lease. The election only says who may own. The owner makes every write,
+  exactly as a single process does (its cache records each one in a ``Journal``), and ships the journal's
+  frames to the stream, in order, each append fenced by ``Nats-Expected-Last-Sequence``: an append succeeds
+  only if the log ends where this owner believes it does. A new owner first appends an ``owner`` entry after
+  the last entry it has applied, so once it has one, any append by a deposed owner fails — fencing by the
+  log, not by timing. A deposed owner (fenced, or unable to renew within its lease) stops at once, as
   kube-scheduler does when it loses its lease, and starts again as a replica from the log.
 - **Nothing acknowledged is lost.** Every answer the owner gives (a write's OK, and any decision that
   read it) waits until the log holds everything its cache held when it answered (``Durable``); an
   answer whose entry could not be appended is UNAVAILABLE, never OK.
 - **Replicas** apply the log in order (an ordered consumer from the sequence after their snapshot) and
   answer every read-only call from their cache; writes and assumes go to the owner's peer address
-  (named in its lease) exactly as a decision worker's go to its owner (``transport.forward``), and the
+  (named in its ``owner`` log entry) exactly as a decision worker's go to its owner (``transport.forward``), and the
   answer returns once this replica has applied the entry holding it: read-your-writes per connection.
 - **Snapshots** (the cache's image at a log sequence) are kept in the engine's object store; the stream is
   purged below them (keeping a margin), so the log stays bounded, and a new or restarted replica loads
@@ -55,13 +54,21 @@ import nats
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, ObjectStoreConfig, StreamConfig
-from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
+from nats.js.errors import BadRequestError, KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
 from podfit.server.cache.cluster_cache import Change
 from podfit.server.cache.journal import Journal
 from podfit.server.reserver import OwnerGone, ReservationMoved
 from podfit.server.service import SchedulingService
+from podfit.server.transport.election import (
+    LEASE_BUCKET,
+    Election,
+    EngineLease,
+    KubeAccess,
+    KubernetesLease,
+    LeaseLost,
+)
 from podfit.server.transport.workers import (
     INTERNAL_OPTIONS,
     POSITION,
@@ -79,8 +86,6 @@ T = TypeVar("T")
 
 STREAM = "PODFIT_LOG"
 SUBJECT = "podfit.log"
-LEASE_BUCKET = "podfit_lease"
-LEASE_KEY = "owner"
 SNAPSHOT_BUCKET = "podfit_snapshots"
 SNAPSHOT_NAME = "cache"
 COMMIT = f"{REPLICATION}/Commit"
@@ -130,11 +135,29 @@ def read_key(path: str) -> bytes:
 class ReplicationSettings:
     urls: Sequence[str]
     key: bytes
-    # Where this replica's peer listener is reached by the others (named in its lease when it owns).
+    # Where this replica's peer listener is reached by the others (named in its ``owner`` log entry when it owns).
     address: str
     lease_seconds: float = 5.0
     snapshot_entries: int = 1_000
     replicas: int = 3
+    # The owner's election: a coordination.k8s.io/v1 Lease (namespace, name, how to reach the API server),
+    # or None for the engine's KV lease.
+    kubernetes_lease: KubeLease | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KubeLease:
+    access: KubeAccess
+    namespace: str
+    name: str
+
+
+def make_election(settings: ReplicationSettings, engine: Engine, identity: str) -> Election:
+    """The election strategy the settings choose: a Kubernetes Lease, or the engine's KV lease."""
+    kube = settings.kubernetes_lease
+    if kube is not None:
+        return KubernetesLease(kube.access, kube.namespace, kube.name, identity, settings.lease_seconds)
+    return EngineLease(engine, identity, settings.address.encode(), settings.lease_seconds)
 
 
 class Engine:
@@ -316,6 +339,7 @@ class Replica:
         self.engine = Engine(settings)
         self.key = settings.key
         self.identity = f"{settings.address}/{os.getpid()}/{os.urandom(4).hex()}"
+        self.election = make_election(settings, self.engine, self.identity)
         self.on_ready, self.on_promoted, self.on_deposed = on_ready, on_promoted, on_deposed
         # The last log entry applied to this cache.
         self.applied = 0
@@ -331,7 +355,6 @@ class Replica:
         self._follower: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
-        self._lease_revision = 0
         self._channel: grpc.aio.Channel | None = None
         self._channel_address = ""
         self.metadata = ((TOKEN_KEY, hashlib.sha256(self.key).digest().hex()),)
@@ -339,6 +362,7 @@ class Replica:
         self.directory = "\0"
         self.promoted_at = 0.0
         self.entries_applied = 0
+        self.deposed = False
 
     # -- start: snapshot, then the log after it -----------------------------------------------------
 
@@ -500,62 +524,45 @@ class Replica:
     # -- ownership -------------------------------------------------------------------------------
 
     async def _campaign(self) -> None:
-        """Takes the lease when it is free or lapsed, then holds it (renewing) for as long as this process
-        lives. Lapsed is judged as client-go's leader election judges a Lease: by this replica's own clock,
-        the holder's revision unchanged for a whole lease since this replica first saw it (no clock is
-        compared across machines, and no expiry timer of the engine is relied on); taking it is a
-        compare-and-swap on that revision, so two candidates never both win."""
-        assert self.engine.lease is not None
-        value = self.settings.address.encode()
-        lease = self.engine.lease
-        held = False
-        observed, observed_at = -1, time.monotonic()
+        """Takes the lease when it is free, released or lapsed (``transport.election``: judged on this
+        replica's own clock, taken with optimistic concurrency, so two candidates never both win), then
+        holds it (renewing) for as long as this process owns."""
+        election = self.election
+        warned, warned_at = "", 0.0
         while not self.owner:
-            if not held:
-                try:
-                    try:
-                        revision = (await lease.get(LEASE_KEY)).revision or 0
-                    except KeyNotFoundError:  # never taken, or deleted
-                        revision = 0
-                    if revision != observed:
-                        observed, observed_at = revision, time.monotonic()
-                    if revision == 0:
-                        self._lease_revision = await lease.create(LEASE_KEY, value)
-                        held = True
-                    elif time.monotonic() - observed_at > self.settings.lease_seconds:
-                        self._lease_revision = await lease.update(LEASE_KEY, value, last=revision)
-                        held = True
-                except Exception as exc:  # taken by another meanwhile (KeyWrongLastSequenceError), or no answer
-                    if not isinstance(exc, KeyWrongLastSequenceError):
-                        log.warning("campaigning for the lease: the engine answered %r", exc)
-                if not held:
-                    await asyncio.sleep(min(0.1, self.settings.lease_seconds / 20))
-                    continue
             try:
-                await self._promote()
-            except Exception as exc:
-                # The engine did not answer in time (electing a leader, say): keep the lease if it is still
-                # this replica's, and try again; otherwise campaign again.
-                log.warning("taking over as owner did not finish (%r): trying again", exc)
+                held = await election.acquire()
+            except Exception as exc:  # no answer, or refused: look again (the same warning once per 10 s)
+                if repr(exc) != warned or time.monotonic() - warned_at > 10:
+                    log.warning("campaigning for the %s: %r", election.describe(), exc)
+                    warned, warned_at = repr(exc), time.monotonic()
+                held = False
+            while held:
                 try:
-                    self._lease_revision = await lease.update(LEASE_KEY, value, last=self._lease_revision)
-                except Exception:
-                    held = False
+                    await self._promote()
+                    break
+                except Exception as exc:
+                    # The engine did not answer in time (electing a leader, say): keep the lease if it is
+                    # still this replica's, and try again; otherwise campaign again.
+                    log.warning("taking over as owner did not finish (%r): trying again", exc)
+                    try:
+                        await election.renew()
+                    except Exception:
+                        held = False
+            if not self.owner:
+                await asyncio.sleep(election.retry_seconds)
         await self._hold()
 
     async def _promote(self) -> None:
         """Catches up with the log, then fences it with an ``owner`` entry; from then on this replica
         makes every write and appends it."""
         started = renewed = time.monotonic()
-        assert self.engine.lease is not None
         while True:
             if time.monotonic() - started > self.settings.lease_seconds * 2 / 3:
                 raise TimeoutError("catching up with the log took too long")
             if time.monotonic() - renewed > self.settings.lease_seconds / 3:
                 # Still catching up (the engine slow to answer): the lease must not lapse meanwhile.
-                self._lease_revision = await self.engine.lease.update(
-                    LEASE_KEY, self.settings.address.encode(), last=self._lease_revision
-                )
+                await self.election.renew()
                 renewed = time.monotonic()
             end = await self.engine.last_sequence()
             await asyncio.wait_for(self.caught_up(end), self.settings.lease_seconds / 3)
@@ -585,14 +592,17 @@ class Replica:
         self.promoted_at = time.monotonic()
         self.owner_address = self.settings.address
         self.on_promoted()
-        log.info("this replica is the owner from log entry %d (took over in %.3f s)", fence, time.monotonic() - started)
+        log.info(
+            "this replica is the owner from log entry %d (took over in %.3f s; %s)",
+            fence,
+            time.monotonic() - started,
+            self.election.describe(),
+        )
         self._tasks.append(asyncio.create_task(self._snapshots()))
 
     async def _hold(self) -> None:
-        """Renews the lease every third of its duration; a refused renewal, or none within the lease,
-        deposes this owner."""
-        assert self.engine.lease is not None
-        value = self.settings.address.encode()
+        """Renews the lease every third of its duration; a refused renewal, or none for two thirds of it
+        (the renew deadline, shorter than the lease a candidate waits out), deposes this owner."""
         lease = self.settings.lease_seconds
         renewed = time.monotonic()
         while True:
@@ -601,12 +611,10 @@ class Replica:
                 self._depose(f"the log refused an append: {self.shipper.failed}")
                 return
             try:
-                self._lease_revision = await asyncio.wait_for(
-                    self.engine.lease.update(LEASE_KEY, value, last=self._lease_revision), lease / 3
-                )
+                await asyncio.wait_for(self.election.renew(), lease / 3)
                 renewed = time.monotonic()
-            except KeyWrongLastSequenceError:
-                self._depose("another replica holds the lease")
+            except LeaseLost as exc:
+                self._depose(str(exc))
                 return
             except Exception:
                 if time.monotonic() - renewed > lease * 2 / 3:
@@ -616,6 +624,7 @@ class Replica:
     def _depose(self, why: str) -> None:
         log.error("this replica is no longer the owner (%s): it stops, to start again from the log", why)
         self.owner = False
+        self.deposed = True
         self.service.replica_lost = f"no longer the owner: {why}"
         self.ended.set()
         self.on_deposed(why)
@@ -690,6 +699,8 @@ class Replica:
             await self.on_ready(False)
 
     async def close(self) -> None:
+        """Stops following, campaigning and appending; an owner stopping gracefully then releases its lease
+        (the next owner need not wait for it to lapse: it still fences the log before its first write)."""
         if self._follower is not None:
             self._follower.cancel()
         for task in self._tasks:
@@ -697,6 +708,10 @@ class Replica:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.shipper is not None:
             await self.shipper.stop()
+        if self.owner and not self.deposed:
+            await self.election.release()
+            log.info("released the %s", self.election.describe())
+        await self.election.close()
         if self._channel is not None:
             await self._channel.close()
         await self.engine.close()
