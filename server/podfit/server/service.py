@@ -533,7 +533,7 @@ class SchedulingService:
         burst = self._burst
         if assume and not details and burst is not None:
             self._burst = None
-            if burst.question == question and burst.generation == snapshot.generation:
+            if burst.question == question and burst.generation == snapshot.generation and not self._on_a_node(resolved):
                 placer = self.reserver()
                 result = cycle.place(resolved, source, burst.plan, snapshot, placer, scheduler_name)
                 result.assumed_generation = await placer.commit()
@@ -568,7 +568,9 @@ class SchedulingService:
             preempt=preempt,
             signature=signature,
             decided=decision,
-            replicas=_PLANNED_REPLICAS if assume and not details and question == self._last_assumed else 0,
+            replicas=_PLANNED_REPLICAS
+            if assume and not details and question == self._last_assumed and not self._on_a_node(resolved)
+            else 0,
         )
         plan, result.plan = result.plan, None
         if reserver is not None:
@@ -579,6 +581,12 @@ class SchedulingService:
         elif decision is None and result.decision is not None:
             await self._remember(key, result.decision)
         return result
+
+    def _on_a_node(self, pod: Pod) -> bool:
+        """Whether the cache holds ``pod`` bound already: reserving it again changes a second row, the one it
+        leaves, which a plan of replicas does not foresee."""
+        entry = self.cache.get(Kind.POD, pod.namespace, pod.name)
+        return entry is not None and bool(getattr(entry.obj, "node_name", ""))
 
     def _check_current(self, pod: Pod) -> None:
         newer = self.cache.newer_version(Kind.POD, pod)
@@ -640,7 +648,7 @@ class SchedulingService:
                 # A batch is a heavy call: it stops at its deadline, and its reservations are undone.
                 check_deadline()
                 try:
-                    if plan is not None and plan.placements:
+                    if plan is not None and plan.placements and not self._on_a_node(record):
                         result = cycle.place(record, source, plan, self.cache.snapshot(), reserver, scheduler_name)
                     else:
                         result = cycle.schedule(
@@ -652,7 +660,9 @@ class SchedulingService:
                             reserver=reserver,
                             preempt=preempt,
                             signature=signatures[i] if signatures else None,
-                            replicas=min(identical_after[i], _PLANNED_REPLICAS) if signatures else 0,
+                            replicas=min(identical_after[i], _PLANNED_REPLICAS)
+                            if signatures and not self._on_a_node(record)
+                            else 0,
                         )
                         plan = result.plan
                         result.plan = None
