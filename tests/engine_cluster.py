@@ -45,7 +45,11 @@ class EngineNode:
         self.log_path = folder / f"{name}.log"
         route_urls = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in routes)
         cluster = (
-            f"cluster {{ name: podfit, listen: 127.0.0.1:{cluster_port}, routes: [{route_urls}] }}" if routes else ""
+            # no_advertise: a client reaches the nodes at the URLs it was given, never at ones the cluster
+            # tells it of (tests put a cuttable proxy in between, tests/cut_proxy.py).
+            f"cluster {{ name: podfit, listen: 127.0.0.1:{cluster_port}, no_advertise: true, routes: [{route_urls}] }}"
+            if routes
+            else ""
         )
         self.config.write_text(
             f'server_name: {name}\nlisten: 127.0.0.1:{port}\njetstream {{ store_dir: "{folder / name}" }}\n{cluster}\n'

@@ -26,6 +26,7 @@ from podfit.server.transport.replicated import seal, unseal
 from podfit.v1 import cluster_cache_pb2 as cc
 
 from tests.builders import make_node
+from tests.cut_proxy import Cut, Link, Links
 from tests.engine_cluster import EngineCluster, leaders
 from tests.engine_cluster import PodfitReplica as Replica
 
@@ -54,6 +55,9 @@ def pod(name: str, cpu: str = "1") -> dict[str, Any]:
 class Group:
     engine: EngineCluster
     replicas: list[Replica]
+    # Each replica reaches each engine node through a link of its own, which a test may cut.
+    proxies: Links
+    links: dict[str, list[Link]]
 
     def owner(self) -> Replica:
         owners = [r for r in self.replicas if r.owner()]
@@ -81,11 +85,16 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
     key = folder / "key"
     key.write_bytes(os.urandom(32).hex().encode())
     key.chmod(0o600)
-    replicas = [Replica(f"podfit-{i}", folder, engine.urls, key, lease_seconds=LEASE_SECONDS) for i in range(3)]
+    proxies = Links()
+    links = {f"podfit-{i}": [proxies.link(node.port) for node in engine.nodes] for i in range(3)}
+    replicas = [
+        Replica(name, folder, ",".join(link.url for link in through), key, lease_seconds=LEASE_SECONDS)
+        for name, through in links.items()
+    ]
     try:
         for replica in replicas:
             replica.start()
-        started = Group(engine, replicas)
+        started = Group(engine, replicas, proxies, links)
         try:
             wait_for("every replica ready", lambda: all(r.ready() == 200 for r in replicas) or dead(replicas), 60)
             assert not dead(replicas)
@@ -97,6 +106,7 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
         for replica in replicas:
             replica.stop()
         engine.stop()
+        proxies.close()
 
 
 def dead(replicas: list[Replica]) -> bool:
@@ -443,6 +453,134 @@ async def test_a_replica_restarts_from_a_snapshot_and_the_log_after_it(group: Gr
         await again.close()
     assert names == expected
     assert pods == expected_pods
+
+
+# How soon an owner cut off from the engine stops answering ready: its look at the log's end every
+# POLL_SECONDS (0.25 s) times out after 1 s.
+NOT_READY_BOUND_SECONDS = 1.5
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"kind": "Namespace", "metadata": {"name": name}}
+
+
+async def until(what: str, check: Any, timeout: float) -> float:
+    """Seconds until ``check()`` holds (polled without blocking the loop for longer than one check)."""
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.05)
+    return time.monotonic() - started
+
+
+async def until_written(replica: Replica, name: str, within: float) -> None:
+    """A write through ``replica`` retried until acknowledged (UNAVAILABLE while no owner takes it)."""
+    deadline = time.monotonic() + within
+    while True:
+        to = client(replica)
+        try:
+            await to.apply([namespace(name)], timeout=2)
+            return
+        except PodfitError as exc:
+            retry = exc.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+            if not retry or time.monotonic() > deadline:
+                raise
+        finally:
+            await to.close()
+        await asyncio.sleep(0.05)
+
+
+async def log_terms(urls: str) -> list[tuple[str, int]]:
+    """The log read back as owner terms: (the owner's identity, the entries it appended after its
+    ``owner`` entry), in order. An entry made by any process but the latest owner before it fails."""
+    import nats
+    from podfit.server.transport.replicated import STREAM, SUBJECT
+
+    connection = await nats.connect(urls.split(","))
+    try:
+        js = connection.jetstream()
+        last = (await js.stream_info(STREAM)).state.last_seq
+        terms: list[tuple[str, int]] = []
+        sequence = 0
+        while sequence < last:
+            msg = await js.get_msg(STREAM, seq=sequence + 1, subject=SUBJECT, next=True)
+            sequence = int(msg.seq or 0)
+            made_by = (msg.headers or {})["Nats-Msg-Id"]
+            if "-owner-" in made_by:
+                terms.append((made_by.partition("-owner-")[0], 0))
+                continue
+            appender = made_by.rpartition("-")[0]
+            if not terms:  # the log's start was purged below a snapshot: this term began before it
+                terms.append((appender, 0))
+            owner, count = terms[-1]
+            assert appender == owner, f"entry {sequence} appended by {appender} after {owner} owned the log"
+            terms[-1] = (owner, count + 1)
+        return terms
+    finally:
+        await connection.close()
+
+
+@pytest.mark.parametrize("how", ["blackholed", "severed"])
+async def test_an_owner_cut_off_from_the_engine_by_the_network_stops_acknowledging_and_is_replaced(
+    group: Group, how: Cut
+) -> None:
+    """Only the owner's links to the engine are cut (every process runs on, and its gRPC listeners are
+    reachable): a write sent to it is never OK, it stops answering ready, another replica owns within the
+    lease plus FAILOVER_BOUND_SECONDS, and once the link heals what the old owner sent into it is refused
+    by the log; the old owner exits 3 and comes back as a replica holding every acknowledged write."""
+    old = group.owner()
+    others = [r for r in group.replicas if r is not old and r.alive()]
+    assert others, "no replica left to take over"
+    assert old.popen is not None
+    to_old = client(old)
+    try:
+        await to_old.apply([namespace(f"before-{how}")])
+        group.proxies.cut(group.links[old.name], how)
+        cut_at = time.monotonic()
+        try:
+            stray = asyncio.ensure_future(to_old.apply([namespace(f"stray-{how}")], timeout=20))
+            not_ready = await until("the cut-off owner not ready", lambda: old.ready() != 200, 10)
+            await until_written(others[0], f"after-{how}", 30)
+            failover = time.monotonic() - cut_at
+            try:
+                await stray
+                outcome = grpc.StatusCode.OK
+            except PodfitError as exc:
+                outcome = exc.code
+            refused = time.monotonic() - cut_at
+        finally:
+            group.proxies.heal(group.links[old.name])
+    finally:
+        await to_old.close()
+    print(
+        f"owner {how}: not ready after {not_ready:.2f} s, the next write acknowledged after {failover:.2f} s, "
+        f"its own stray write {outcome.name} after {refused:.2f} s (lease {LEASE_SECONDS} s)"
+    )
+    assert outcome is grpc.StatusCode.UNAVAILABLE, f"{outcome}\n{group.tails()}"
+    assert not_ready < NOT_READY_BOUND_SECONDS, group.tails()
+    assert failover < LEASE_SECONDS + FAILOVER_BOUND_SECONDS, group.tails()
+    assert old.popen.wait(15) == 3, group.tails()  # deposed: it stops, to start again as a replica
+    new_owner = group.owner()
+    assert new_owner is not old
+    # What the old owner sent into the cut was delivered as it healed and refused: after the new owner's
+    # ``owner`` entry, every entry is the new owner's.
+    terms = await log_terms(group.engine.urls)
+    assert len(terms) >= 2 and terms[-1][0] != terms[-2][0], terms
+    old.start()
+    await until("the old owner back as a ready replica", lambda: old.ready() == 200, 30)
+    for replica in group.replicas:
+        if not replica.alive():
+            continue
+        to = client(replica)
+        try:
+            await to.stats()
+            names = {n.namespace.metadata.name for n in (await to.list("Namespace")).objects}
+        finally:
+            await to.close()
+        assert {f"before-{how}", f"after-{how}"} <= names, replica.name
+        assert f"stray-{how}" not in names, replica.name
+    assert group.owner() is new_owner
 
 
 def health(replica: Replica) -> int:

@@ -27,7 +27,8 @@ nodes), so podfit implements no consensus, replication protocol or election of i
   the snapshot and then the log after it.
 - **Readiness.** A replica is ready (gRPC health SERVING, ``/readyz`` 200) while it is connected to the
   engine and, at its last look at the log's end (every ``POLL_SECONDS``), at most ``MAX_LAG_ENTRIES``
-  behind it; otherwise NOT_SERVING.
+  behind it; otherwise NOT_SERVING. The owner looks too: one it cut off from the engine is NOT_SERVING
+  within ``POLL_SECONDS`` plus a second, before its lease runs out.
 
 Entries and snapshots are pickled cache operations (the journal's), each sealed with an HMAC-SHA256 under
 the group's shared key (``replication.keyFile``): nothing unsealed by that key is ever unpickled. The same
@@ -148,8 +149,15 @@ class Engine:
         self.snapshots: ObjectStore | None = None
 
     async def connect(self, timeout: float = 30.0) -> None:
+        # A ping every lease, two unanswered and the connection is dropped and made again (the default, two
+        # minutes, left a connection into a blackhole "connected" for four).
         self.nc = await nats.connect(
-            list(self.settings.urls), max_reconnect_attempts=-1, reconnect_time_wait=0.2, connect_timeout=2
+            list(self.settings.urls),
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=0.2,
+            connect_timeout=2,
+            ping_interval=self.settings.lease_seconds,  # type: ignore[arg-type,unused-ignore]
+            max_outstanding_pings=2,
         )
         self.js = self.nc.jetstream(timeout=5.0)
         replicas = min(self.settings.replicas, len(self.settings.urls))
@@ -660,6 +668,10 @@ class Replica:
             try:
                 if self.owner:
                     ready = self.engine.connected and (self.shipper is None or self.shipper.failed is None)
+                    if ready:
+                        # A link gone silent (a blackhole keeps the connection open) shows only here: the
+                        # engine must answer this look within 1 s, or the owner is not ready.
+                        await asyncio.wait_for(self.engine.last_sequence(), 1.0)
                 else:
                     self.log_end = await asyncio.wait_for(self.engine.last_sequence(), 1.0)
                     now = time.monotonic()
