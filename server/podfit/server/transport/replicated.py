@@ -355,10 +355,18 @@ class Replica:
         blob = await _retrying(self.engine.get_snapshot, timeout)
         if blob:
             self._load(blob)
+        started, first = time.monotonic(), self.applied
         await _retrying(self._subscribe, timeout)
         # Caught up with the log as it ends now before answering anything.
         self.log_end = await _retrying(self.engine.last_sequence, timeout)
         await self.caught_up(self.log_end)
+        took = time.monotonic() - started
+        log.info(
+            "replica caught up with %d log entries in %.2f s (%.0f entries/s)",
+            self.applied - first,
+            took,
+            (self.applied - first) / max(took, 1e-6),
+        )
         self._tasks = [asyncio.create_task(self._campaign()), asyncio.create_task(self._watch())]
         log.info("replica at log entry %d (generation %d)", self.applied, self.service.generation)
 
