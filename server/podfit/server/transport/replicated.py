@@ -18,7 +18,8 @@ nodes), so podfit implements no consensus, replication protocol or election of i
 - **Nothing acknowledged is lost.** Every answer the owner gives (a write's OK, and any decision that
   read it) waits until the log holds everything its cache held when it answered (``Durable``); an
   answer whose entry could not be appended is UNAVAILABLE, never OK.
-- **Replicas** apply the log in order (an ordered consumer from the sequence after their snapshot) and
+- **Replicas** apply the log in order (a pull consumer from the sequence after their snapshot, read in
+  batches of ``PULL_BATCH``) and
   answer every read-only call from their cache; writes and assumes go to the owner's peer address
   (named in its lease) exactly as a decision worker's go to its owner (``transport.forward``), and the
   answer returns once this replica has applied the entry holding it: read-your-writes per connection.
@@ -42,6 +43,7 @@ import contextlib
 import hashlib
 import hmac
 import itertools
+import json
 import logging
 import os
 import pickle
@@ -53,9 +55,16 @@ from typing import Any, TypeVar
 
 import grpc
 import nats
-from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import KeyValueConfig, ObjectStoreConfig, StreamConfig
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    Header,
+    KeyValueConfig,
+    ObjectStoreConfig,
+    StreamConfig,
+)
 from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
 from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
@@ -92,8 +101,11 @@ _DIGEST = hashlib.sha256().digest_size
 # How often a replica looks at where the log ends (readiness), and how far behind it may be and ready.
 POLL_SECONDS = 0.25
 MAX_LAG_ENTRIES = 64
-# How long an announced append is looked for before the follower waits for the next one.
-ANNOUNCED_SECONDS = 0.1
+# A replica reads the log PULL_BATCH entries per request at most; a request waits in the engine for
+# PULL_SECONDS, with a heartbeat every PULL_HEARTBEAT_SECONDS while nothing is sent.
+PULL_BATCH = 512
+PULL_SECONDS = 2.0
+PULL_HEARTBEAT_SECONDS = 0.5
 # Behind the log's end with no entry arriving for this long: not ready, and the log is followed anew.
 STALL_SECONDS = 1.0
 # Entries kept in the stream below the newest snapshot, for replicas a little behind it.
@@ -335,7 +347,6 @@ class Replica:
         self._moved = asyncio.Condition()
         self.ended = asyncio.Event()
         self._subscription: Any = None
-        self._wake: asyncio.Event | None = None
         self._follower: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
@@ -382,15 +393,6 @@ class Replica:
 
     async def _subscribe(self) -> None:
         """Follows the log from the entry after this cache's: a task of its own (``_follow``)."""
-        assert self.engine.nc is not None
-        if self._wake is None:
-            wake = self._wake = asyncio.Event()
-
-            async def woken(msg: Msg) -> None:
-                wake.set()
-
-            # Every append is also a plain NATS message on the subject: it wakes the follower at once.
-            self._subscription = await self.engine.nc.subscribe(SUBJECT, cb=woken)
         self._follower = asyncio.create_task(self._follow())
 
     async def _resubscribe(self) -> None:
@@ -401,33 +403,85 @@ class Replica:
             self._follower = asyncio.create_task(self._follow())
 
     async def _follow(self) -> None:
-        """Reads the log in order, each entry a request of its own (the next one on the subject at or after
-        the sequence asked: a purged stretch is skipped to, and noticed); when there is none yet, waits to
-        be woken by the next append (or 0.2 s). Every step is a request with a timeout, so an engine node
-        that died only costs a retry."""
-        assert self.engine.js is not None and self._wake is not None
-        js, wake = self.engine.js, self._wake
-        # An append's plain message can arrive before the stream has committed it: after a wake, an entry
-        # not found yet is asked for again every millisecond for a while, rather than at the next poll.
-        expected_until = 0.0
+        """Reads the log in order, in batches, through a pull consumer of its own made from the entry after
+        this cache's (``_pull``); whatever goes wrong with it (an engine node that died with it, entries lost
+        while the connection was made again), it is made anew from the entry after the last applied."""
         while not self.owner and not self.ended.is_set():
-            if wake.is_set():
-                wake.clear()
-                expected_until = time.monotonic() + ANNOUNCED_SECONDS
             try:
-                msg = await js.get_msg(STREAM, seq=self.applied + 1, subject=SUBJECT, next=True)
-            except NotFoundError:
-                if time.monotonic() < expected_until:
-                    await asyncio.sleep(0.001)
-                    continue
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), POLL_SECONDS)
-                continue
+                await self._pull()
+            except asyncio.CancelledError:
+                raise
             except Exception as exc:
                 log.debug("replica: reading the log: %r", exc)
                 await asyncio.sleep(0.1)
-                continue
-            await self._on_entry(int(msg.seq or 0), msg.data or b"")
+
+    async def _pull(self) -> None:
+        """One pull consumer (ephemeral, in memory, no acks) from the entry after this cache's, asked for
+        PULL_BATCH entries at a time; each entry is applied as it arrives, so a replica far behind gets a
+        batch per round trip and one caught up gets each append as soon as the stream holds it (the request
+        waits in the engine for it). A request expires after PULL_SECONDS and is made again; the engine's
+        heartbeat comes every PULL_HEARTBEAT_SECONDS while nothing else does, and none for three of them
+        means the consumer is gone: returns, and ``_follow`` makes another."""
+        nc, js = self.engine.nc, self.engine.js
+        assert nc is not None and js is not None
+        inbox = nc.new_inbox()
+        subscription = self._subscription = await nc.subscribe(inbox, pending_msgs_limit=4 * PULL_BATCH)
+        name = f"podfit-{os.urandom(8).hex()}"
+        try:
+            config = ConsumerConfig(
+                name=name,
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                opt_start_seq=self.applied + 1,
+                ack_policy=AckPolicy.NONE,
+                filter_subject=SUBJECT,
+                inactive_threshold=PULL_SECONDS * 4,
+                mem_storage=True,
+                num_replicas=1,
+            )
+            await js.add_consumer(STREAM, config, timeout=2.0)
+            request = json.dumps(
+                {
+                    "batch": PULL_BATCH,
+                    "expires": int(PULL_SECONDS * 1e9),
+                    "idle_heartbeat": int(PULL_HEARTBEAT_SECONDS * 1e9),
+                }
+            ).encode()
+            next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{name}"
+            while not self.owner and not self.ended.is_set():
+                await nc.publish(next_subject, request, reply=inbox)
+                delivered = 0
+                while delivered < PULL_BATCH:
+                    msg = await subscription.next_msg(timeout=PULL_HEARTBEAT_SECONDS * 3)
+                    status = (msg.headers or {}).get(Header.STATUS)
+                    if status == "100":  # the engine's heartbeat: the consumer is there, nothing new yet
+                        continue
+                    if status in ("404", "408"):  # the request expired (408), or found nothing: ask again
+                        break
+                    if status:  # the consumer is gone, its leader moved, ...: make another
+                        raise RuntimeError(
+                            f"the log's consumer answered {status} {msg.headers.get(Header.DESCRIPTION)}"
+                        )
+                    delivered += 1
+                    sequence = int(msg.metadata.sequence.stream)
+                    if sequence != self.applied + 1:
+                        # Entries missing: purged below a snapshot, or delivered while the connection was
+                        # down. Asked for by sequence, the next one says which (``_on_entry``); then follow
+                        # again from after it.
+                        found = await js.get_msg(STREAM, seq=self.applied + 1, subject=SUBJECT, next=True)
+                        await self._on_entry(int(found.seq or 0), found.data or b"")
+                        return
+                    await self._on_entry(sequence, msg.data or b"")
+        finally:
+            self._subscription = None
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()
+            # Ephemeral: it also goes by itself after inactive_threshold.
+            asyncio.get_running_loop().create_task(self._forget_consumer(name))
+
+    async def _forget_consumer(self, name: str) -> None:
+        assert self.engine.js is not None
+        with contextlib.suppress(Exception):
+            await self.engine.js.delete_consumer(STREAM, name)
 
     async def _on_entry(self, sequence: int, data: bytes) -> None:
         if sequence <= self.applied:
