@@ -583,6 +583,56 @@ async def test_an_owner_cut_off_from_the_engine_by_the_network_stops_acknowledgi
     assert group.owner() is new_owner
 
 
+async def log_bounds(urls: str) -> tuple[int, int]:
+    """The first and last entry the log's stream holds."""
+    import nats
+    from podfit.server.transport.replicated import STREAM
+
+    connection = await nats.connect(urls.split(","))
+    try:
+        state = (await connection.jetstream().stream_info(STREAM)).state
+        return int(state.first_seq), int(state.last_seq)
+    finally:
+        await connection.close()
+
+
+async def test_a_replica_whose_next_entries_were_purged_while_it_was_paused_loads_the_newer_snapshot(
+    group: Group,
+) -> None:
+    """A replica paused (SIGSTOP) while the owner writes past a snapshot and its 1,000-entry margin: the
+    log below is purged, so when it resumes its consumer jumps past what it had; it loads the snapshot and
+    holds exactly what the owner holds."""
+    owner = group.owner()
+    paused = next(r for r in group.replicas if r.alive() and r is not owner)
+    assert paused.popen is not None
+    to = client(owner)
+    loaded = paused.log().count("loaded the snapshot at log entry")
+    try:
+        await to.stats()
+        _, end = await log_bounds(group.engine.urls)
+        paused.popen.send_signal(signal.SIGSTOP)
+        try:
+            i = 0
+            while (await log_bounds(group.engine.urls))[0] <= end + 1:
+                for _ in range(100):
+                    await to.apply([namespace(f"purged-{i}")])
+                    i += 1
+                assert i < 3_000, "the log was never purged past the paused replica"
+        finally:
+            paused.popen.send_signal(signal.SIGCONT)
+        expected = {n.namespace.metadata.name for n in (await to.list("Namespace")).objects}
+    finally:
+        await to.close()
+    await until("the paused replica ready again", lambda: paused.ready() == 200, 20)
+    assert paused.log().count("loaded the snapshot at log entry") > loaded, group.tails()
+    again = client(paused)
+    try:
+        await again.stats()
+        assert {n.namespace.metadata.name for n in (await again.list("Namespace")).objects} == expected
+    finally:
+        await again.close()
+
+
 def health(replica: Replica) -> int:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
