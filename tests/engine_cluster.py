@@ -39,7 +39,16 @@ def stop(popen: subprocess.Popen[bytes] | None) -> None:
 
 
 class EngineNode:
-    def __init__(self, binary: Path, name: str, folder: Path, port: int, cluster_port: int, routes: list[int]) -> None:
+    def __init__(
+        self,
+        binary: Path,
+        name: str,
+        folder: Path,
+        port: int,
+        cluster_port: int,
+        routes: list[int],
+        sync_always: bool = False,
+    ) -> None:
         self.name, self.port, self.folder = name, port, folder
         self.config = folder / f"{name}.conf"
         self.log_path = folder / f"{name}.log"
@@ -51,8 +60,11 @@ class EngineNode:
             if routes
             else ""
         )
+        # sync_interval always: every write flushed to disk before it is acknowledged (the default syncs every
+        # two minutes and relies on the replicas), as etcd does (benchmarks/log_engines_bench.py).
+        jetstream = f'store_dir: "{folder / name}"' + (", sync_interval: always" if sync_always else "")
         self.config.write_text(
-            f'server_name: {name}\nlisten: 127.0.0.1:{port}\njetstream {{ store_dir: "{folder / name}" }}\n{cluster}\n'
+            f"server_name: {name}\nlisten: 127.0.0.1:{port}\njetstream {{ {jetstream} }}\n{cluster}\n"
         )
         self.binary = binary
         self.popen: subprocess.Popen[bytes] | None = None
@@ -102,13 +114,15 @@ async def leaders(urls: str) -> set[str]:
 class EngineCluster:
     """``size`` nats-server nodes with JetStream, clustered (routes on loopback) when more than one."""
 
-    def __init__(self, folder: Path, size: int = 3) -> None:
+    def __init__(self, folder: Path, size: int = 3, sync_always: bool = False) -> None:
         binary = nats_server()
         folder.mkdir(parents=True, exist_ok=True)
         ports = [free_port() for _ in range(size)]
         cluster_ports = [free_port() for _ in range(size)]
         self.nodes = [
-            EngineNode(binary, f"n{i + 1}", folder, ports[i], cluster_ports[i], cluster_ports if size > 1 else [])
+            EngineNode(
+                binary, f"n{i + 1}", folder, ports[i], cluster_ports[i], cluster_ports if size > 1 else [], sync_always
+            )
             for i in range(size)
         ]
 
