@@ -687,6 +687,14 @@ REPLICATED = ["--replicated-log", "nats://a:4222", "--replica-addr", "127.0.0.1:
             id="the extender's bind verb on replicas",
         ),
         pytest.param(["--replication-lease-seconds", "0.5"], "leaseSeconds", id="a lease under a second"),
+        pytest.param(
+            [*REPLICATED, "--replication-tls-cert-file", "c.pem"],
+            "tlsCertFile and tlsKeyFile must be set together",
+            id="a client certificate for the engine without its key",
+        ),
+        pytest.param(
+            ["--replication-tls-ca-file", "ca.pem"], "only with replication.engine", id="engine TLS without an engine"
+        ),
     ],
 )
 def test_replication_settings_are_refused_at_start_when_incomplete(argv: list[str], refused: str) -> None:
@@ -716,3 +724,43 @@ def test_nothing_unsealed_by_the_groups_key_is_read(tamper: Any) -> None:
     assert unseal(key, sealed) == b"entry"
     with pytest.raises(ValueError, match="not sealed with this group's key"):
         unseal(key, tamper(sealed))
+
+
+@pytest.mark.parametrize(
+    "client_certificate",
+    [
+        pytest.param(True, id="a replica trusting the engine's CA, with a client certificate, joins over TLS"),
+        pytest.param(False, id="a replica without a client certificate is refused by an engine that demands one"),
+    ],
+)
+async def test_the_engine_is_reached_over_tls(
+    tmp_path: Any, pki: dict[str, Any], monkeypatch: pytest.MonkeyPatch, client_certificate: bool
+) -> None:
+    """One nats-server node serving only TLS and demanding a client certificate (``verify: true``), the test
+    PKI's; the replica's engine TLS set by its environment (PODFIT_REPLICATION_TLS_*)."""
+    engine = EngineCluster(tmp_path / "engine", 1, tls=(pki["server_cert"], pki["server_key"], pki["ca"])).start()
+    key = tmp_path / "key"
+    key.write_bytes(os.urandom(32).hex().encode())
+    monkeypatch.setenv("PODFIT_REPLICATION_TLS_CA_FILE", str(pki["ca"]))
+    if client_certificate:
+        monkeypatch.setenv("PODFIT_REPLICATION_TLS_CERT_FILE", str(pki["client_cert"]))
+        monkeypatch.setenv("PODFIT_REPLICATION_TLS_KEY_FILE", str(pki["client_key"]))
+    # The server's certificate names localhost, not 127.0.0.1: the URL's name is the one checked.
+    replica = Replica("tls-0", tmp_path, engine.urls.replace("127.0.0.1", "localhost"), key)
+    try:
+        replica.start()
+        if not client_certificate:
+            with pytest.raises(AssertionError, match="timed out"):
+                wait_for("ready", lambda: replica.ready() == 200, 6)
+            assert "client didn't provide a certificate" in engine.nodes[0].log_path.read_text(), replica.log()
+            return
+        wait_for("the replica ready and the owner", lambda: replica.ready() == 200 and replica.owner(), 30)
+        to = client(replica)
+        try:
+            await to.apply([namespace("over-tls")])
+            assert (await to.get("Namespace", "over-tls")).object
+        finally:
+            await to.close()
+    finally:
+        replica.stop()
+        engine.stop()

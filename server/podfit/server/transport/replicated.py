@@ -47,6 +47,7 @@ import json
 import logging
 import os
 import pickle
+import ssl
 import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -131,6 +132,18 @@ def unseal(key: bytes, data: bytes) -> bytes:
     return payload
 
 
+def engine_tls(ca_file: str, cert_file: str, key_file: str) -> ssl.SSLContext | None:
+    """TLS to the engine: its nodes' certificates checked against ``ca_file`` (or the system's CAs) and
+    their names against the URLs'; this replica's certificate presented when the engine asks for one.
+    None when nothing is set: plain connections (``tls://`` URLs still use the system's CAs)."""
+    if not (ca_file or cert_file):
+        return None
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca_file or None)
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file)
+    return context
+
+
 def read_key(path: str) -> bytes:
     with open(path, "rb") as file:
         key = file.read().strip()
@@ -145,6 +158,8 @@ class ReplicationSettings:
     key: bytes
     # Where this replica's peer listener is reached by the others (named in its lease when it owns).
     address: str
+    # TLS to the engine: (CA, client certificate, its key) files, see ``engine_tls``; none set: plain.
+    tls_files: tuple[str, str, str] = ("", "", "")
     lease_seconds: float = 5.0
     snapshot_entries: int = 1_000
     replicas: int = 3
@@ -170,6 +185,7 @@ class Engine:
             connect_timeout=2,
             ping_interval=self.settings.lease_seconds,  # type: ignore[arg-type,unused-ignore]
             max_outstanding_pings=2,
+            **({"tls": tls} if (tls := engine_tls(*self.settings.tls_files)) is not None else {}),
         )
         self.js = self.nc.jetstream(timeout=5.0)
         replicas = min(self.settings.replicas, len(self.settings.urls))
