@@ -354,6 +354,7 @@ async def test_the_owner_killed_under_load_is_replaced_within_the_lease_and_noth
     assert failover < LEASE_SECONDS + FAILOVER_BOUND_SECONDS, group.tails()
     new_owner = group.owner()
     assert new_owner is not owner
+    await log_terms(group.engine.urls)  # every entry made by the owner of its term
     for replica in group.replicas:
         if not replica.alive():
             continue
@@ -419,6 +420,7 @@ async def test_an_owner_cut_off_from_the_engine_is_fenced_by_the_log_and_replace
     # Never OK: refused (UNAVAILABLE) by the log or the drain, or cut short as the process stops.
     assert outcome in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED), f"{outcome}\n{group.tails()}"
     assert old.popen.wait(15) == 3, group.tails()  # it stops, to start again as a replica
+    await log_terms(group.engine.urls)  # no entry of the old owner after the new owner's ``owner`` entry
     to = client(group.owner())
     try:
         await to.stats()
