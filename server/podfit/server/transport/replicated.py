@@ -446,7 +446,14 @@ class Replica:
         nc, js = self.engine.nc, self.engine.js
         assert nc is not None and js is not None
         inbox = nc.new_inbox()
-        subscription = self._subscription = await nc.subscribe(inbox, pending_msgs_limit=4 * PULL_BATCH)
+        # Delivered into a queue of this task's: taking a message already there costs no timer (nats-py's
+        # next_msg starts a task and a timeout for each, which cost more than applying the entry).
+        arrived: asyncio.Queue[Any] = asyncio.Queue()
+
+        async def deliver(msg: Any) -> None:
+            arrived.put_nowait(msg)
+
+        subscription = self._subscription = await nc.subscribe(inbox, cb=deliver)
         name = f"podfit-{os.urandom(8).hex()}"
         try:
             config = ConsumerConfig(
@@ -472,7 +479,10 @@ class Replica:
                 await nc.publish(next_subject, request, reply=inbox)
                 delivered = 0
                 while delivered < PULL_BATCH:
-                    msg = await subscription.next_msg(timeout=PULL_HEARTBEAT_SECONDS * 3)
+                    if arrived.empty():
+                        msg = await asyncio.wait_for(arrived.get(), PULL_HEARTBEAT_SECONDS * 3)
+                    else:
+                        msg = arrived.get_nowait()
                     status = (msg.headers or {}).get(Header.STATUS)
                     if status == "100":  # the engine's heartbeat: the consumer is there, nothing new yet
                         continue
