@@ -36,10 +36,10 @@ from podfit.client import _requests as rq
 from podfit.client.conformance import free_port
 from podfit.client.errors import PodfitError
 from podfit.server.transport.convert import changes_from_updates
-from podfit.server.transport.replicated import SUBJECT, Engine, ReplicationSettings, seal
+from podfit.server.transport.replicated import STREAM, SUBJECT, Engine, ReplicationSettings, seal
 
 from tests.builders import make_node
-from tests.engine_cluster import EngineCluster, PodfitReplica, leaders
+from tests.engine_cluster import EngineCluster, PodfitReplica
 
 
 def namespace(name: str) -> dict[str, Any]:
@@ -113,6 +113,19 @@ async def until_written(replicas: list[PodfitReplica], name: str, within: float)
                 await to.close()
         await asyncio.sleep(0.05)
     raise AssertionError(f"no write acknowledged within {within} s")
+
+
+async def log_leader(urls: str) -> str:
+    """The engine node leading the log's stream."""
+    import nats
+
+    connection = await nats.connect(urls.split(","))
+    try:
+        info = await connection.jetstream().stream_info(STREAM)
+        assert info.cluster is not None and info.cluster.leader
+        return str(info.cluster.leader)
+    finally:
+        await connection.close()
 
 
 def single(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -229,7 +242,7 @@ async def main(args: argparse.Namespace) -> None:
         owner.kill()
         took = await until_written(replicas, "after-owner-kill", 60)
         print(f"failover, owner SIGKILLed:      {took:.2f} s to the next acknowledged write (lease {args.lease} s)")
-        leader = next(iter(await leaders(engine.urls)))
+        leader = await log_leader(engine.urls)  # the log's, not the lease bucket's: appends stop for its election
         next(n for n in engine.nodes if n.name == leader).kill()
         took = await until_written(replicas, "after-leader-kill", 60)
         print(f"engine leader node SIGKILLed:   {took:.2f} s to the next acknowledged write")
