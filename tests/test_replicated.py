@@ -3,8 +3,11 @@
 podfit-server replicas, each started and stopped (or SIGKILLed) by its own PID.
 
 One group serves the whole module, the tests running in order: writes through any replica, then the
-owner SIGKILLed under assuming clients, then an engine node SIGKILLed, then a replica restarted from a
-snapshot. Every process is stopped at the end, whatever happened."""
+owner SIGKILLed under assuming clients, then an engine node SIGKILLed, then the owner paused, then a
+replica restarted from a snapshot, then the owner cut off from the engine by the network (each replica
+reaches each engine node through a proxy of the test's, tests/cut_proxy.py), then a replica paused while
+the log is purged past it. The TLS tests start an engine node and a replica of their own. Every process
+is stopped at the end, whatever happened."""
 
 from __future__ import annotations
 
