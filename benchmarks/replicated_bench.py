@@ -2,12 +2,17 @@
 replicas, and failover times — on loopback, with nats-server built by tests/engine/build.sh.
 
     .venv/bin/python -m benchmarks.replicated_bench [--writes 500] [--seconds 5] [--lease 5]
+    .venv/bin/python -m benchmarks.replicated_bench --catch-up 20000
 
 Writes: one Apply of one Namespace at a time, sequentially, against (a) podfit-server alone, (b) the
 owner of a 3-replica group on a 3-node JetStream cluster, (c) another replica (forwarded to the owner,
 answered once the replica applied the entry). Reads: Filter of one pod against 50 nodes from 16
 concurrent callers spread evenly over the replicas answering. Failover: the owner SIGKILLed, the time
 until a write sent after it is acknowledged; and the log's leader node SIGKILLed, the same.
+
+Catch-up (``--catch-up N``, on its own): N log entries (each one Namespace upserted, sealed as an owner
+seals them) appended straight to the stream of a 3-node engine, then one replica started: the rate at
+which it applies the log before it first answers, as it logs it.
 """
 
 from __future__ import annotations
@@ -15,20 +20,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import pickle
+import re
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import grpc
 from podfit.client import AsyncClient
+from podfit.client import _requests as rq
 from podfit.client.conformance import free_port
 from podfit.client.errors import PodfitError
+from podfit.server.transport.convert import changes_from_updates
+from podfit.server.transport.replicated import STREAM, SUBJECT, Engine, ReplicationSettings, seal
 
 from tests.builders import make_node
-from tests.engine_cluster import EngineCluster, PodfitReplica, leaders
+from tests.engine_cluster import EngineCluster, PodfitReplica
 
 
 def namespace(name: str) -> dict[str, Any]:
@@ -104,6 +115,19 @@ async def until_written(replicas: list[PodfitReplica], name: str, within: float)
     raise AssertionError(f"no write acknowledged within {within} s")
 
 
+async def log_leader(urls: str) -> str:
+    """The engine node leading the log's stream."""
+    import nats
+
+    connection = await nats.connect(urls.split(","))
+    try:
+        info = await connection.jetstream().stream_info(STREAM)
+        assert info.cluster is not None and info.cluster.leader
+        return str(info.cluster.leader)
+    finally:
+        await connection.close()
+
+
 def single(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     log = (folder / "single.log").open("wb")
@@ -125,7 +149,56 @@ async def wait_serving(address: str) -> None:
     raise AssertionError(f"{address} never answered")
 
 
+def log_entry(key: bytes, name: str) -> bytes:
+    """One log entry as an owner appends it: a frame upserting one Namespace, sealed with the key."""
+    frame = pickle.dumps([("apply", changes_from_updates(rq.upserts([namespace(name)])))], pickle.HIGHEST_PROTOCOL)
+    return seal(key, pickle.dumps(("frames", [frame]), pickle.HIGHEST_PROTOCOL))
+
+
+CAUGHT_UP = re.compile(r"caught up with (\d+) log entries in ([\d.]+) s \((\d+) entries/s\)")
+
+
+async def catch_up(args: argparse.Namespace) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="podfit-catch-up-bench-"))
+    print(f"# {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {folder}")
+    engine = EngineCluster(folder / "engine", 3).start()
+    key = folder / "key"
+    key.write_bytes(os.urandom(32).hex().encode())
+    secret = key.read_bytes().strip()
+    replica = PodfitReplica("podfit-0", folder, engine.urls, key, lease_seconds=args.lease, snapshot_entries=10**9)
+    try:
+        writer = Engine(ReplicationSettings(urls=engine.urls.split(","), key=secret, address="127.0.0.1:1"))
+        await writer.connect()
+        assert writer.js is not None
+        owner = seal(secret, pickle.dumps(("owner", ("127.0.0.1:1", uuid.uuid4().hex))))
+        await writer.js.publish(SUBJECT, owner)
+        started = time.monotonic()
+        for first in range(0, args.catch_up, 500):
+            await asyncio.gather(
+                *(
+                    writer.js.publish(SUBJECT, log_entry(secret, f"ns-{i}"))
+                    for i in range(first, min(first + 500, args.catch_up))
+                )
+            )
+        print(f"appended {args.catch_up} entries in {time.monotonic() - started:.1f} s")
+        await writer.close()
+        replica.start()
+        await wait_serving(replica.address)
+        found = None
+        while found is None:
+            found = CAUGHT_UP.search(replica.log())
+            await asyncio.sleep(0.1)
+        entries, seconds, rate = found.groups()
+        print(f"catch-up: {entries} log entries applied in {seconds} s: {rate} entries/s")
+    finally:
+        replica.stop()
+        engine.stop()
+
+
 async def main(args: argparse.Namespace) -> None:
+    if args.catch_up:
+        await catch_up(args)
+        return
     folder = Path(tempfile.mkdtemp(prefix="podfit-replicated-bench-"))
     print(f"# {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; {folder}")
     popen, address = single(folder)
@@ -169,7 +242,7 @@ async def main(args: argparse.Namespace) -> None:
         owner.kill()
         took = await until_written(replicas, "after-owner-kill", 60)
         print(f"failover, owner SIGKILLed:      {took:.2f} s to the next acknowledged write (lease {args.lease} s)")
-        leader = next(iter(await leaders(engine.urls)))
+        leader = await log_leader(engine.urls)  # the log's, not the lease bucket's: appends stop for its election
         next(n for n in engine.nodes if n.name == leader).kill()
         took = await until_written(replicas, "after-leader-kill", 60)
         print(f"engine leader node SIGKILLed:   {took:.2f} s to the next acknowledged write")
@@ -184,4 +257,5 @@ if __name__ == "__main__":
     parser.add_argument("--writes", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--lease", type=float, default=5.0)
+    parser.add_argument("--catch-up", type=int, default=0, metavar="N", help="only: a replica catching up N entries")
     asyncio.run(main(parser.parse_args()))

@@ -39,16 +39,37 @@ def stop(popen: subprocess.Popen[bytes] | None) -> None:
 
 
 class EngineNode:
-    def __init__(self, binary: Path, name: str, folder: Path, port: int, cluster_port: int, routes: list[int]) -> None:
+    def __init__(
+        self,
+        binary: Path,
+        name: str,
+        folder: Path,
+        port: int,
+        cluster_port: int,
+        routes: list[int],
+        sync_always: bool = False,
+        tls: tuple[Path, Path, Path] | None = None,
+    ) -> None:
         self.name, self.port, self.folder = name, port, folder
         self.config = folder / f"{name}.conf"
         self.log_path = folder / f"{name}.log"
         route_urls = ", ".join(f'"nats-route://127.0.0.1:{p}"' for p in routes)
         cluster = (
-            f"cluster {{ name: podfit, listen: 127.0.0.1:{cluster_port}, routes: [{route_urls}] }}" if routes else ""
+            # no_advertise: a client reaches the nodes at the URLs it was given, never at ones the cluster
+            # tells it of (tests put a cuttable proxy in between, tests/cut_proxy.py).
+            f"cluster {{ name: podfit, listen: 127.0.0.1:{cluster_port}, no_advertise: true, routes: [{route_urls}] }}"
+            if routes
+            else ""
+        )
+        # sync_interval always: every write flushed to disk before it is acknowledged (the default syncs every
+        # two minutes and relies on the replicas), as etcd does (benchmarks/log_engines_bench.py).
+        jetstream = f'store_dir: "{folder / name}"' + (", sync_interval: always" if sync_always else "")
+        # tls: (certificate, key, CA) files; clients must present a certificate the CA signed (verify).
+        client_tls = (
+            f'tls {{ cert_file: "{tls[0]}", key_file: "{tls[1]}", ca_file: "{tls[2]}", verify: true }}\n' if tls else ""
         )
         self.config.write_text(
-            f'server_name: {name}\nlisten: 127.0.0.1:{port}\njetstream {{ store_dir: "{folder / name}" }}\n{cluster}\n'
+            f"server_name: {name}\nlisten: 127.0.0.1:{port}\njetstream {{ {jetstream} }}\n{client_tls}{cluster}\n"
         )
         self.binary = binary
         self.popen: subprocess.Popen[bytes] | None = None
@@ -98,13 +119,24 @@ async def leaders(urls: str) -> set[str]:
 class EngineCluster:
     """``size`` nats-server nodes with JetStream, clustered (routes on loopback) when more than one."""
 
-    def __init__(self, folder: Path, size: int = 3) -> None:
+    def __init__(
+        self, folder: Path, size: int = 3, sync_always: bool = False, tls: tuple[Path, Path, Path] | None = None
+    ) -> None:
         binary = nats_server()
         folder.mkdir(parents=True, exist_ok=True)
         ports = [free_port() for _ in range(size)]
         cluster_ports = [free_port() for _ in range(size)]
         self.nodes = [
-            EngineNode(binary, f"n{i + 1}", folder, ports[i], cluster_ports[i], cluster_ports if size > 1 else [])
+            EngineNode(
+                binary,
+                f"n{i + 1}",
+                folder,
+                ports[i],
+                cluster_ports[i],
+                cluster_ports if size > 1 else [],
+                sync_always,
+                tls,
+            )
             for i in range(size)
         ]
 

@@ -3,8 +3,11 @@
 podfit-server replicas, each started and stopped (or SIGKILLed) by its own PID.
 
 One group serves the whole module, the tests running in order: writes through any replica, then the
-owner SIGKILLed under assuming clients, then an engine node SIGKILLed, then a replica restarted from a
-snapshot. Every process is stopped at the end, whatever happened."""
+owner SIGKILLed under assuming clients, then an engine node SIGKILLed, then the owner paused, then a
+replica restarted from a snapshot, then the owner cut off from the engine by the network (each replica
+reaches each engine node through a proxy of the test's, tests/cut_proxy.py), then a replica paused while
+the log is purged past it. The TLS tests start an engine node and a replica of their own. Every process
+is stopped at the end, whatever happened."""
 
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from podfit.server.transport.replicated import seal, unseal
 from podfit.v1 import cluster_cache_pb2 as cc
 
 from tests.builders import make_node
+from tests.cut_proxy import Cut, Link, Links
 from tests.engine_cluster import EngineCluster, leaders
 from tests.engine_cluster import PodfitReplica as Replica
 
@@ -54,6 +58,9 @@ def pod(name: str, cpu: str = "1") -> dict[str, Any]:
 class Group:
     engine: EngineCluster
     replicas: list[Replica]
+    # Each replica reaches each engine node through a link of its own, which a test may cut.
+    proxies: Links
+    links: dict[str, list[Link]]
 
     def owner(self) -> Replica:
         owners = [r for r in self.replicas if r.owner()]
@@ -81,11 +88,16 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
     key = folder / "key"
     key.write_bytes(os.urandom(32).hex().encode())
     key.chmod(0o600)
-    replicas = [Replica(f"podfit-{i}", folder, engine.urls, key, lease_seconds=LEASE_SECONDS) for i in range(3)]
+    proxies = Links()
+    links = {f"podfit-{i}": [proxies.link(node.port) for node in engine.nodes] for i in range(3)}
+    replicas = [
+        Replica(name, folder, ",".join(link.url for link in through), key, lease_seconds=LEASE_SECONDS)
+        for name, through in links.items()
+    ]
     try:
         for replica in replicas:
             replica.start()
-        started = Group(engine, replicas)
+        started = Group(engine, replicas, proxies, links)
         try:
             wait_for("every replica ready", lambda: all(r.ready() == 200 for r in replicas) or dead(replicas), 60)
             assert not dead(replicas)
@@ -97,6 +109,7 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
         for replica in replicas:
             replica.stop()
         engine.stop()
+        proxies.close()
 
 
 def dead(replicas: list[Replica]) -> bool:
@@ -344,6 +357,7 @@ async def test_the_owner_killed_under_load_is_replaced_within_the_lease_and_noth
     assert failover < LEASE_SECONDS + FAILOVER_BOUND_SECONDS, group.tails()
     new_owner = group.owner()
     assert new_owner is not owner
+    await log_terms(group.engine.urls)  # every entry made by the owner of its term
     for replica in group.replicas:
         if not replica.alive():
             continue
@@ -409,6 +423,7 @@ async def test_an_owner_cut_off_from_the_engine_is_fenced_by_the_log_and_replace
     # Never OK: refused (UNAVAILABLE) by the log or the drain, or cut short as the process stops.
     assert outcome in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED), f"{outcome}\n{group.tails()}"
     assert old.popen.wait(15) == 3, group.tails()  # it stops, to start again as a replica
+    await log_terms(group.engine.urls)  # no entry of the old owner after the new owner's ``owner`` entry
     to = client(group.owner())
     try:
         await to.stats()
@@ -443,6 +458,189 @@ async def test_a_replica_restarts_from_a_snapshot_and_the_log_after_it(group: Gr
         await again.close()
     assert names == expected
     assert pods == expected_pods
+
+
+# How soon an owner cut off from the engine stops answering ready: its look at the log's end every
+# POLL_SECONDS (0.25 s) times out after 1 s.
+NOT_READY_BOUND_SECONDS = 1.5
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"kind": "Namespace", "metadata": {"name": name}}
+
+
+async def until(what: str, check: Any, timeout: float) -> float:
+    """Seconds until ``check()`` holds (polled without blocking the loop for longer than one check)."""
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(0.05)
+    return time.monotonic() - started
+
+
+async def until_written(replica: Replica, name: str, within: float) -> None:
+    """A write through ``replica`` retried until acknowledged (UNAVAILABLE while no owner takes it)."""
+    deadline = time.monotonic() + within
+    while True:
+        to = client(replica)
+        try:
+            await to.apply([namespace(name)], timeout=2)
+            return
+        except PodfitError as exc:
+            retry = exc.code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+            if not retry or time.monotonic() > deadline:
+                raise
+        finally:
+            await to.close()
+        await asyncio.sleep(0.05)
+
+
+async def log_terms(urls: str) -> list[tuple[str, int]]:
+    """The log read back as owner terms: (the owner's identity, the entries it appended after its
+    ``owner`` entry), in order. An entry made by any process but the latest owner before it fails."""
+    import nats
+    from podfit.server.transport.replicated import STREAM, SUBJECT
+
+    connection = await nats.connect(urls.split(","))
+    try:
+        js = connection.jetstream()
+        last = (await js.stream_info(STREAM)).state.last_seq
+        terms: list[tuple[str, int]] = []
+        sequence = 0
+        while sequence < last:
+            msg = await js.get_msg(STREAM, seq=sequence + 1, subject=SUBJECT, next=True)
+            sequence = int(msg.seq or 0)
+            made_by = (msg.headers or {})["Nats-Msg-Id"]
+            if "-owner-" in made_by:
+                terms.append((made_by.partition("-owner-")[0], 0))
+                continue
+            appender = made_by.rpartition("-")[0]
+            if not terms:  # the log's start was purged below a snapshot: this term began before it
+                terms.append((appender, 0))
+            owner, count = terms[-1]
+            assert appender == owner, f"entry {sequence} appended by {appender} after {owner} owned the log"
+            terms[-1] = (owner, count + 1)
+        return terms
+    finally:
+        await connection.close()
+
+
+@pytest.mark.parametrize("how", ["blackholed", "severed"])
+async def test_an_owner_cut_off_from_the_engine_by_the_network_stops_acknowledging_and_is_replaced(
+    group: Group, how: Cut
+) -> None:
+    """Only the owner's links to the engine are cut (every process runs on, and its gRPC listeners are
+    reachable): a write sent to it is never OK, it stops answering ready, another replica owns within the
+    lease plus FAILOVER_BOUND_SECONDS, and once the link heals what the old owner sent into it is refused
+    by the log; the old owner exits 3 and comes back as a replica holding every acknowledged write."""
+    old = group.owner()
+    others = [r for r in group.replicas if r is not old and r.alive()]
+    assert others, "no replica left to take over"
+    assert old.popen is not None
+    to_old = client(old)
+    try:
+        await to_old.apply([namespace(f"before-{how}")])
+        group.proxies.cut(group.links[old.name], how)
+        cut_at = time.monotonic()
+        try:
+            stray = asyncio.ensure_future(to_old.apply([namespace(f"stray-{how}")], timeout=20))
+            not_ready = await until("the cut-off owner not ready", lambda: old.ready() != 200, 10)
+            await until_written(others[0], f"after-{how}", 30)
+            failover = time.monotonic() - cut_at
+            try:
+                await stray
+                outcome = grpc.StatusCode.OK
+            except PodfitError as exc:
+                outcome = exc.code
+            refused = time.monotonic() - cut_at
+        finally:
+            group.proxies.heal(group.links[old.name])
+    finally:
+        await to_old.close()
+    print(
+        f"owner {how}: not ready after {not_ready:.2f} s, the next write acknowledged after {failover:.2f} s, "
+        f"its own stray write {outcome.name} after {refused:.2f} s (lease {LEASE_SECONDS} s)"
+    )
+    assert outcome is grpc.StatusCode.UNAVAILABLE, f"{outcome}\n{group.tails()}"
+    assert not_ready < NOT_READY_BOUND_SECONDS, group.tails()
+    assert failover < LEASE_SECONDS + FAILOVER_BOUND_SECONDS, group.tails()
+    assert old.popen.wait(15) == 3, group.tails()  # deposed: it stops, to start again as a replica
+    new_owner = group.owner()
+    assert new_owner is not old
+    # What the old owner sent into the cut was delivered as it healed and refused: after the new owner's
+    # ``owner`` entry, every entry is the new owner's.
+    terms = await log_terms(group.engine.urls)
+    assert len(terms) >= 2 and terms[-1][0] != terms[-2][0], terms
+    old.start()
+    await until("the old owner back as a ready replica", lambda: old.ready() == 200, 30)
+    for replica in group.replicas:
+        if not replica.alive():
+            continue
+        to = client(replica)
+        try:
+            await to.stats()
+            names = {n.namespace.metadata.name for n in (await to.list("Namespace")).objects}
+        finally:
+            await to.close()
+        assert {f"before-{how}", f"after-{how}"} <= names, replica.name
+        assert f"stray-{how}" not in names, replica.name
+    assert group.owner() is new_owner
+
+
+async def log_bounds(urls: str) -> tuple[int, int]:
+    """The first and last entry the log's stream holds."""
+    import nats
+    from podfit.server.transport.replicated import STREAM
+
+    connection = await nats.connect(urls.split(","))
+    try:
+        state = (await connection.jetstream().stream_info(STREAM)).state
+        return int(state.first_seq), int(state.last_seq)
+    finally:
+        await connection.close()
+
+
+async def test_a_replica_whose_next_entries_were_purged_while_it_was_paused_loads_the_newer_snapshot(
+    group: Group,
+) -> None:
+    """A replica paused (SIGSTOP) while the owner writes past a snapshot and its 1,000-entry margin: the
+    log below is purged, so when it resumes its consumer jumps past what it had; it loads the snapshot and
+    holds exactly what the owner holds."""
+    owner = group.owner()
+    paused = next(r for r in group.replicas if r.alive() and r is not owner)
+    assert paused.popen is not None
+    to = client(owner)
+    loaded = paused.log().count("loaded the snapshot at log entry")
+    try:
+        await to.stats()
+        _, end = await log_bounds(group.engine.urls)
+        paused.popen.send_signal(signal.SIGSTOP)
+        try:
+            i = 0
+            while (await log_bounds(group.engine.urls))[0] <= end + 1:
+                for _ in range(100):
+                    await to.apply([namespace(f"purged-{i}")])
+                    i += 1
+                assert i < 3_000, "the log was never purged past the paused replica"
+        finally:
+            paused.popen.send_signal(signal.SIGCONT)
+        expected = {n.namespace.metadata.name for n in (await to.list("Namespace")).objects}
+    finally:
+        await to.close()
+    # (Ready at once is no proof: a paused process answers its probe as it last knew until it looks again.)
+    snapshots = lambda: paused.log().count("loaded the snapshot at log entry")  # noqa: E731
+    try:
+        await until("the paused replica on the newer snapshot", lambda: snapshots() > loaded, 20)
+    except AssertionError:
+        raise AssertionError(group.tails()) from None
+    await until("the paused replica ready again", lambda: paused.ready() == 200, 20)
+    again = client(paused)
+    try:
+        await again.stats()
+        assert {n.namespace.metadata.name for n in (await again.list("Namespace")).objects} == expected
+    finally:
+        await again.close()
 
 
 def health(replica: Replica) -> int:
@@ -520,6 +718,14 @@ REPLICATED = ["--replicated-log", "nats://a:4222", "--replica-addr", "127.0.0.1:
             id="the extender's bind verb on replicas",
         ),
         pytest.param(["--replication-lease-seconds", "0.5"], "leaseSeconds", id="a lease under a second"),
+        pytest.param(
+            [*REPLICATED, "--replication-tls-cert-file", "c.pem"],
+            "tlsCertFile and tlsKeyFile must be set together",
+            id="a client certificate for the engine without its key",
+        ),
+        pytest.param(
+            ["--replication-tls-ca-file", "ca.pem"], "only with replication.engine", id="engine TLS without an engine"
+        ),
     ],
 )
 def test_replication_settings_are_refused_at_start_when_incomplete(argv: list[str], refused: str) -> None:
@@ -549,3 +755,43 @@ def test_nothing_unsealed_by_the_groups_key_is_read(tamper: Any) -> None:
     assert unseal(key, sealed) == b"entry"
     with pytest.raises(ValueError, match="not sealed with this group's key"):
         unseal(key, tamper(sealed))
+
+
+@pytest.mark.parametrize(
+    "client_certificate",
+    [
+        pytest.param(True, id="a replica trusting the engine's CA, with a client certificate, joins over TLS"),
+        pytest.param(False, id="a replica without a client certificate is refused by an engine that demands one"),
+    ],
+)
+async def test_the_engine_is_reached_over_tls(
+    tmp_path: Any, pki: dict[str, Any], monkeypatch: pytest.MonkeyPatch, client_certificate: bool
+) -> None:
+    """One nats-server node serving only TLS and demanding a client certificate (``verify: true``), the test
+    PKI's; the replica's engine TLS set by its environment (PODFIT_REPLICATION_TLS_*)."""
+    engine = EngineCluster(tmp_path / "engine", 1, tls=(pki["server_cert"], pki["server_key"], pki["ca"])).start()
+    key = tmp_path / "key"
+    key.write_bytes(os.urandom(32).hex().encode())
+    monkeypatch.setenv("PODFIT_REPLICATION_TLS_CA_FILE", str(pki["ca"]))
+    if client_certificate:
+        monkeypatch.setenv("PODFIT_REPLICATION_TLS_CERT_FILE", str(pki["client_cert"]))
+        monkeypatch.setenv("PODFIT_REPLICATION_TLS_KEY_FILE", str(pki["client_key"]))
+    # The server's certificate names localhost, not 127.0.0.1: the URL's name is the one checked.
+    replica = Replica("tls-0", tmp_path, engine.urls.replace("127.0.0.1", "localhost"), key)
+    try:
+        replica.start()
+        if not client_certificate:
+            with pytest.raises(AssertionError, match="timed out"):
+                wait_for("ready", lambda: replica.ready() == 200, 6)
+            assert "client didn't provide a certificate" in engine.nodes[0].log_path.read_text(), replica.log()
+            return
+        wait_for("the replica ready and the owner", lambda: replica.ready() == 200 and replica.owner(), 30)
+        to = client(replica)
+        try:
+            await to.apply([namespace("over-tls")])
+            assert (await to.get("Namespace", "over-tls")).object
+        finally:
+            await to.close()
+    finally:
+        replica.stop()
+        engine.stop()

@@ -96,6 +96,11 @@ async def serve_replica(settings: Settings) -> None:
     replication = ReplicationSettings(
         urls=[url.strip() for url in settings.replicated_log.split(",") if url.strip()],
         key=read_key(settings.replication_key_file),
+        tls_files=(
+            settings.replication_tls_ca_file,
+            settings.replication_tls_cert_file,
+            settings.replication_tls_key_file,
+        ),
         address=settings.replica_addr,
         lease_seconds=settings.replication_lease_seconds,
         snapshot_entries=settings.replication_snapshot_entries,

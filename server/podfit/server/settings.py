@@ -105,6 +105,12 @@ class Settings:
     # Wherever there are two cores or more: what-if questions (Simulate, EstimateScaleUp, SimulateDrain,
     # BestOptions) are answered by a process of their own (podfit.server.transport.what_if).
     what_if_process: bool = True
+    # TLS to the replicated log's engine (podfit.server.transport.replicated): the CA its nodes' certificates
+    # are checked against ("": the system's), and this replica's client certificate and key, for an engine
+    # that asks for one (nats-server's ``verify: true``). Any of them set: the engine is reached over TLS.
+    replication_tls_ca_file: str = ""
+    replication_tls_cert_file: str = ""
+    replication_tls_key_file: str = ""
     # Replicas on a replicated log (podfit.server.transport.replicated): the engine's NATS URLs, comma-
     # separated ("": one process, no engine), this replica's peer address, the group's shared key file,
     # the owner's lease and how many log entries go between two snapshots.
@@ -205,6 +211,9 @@ _SOURCES = {
     "feature_gates": ("featureGates", "PODFIT_FEATURE_GATES"),
     "workers": ("workers", "PODFIT_WORKERS"),
     "what_if_process": ("whatIfProcess", "PODFIT_WHAT_IF_PROCESS"),
+    "replication_tls_ca_file": ("replication.tlsCAFile", "PODFIT_REPLICATION_TLS_CA_FILE"),
+    "replication_tls_cert_file": ("replication.tlsCertFile", "PODFIT_REPLICATION_TLS_CERT_FILE"),
+    "replication_tls_key_file": ("replication.tlsKeyFile", "PODFIT_REPLICATION_TLS_KEY_FILE"),
     "replicated_log": ("replication.engine", "PODFIT_REPLICATED_LOG"),
     "replica_addr": ("replication.peerAddr", "PODFIT_REPLICA_ADDR"),
     "replication_key_file": ("replication.keyFile", "PODFIT_REPLICATION_KEY_FILE"),
@@ -393,6 +402,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="answer what-if questions in a process of their own wherever there are 2 cores or more (default: on)",
     )
     parser.add_argument(
+        "--replication-tls-ca-file", help="reach the engine over TLS, its certificates signed by this CA"
+    )
+    parser.add_argument("--replication-tls-cert-file", help="this replica's PEM client certificate for the engine")
+    parser.add_argument("--replication-tls-key-file", help="PEM private key of --replication-tls-cert-file")
+    parser.add_argument(
         "--replicated-log",
         help="run as one replica of a group on this NATS JetStream engine (comma-separated nats:// URLs; "
         "default: one process, no engine)",
@@ -462,6 +476,11 @@ def validate(settings: Settings) -> None:
         raise SettingsError("maxMessageBytes: must be at least 1024")
     if not 0 <= settings.workers <= 256:
         raise SettingsError(f"workers: {settings.workers} must be between 0 (one per core) and 256")
+    if bool(settings.replication_tls_cert_file) != bool(settings.replication_tls_key_file):
+        raise SettingsError("replication: tlsCertFile and tlsKeyFile must be set together")
+    engine_tls = settings.replication_tls_ca_file or settings.replication_tls_cert_file
+    if engine_tls and not settings.replicated_log:
+        raise SettingsError("replication.tlsCAFile, .tlsCertFile: only with replication.engine")
     if settings.replicated_log and not (settings.replica_addr and settings.replication_key_file):
         raise SettingsError("replication.engine: needs replication.peerAddr and replication.keyFile")
     if settings.replicated_log and settings.extender_bind:

@@ -17,7 +17,8 @@ nodes), so podfit implements no consensus, replication protocol or election of i
 - **Nothing acknowledged is lost.** Every answer the owner gives (a write's OK, and any decision that
   read it) waits until the log holds everything its cache held when it answered (``Durable``); an
   answer whose entry could not be appended is UNAVAILABLE, never OK.
-- **Replicas** apply the log in order (an ordered consumer from the sequence after their snapshot) and
+- **Replicas** apply the log in order (a pull consumer from the sequence after their snapshot, read in
+  batches of ``PULL_BATCH``) and
   answer every read-only call from their cache; writes and assumes go to the owner's peer address
   (named in its ``owner`` log entry) exactly as a decision worker's go to its owner (``transport.forward``), and the
   answer returns once this replica has applied the entry holding it: read-your-writes per connection.
@@ -26,7 +27,8 @@ nodes), so podfit implements no consensus, replication protocol or election of i
   the snapshot and then the log after it.
 - **Readiness.** A replica is ready (gRPC health SERVING, ``/readyz`` 200) while it is connected to the
   engine and, at its last look at the log's end (every ``POLL_SECONDS``), at most ``MAX_LAG_ENTRIES``
-  behind it; otherwise NOT_SERVING.
+  behind it; otherwise NOT_SERVING. The owner looks too: one it cut off from the engine is NOT_SERVING
+  within ``POLL_SECONDS`` plus a second, before its lease runs out.
 
 Entries and snapshots are pickled cache operations (the journal's), each sealed with an HMAC-SHA256 under
 the group's shared key (``replication.keyFile``): nothing unsealed by that key is ever unpickled. The same
@@ -40,9 +42,11 @@ import contextlib
 import hashlib
 import hmac
 import itertools
+import json
 import logging
 import os
 import pickle
+import ssl
 import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -51,9 +55,16 @@ from typing import Any, TypeVar
 
 import grpc
 import nats
-from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import KeyValueConfig, ObjectStoreConfig, StreamConfig
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    Header,
+    KeyValueConfig,
+    ObjectStoreConfig,
+    StreamConfig,
+)
 from nats.js.errors import BadRequestError, KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
@@ -96,8 +107,11 @@ _DIGEST = hashlib.sha256().digest_size
 # How often a replica looks at where the log ends (readiness), and how far behind it may be and ready.
 POLL_SECONDS = 0.25
 MAX_LAG_ENTRIES = 64
-# How long an announced append is looked for before the follower waits for the next one.
-ANNOUNCED_SECONDS = 0.1
+# A replica reads the log PULL_BATCH entries per request at most; a request waits in the engine for
+# PULL_SECONDS, with a heartbeat every PULL_HEARTBEAT_SECONDS while nothing is sent.
+PULL_BATCH = 512
+PULL_SECONDS = 2.0
+PULL_HEARTBEAT_SECONDS = 0.5
 # Behind the log's end with no entry arriving for this long: not ready, and the log is followed anew.
 STALL_SECONDS = 1.0
 # Entries kept in the stream below the newest snapshot, for replicas a little behind it.
@@ -123,6 +137,18 @@ def unseal(key: bytes, data: bytes) -> bytes:
     return payload
 
 
+def engine_tls(ca_file: str, cert_file: str, key_file: str) -> ssl.SSLContext | None:
+    """TLS to the engine: its nodes' certificates checked against ``ca_file`` (or the system's CAs) and
+    their names against the URLs'; this replica's certificate presented when the engine asks for one.
+    None when nothing is set: plain connections (``tls://`` URLs still use the system's CAs)."""
+    if not (ca_file or cert_file):
+        return None
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca_file or None)
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file)
+    return context
+
+
 def read_key(path: str) -> bytes:
     with open(path, "rb") as file:
         key = file.read().strip()
@@ -137,6 +163,8 @@ class ReplicationSettings:
     key: bytes
     # Where this replica's peer listener is reached by the others (named in its ``owner`` log entry when it owns).
     address: str
+    # TLS to the engine: (CA, client certificate, its key) files, see ``engine_tls``; none set: plain.
+    tls_files: tuple[str, str, str] = ("", "", "")
     lease_seconds: float = 5.0
     snapshot_entries: int = 1_000
     replicas: int = 3
@@ -171,8 +199,16 @@ class Engine:
         self.snapshots: ObjectStore | None = None
 
     async def connect(self, timeout: float = 30.0) -> None:
+        # A ping every lease, two unanswered and the connection is dropped and made again (the default, two
+        # minutes, left a connection into a blackhole "connected" for four).
         self.nc = await nats.connect(
-            list(self.settings.urls), max_reconnect_attempts=-1, reconnect_time_wait=0.2, connect_timeout=2
+            list(self.settings.urls),
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=0.2,
+            connect_timeout=2,
+            ping_interval=self.settings.lease_seconds,  # type: ignore[arg-type,unused-ignore]
+            max_outstanding_pings=2,
+            **({"tls": tls} if (tls := engine_tls(*self.settings.tls_files)) is not None else {}),
         )
         self.js = self.nc.jetstream(timeout=5.0)
         replicas = min(self.settings.replicas, len(self.settings.urls))
@@ -297,6 +333,11 @@ class Shipper:
             raise Fenced("this process is no longer the owner: its last writes are not in the log")
         return self.last
 
+    async def landed(self) -> None:
+        """Returns when the next append has landed (or the shipper stopped)."""
+        async with self._moved:
+            await self._moved.wait()
+
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
@@ -351,7 +392,6 @@ class Replica:
         self._moved = asyncio.Condition()
         self.ended = asyncio.Event()
         self._subscription: Any = None
-        self._wake: asyncio.Event | None = None
         self._follower: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._ready = False
@@ -371,10 +411,18 @@ class Replica:
         blob = await _retrying(self.engine.get_snapshot, timeout)
         if blob:
             self._load(blob)
+        started, first = time.monotonic(), self.applied
         await _retrying(self._subscribe, timeout)
         # Caught up with the log as it ends now before answering anything.
         self.log_end = await _retrying(self.engine.last_sequence, timeout)
         await self.caught_up(self.log_end)
+        took = time.monotonic() - started
+        log.info(
+            "replica caught up with %d log entries in %.2f s (%.0f entries/s)",
+            self.applied - first,
+            took,
+            (self.applied - first) / max(took, 1e-6),
+        )
         self._tasks = [asyncio.create_task(self._campaign()), asyncio.create_task(self._watch())]
         log.info("replica at log entry %d (generation %d)", self.applied, self.service.generation)
 
@@ -390,15 +438,6 @@ class Replica:
 
     async def _subscribe(self) -> None:
         """Follows the log from the entry after this cache's: a task of its own (``_follow``)."""
-        assert self.engine.nc is not None
-        if self._wake is None:
-            wake = self._wake = asyncio.Event()
-
-            async def woken(msg: Msg) -> None:
-                wake.set()
-
-            # Every append is also a plain NATS message on the subject: it wakes the follower at once.
-            self._subscription = await self.engine.nc.subscribe(SUBJECT, cb=woken)
         self._follower = asyncio.create_task(self._follow())
 
     async def _resubscribe(self) -> None:
@@ -409,33 +448,95 @@ class Replica:
             self._follower = asyncio.create_task(self._follow())
 
     async def _follow(self) -> None:
-        """Reads the log in order, each entry a request of its own (the next one on the subject at or after
-        the sequence asked: a purged stretch is skipped to, and noticed); when there is none yet, waits to
-        be woken by the next append (or 0.2 s). Every step is a request with a timeout, so an engine node
-        that died only costs a retry."""
-        assert self.engine.js is not None and self._wake is not None
-        js, wake = self.engine.js, self._wake
-        # An append's plain message can arrive before the stream has committed it: after a wake, an entry
-        # not found yet is asked for again every millisecond for a while, rather than at the next poll.
-        expected_until = 0.0
+        """Reads the log in order, in batches, through a pull consumer of its own made from the entry after
+        this cache's (``_pull``); whatever goes wrong with it (an engine node that died with it, entries lost
+        while the connection was made again), it is made anew from the entry after the last applied."""
         while not self.owner and not self.ended.is_set():
-            if wake.is_set():
-                wake.clear()
-                expected_until = time.monotonic() + ANNOUNCED_SECONDS
             try:
-                msg = await js.get_msg(STREAM, seq=self.applied + 1, subject=SUBJECT, next=True)
-            except NotFoundError:
-                if time.monotonic() < expected_until:
-                    await asyncio.sleep(0.001)
-                    continue
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), POLL_SECONDS)
-                continue
+                await self._pull()
+            except asyncio.CancelledError:
+                raise
             except Exception as exc:
                 log.debug("replica: reading the log: %r", exc)
                 await asyncio.sleep(0.1)
-                continue
-            await self._on_entry(int(msg.seq or 0), msg.data or b"")
+
+    async def _pull(self) -> None:
+        """One pull consumer (ephemeral, in memory, no acks) from the entry after this cache's, asked for
+        PULL_BATCH entries at a time; each entry is applied as it arrives, so a replica far behind gets a
+        batch per round trip and one caught up gets each append as soon as the stream holds it (the request
+        waits in the engine for it). A request expires after PULL_SECONDS and is made again; the engine's
+        heartbeat comes every PULL_HEARTBEAT_SECONDS while nothing else does, and none for three of them
+        means the consumer is gone: returns, and ``_follow`` makes another."""
+        nc, js = self.engine.nc, self.engine.js
+        assert nc is not None and js is not None
+        inbox = nc.new_inbox()
+        # Delivered into a queue of this task's: taking a message already there costs no timer (nats-py's
+        # next_msg starts a task and a timeout for each, which cost more than applying the entry).
+        arrived: asyncio.Queue[Any] = asyncio.Queue()
+
+        async def deliver(msg: Any) -> None:
+            arrived.put_nowait(msg)
+
+        subscription = self._subscription = await nc.subscribe(inbox, cb=deliver)
+        name = f"podfit-{os.urandom(8).hex()}"
+        try:
+            config = ConsumerConfig(
+                name=name,
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                opt_start_seq=self.applied + 1,
+                ack_policy=AckPolicy.NONE,
+                filter_subject=SUBJECT,
+                inactive_threshold=PULL_SECONDS * 4,
+                mem_storage=True,
+                num_replicas=1,
+            )
+            await js.add_consumer(STREAM, config, timeout=2.0)
+            request = json.dumps(
+                {
+                    "batch": PULL_BATCH,
+                    "expires": int(PULL_SECONDS * 1e9),
+                    "idle_heartbeat": int(PULL_HEARTBEAT_SECONDS * 1e9),
+                }
+            ).encode()
+            next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{STREAM}.{name}"
+            while not self.owner and not self.ended.is_set():
+                await nc.publish(next_subject, request, reply=inbox)
+                delivered = 0
+                while delivered < PULL_BATCH:
+                    if arrived.empty():
+                        msg = await asyncio.wait_for(arrived.get(), PULL_HEARTBEAT_SECONDS * 3)
+                    else:
+                        msg = arrived.get_nowait()
+                    status = (msg.headers or {}).get(Header.STATUS)
+                    if status == "100":  # the engine's heartbeat: the consumer is there, nothing new yet
+                        continue
+                    if status in ("404", "408"):  # the request expired (408), or found nothing: ask again
+                        break
+                    if status:  # the consumer is gone, its leader moved, ...: make another
+                        raise RuntimeError(
+                            f"the log's consumer answered {status} {msg.headers.get(Header.DESCRIPTION)}"
+                        )
+                    delivered += 1
+                    sequence = int(msg.metadata.sequence.stream)
+                    if sequence != self.applied + 1:
+                        # Entries missing: purged below a snapshot, or delivered while the connection was
+                        # down. Asked for by sequence, the next one says which (``_on_entry``); then follow
+                        # again from after it.
+                        found = await js.get_msg(STREAM, seq=self.applied + 1, subject=SUBJECT, next=True)
+                        await self._on_entry(int(found.seq or 0), found.data or b"")
+                        return
+                    await self._on_entry(sequence, msg.data or b"")
+        finally:
+            self._subscription = None
+            with contextlib.suppress(Exception):
+                await subscription.unsubscribe()
+            # Ephemeral: it also goes by itself after inactive_threshold.
+            asyncio.get_running_loop().create_task(self._forget_consumer(name))
+
+    async def _forget_consumer(self, name: str) -> None:
+        assert self.engine.js is not None
+        with contextlib.suppress(Exception):
+            await self.engine.js.delete_consumer(STREAM, name)
 
     async def _on_entry(self, sequence: int, data: bytes) -> None:
         if sequence <= self.applied:
@@ -637,7 +738,10 @@ class Replica:
 
     async def _snapshots(self) -> None:
         """The owner's snapshots: the cache's image at a log entry, every ``snapshot_entries`` entries,
-        taken while nothing is waiting to be appended; the log below it (less a margin) is purged."""
+        taken while nothing is waiting to be appended; the log below it (less a margin) is purged. Under a
+        steady stream of writes something is nearly always waiting: the image is then taken just as an
+        append lands (before the next write arrives), trying for up to a second (checked only once a
+        second, snapshots were starved: 3,000 sequential writes went by with none)."""
         assert self.shipper is not None and self.journal is not None
         shipper, journal, service = self.shipper, self.journal, self.service
         last = shipper.last
@@ -645,11 +749,18 @@ class Replica:
             await asyncio.sleep(1.0)
             if shipper.last - last < self.settings.snapshot_entries:
                 continue
-            async with service.gate.shared():
-                if shipper.durable != journal.position:
-                    continue
-                sequence = shipper.last
-                state = (service.epoch, service.synced, service.cache.image())
+            state: Any = None
+            trying_until = time.monotonic() + 1.0
+            while state is None and shipper.failed is None and time.monotonic() < trying_until:
+                async with service.gate.shared():
+                    if shipper.durable == journal.position:
+                        sequence = shipper.last
+                        state = (service.epoch, service.synced, service.cache.image())
+                if state is None:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(shipper.landed(), 0.1)
+            if state is None:
+                continue
             try:
                 blob = await asyncio.to_thread(pickle.dumps, state, pickle.HIGHEST_PROTOCOL)
                 await self.engine.put_snapshot(_SEQ.pack(sequence) + seal(self.key, blob))
@@ -669,6 +780,10 @@ class Replica:
             try:
                 if self.owner:
                     ready = self.engine.connected and (self.shipper is None or self.shipper.failed is None)
+                    if ready:
+                        # A link gone silent (a blackhole keeps the connection open) shows only here: the
+                        # engine must answer this look within 1 s, or the owner is not ready.
+                        await asyncio.wait_for(self.engine.last_sequence(), 1.0)
                 else:
                     self.log_end = await asyncio.wait_for(self.engine.last_sequence(), 1.0)
                     now = time.monotonic()
