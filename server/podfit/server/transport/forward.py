@@ -24,7 +24,7 @@ from podfit.server.transport.decoding import Undecodable
 from podfit.server.transport.errors import status_for
 from podfit.server.transport.workers import POSITION_KEY, committed
 
-OWNER_GONE = "the process that owns the cache cannot be reached; retry (it is restarting, or another replica is taking over)"
+OWNER_GONE = "the process that owns the cache cannot be reached; retry (it restarts, or another replica takes over)"
 
 
 async def owner_gone(context: grpc.aio.ServicerContext) -> None:
