@@ -2,8 +2,10 @@
 (JetStream clustered on loopback, built from the Go module proxy and cached by version) and three
 podfit-server replicas, each started and stopped (or SIGKILLed) by its own PID.
 
-One group serves the whole module, the tests running in order: writes through any replica, then the
-owner SIGKILLed under assuming clients, then an engine node SIGKILLed, then the owner paused, then a
+One group serves the whole module, the tests running in order: writes through any replica, then heavy
+calls through a replica (what-if answers compared with the owner's, batches from every replica at once),
+then the owner SIGKILLed under assuming clients, then again with a ScheduleBatch in flight, then an engine
+node SIGKILLed, then the owner paused, then a
 replica restarted from a snapshot, then the owner cut off from the engine by the network (each replica
 reaches each engine node through a proxy of the test's, tests/cut_proxy.py), then a replica paused while
 the log is purged past it. The TLS tests start an engine node and a replica of their own. Every process
@@ -25,8 +27,10 @@ import pytest
 from podfit.client import AsyncClient
 from podfit.client import _requests as rq
 from podfit.client.errors import PodfitError
+from podfit.client.manifests import to_cluster_object
 from podfit.server.transport.replicated import seal, unseal
 from podfit.v1 import cluster_cache_pb2 as cc
+from podfit.v1 import simulation_pb2 as sim
 
 from tests.builders import make_node
 from tests.cut_proxy import Cut, Link, Links
@@ -187,6 +191,108 @@ async def test_writes_through_any_replica_are_made_by_the_owner_and_read_everywh
     finally:
         await to_writer.close()
         await to_reader.close()
+
+
+def bound_pod(name: str, node_name: str) -> dict[str, Any]:
+    """A one-CPU pod of a ReplicaSet, running on ``node_name`` (a drain may move it)."""
+    manifest = pod(name)
+    manifest["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "uid-rs", "controller": True}
+    ]
+    manifest["spec"]["nodeName"] = node_name
+    return manifest
+
+
+HEAVY_NODES = [f"heavy-{i}" for i in range(3)]
+# Read-only heavy calls: the replica asked answers them itself, from its own cache.
+WHAT_IF = {
+    "a dry-run ScheduleBatch": lambda to: to.schedule_batch(
+        [pod(f"dry-{i}", cpu="2") for i in range(7)], node_names=HEAVY_NODES, dry_run=True
+    ),
+    "Simulate": lambda to: to.simulate(
+        [pod(f"sim-{i}", cpu="3") for i in range(6)],
+        sim.Scenario(add_nodes=[sim.HypotheticalNodes(template=to_cluster_object(node("template")), count=2)]),
+    ),
+    "EstimateScaleUp": lambda to: to.estimate_scale_up(
+        [[pod(f"est-{i}", cpu="3") for i in range(9)]], [("pool", node("template"), 0, 10)]
+    ),
+    "SimulateDrain": lambda to: to.simulate_drain(["heavy-0"]),
+}
+
+
+async def pods_on(to: AsyncClient, prefix: str) -> dict[str, str]:
+    return {
+        p.pod.metadata.name: p.pod.spec.node_name
+        for p in (await to.list("Pod")).objects
+        if p.pod.metadata.name.startswith(prefix)
+    }
+
+
+async def test_heavy_calls_through_a_replica_answer_as_the_owner_and_a_batch_is_read_everywhere(group: Group) -> None:
+    """Simulate, EstimateScaleUp, SimulateDrain and a dry-run ScheduleBatch asked of a replica that is not
+    the owner answer exactly as the owner does at the same log entry (generation included) and change
+    nothing; a ScheduleBatch sent through it places its pods where the owner's dry run said, is read back
+    on the same connection at once, and reaches every replica."""
+    owner = group.owner()
+    other = next(r for r in group.replicas if r is not owner)
+    to_owner, to_other = client(owner), client(other)
+    try:
+        await to_other.apply([node(name) for name in HEAVY_NODES] + [bound_pod("running-0", "heavy-0")])
+        await to_owner.stats()
+        before = (await to_other.stats()).generation
+        for what, call in WHAT_IF.items():
+            here, there = await call(to_other), await call(to_owner)
+            assert here == there, f"{what}: the replica answered\n{here}\nthe owner\n{there}"
+        assert (await to_other.stats()).generation == before, "a read-only heavy call changed the replica"
+        assert (await to_owner.stats()).generation == before, "a read-only heavy call changed the owner"
+        dry = await to_owner.schedule_batch([pod(f"batch-{i}", cpu="2") for i in range(7)], HEAVY_NODES, dry_run=True)
+        made = await to_other.schedule_batch([pod(f"batch-{i}", cpu="2") for i in range(7)], HEAVY_NODES)
+        expected = {f"batch-{i}": r.selected_node for i, r in enumerate(made.results) if r.selected_node}
+        assert [r.selected_node for r in made.results] == [r.selected_node for r in dry.results]
+        assert made.placed_count == 5 and not made.all_placed  # 3 nodes of 4 CPUs, one CPU taken: 5 two-CPU pods
+        assert await pods_on(to_other, "batch-") == expected  # read-your-writes, on the same connection
+    finally:
+        await to_owner.close()
+        await to_other.close()
+    for replica in group.replicas:
+        to = client(replica)
+        try:
+            await to.stats()  # caught up with everything acknowledged
+            assert await pods_on(to, "batch-") == expected, replica.name
+        finally:
+            await to.close()
+
+
+CROWD_NODES = [f"crowd-{i}" for i in range(3)]
+
+
+async def test_batches_through_every_replica_at_once_overbook_no_node(group: Group) -> None:
+    """Three ScheduleBatches, one through each replica, all at once, want 18 CPUs of 3 nodes holding 12:
+    the owner makes them one after another, so exactly 12 pods are placed, each where its answer said, on
+    every replica, and no node holds more than its CPUs; each caller reads its own pods back at once."""
+    clients = [client(r) for r in group.replicas]
+    try:
+        await clients[0].apply([node(name) for name in CROWD_NODES])
+        await asyncio.gather(*(to.stats() for to in clients))
+
+        async def batch(index: int) -> dict[str, str]:
+            to = clients[index]
+            answer = await to.schedule_batch([pod(f"crowd-{index}-{i}") for i in range(6)], CROWD_NODES)
+            placed = {f"crowd-{index}-{i}": r.selected_node for i, r in enumerate(answer.results) if r.selected_node}
+            assert await pods_on(to, f"crowd-{index}-") == placed, f"replica {index}: its own pods, read back"
+            return placed
+
+        answers = await asyncio.gather(*(batch(i) for i in range(len(clients))))
+        placed = {name: where for answer in answers for name, where in answer.items()}
+        assert len(placed) == NODE_CPU * len(CROWD_NODES), answers
+        for replica, to in zip(group.replicas, clients, strict=True):
+            await to.stats()
+            held = await pods_on(to, "crowd-")
+            assert held == placed, replica.name
+            assert all(list(held.values()).count(n) == NODE_CPU for n in CROWD_NODES), held
+    finally:
+        for to in clients:
+            await to.close()
 
 
 async def _assume(to: AsyncClient, name: str) -> None:
@@ -378,6 +484,58 @@ async def test_the_owner_killed_under_load_is_replaced_within_the_lease_and_noth
         for node_name in pods.values():
             per_node[node_name] = per_node.get(node_name, 0) + 1
         assert max(per_node.values()) <= NODE_CPU, per_node
+
+
+FLIGHT_NODES = [f"flight-{i}" for i in range(20)]
+FLIGHT_PODS = 400
+
+
+async def test_a_batch_in_flight_when_the_owner_is_killed_is_all_there_or_nowhere(group: Group) -> None:
+    """The replica killed above is started again; a large ScheduleBatch goes through a replica that is not
+    the owner, and the owner is SIGKILLed while it decides it (half its measured time after it was sent).
+    Acknowledged, its every pod is on every surviving replica where the answer said; refused, it is on
+    every replica whole or not at all (the owner's answer may be lost after the log took it), never in
+    part. The group is left as before: one replica down."""
+    for replica in group.replicas:
+        if not replica.alive():
+            replica.start()
+    wait_for("every replica ready", lambda: all(r.ready() == 200 for r in group.replicas), 30)
+    owner = group.owner()
+    other = next(r for r in group.replicas if r is not owner)
+    flight = [make_node(name).capacity(cpu="1000", memory="1Ti", pods="1000").json() for name in FLIGHT_NODES]
+    pods = [pod(f"flight-{i}", cpu="100m") for i in range(FLIGHT_PODS)]
+    to = client(other)
+    try:
+        await to.apply(flight)
+        started = time.monotonic()
+        await to.schedule_batch(pods, FLIGHT_NODES, dry_run=True, view="basic")  # how long the owner will take
+        took = time.monotonic() - started
+        call = asyncio.ensure_future(to.schedule_batch(pods, FLIGHT_NODES, view="basic", timeout=30))
+        await asyncio.sleep(took / 2)
+        owner.kill()
+        try:
+            answer = await call
+            acknowledged = answer.placed_count == FLIGHT_PODS
+            assert acknowledged, answer.placed_count
+        except PodfitError as exc:
+            assert exc.code is grpc.StatusCode.UNAVAILABLE, exc
+            acknowledged = False
+    finally:
+        await to.close()
+    print(f"a batch of {FLIGHT_PODS} pods ({took:.2f} s dry) in flight at the SIGKILL: acknowledged {acknowledged}")
+    wait_for("another owner", lambda: any(r.owner() for r in group.replicas if r is not owner), 2 * LEASE_SECONDS + 5)
+    held: dict[str, int] = {}
+    for replica in group.replicas:
+        if not replica.alive():
+            continue
+        again = client(replica)
+        try:
+            await retrying(again.stats, LEASE_SECONDS + FAILOVER_BOUND_SECONDS)
+            held[replica.name] = len(await pods_on(again, "flight-"))
+        finally:
+            await again.close()
+    assert set(held.values()) <= ({FLIGHT_PODS} if acknowledged else {0, FLIGHT_PODS}), held
+    assert len(set(held.values())) == 1, held
 
 
 async def test_an_engine_node_killed_leaves_the_service_going(group: Group) -> None:
