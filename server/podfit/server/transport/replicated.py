@@ -428,9 +428,13 @@ class Replica:
 
     def _load(self, blob: bytes) -> None:
         (sequence,) = _SEQ.unpack_from(blob)
-        epoch, synced, state = pickle.loads(unseal(self.key, blob[_SEQ.size :]))
+        epoch, synced, state, *owner = pickle.loads(unseal(self.key, blob[_SEQ.size :]))
         self.service.cache.restore_image(state)
         self.service.epoch = epoch
+        if owner:
+            # The owner that took it: its ``owner`` entry may be below the snapshot, purged, and writes
+            # are forwarded to it (an older snapshot names none: the next ``owner`` entry does).
+            self.owner_address = owner[0]
         if synced and not self.service.synced:
             asyncio.get_running_loop().create_task(self.service.mark_synced())
         self.applied = sequence
@@ -755,7 +759,7 @@ class Replica:
                 async with service.gate.shared():
                     if shipper.durable == journal.position:
                         sequence = shipper.last
-                        state = (service.epoch, service.synced, service.cache.image())
+                        state = (service.epoch, service.synced, service.cache.image(), self.settings.address)
                 if state is None:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(shipper.landed(), 0.1)
