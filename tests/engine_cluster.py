@@ -172,6 +172,9 @@ class PodfitReplica:
     port: int = field(default_factory=free_port)
     peer_port: int = field(default_factory=free_port)
     probe_port: int = field(default_factory=free_port)
+    # The extender's HTTP listener, with the bind verb, on extender_port; off unless asked for.
+    extender: bool = False
+    extender_port: int = field(default_factory=free_port)
     lease_seconds: float = 2.0
     snapshot_entries: int = 40
     # The election and any other podfit-server flags: the engine's KV lease unless a test says otherwise
@@ -188,8 +191,10 @@ class PodfitReplica:
         return self.folder / f"{self.name}.log"
 
     def start(self) -> PodfitReplica:
+        extender = ("--extender-addr", f"127.0.0.1:{self.extender_port}", "--extender-bind") if self.extender else ()
         argv = [
-            *(sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.address, "--extender-addr", "off"),
+            *(sys.executable, "-m", "podfit.server.app", "--grpc-addr", self.address),
+            *(extender or ("--extender-addr", "off")),
             *("--metrics-addr", "off", "--probe-addr", f"127.0.0.1:{self.probe_port}"),
             *("--replicated-log", self.engine, "--replica-addr", f"127.0.0.1:{self.peer_port}"),
             *("--replication-key-file", str(self.key_file), "--replication-lease-seconds", str(self.lease_seconds)),

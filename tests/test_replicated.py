@@ -14,10 +14,13 @@ is stopped at the end, whatever happened."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,7 +98,7 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
     proxies = Links()
     links = {f"podfit-{i}": [proxies.link(node.port) for node in engine.nodes] for i in range(3)}
     replicas = [
-        Replica(name, folder, ",".join(link.url for link in through), key, lease_seconds=LEASE_SECONDS)
+        Replica(name, folder, ",".join(link.url for link in through), key, lease_seconds=LEASE_SECONDS, extender=True)
         for name, through in links.items()
     ]
     try:
@@ -293,6 +296,95 @@ async def test_batches_through_every_replica_at_once_overbook_no_node(group: Gro
     finally:
         for to in clients:
             await to.close()
+
+
+def extender(replica: Replica, verb: str, args: dict[str, Any], timeout: float = 15) -> tuple[int, Any]:
+    """kube-scheduler's call of the extender's ``verb`` on ``replica`` (HTTP on loopback): status, answer."""
+    url = f"http://127.0.0.1:{replica.extender_port}/scheduler/{verb}"
+    request = urllib.request.Request(url, json.dumps(args).encode(), {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            return int(reply.status), json.loads(reply.read())
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), json.loads(exc.read())
+
+
+def binding(name: str, node_name: str) -> dict[str, Any]:
+    """ExtenderBindingArgs for the pod ``name`` (pod()'s uid)."""
+    return {"PodName": name, "PodNamespace": "default", "PodUID": f"uid-{name}", "Node": node_name}
+
+
+def fits(replica: Replica, name: str, node_name: str, cpu: str) -> bool:
+    """Whether the extender's filter on ``replica`` passes ``node_name`` for a ``cpu`` pod, from its cache as
+    it is (filter does not catch up with the log: it shows what this replica has applied)."""
+    status, answer = extender(replica, "filter", {"Pod": pod(name, cpu=cpu), "NodeNames": [node_name]})
+    assert status == 200, answer
+    return node_name in (answer["NodeNames"] or [])
+
+
+async def test_the_extenders_bind_through_a_replica_is_made_by_the_owner_and_read_everywhere(group: Group) -> None:
+    """kube-scheduler's bind verb sent to a replica that is not the owner: the owner makes it (a pod that
+    no longer fits is refused there, as by one process, and nothing is written), the answer comes once
+    the replica asked has applied it (its own filter sees the room taken), and every replica holds it."""
+    owner = group.owner()
+    first, second = (r for r in group.replicas if r is not owner)
+    to = client(first)
+    try:
+        await to.apply([node("bind-0"), pod("bind-a", cpu="3"), pod("bind-b", cpu="3")])
+    finally:
+        await to.close()
+    assert await asyncio.to_thread(fits, first, "probe", "bind-0", "3")
+    status, answer = await asyncio.to_thread(extender, first, "bind", binding("bind-a", "bind-0"))
+    assert (status, answer) == (200, {"Error": ""})
+    # Read on the replica asked, at once: 3 of its 4 CPUs are taken.
+    assert not await asyncio.to_thread(fits, first, "probe", "bind-0", "3")
+    status, answer = await asyncio.to_thread(extender, second, "bind", binding("bind-b", "bind-0"))
+    assert status == 200 and "bind: pod default/bind-b does not fit node bind-0" in answer["Error"], answer
+    status, answer = await asyncio.to_thread(extender, second, "bind", binding("bind-nobody", "bind-0"))
+    assert status == 400 and "pod default/bind-nobody is not in podfit's cache" in answer["Error"], answer
+    for replica in group.replicas:
+        to = client(replica)
+        try:
+            await to.stats()
+            assert await pods_on(to, "bind-") == {"bind-a": "bind-0", "bind-b": ""}, replica.name
+        finally:
+            await to.close()
+
+
+@pytest.mark.parametrize(
+    "through_owner",
+    [
+        pytest.param(True, id="a bind the owner's extender answers waits for the log"),
+        pytest.param(False, id="a bind another replica's extender sends to the owner waits for the log"),
+    ],
+)
+async def test_a_bind_is_answered_only_once_the_log_holds_it(group: Group, through_owner: bool) -> None:
+    """Every engine node paused (SIGSTOP) while a bind is in flight: no answer before the engine resumes,
+    then OK."""
+    owner = group.owner()
+    other = owner if through_owner else next(r for r in group.replicas if r is not owner)
+    name = f"bind-paused-{'owner' if through_owner else 'other'}"
+    to = client(other)
+    try:
+        await to.apply([node(name), pod(f"{name}-a")])
+    finally:
+        await to.close()
+    await asyncio.to_thread(fits, other, "probe", name, "1")  # the replica holds them
+    for engine_node in group.engine.nodes:
+        assert engine_node.popen is not None
+        engine_node.popen.send_signal(signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        call = asyncio.ensure_future(asyncio.to_thread(extender, other, "bind", binding(f"{name}-a", name)))
+        await asyncio.sleep(PAUSE_SECONDS)
+        assert not call.done(), f"answered while the log could not hold it: {call.result()}"
+    finally:
+        for engine_node in group.engine.nodes:
+            assert engine_node.popen is not None
+            engine_node.popen.send_signal(signal.SIGCONT)
+    assert await call == (200, {"Error": ""})
+    assert time.monotonic() - started >= PAUSE_SECONDS
+    wait_for("every replica ready", lambda: all(r.ready() == 200 for r in group.replicas), 10)
 
 
 async def _assume(to: AsyncClient, name: str) -> None:
@@ -506,13 +598,15 @@ async def test_a_batch_in_flight_when_the_owner_is_killed_is_all_there_or_nowher
     pods = [pod(f"flight-{i}", cpu="100m") for i in range(FLIGHT_PODS)]
     to = client(other)
     try:
-        await to.apply(flight)
+        await to.apply([*flight, pod("refused-bind")])
         started = time.monotonic()
         await to.schedule_batch(pods, FLIGHT_NODES, dry_run=True, view="basic")  # how long the owner will take
         took = time.monotonic() - started
         call = asyncio.ensure_future(to.schedule_batch(pods, FLIGHT_NODES, view="basic", timeout=30))
         await asyncio.sleep(took / 2)
         owner.kill()
+        # No owner answers until another takes the lease: a bind through a replica is refused meanwhile.
+        refused = await asyncio.to_thread(extender, other, "bind", binding("refused-bind", "flight-0"))
         try:
             answer = await call
             acknowledged = answer.placed_count == FLIGHT_PODS
@@ -535,6 +629,10 @@ async def test_a_batch_in_flight_when_the_owner_is_killed_is_all_there_or_nowher
         finally:
             await again.close()
     assert set(held.values()) <= ({FLIGHT_PODS} if acknowledged else {0, FLIGHT_PODS}), held
+    status, answer = refused
+    assert status == 503 and answer["reason"] == "OWNER_GONE", refused
+    assert answer["Error"].startswith("bind: no owner of the replica group took the bind ("), refused
+    assert answer["Error"].endswith(": retry"), refused
     assert len(set(held.values())) == 1, held
 
 
@@ -870,11 +968,6 @@ REPLICATED = ["--replicated-log", "nats://a:4222", "--replica-addr", "127.0.0.1:
             "needs replication.peerAddr and replication.keyFile",
             id="an engine without the group's key",
         ),
-        pytest.param(
-            [*REPLICATED, "--extender-bind"],
-            "bind verb",
-            id="the extender's bind verb on replicas",
-        ),
         pytest.param(["--replication-lease-seconds", "0.5"], "leaseSeconds", id="a lease under a second"),
         pytest.param(
             [*REPLICATED, "--replication-tls-cert-file", "c.pem"],
@@ -891,6 +984,12 @@ def test_replication_settings_are_refused_at_start_when_incomplete(argv: list[st
 
     with pytest.raises(SettingsError, match=refused):
         resolve(argv, {})
+
+
+def test_replicas_serve_the_extenders_bind_verb() -> None:
+    from podfit.server.settings import resolve
+
+    assert resolve([*REPLICATED, "--extender-bind"], {}).extender_bind
 
 
 def test_one_process_needs_no_engine() -> None:

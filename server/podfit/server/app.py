@@ -32,7 +32,7 @@ from podfit.server.startup import listen_error, preflight
 from podfit.server.telemetry import Telemetry, TelemetryInterceptor
 from podfit.server.transport.ca_expander import ExpanderServicer
 from podfit.server.transport.decoding import add_servicer
-from podfit.server.transport.extender import start_extender
+from podfit.server.transport.extender import Binds, start_extender
 from podfit.server.transport.forward import OwnerLink
 from podfit.server.transport.grpc_services import ClusterCacheServicer, SchedulerServicer, SimulationServicer
 from podfit.server.transport.probes import start_probes
@@ -264,6 +264,7 @@ async def create_server(
     reuse_port: bool = False,
     what_if: WhatIfLink | None = None,
     inner: Sequence[grpc.aio.ServerInterceptor] = (),
+    binds: Binds | None = None,
 ) -> RunningServer:
     """Builds and starts the server; ``addr`` like "127.0.0.1:0" picks a free port (tests).
 
@@ -271,7 +272,8 @@ async def create_server(
     ``reuse_port``: other processes of this server listen on the same ports (podfit.server.transport.workers);
     ``owner``: this process is a decision worker, forwarding its writes there; ``what_if``: what-if
     questions are answered by the what-if process (podfit.server.transport.what_if); ``inner``: interceptors
-    innermost (the replicated log's owner holds each answer until the log has its writes).
+    innermost (the replicated log's owner holds each answer until the log has its writes); ``binds``: where
+    the extender's bind verb writes (a replica of a group: the owner).
     """
     settings = settings or Settings()
     # The addresses actually bound, overrides included: no listener opens to other hosts unauthenticated.
@@ -351,6 +353,7 @@ async def create_server(
                 bind=settings.extender_bind,
                 # The bind verb writes: with it on, the owner alone serves the extender.
                 reuse_port=reuse_port and not settings.extender_bind,
+                binds=binds,
             )
         except OSError as exc:
             await running.stop(0)  # the ca-expander listener too, the memo and telemetry

@@ -30,6 +30,7 @@ from podfit.server.transport.replicated import (
     Durable,
     KubeLease,
     Replica,
+    ReplicaBinds,
     ReplicationSettings,
     read_key,
     start_peer_server,
@@ -111,7 +112,12 @@ async def serve_replica(settings: Settings) -> None:
     service.reservations = replica
     link = OwnerLink(replica)
     running = await create_server(
-        replace(settings, workers=1), telemetry=telemetry, service=service, owner=link, inner=[Durable(replica)]
+        replace(settings, workers=1),
+        telemetry=telemetry,
+        service=service,
+        owner=link,
+        inner=[Durable(replica)],
+        binds=ReplicaBinds(replica),
     )
     holder["running"] = running
 

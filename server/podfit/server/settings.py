@@ -483,8 +483,6 @@ def validate(settings: Settings) -> None:
         raise SettingsError("replication.tlsCAFile, .tlsCertFile: only with replication.engine")
     if settings.replicated_log and not (settings.replica_addr and settings.replication_key_file):
         raise SettingsError("replication.engine: needs replication.peerAddr and replication.keyFile")
-    if settings.replicated_log and settings.extender_bind:
-        raise SettingsError("replication.engine: the extender's bind verb is not served by replicas yet")
     if not settings.replication_lease_seconds >= 1:
         raise SettingsError("replication.leaseSeconds: must be at least 1")
     if settings.replication_election not in ("", "kubernetes", "engine"):

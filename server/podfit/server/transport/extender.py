@@ -18,7 +18,7 @@ import logging
 import ssl
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import msgspec
 from aiohttp import web
@@ -110,6 +110,11 @@ async def _body(request: web.Request) -> Args:
         ) from None
     except ConnectionError:
         raise ClientGone from None
+    return decode_args(raw)
+
+
+def decode_args(raw: bytes) -> Args:
+    """A request body's top-level fields (each kept raw); BadRequest when it is not a JSON object."""
     try:
         return _FIELDS.decode(raw)
     except msgspec.ValidationError:
@@ -375,9 +380,29 @@ def _identity(meta: _Meta) -> tuple[str, str, str]:
 
 
 Handler = Callable[[Args], Awaitable[Any]]
+# What the extender refuses as the caller's fault (400), wherever the verb was answered.
+REFUSALS = (BadRequest, ValidationError, UnknownProfileError, UpdateRejected, RecursionError, UnicodeError)
 
 
-def _route(handler: Handler, verb: str, service: SchedulingService) -> Callable[[web.Request], Awaitable[web.Response]]:
+class Binds(Protocol):
+    """Where the bind verb's write is made when this process is one replica of a group on a replicated log
+    (``transport.replicated.ReplicaBinds``): ``here(args)`` in the owner, answered once the log holds it;
+    sent to the owner from any other replica, answered once this replica has applied it. OwnerGone (a 503)
+    when no owner takes it."""
+
+    async def bind(self, args: Args, here: Handler) -> Any: ...
+
+
+async def bind_here(service: SchedulingService, handler: Handler, args: Args) -> Any:
+    """The bind verb made in this process: the one writer among the verbs, it waits for a batch in
+    progress, as updates do."""
+    async with service.gate.shared():
+        return await handler(args)
+
+
+def _route(
+    handler: Handler, verb: str, service: SchedulingService, binds: Binds | None = None
+) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handle(request: web.Request) -> web.Response:
         status = 500
         try:
@@ -395,10 +420,10 @@ def _route(handler: Handler, verb: str, service: SchedulingService) -> Callable[
             # Before the body is read: an unsynced cache answers nothing, whatever was asked.
             service.require_synced()
             body = await _body(request)
-            if verb == "bind":
-                # The one writer: it waits for a batch in progress, as updates do.
-                async with service.gate.shared():
-                    result = await handler(body)
+            if verb == "bind" and binds is not None:
+                result = await binds.bind(body, lambda args: bind_here(service, handler, args))
+            elif verb == "bind":
+                result = await bind_here(service, handler, body)
             else:
                 # Readers decide on the service's view and never wait for a writer.
                 result = await handler(body)
@@ -411,7 +436,7 @@ def _route(handler: Handler, verb: str, service: SchedulingService) -> Callable[
             # Not an error of podfit's: counted apart, logged at debug level only.
             log.debug("extender %s: the client closed the connection before sending its request", verb)
             return _json_response({"Error": f"{verb}: the client went away"}, status=CLIENT_CLOSED_REQUEST)
-        except (BadRequest, ValidationError, UnknownProfileError, UpdateRejected, RecursionError, UnicodeError) as exc:
+        except REFUSALS as exc:
             message = bounded(f"{verb}: {exc}" if str(exc) else f"{verb}: the request cannot be processed")
             _log_rejected(logging.INFO, "rejected extender %s: %s", verb, bounded(str(exc), 200))
             return _json_response({"Error": message}, status=400)
@@ -436,9 +461,10 @@ def build_app(
     *,
     bind: bool = False,
     body_timeout: float = DEFAULT_IDLE_TIMEOUT_SECONDS,
+    binds: Binds | None = None,
 ) -> web.Application:
     """The extender's routes; ``bind`` off answers the bind verb 403, since it is the one verb that
-    changes the cache."""
+    changes the cache. ``binds``: where a replica of a group makes its binds (the owner)."""
     extender = Extender(service)
     app = web.Application(client_max_size=max_body_bytes)
     app[MAX_BODY_BYTES] = max_body_bytes
@@ -452,7 +478,7 @@ def build_app(
     ):
         if verb == "bind" and not bind:
             handler = _bind_off
-        app.router.add_post(f"{prefix}/{verb}", _route(handler, verb, service))
+        app.router.add_post(f"{prefix}/{verb}", _route(handler, verb, service, binds))
     app.router.add_get("/healthz", _healthz)
 
     async def readyz(request: web.Request) -> web.Response:
@@ -492,11 +518,12 @@ async def start_extender(
     ssl_context: ssl.SSLContext | None = None,
     bind: bool = False,
     reuse_port: bool = False,
+    binds: Binds | None = None,
 ) -> tuple[web.AppRunner, int]:
     """Serves the extender; a connection without a request in progress (idle, or still sending its
     headers) is closed after ``idle_timeout`` seconds."""
     runner = web.AppRunner(
-        build_app(service, prefix, max_body_bytes, bind=bind, body_timeout=idle_timeout),
+        build_app(service, prefix, max_body_bytes, bind=bind, body_timeout=idle_timeout, binds=binds),
         access_log=None,
         handle_signals=False,
         keepalive_timeout=idle_timeout,

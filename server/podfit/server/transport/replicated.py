@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import grpc
+import msgspec
 import nats
 from nats.js import JetStreamContext
 from nats.js.api import (
@@ -71,7 +72,7 @@ from nats.js.object_store import ObjectStore
 from podfit.server.cache.cluster_cache import Change
 from podfit.server.cache.journal import Journal
 from podfit.server.reserver import OwnerGone, ReservationMoved
-from podfit.server.service import SchedulingService
+from podfit.server.service import CacheNotSyncedError, SchedulingService
 from podfit.server.transport.election import (
     LEASE_BUCKET,
     Election,
@@ -80,6 +81,7 @@ from podfit.server.transport.election import (
     KubernetesLease,
     LeaseLost,
 )
+from podfit.server.transport.extender import REFUSALS, Args, BadRequest, Extender, Handler, bind_here, decode_args
 from podfit.server.transport.workers import (
     INTERNAL_OPTIONS,
     POSITION,
@@ -100,6 +102,7 @@ SUBJECT = "podfit.log"
 SNAPSHOT_BUCKET = "podfit_snapshots"
 SNAPSHOT_NAME = "cache"
 COMMIT = f"{REPLICATION}/Commit"
+BIND = f"{REPLICATION}/Bind"
 # JetStream's "wrong last sequence": another owner appended since this one last did.
 WRONG_LAST_SEQUENCE = 10071
 _SEQ = struct.Struct("!Q")
@@ -912,7 +915,9 @@ class PeerPositions(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
 
 def peer_handlers(replica: Replica, service: SchedulingService) -> grpc.GenericRpcHandler:
-    """Position (the log entry every acknowledged write is in) and Commit (a replica's reservation)."""
+    """Position (the log entry every acknowledged write is in), Commit (a replica's reservation) and Bind
+    (the extender's bind verb a replica received)."""
+    extender = Extender(service)
 
     async def position(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         return _SEQ.pack(await replica.covered())
@@ -932,6 +937,18 @@ def peer_handlers(replica: Replica, service: SchedulingService) -> grpc.GenericR
                 return b""
         return _SEQ.pack(await replica.covered()) + _SEQ.pack(assumed)
 
+    async def bind(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        """The bind verb as this owner's extender answers it: ``{"result": ...}``, or ``{"refused": why}``
+        for what it would answer 400 (the caller's replica answers the same)."""
+        try:
+            service.require_synced()
+            answer = {"result": await bind_here(service, extender.bind, decode_args(request))}
+        except CacheNotSyncedError as exc:
+            answer = {"unsynced": str(exc)}
+        except REFUSALS as exc:
+            answer = {"refused": str(exc)}
+        return msgspec.json.encode(answer)
+
     return grpc.method_handlers_generic_handler(
         REPLICATION.lstrip("/"),
         {
@@ -941,8 +958,51 @@ def peer_handlers(replica: Replica, service: SchedulingService) -> grpc.GenericR
             "Commit": grpc.unary_unary_rpc_method_handler(
                 commit, request_deserializer=_identity, response_serializer=_identity
             ),
+            "Bind": grpc.unary_unary_rpc_method_handler(
+                bind, request_deserializer=_identity, response_serializer=_identity
+            ),
         },
     )
+
+
+class ReplicaBinds:
+    """The extender's bind verb on a replica (``transport.extender.Binds``): a write like any other. The
+    owner makes it and answers once the log holds it; any other replica sends it to the owner (its peer
+    listener's Bind) and answers once it has applied the log entry holding it, so kube-scheduler reads
+    its bind on the replica it asked. No owner answering: OwnerGone (503)."""
+
+    # As long as a forwarded write may take (a reservation: Replica.commit).
+    TIMEOUT_SECONDS = 10.0
+
+    def __init__(self, replica: Replica) -> None:
+        self.replica = replica
+
+    async def bind(self, args: Args, here: Handler) -> Any:
+        replica = self.replica
+        if replica.owner:
+            result = await here(args)
+            try:
+                await replica.covered()
+            except Fenced as exc:
+                raise OwnerGone(f"{exc}; another replica takes over") from exc
+            return result
+        call = replica.channel.unary_unary(BIND, request_serializer=_identity, response_deserializer=_identity)
+        answer = call(msgspec.json.encode(dict(args)), metadata=replica.metadata, timeout=self.TIMEOUT_SECONDS)
+        try:
+            body = await answer
+            trailing = dict(await answer.trailing_metadata() or ())
+        except grpc.aio.AioRpcError as exc:
+            why = exc.details() or exc.code().name
+            raise OwnerGone(f"no owner of the replica group took the bind ({why})") from exc
+        position = trailing.get(POSITION_KEY)
+        if isinstance(position, str):
+            await replica.caught_up(int(position))
+        decoded = msgspec.json.decode(body)
+        if "refused" in decoded:
+            raise BadRequest(decoded["refused"])
+        if "unsynced" in decoded:
+            raise CacheNotSyncedError()
+        return decoded["result"]
 
 
 async def start_peer_server(
@@ -962,4 +1022,4 @@ async def start_peer_server(
     return server
 
 
-__all__ = ["POSITION", "Durable", "Fenced", "Replica", "ReplicationSettings", "start_peer_server"]
+__all__ = ["POSITION", "Durable", "Fenced", "Replica", "ReplicaBinds", "ReplicationSettings", "start_peer_server"]
