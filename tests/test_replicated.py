@@ -782,12 +782,39 @@ async def log_terms(urls: str) -> list[tuple[str, int]]:
         await connection.close()
 
 
+# How soon a write is refused by an owner that knows it is cut off: at once, not after a lease.
+REFUSED_BOUND_SECONDS = 0.5
+CUT_OFF = "the owner cannot reach the replicated log ("
+
+
+async def refusal(call: Any) -> tuple[float, grpc.StatusCode, str]:
+    """How long ``call`` took to be refused, its code and message (OK: acknowledged)."""
+    started = time.monotonic()
+    try:
+        await call
+        return time.monotonic() - started, grpc.StatusCode.OK, ""
+    except PodfitError as exc:
+        return time.monotonic() - started, exc.code, exc.message
+
+
+async def refused_bind(replica: Replica, args: dict[str, Any]) -> tuple[float, int, Any]:
+    """How long the bind took to be refused, its HTTP status and answer (0: no answer, the process gone)."""
+    started = time.monotonic()
+    try:
+        status, answer = await asyncio.to_thread(extender, replica, "bind", args)
+    except OSError as exc:
+        status, answer = 0, {"Error": str(exc)}
+    return time.monotonic() - started, status, answer
+
+
 @pytest.mark.parametrize("how", ["blackholed", "severed"])
 async def test_an_owner_cut_off_from_the_engine_by_the_network_stops_acknowledging_and_is_replaced(
     group: Group, how: Cut
 ) -> None:
     """Only the owner's links to the engine are cut (every process runs on, and its gRPC listeners are
-    reachable): a write sent to it is never OK, it stops answering ready, another replica owns within the
+    reachable): a write sent to it is never OK, it stops answering ready, and once it is not ready a write
+    sent to it, one forwarded to it by another replica and a bind sent to its extender are refused at once
+    (UNAVAILABLE, the extender's 503), saying why, and never made; another replica owns within the
     lease plus FAILOVER_BOUND_SECONDS, and once the link heals what the old owner sent into it is refused
     by the log; the old owner exits 3 and comes back as a replica holding every acknowledged write."""
     old = group.owner()
@@ -796,12 +823,21 @@ async def test_an_owner_cut_off_from_the_engine_by_the_network_stops_acknowledgi
     assert old.popen is not None
     to_old = client(old)
     try:
-        await to_old.apply([namespace(f"before-{how}")])
+        await to_old.apply([namespace(f"before-{how}"), node(f"cut-{how}"), pod(f"cut-{how}")])
+        to_other = client(others[0])
+        await to_other.stats()  # caught up: it holds the pod the bind below names
         group.proxies.cut(group.links[old.name], how)
         cut_at = time.monotonic()
         try:
             stray = asyncio.ensure_future(to_old.apply([namespace(f"stray-{how}")], timeout=20))
             not_ready = await until("the cut-off owner not ready", lambda: old.ready() != 200, 10)
+            direct, forwarded, bind = await asyncio.gather(
+                refusal(to_old.apply([namespace(f"refused-{how}")], timeout=5)),
+                refusal(to_other.apply([namespace(f"forwarded-{how}")], timeout=5)),
+                refused_bind(old, binding(f"cut-{how}", f"cut-{how}")),
+            )
+            deposed = "this replica is no longer the owner" in old.log()
+            await to_other.close()
             await until_written(others[0], f"after-{how}", 30)
             failover = time.monotonic() - cut_at
             try:
@@ -818,8 +854,23 @@ async def test_an_owner_cut_off_from_the_engine_by_the_network_stops_acknowledgi
         f"owner {how}: not ready after {not_ready:.2f} s, the next write acknowledged after {failover:.2f} s, "
         f"its own stray write {outcome.name} after {refused:.2f} s (lease {LEASE_SECONDS} s)"
     )
+    print(
+        f"owner {how}, once not ready: a write refused after {direct[0]:.3f} s, one forwarded by another replica "
+        f"after {forwarded[0]:.3f} s, a bind after {bind[0]:.3f} s ({bind[1]}; deposed by then: {deposed})"
+    )
     assert outcome is grpc.StatusCode.UNAVAILABLE, f"{outcome}\n{group.tails()}"
     assert not_ready < NOT_READY_BOUND_SECONDS, group.tails()
+    # With a 2 s lease the owner deposes itself (renew deadline) as soon as 1.3 s after the cut, and a
+    # blackhole shows up to 1.25 s after it: the refusals may find it already stopping (then they need not
+    # say why). Severed, it is not ready within 0.25 s: the refusals always find it cut off but owning.
+    assert how == "blackholed" or not deposed, group.tails()
+    for took, code, message in (direct, forwarded):
+        assert code is grpc.StatusCode.UNAVAILABLE and (deposed or CUT_OFF in message), (code, message)
+        assert took < REFUSED_BOUND_SECONDS, took
+    took, status, answer = bind
+    assert status in ((503, 0) if deposed else (503,)), bind
+    assert deposed or (answer["reason"] == "OWNER_GONE" and CUT_OFF in answer["Error"]), bind
+    assert took < REFUSED_BOUND_SECONDS, took
     assert failover < LEASE_SECONDS + FAILOVER_BOUND_SECONDS, group.tails()
     assert old.popen.wait(15) == 3, group.tails()  # deposed: it stops, to start again as a replica
     new_owner = group.owner()
@@ -837,10 +888,12 @@ async def test_an_owner_cut_off_from_the_engine_by_the_network_stops_acknowledgi
         try:
             await to.stats()
             names = {n.namespace.metadata.name for n in (await to.list("Namespace")).objects}
+            cut_pods = await pods_on(to, f"cut-{how}")
         finally:
             await to.close()
         assert {f"before-{how}", f"after-{how}"} <= names, replica.name
-        assert f"stray-{how}" not in names, replica.name
+        assert not {f"stray-{how}", f"refused-{how}", f"forwarded-{how}"} & names, replica.name
+        assert cut_pods == {f"cut-{how}": ""}, replica.name  # the refused bind is nowhere
     assert group.owner() is new_owner
 
 

@@ -77,6 +77,10 @@ class Upstream(Protocol):
 
     async def barrier(self, timeout: float | None = None) -> None: ...
 
+    def writes_refused(self) -> str:
+        """In the owner: why it refuses a write now, before making it ("" when it takes them)."""
+        ...
+
 
 class OwnerLink:
     """A replica's way to the owner: a decision worker's ``Follower``, or a replica on the replicated log
@@ -92,6 +96,12 @@ class OwnerLink:
     def here(self) -> bool:
         """Whether this process is the owner now (a replica that took the lease): nothing to forward."""
         return self.follower.owner
+
+    async def admit(self, context: grpc.aio.ServicerContext) -> None:
+        """In the owner, before a write is made: UNAVAILABLE (OWNER_GONE, saying why) at once when it could
+        not be acknowledged now (a replica group's owner cut off from the log), rather than after a lease."""
+        if why := self.follower.writes_refused():
+            await context.abort_with_status(rpc_status.to_status(status_for(OwnerGone(why))))
 
     async def caught_up(self, context: grpc.aio.ServicerContext, position: int | None = None) -> None:
         """Waits until the replica holds the journal up to ``position`` (None: every write the owner has
@@ -135,6 +145,8 @@ class OwnerLink:
     ) -> Any:
         """An assuming call: decided here with its reservation made by the owner, or, when the owner
         refuses it (or keeps refusing this worker's), answered whole by ``path`` on the owner."""
+        if self.here:
+            await self.admit(context)
         response = await self._decided_here(method, servicer, request, context)
         if response is None:
             response = await self.unary(path, request, response_type, context)
@@ -191,7 +203,10 @@ def forwarded(
         @functools.wraps(method)
         async def wrapper(self: Any, request: Any, context: Any) -> Any:
             owner: OwnerLink | None = self.owner
-            if owner is None or owner.here or (when is not None and not when(request)):
+            if owner is None or (when is not None and not when(request)):
+                return await method(self, request, context)
+            if owner.here:
+                await owner.admit(context)
                 return await method(self, request, context)
             if optimistic:
                 return await owner.answer(path, response_type, method, self, request, context)
@@ -213,6 +228,8 @@ def forwarded_stream(
         @functools.wraps(method)
         async def wrapper(self: Any, requests: Any, context: Any) -> AsyncIterator[Any]:
             owner: OwnerLink | None = self.owner
+            if owner is not None and owner.here:
+                await owner.admit(context)
             answers = (
                 method(self, requests, context)
                 if owner is None or owner.here

@@ -56,6 +56,7 @@ from typing import Any, TypeVar
 import grpc
 import msgspec
 import nats
+from grpc_status import rpc_status
 from nats.js import JetStreamContext
 from nats.js.api import (
     AckPolicy,
@@ -81,6 +82,7 @@ from podfit.server.transport.election import (
     KubernetesLease,
     LeaseLost,
 )
+from podfit.server.transport.errors import status_for
 from podfit.server.transport.extender import REFUSALS, Args, BadRequest, Extender, Handler, bind_here, decode_args
 from podfit.server.transport.workers import (
     INTERNAL_OPTIONS,
@@ -406,6 +408,8 @@ class Replica:
         self.promoted_at = 0.0
         self.entries_applied = 0
         self.deposed = False
+        # Why this owner cannot take a write now (cut off from the log's end), as last seen; "" when it can.
+        self.cut_off = ""
 
     # -- start: snapshot, then the log after it -----------------------------------------------------
 
@@ -587,6 +591,18 @@ class Replica:
         self.service.replica_lost = why
         self.ended.set()
 
+    def writes_refused(self) -> str:
+        """Why this owner refuses a write now, before making it: at its last look it could not see the log's
+        end (``_watch``), so an answer would wait up to a lease for an append that may never land. "" when it
+        takes writes (and in a replica that is not the owner: it forwards them). Refusing early changes no
+        fencing: an owner cut off is deposed by the log, as ever."""
+        if not self.owner or not self.cut_off:
+            return ""
+        return (
+            f"the owner cannot reach the replicated log ({self.cut_off}): the write was not made; retry "
+            "(another replica takes over if this one stays cut off)"
+        )
+
     # -- the peer channel to the owner (transport.forward's OwnerLink uses it) ------------------------
 
     @property
@@ -622,7 +638,7 @@ class Replica:
         try:
             answer = await call(encode_commit(generation, changes), metadata=self.metadata, timeout=10.0)
         except grpc.aio.AioRpcError as exc:
-            raise OwnerGone(f"the owner did not take the reservation: {exc.code().name}") from exc
+            raise OwnerGone(f"the owner did not take the reservation: {exc.code().name} {exc.details()}") from exc
         if not answer:
             raise ReservationMoved(f"the owner's cache moved past generation {generation}")
         sequence, assumed = _SEQ.unpack_from(answer), _SEQ.unpack_from(answer, _SEQ.size)
@@ -786,11 +802,21 @@ class Replica:
             ready = False
             try:
                 if self.owner:
-                    ready = self.engine.connected and (self.shipper is None or self.shipper.failed is None)
-                    if ready:
+                    if not self.engine.connected:
+                        self.cut_off = "not connected to the engine"
+                    elif self.shipper is not None and self.shipper.failed is not None:
+                        self.cut_off = f"the log refused an append: {self.shipper.failed}"
+                    else:
                         # A link gone silent (a blackhole keeps the connection open) shows only here: the
                         # engine must answer this look within 1 s, or the owner is not ready.
-                        await asyncio.wait_for(self.engine.last_sequence(), 1.0)
+                        try:
+                            await asyncio.wait_for(self.engine.last_sequence(), 1.0)
+                            self.cut_off = ""
+                        except TimeoutError:
+                            self.cut_off = "the engine did not say where the log ends within 1 s"
+                        except Exception as exc:
+                            self.cut_off = f"the engine did not say where the log ends: {exc!r}"
+                    ready = not self.cut_off
                 else:
                     self.log_end = await asyncio.wait_for(self.engine.last_sequence(), 1.0)
                     now = time.monotonic()
@@ -902,6 +928,9 @@ class PeerPositions(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 if not replica.owner:
                     await context.abort(grpc.StatusCode.UNAVAILABLE, "not the owner")
+                if why := replica.writes_refused():
+                    # With the status details of a refusal: the forwarding replica passes the why on.
+                    await context.abort_with_status(rpc_status.to_status(status_for(OwnerGone(why))))
                 response = await inner(request, context)
                 try:
                     sequence = await replica.covered()
@@ -969,7 +998,7 @@ class ReplicaBinds:
     """The extender's bind verb on a replica (``transport.extender.Binds``): a write like any other. The
     owner makes it and answers once the log holds it; any other replica sends it to the owner (its peer
     listener's Bind) and answers once it has applied the log entry holding it, so kube-scheduler reads
-    its bind on the replica it asked. No owner answering: OwnerGone (503)."""
+    its bind on the replica it asked. No owner answering, or an owner cut off from the log: OwnerGone (503)."""
 
     # As long as a forwarded write may take (a reservation: Replica.commit).
     TIMEOUT_SECONDS = 10.0
@@ -980,6 +1009,8 @@ class ReplicaBinds:
     async def bind(self, args: Args, here: Handler) -> Any:
         replica = self.replica
         if replica.owner:
+            if why := replica.writes_refused():
+                raise OwnerGone(why)
             result = await here(args)
             try:
                 await replica.covered()

@@ -663,6 +663,10 @@ class Follower:
                     await call.write(bytes(generate_latest(registry)))
             await asyncio.sleep(1.0)
 
+    def writes_refused(self) -> str:
+        """A decision worker never owns the cache: it forwards every write."""
+        return ""
+
     async def barrier(self, timeout: float | None = None) -> None:
         """Catches the replica up with everything the owner has acknowledged so far."""
         position_of = self.channel.unary_unary(POSITION, request_serializer=_identity, response_deserializer=_identity)
