@@ -4,11 +4,11 @@ podfit-server replicas, each started and stopped (or SIGKILLed) by its own PID.
 
 One group serves the whole module, the tests running in order: writes through any replica, then heavy
 calls through a replica (what-if answers compared with the owner's, batches from every replica at once),
-then the owner SIGKILLed under assuming clients, then again with a ScheduleBatch in flight, then an engine
-node SIGKILLed, then the owner paused, then a
-replica restarted from a snapshot, then the owner cut off from the engine by the network (each replica
-reaches each engine node through a proxy of the test's, tests/cut_proxy.py), then a replica paused while
-the log is purged past it. The TLS tests start an engine node and a replica of their own. Every process
+then the extender's bind through a replica, then the owner SIGKILLed under assuming clients, then again
+with a ScheduleBatch in flight, then an engine node SIGKILLed, then the owner paused, then a replica
+restarted from a snapshot, then the owner cut off from the engine by the network (each replica reaches
+each engine node through a proxy of the test's, tests/cut_proxy.py; writes then refused at once), then a
+replica paused while the log is purged past it. The TLS tests start an engine node and a replica of their own. Every process
 is stopped at the end, whatever happened."""
 
 from __future__ import annotations

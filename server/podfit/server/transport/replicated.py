@@ -28,7 +28,10 @@ nodes), so podfit implements no consensus, replication protocol or election of i
 - **Readiness.** A replica is ready (gRPC health SERVING, ``/readyz`` 200) while it is connected to the
   engine and, at its last look at the log's end (every ``POLL_SECONDS``), at most ``MAX_LAG_ENTRIES``
   behind it; otherwise NOT_SERVING. The owner looks too: one it cut off from the engine is NOT_SERVING
-  within ``POLL_SECONDS`` plus a second, before its lease runs out.
+  within ``POLL_SECONDS`` plus a second, before its lease runs out, and from then on refuses each write
+  before making it (``Replica.writes_refused``) instead of holding it until its lease ends.
+- **The extender's bind verb** is a write: made by the owner, answered once the log holds it
+  (``ReplicaBinds``; the peer listener's Bind for a bind another replica received).
 
 Entries and snapshots are pickled cache operations (the journal's), each sealed with an HMAC-SHA256 under
 the group's shared key (``replication.keyFile``): nothing unsealed by that key is ever unpickled. The same
