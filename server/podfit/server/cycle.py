@@ -17,7 +17,7 @@ from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Decision, Engine
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import PreemptionResult
-from podfit.server.framework.replicas import ReplicaPlan, plan_replicas
+from podfit.server.framework.replicas import ReplicaPlan, Replicas
 from podfit.server.framework.runtime import FilterOutcome
 from podfit.server.model import Pod
 from podfit.server.reserver import Reserver
@@ -48,8 +48,8 @@ class ScheduleResult:
     unschedulable_message: str = ""
     # The kube-scheduler release that answered.
     kube_scheduler_version: str = ""
-    # Where the identical pods after this one go, when asked and it can be known from this decision.
-    plan: ReplicaPlan | None = None
+    # When asked and a node was selected: this decision, kept to plan the identical pods after this one.
+    replicas: Replicas | None = None
 
     @classmethod
     def of(cls, pod: Pod, decision: Decision) -> ScheduleResult:
@@ -108,12 +108,12 @@ class SchedulingCycle:
         preempt: bool = True,
         signature: str | None = None,
         decided: Decision | None = None,
-        replicas: int = 0,
+        replicas: bool = False,
     ) -> ScheduleResult:
         """The whole cycle: decide (or take the memo's ``decided``), then Reserve through ``reserver`` when
         a node was selected and one is given, or PostFilter (when ``preempt``) when nothing fits. With
-        ``replicas``, the result's ``plan`` places up to that many identical pods after this one (see
-        ``place``), when this decision shows where."""
+        ``replicas``, the result keeps the decision to plan the identical pods after this one from
+        (``Replicas.plan``, then ``place``)."""
         if decided is None:
             decision, state, outcome = self.decide(pod, snapshot, node_names, scheduler_name, signature=signature)
         else:
@@ -122,7 +122,7 @@ class SchedulingCycle:
         if decision.selected:
             if replicas and outcome is not None and decision.score_table is not None:
                 framework = self.engine.framework_for(pod, scheduler_name)
-                result.plan = plan_replicas(framework, state, pod, outcome, decision.score_table, snapshot, replicas)
+                result.replicas = Replicas(framework, state, pod, outcome, decision.score_table)
             if reserver is not None:
                 held = self.reserve(state, pod, decision.selected, snapshot, scheduler_name)
                 result.assumed_generation = reserver.reserve(pod, source, decision.selected, held)

@@ -35,7 +35,7 @@ from podfit.server.engine import Decision, Engine, pod_signature
 from podfit.server.framework.cycle_state import CycleState
 from podfit.server.framework.interfaces import PreemptionResult
 from podfit.server.framework.profile import Profile
-from podfit.server.framework.replicas import ReplicaPlan
+from podfit.server.framework.replicas import ReplicaPlan, Replicas
 from podfit.server.framework.versions import VERSIONS
 from podfit.server.gate import Gate
 from podfit.server.memo import DecisionMemo
@@ -218,7 +218,6 @@ class SchedulingService:
         self._batch: Tentative | None = None
         # Schedules that reserve: the last one's question, and where the next identical pods go while the
         # cache stays at the generation that holds the last of them (a burst of replicas; see schedule).
-        self._last_assumed = ""
         self._burst: _Burst | None = None
         # This process's cache id, new at every start: a restart empties the cache, and a feeder that sees
         # another epoch knows it must resync in full.
@@ -530,16 +529,29 @@ class SchedulingService:
             self._check_current(resolved)
         signature = pod_signature(resolved)
         question = self._question(resolved, signature, node_names, scheduler_name, True, version)
-        burst = self._burst
-        if assume and not details and burst is not None:
-            self._burst = None
-            if burst.question == question and burst.generation == snapshot.generation and not self._on_a_node(resolved):
+        burst, self._burst = self._burst, None
+        burst_size = _FIRST_PLAN
+        if (
+            assume
+            and not details
+            and burst is not None
+            and burst.question == question
+            and burst.generation == snapshot.generation
+            and not self._on_a_node(resolved)
+        ):
+            # A replica of the last pod reserved, nothing else written since: plan from that pod's decision.
+            if burst.plan is None:
+                burst.plan = burst.replicas.plan(burst.size, snapshot)
+            if burst.plan is not None and burst.plan.placements:
                 placer = self.reserver()
                 result = cycle.place(resolved, source, burst.plan, snapshot, placer, scheduler_name)
                 result.assumed_generation = await placer.commit()
-                if burst.plan.placements and result.assumed_generation:
-                    self._burst = _Burst(question, burst.plan, result.assumed_generation)
+                if result.assumed_generation:
+                    burst.generation = result.assumed_generation
+                    self._burst = burst
                 return result
+            # The plan is spent (every replica it placed came): plan further next time.
+            burst_size = min(burst.size * 2, _PLANNED_REPLICAS) if burst.plan is not None else _FIRST_PLAN
         key, decision = await self._recall(snapshot.generation, question)
         current = read()
         if current.generation != snapshot.generation:
@@ -568,16 +580,13 @@ class SchedulingService:
             preempt=preempt,
             signature=signature,
             decided=decision,
-            replicas=_PLANNED_REPLICAS
-            if assume and not details and question == self._last_assumed and not self._on_a_node(resolved)
-            else 0,
+            replicas=assume and not details and not self._on_a_node(resolved),
         )
-        plan, result.plan = result.plan, None
+        replicas, result.replicas = result.replicas, None
         if reserver is not None:
-            self._last_assumed = question
             result.assumed_generation = await reserver.commit()
-            if plan is not None and result.assumed_generation:
-                self._burst = _Burst(question, plan, result.assumed_generation)
+            if replicas is not None and result.assumed_generation:
+                self._burst = _Burst(question, replicas, result.assumed_generation, burst_size)
         elif decision is None and result.decision is not None:
             await self._remember(key, result.decision)
         return result
@@ -643,6 +652,9 @@ class SchedulingService:
         reserver = self.reserver(tentative.apply)
         placement = BatchPlacement([], tentative.generation)
         plan: ReplicaPlan | None = None
+        # Planned at a time: doubled while every replica planned is placed, so a run whose plans stop early
+        # (each replica filling its node, say) re-scores few rows for nothing.
+        plan_size = _FIRST_PLAN
         try:
             for i, (record, source) in enumerate(resolved):
                 # A batch is a heavy call: it stops at its deadline, and its reservations are undone.
@@ -660,12 +672,15 @@ class SchedulingService:
                             reserver=reserver,
                             preempt=preempt,
                             signature=signatures[i] if signatures else None,
-                            replicas=min(identical_after[i], _PLANNED_REPLICAS)
-                            if signatures and not self._on_a_node(record)
-                            else 0,
+                            replicas=bool(signatures) and identical_after[i] > 0 and not self._on_a_node(record),
                         )
-                        plan = result.plan
-                        result.plan = None
+                        replicas, result.replicas = result.replicas, None
+                        plan = None
+                        if replicas is not None:
+                            wanted = min(identical_after[i], plan_size)
+                            plan = replicas.plan(wanted, self.cache.snapshot())
+                            full = plan is not None and len(plan.placements) == wanted
+                            plan_size = min(plan_size * 2, _PLANNED_REPLICAS) if full else _FIRST_PLAN
                 except UpdateRejected as exc:
                     # The pod replaces a cached one in a way kube-apiserver would refuse.
                     raise PodRejected(i, exc.error) from None
@@ -762,14 +777,19 @@ class SchedulingService:
 
 @dataclasses.dataclass(slots=True)
 class _Burst:
-    """Where the next identical pods reserved by Schedule go, valid while the cache is at ``generation``."""
+    """The last Schedule that reserved: its question, its decision, and once a replica came, the plan the
+    next identical pods are placed by; valid while the cache is at ``generation`` (nothing else wrote)."""
 
     question: str
-    plan: ReplicaPlan
+    replicas: Replicas
     generation: int
+    size: int
+    plan: ReplicaPlan | None = None
 
 
-# The most replicas placed from one decision: each plan ranks that many nodes and re-scores as many rows.
+# Replicas planned from one decision: the first plan's, and the most (each ranks that many nodes and
+# re-scores as many rows).
+_FIRST_PLAN = 16
 _PLANNED_REPLICAS = 256
 
 

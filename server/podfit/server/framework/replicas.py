@@ -45,6 +45,24 @@ class ReplicaPlan:
     placements: deque[Placement] = field(default_factory=deque)
 
 
+@dataclass(frozen=True, slots=True)
+class Replicas:
+    """A decision that selected a node, kept to plan the pod's replicas from when they come: planning costs
+    a re-score of the rows it ranks, so it is done only once a replica has arrived."""
+
+    framework: Framework
+    state: CycleState
+    pod: Pod
+    outcome: FilterOutcome
+    scores: ScoreTable
+
+    def plan(self, count: int, snapshot: Snapshot) -> ReplicaPlan | None:
+        """Up to ``count`` replicas placed after the pod decided, over ``snapshot``: the cache the decision
+        was made on plus, at most, the decided pod reserved on its node (the caller vouches that nothing
+        else changed); None when the profile cannot plan for this pod."""
+        return plan_replicas(self.framework, self.state, self.pod, self.outcome, self.scores, snapshot, count)
+
+
 def plan_replicas(
     framework: Framework,
     state: CycleState,
@@ -54,8 +72,8 @@ def plan_replicas(
     snapshot: Snapshot,
     count: int,
 ) -> ReplicaPlan | None:
-    """Up to ``count`` replicas of ``pod`` placed after it, from its decision (``outcome`` and ``scores`` over
-    ``snapshot``, whose best node it takes); None when the profile cannot plan for this pod."""
+    """Up to ``count`` replicas of ``pod`` placed after it, from its decision (``outcome`` and ``scores``),
+    whose best node it takes; ``snapshot`` is the decision's, with or without ``pod`` reserved there."""
     totals = scores.totals
     feasible = len(totals)
     if count <= 0 or feasible < 2 or not framework.plans_replicas(state, pod, snapshot):
@@ -107,7 +125,8 @@ def _totals_with_one_more(
     given: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """For the feasible nodes at ``given`` (indexes into the feasible ones): the total the next replica would
-    score there once one replica more is on it, and whether it would still fit.
+    score there once one replica more is on it, and whether it would still fit. A node holding ``pod``
+    already (the decided pod, once reserved) is that node as it is.
 
     Row-local plugins answer on copies of the rows with the pod added; every other plugin's answer is
     unchanged (``Framework.plans_replicas`` holds them to that), as are the normalising plugins' (their raw
@@ -119,7 +138,8 @@ def _totals_with_one_more(
         info = table.infos[row]
         assert info is not None
         copy = info.clone()
-        copy.add_pod(pod)
+        if pod.key not in copy.pods:
+            copy.add_pod(pod)
         rows.append(scratch.add(copy))
     scratch_rows = np.array(rows, dtype=np.intp)
     codes = np.zeros(len(scratch_rows), dtype=np.int32)
