@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from podfit.client.conformance import CASE_KINDS, load_cases
+from podfit.client.conformance import CaseLoader, load_cases
 from podfit.v1 import scheduler_pb2 as sc
 
 from tests.builders import make_node, make_pod
@@ -28,9 +28,9 @@ def wire_case(case_id: str) -> dict[str, Any]:
     return next(c for c in load_cases(corpus("extender-wire/wire-cases.jsonl")) if c["id"] == case_id)
 
 
-async def load(live: LiveServer, case: dict[str, Any]) -> None:
-    for field, kind in CASE_KINDS:
-        await live.client.replace(kind, list(case.get(field) or ()))
+async def load(live: LiveServer, case: dict[str, Any], loader: CaseLoader | None = None) -> None:
+    """The case's objects, every kind replaced (or, with ``loader``, those that differ from its last case)."""
+    await (loader or CaseLoader()).load(live.client, case)
 
 
 async def post(live: LiveServer, verb: str, body: Any, raw: bytes | None = None) -> tuple[int, Any]:
@@ -163,10 +163,11 @@ def _grpc_verdicts(response: sc.FilterResponse) -> tuple[list[str], dict[str, st
 
 async def test_extender_verdicts_equal_the_grpc_api_on_the_public_cases(live: LiveServer) -> None:
     compared = 0
+    loader = CaseLoader()
     for case in load_cases(CASES):
         if case["pod"]["spec"].get("schedulingGates"):
             continue
-        await load(live, case)
+        await load(live, case, loader)
         names = sorted(n["metadata"]["name"] for n in case["nodes"])
         _, body = await post(live, "filter", {"Pod": case["pod"], "Nodes": None, "NodeNames": names})
         expected = _grpc_verdicts(await live.client.filter(case["pod"], node_names=names))
@@ -209,10 +210,11 @@ async def test_prioritize_after_filter_is_answered_from_the_filter_call_and_equa
     """kube-scheduler calls filter, then prioritize with the nodes filter passed: once podfit has seen a
     prioritize call, filter scores too and prioritize decides nothing, with the same answer."""
     reused = 0
+    loader = CaseLoader()
     for case in load_cases(CASES)[:120]:
         if case["pod"]["spec"].get("schedulingGates"):
             continue
-        await load(live, case)
+        await load(live, case, loader)
         names = sorted(n["metadata"]["name"] for n in case["nodes"])
         asked = {"Pod": case["pod"], "Nodes": None, "NodeNames": names}
         _, filtered = await post(live, "filter", None, json.dumps(asked, separators=separators).encode())
