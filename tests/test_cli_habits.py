@@ -4,7 +4,9 @@ delete semantics, version and completion, big and broken inputs, progress bars o
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import io
 import json
 import os
 import pty
@@ -22,6 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
+from podfit.client import cli
 from podfit.client.cli import COMMANDS, SUPPORTED_OUTPUTS
 from podfit.client.cli_views import resource_claim_state
 from podfit.client.conformance import LocalServer, load_cases
@@ -50,10 +53,14 @@ def podfit(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[
 
 
 def reset(target: str, *paths: str) -> None:
-    """Makes the given manifests the whole cluster state (the example cluster by default)."""
+    """Makes the given manifests the whole cluster state (the example cluster by default): ``podfit apply
+    --replace``'s own code, run in this process. It sets a test up, so it need not pay a console script's
+    start (the commands under test still run as a user runs them, in a subprocess)."""
     files = [arg for path in (paths or (CLUSTER,)) for arg in ("-f", path)]
-    done = podfit("--target", target, "apply", "--replace", *files)
-    assert done.returncode == 0, done.stderr
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["--target", target, "apply", "--replace", *files])
+    assert code == 0, err.getvalue()
 
 
 def write(path: Path, documents: list[dict[str, Any]]) -> str:

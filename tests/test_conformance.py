@@ -9,10 +9,19 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from podfit.client.cli import NO_CASES
-from podfit.client.conformance import REMOVAL_RULES, case_version, filter_expect, load_cases, run_cases
+from podfit.client.conformance import (
+    CASE_KINDS,
+    REMOVAL_RULES,
+    CaseLoader,
+    case_version,
+    filter_expect,
+    load_cases,
+    run_cases,
+)
 from podfit.client.conformance_compare import (
     CHECKS,
     NOTHING_COMPARED,
@@ -74,6 +83,36 @@ async def test_every_public_case_passes_on_every_field(live: LiveServer, corpus:
     assert {case_version(c) for c in cases} == {release}, "the corpus answers as another version"
     report = await run_cases(cases, live.target)
     assert_every_case_passed(report, cases, release)
+
+
+async def test_the_replay_loader_leaves_exactly_each_cases_objects_and_resends_only_what_changed(
+    live: LiveServer,
+) -> None:
+    """The replays skip a kind whose objects equal the ones sent before it (CaseLoader): after each case the
+    cache holds exactly that case's objects of every kind, the skipped ones included, and a kind is sent
+    again only when it changed."""
+    sent: list[str] = []
+
+    class Counting:
+        async def replace(self, kind: str, objects: list[Any]) -> Any:
+            sent.append(kind)
+            return await live.client.replace(kind, objects)
+
+    cases = load_cases(CORPORA["v1.35.4"])[:30] + load_cases(STORAGE_CORPORA["v1.35.4"])[:15]
+    cases += load_cases(DRA_CORPORA["v1.35.4"])[:15] + load_cases(CORPORA["v1.35.4"])[:1]
+    loader, previous = CaseLoader(), None
+    for case in cases:
+        sent.clear()
+        await loader.load(Counting(), case)  # type: ignore[arg-type]
+        for field, kind in CASE_KINDS:
+            objects = list(case.get(field) or ())
+            held = (await live.client.list(kind)).objects
+            names = sorted(getattr(o, str(o.WhichOneof("object"))).metadata.name for o in held)
+            assert names == sorted(o["metadata"]["name"] for o in objects), (case["id"], kind)
+            changed = previous is None or list(previous.get(field) or ()) != objects
+            assert (kind in sent) == changed, (case["id"], kind)
+        previous = case
+    assert len(CASE_KINDS) == 18
 
 
 # cluster-autoscaler's scale-down planner (removal/FORMAT.md), each case under each destination rule.

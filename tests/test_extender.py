@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from podfit.client.conformance import CASE_KINDS, load_cases
+from podfit.client.conformance import CaseLoader, load_cases
 from podfit.v1 import scheduler_pb2 as sc
 
 from tests.builders import make_node, make_pod
@@ -28,17 +28,23 @@ def wire_case(case_id: str) -> dict[str, Any]:
     return next(c for c in load_cases(corpus("extender-wire/wire-cases.jsonl")) if c["id"] == case_id)
 
 
-async def load(live: LiveServer, case: dict[str, Any]) -> None:
-    for field, kind in CASE_KINDS:
-        await live.client.replace(kind, list(case.get(field) or ()))
+async def load(live: LiveServer, case: dict[str, Any], loader: CaseLoader | None = None) -> None:
+    """The case's objects, every kind replaced (or, with ``loader``, those that differ from its last case)."""
+    await (loader or CaseLoader()).load(live.client, case)
 
 
-async def post(live: LiveServer, verb: str, body: Any, raw: bytes | None = None) -> tuple[int, Any]:
-    async with aiohttp.ClientSession() as session:
-        data = raw if raw is not None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
-        async with session.post(f"{live.extender_url}/{verb}", data=data, headers=headers) as response:
-            return response.status, json.loads(await response.text())
+async def post(
+    live: LiveServer, verb: str, body: Any, raw: bytes | None = None, session: aiohttp.ClientSession | None = None
+) -> tuple[int, Any]:
+    """One extender call: on a new connection, or on ``session``'s kept-alive one (as kube-scheduler's
+    HTTP client keeps its connection to an extender)."""
+    if session is None:
+        async with aiohttp.ClientSession() as own:
+            return await post(live, verb, body, raw, own)
+    data = raw if raw is not None else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    async with session.post(f"{live.extender_url}/{verb}", data=data, headers=headers) as response:
+        return response.status, json.loads(await response.text())
 
 
 @pytest.mark.parametrize("mode", ["true", "false"])
@@ -163,15 +169,19 @@ def _grpc_verdicts(response: sc.FilterResponse) -> tuple[list[str], dict[str, st
 
 async def test_extender_verdicts_equal_the_grpc_api_on_the_public_cases(live: LiveServer) -> None:
     compared = 0
-    for case in load_cases(CASES):
-        if case["pod"]["spec"].get("schedulingGates"):
-            continue
-        await load(live, case)
-        names = sorted(n["metadata"]["name"] for n in case["nodes"])
-        _, body = await post(live, "filter", {"Pod": case["pod"], "Nodes": None, "NodeNames": names})
-        expected = _grpc_verdicts(await live.client.filter(case["pod"], node_names=names))
-        assert (body["NodeNames"], body["FailedNodes"], body["FailedAndUnresolvableNodes"]) == expected, case["id"]
-        compared += 1
+    loader = CaseLoader()
+    async with aiohttp.ClientSession() as session:
+        for case in load_cases(CASES):
+            if case["pod"]["spec"].get("schedulingGates"):
+                continue
+            await load(live, case, loader)
+            names = sorted(n["metadata"]["name"] for n in case["nodes"])
+            asked = {"Pod": case["pod"], "Nodes": None, "NodeNames": names}
+            _, body = await post(live, "filter", asked, session=session)
+            expected = _grpc_verdicts(await live.client.filter(case["pod"], node_names=names))
+            got = (body["NodeNames"], body["FailedNodes"], body["FailedAndUnresolvableNodes"])
+            assert got == expected, case["id"]
+            compared += 1
     assert compared == 420
 
 
@@ -209,21 +219,25 @@ async def test_prioritize_after_filter_is_answered_from_the_filter_call_and_equa
     """kube-scheduler calls filter, then prioritize with the nodes filter passed: once podfit has seen a
     prioritize call, filter scores too and prioritize decides nothing, with the same answer."""
     reused = 0
-    for case in load_cases(CASES)[:120]:
-        if case["pod"]["spec"].get("schedulingGates"):
-            continue
-        await load(live, case)
-        names = sorted(n["metadata"]["name"] for n in case["nodes"])
-        asked = {"Pod": case["pod"], "Nodes": None, "NodeNames": names}
-        _, filtered = await post(live, "filter", None, json.dumps(asked, separators=separators).encode())
-        passing = filtered["NodeNames"]
-        if len(passing) < 2:
-            continue
-        before = _decisions_looked_up(live)
-        request = {"Pod": case["pod"], "Nodes": None, "NodeNames": passing}
-        _, body = await post(live, "prioritize", None, json.dumps(request, separators=separators).encode())
-        reused += _decisions_looked_up(live) == before
-        assert body == await _expected_priorities(live, case["pod"], passing), case["id"]
+    loader = CaseLoader()
+    async with aiohttp.ClientSession() as session:
+        for case in load_cases(CASES)[:120]:
+            if case["pod"]["spec"].get("schedulingGates"):
+                continue
+            await load(live, case, loader)
+            names = sorted(n["metadata"]["name"] for n in case["nodes"])
+            asked = {"Pod": case["pod"], "Nodes": None, "NodeNames": names}
+            raw = json.dumps(asked, separators=separators).encode()
+            _, filtered = await post(live, "filter", None, raw, session)
+            passing = filtered["NodeNames"]
+            if len(passing) < 2:
+                continue
+            before = _decisions_looked_up(live)
+            request = {"Pod": case["pod"], "Nodes": None, "NodeNames": passing}
+            raw = json.dumps(request, separators=separators).encode()
+            _, body = await post(live, "prioritize", None, raw, session)
+            reused += _decisions_looked_up(live) == before
+            assert body == await _expected_priorities(live, case["pod"], passing), case["id"]
     assert reused >= 40  # every call but the first, which taught podfit that prioritize follows filter
 
 

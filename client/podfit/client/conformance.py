@@ -34,7 +34,7 @@ from podfit.client.conformance_compare import (
 )
 from podfit.v1 import scheduler_pb2 as sc
 
-# Case field -> the kind it holds. Every kind is replaced per case, so the cache is exactly the case.
+# Case field -> the kind it holds. Every kind is made the case's (CaseLoader), so the cache is exactly the case.
 CASE_KINDS = (
     ("nodes", "Node"),
     ("pods", "Pod"),
@@ -142,12 +142,34 @@ def case_version(case: Mapping[str, Any]) -> str:
     return str(case.get("kube_scheduler_version") or UNVERSIONED_CASES)
 
 
-async def answer_case(client: AsyncClient, case: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+class CaseLoader:
+    """Makes the server's cache exactly a case's objects, kind by kind (``Replace``), one case after another.
+
+    A kind whose objects are the same as the previous case's is not sent again: the server already holds
+    exactly them, as the decision RPCs a replay asks never write. Most cases leave most of the 18 kinds
+    empty, so a replay sends a few Replace calls per case instead of 18. The first case replaces every
+    kind (whatever the server held before), and nothing else may write to the server during a replay.
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[str, list[Any]] = {}
+
+    async def load(self, client: AsyncClient, case: Mapping[str, Any]) -> None:
+        for field, kind in CASE_KINDS:
+            objects = list(case.get(field) or ())
+            if kind not in self._held or self._held[kind] != objects:
+                await client.replace(kind, objects)
+                self._held[kind] = objects
+
+
+async def answer_case(
+    client: AsyncClient, case: Mapping[str, Any], loader: CaseLoader | None = None
+) -> dict[str, dict[str, Any]]:
     """The case's answers from every decision RPC (Filter, Score, Schedule, Preempt), each in the
-    ``expect`` shape with the fields that RPC answers."""
+    ``expect`` shape with the fields that RPC answers. ``loader`` carries what the previous case loaded
+    (a fresh one replaces every kind)."""
     check_case_keys(case)
-    for field, kind in CASE_KINDS:
-        await client.replace(kind, list(case.get(field) or ()))
+    await (loader or CaseLoader()).load(client, case)
     pod = case["pod"]
     version = case_version(case)
     filtered = await client.filter(pod, kube_scheduler_version=version)
@@ -356,6 +378,7 @@ async def run_cases(
     rules = tuple(removal_rules)
     report: Report | None = None
     corpus = ""
+    loader = CaseLoader()
     async with AsyncClient(target, **client_options) as client:
         for case in cases:
             if report is None:
@@ -366,7 +389,7 @@ async def run_cases(
                 raise ValueError(f"case {case.get('id', '?')}: a {corpus_of(case)} case among {corpus} cases")
             if corpus == "scheduler":
                 expect = case["expect"]
-                answers = await answer_case(client, case)
+                answers = await answer_case(client, case, loader)
                 compare_answers(report, case["id"], expect, answers, {"Filter": filter_expect(expect)})
             elif corpus == "removal":
                 compared = await answer_removal_case(client, case, rules)
