@@ -8,8 +8,8 @@ then the extender's bind through a replica, then the owner SIGKILLed under assum
 with a ScheduleBatch in flight, then an engine node SIGKILLed, then the owner paused, then a replica
 restarted from a snapshot, then the owner cut off from the engine by the network (each replica reaches
 each engine node through a proxy of the test's, tests/cut_proxy.py; writes then refused at once), then a
-replica paused while the log is purged past it. The TLS tests start an engine node and a replica of their own. Every process
-is stopped at the end, whatever happened."""
+replica paused while the log is purged past it. The TLS tests start an engine node and a replica of their
+own. Every process is stopped at the end, whatever happened."""
 
 from __future__ import annotations
 
