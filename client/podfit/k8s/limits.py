@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 from podfit.k8s.errors import ConversionError
 
 # Kubernetes objects nest ~20 deep (managedFields' fieldsV1 mirrors the object); far below recursion limits.
@@ -33,7 +32,10 @@ class UntrustedInputError(ConversionError):
 def json_depth(raw: bytes) -> int:
     """How deep arrays and objects nest in ``raw`` (brackets inside strings do not count).
 
-    Vectorised: a 650 KB extender body takes a few milliseconds, a scan in Python thirty."""
+    Vectorised: a 650 KB extender body takes a few milliseconds, a scan in Python thirty. numpy is imported
+    here, not with the module: the CLI loads this module at every start and rarely checks a body."""
+    import numpy as np
+
     unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
     marks = np.frombuffer(unescaped.translate(None, _NOT_STRUCTURE), np.uint8)
     if not marks.size:
