@@ -417,7 +417,7 @@ async def serve(settings: Settings, argv: Sequence[str] = ()) -> None:
         return
     workers = settings.workers or default_workers()
     # What-if runs apart wherever there is a second core for it, whatever the count on the listeners.
-    what_if = WhatIfLink() if settings.what_if_process and available_cores() >= 2 else None
+    what_if = WhatIfLink() if runs_what_if_process(settings) else None
     running = await create_server(settings, reuse_port=workers > 1, what_if=what_if)
     running.service.workers = workers
     running.service.what_if_process = what_if is not None
@@ -474,6 +474,11 @@ async def serve(settings: Settings, argv: Sequence[str] = ()) -> None:
         await metrics_runner.cleanup()
 
 
+def runs_what_if_process(settings: Settings) -> bool:
+    """Whether the server runs a what-if process: asked for, and a second core to run it on."""
+    return settings.what_if_process and available_cores() >= 2
+
+
 async def serve_worker(settings: Settings) -> None:
     """A decision worker (podfit.server.transport.workers): loads the owner's cache, then listens beside it until
     the owner stops it (SIGTERM) or goes away."""
@@ -486,9 +491,11 @@ async def serve_worker(settings: Settings) -> None:
     service.reservations = follower
     link = OwnerLink(follower)
     what_if = None
-    if settings.what_if_process:
+    if runs_what_if_process(settings):
         what_if = WhatIfLink()
         what_if.bind(follower.directory, follower.token, lambda: follower.position)
+    # Stats answered here say what the server runs, as the owner's do.
+    service.what_if_process = what_if is not None
     running = await create_server(
         settings, telemetry=telemetry, service=service, owner=link, reuse_port=True, what_if=what_if
     )
