@@ -566,9 +566,12 @@ class KubeScheduler:
 
 class TcpProxy:
     """A loopback TCP relay to ``port`` that can be cut and restored: a network partition between one
-    client (the feeder) and the apiserver, while everything else goes on."""
+    client (the feeder) and the apiserver, while everything else goes on. Clearing ``flowing`` stalls it
+    instead (bytes held back, no reset, no refusal), until it is set again."""
 
     def __init__(self, port: int) -> None:
+        self.flowing = threading.Event()
+        self.flowing.set()
         self.upstream = port
         self.port = free_port()
         self._lock = threading.Lock()
@@ -600,6 +603,7 @@ class TcpProxy:
     def _pump(self, source: socket.socket, sink: socket.socket) -> None:
         try:
             while data := source.recv(65536):
+                self.flowing.wait()
                 sink.sendall(data)
         except OSError:
             pass

@@ -10,13 +10,10 @@ feeder against another replica through an owner change; a deposed owner that can
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -60,27 +57,6 @@ def rbac() -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] in kinds]
 
 
-class StallingProxy(TcpProxy):
-    """A relay to the apiserver whose bytes can be held back (no reset, no refusal): one replica's link to
-    the apiserver going silent while its link to the engine stays up."""
-
-    def __init__(self, port: int) -> None:
-        self.flowing = threading.Event()
-        self.flowing.set()
-        super().__init__(port)
-
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                self.flowing.wait()
-                sink.sendall(data)
-        except OSError:
-            pass
-        for end in (source, sink):
-            with contextlib.suppress(OSError):
-                end.shutdown(socket.SHUT_RDWR)
-
-
 def kubeconfig(folder: Path, name: str, server: str, ca: Path, token: str) -> Path:
     path = folder / f"{name}.kubeconfig"
     config = {
@@ -102,7 +78,7 @@ class Group:
     replicas: list[Replica]
     folder: Path
     # Each replica reaches the apiserver through its own relay.
-    proxies: list[StallingProxy]
+    proxies: list[TcpProxy]
     transitions: list[int] = field(default_factory=list)
 
     def owner(self) -> Replica:
@@ -152,7 +128,7 @@ def group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
         key = folder / "key"
         key.write_bytes(os.urandom(32).hex().encode())
         key.chmod(0o600)
-        proxies = [StallingProxy(control_plane.port) for _ in range(3)]
+        proxies = [TcpProxy(control_plane.port) for _ in range(3)]
         replicas = []
         for i, proxy in enumerate(proxies):
             config = kubeconfig(folder, f"podfit-{i}", f"https://127.0.0.1:{proxy.port}", control_plane.pki.ca, token)
