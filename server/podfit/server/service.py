@@ -531,14 +531,8 @@ class SchedulingService:
         question = self._question(resolved, signature, node_names, scheduler_name, True, version)
         burst, self._burst = self._burst, None
         burst_size = _FIRST_PLAN
-        if (
-            assume
-            and not details
-            and burst is not None
-            and burst.question == question
-            and burst.generation == snapshot.generation
-            and not self._on_a_node(resolved)
-        ):
+        plannable = assume and not details and not self._on_a_node(resolved)
+        if plannable and burst is not None and burst.question == question and burst.generation == snapshot.generation:
             # A replica of the last pod reserved, nothing else written since: plan from that pod's decision.
             if burst.plan is None:
                 burst.plan = burst.replicas.plan(burst.size, snapshot)
@@ -563,6 +557,7 @@ class SchedulingService:
             if assume:
                 self._check_current(resolved)
             signature, decision = pod_signature(resolved), None
+            plannable = plannable and not self._on_a_node(resolved)
         reserver = self.reserver() if assume else None
         # A memoised "nothing fits" serves only when it was answered with PostFilter exactly as asked now
         # (otherwise it lacks the CycleState PostFilter needs: decide afresh).
@@ -580,7 +575,7 @@ class SchedulingService:
             preempt=preempt,
             signature=signature,
             decided=decision,
-            replicas=assume and not details and not self._on_a_node(resolved),
+            replicas=plannable,
         )
         replicas, result.replicas = result.replicas, None
         if reserver is not None:
@@ -659,8 +654,10 @@ class SchedulingService:
             for i, (record, source) in enumerate(resolved):
                 # A batch is a heavy call: it stops at its deadline, and its reservations are undone.
                 check_deadline()
+                # Only a pod not bound yet is planned for or placed by a plan (see _on_a_node).
+                plannable = bool(signatures) and not self._on_a_node(record)
                 try:
-                    if plan is not None and plan.placements and not self._on_a_node(record):
+                    if plannable and plan is not None and plan.placements:
                         result = cycle.place(record, source, plan, self.cache.snapshot(), reserver, scheduler_name)
                     else:
                         result = cycle.schedule(
@@ -672,7 +669,7 @@ class SchedulingService:
                             reserver=reserver,
                             preempt=preempt,
                             signature=signatures[i] if signatures else None,
-                            replicas=bool(signatures) and identical_after[i] > 0 and not self._on_a_node(record),
+                            replicas=plannable and identical_after[i] > 0,
                         )
                         replicas, result.replicas = result.replicas, None
                         plan = None
