@@ -4,6 +4,7 @@ started here and stopped (or SIGKILLed) by its own PID, its log and store in the
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import socket
 import subprocess
@@ -14,7 +15,10 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import grpc
+from podfit.client import AsyncClient
 from podfit.client.conformance import free_port
+from podfit.client.errors import PodfitError
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "tests" / "engine" / "build.sh"
@@ -235,3 +239,22 @@ class PodfitReplica:
             return int(exc.code)
         except OSError:
             return 0
+
+
+async def write_as_it_resumes(replica: PodfitReplica) -> grpc.StatusCode:
+    """How a write is answered that a stopped (SIGSTOP) replica receives as it resumes (SIGCONT here): a
+    deposed owner's cache takes it, and only the log can refuse it."""
+    assert replica.popen is not None
+    stray = AsyncClient(replica.address)
+    call = asyncio.ensure_future(stray.apply([{"kind": "Namespace", "metadata": {"name": "stray"}}], timeout=10))
+    try:
+        await asyncio.sleep(0.2)
+    finally:
+        replica.popen.send_signal(signal.SIGCONT)
+    try:
+        await call
+        return grpc.StatusCode.OK
+    except PodfitError as exc:
+        return exc.code
+    finally:
+        await stray.close()

@@ -37,7 +37,7 @@ from podfit.v1 import simulation_pb2 as sim
 
 from tests.builders import make_node
 from tests.cut_proxy import Cut, Link, Links
-from tests.engine_cluster import EngineCluster, leaders
+from tests.engine_cluster import EngineCluster, leaders, write_as_it_resumes
 from tests.engine_cluster import PodfitReplica as Replica
 
 LEASE_SECONDS = 2.0
@@ -664,18 +664,8 @@ async def test_an_owner_cut_off_from_the_engine_is_fenced_by_the_log_and_replace
     try:
         wait_for("another owner", lambda: any(r.owner() for r in group.replicas if r is not old), 2 * LEASE_SECONDS + 5)
     finally:
-        stray = client(old)
         # A write the cut-off owner receives as it comes back: applied in its cache, refused by the log.
-        call = asyncio.ensure_future(stray.apply([{"kind": "Namespace", "metadata": {"name": "stray"}}], timeout=10))
-        await asyncio.sleep(0.2)
-        old.popen.send_signal(signal.SIGCONT)
-    try:
-        await call
-        outcome = grpc.StatusCode.OK
-    except PodfitError as exc:
-        outcome = exc.code
-    finally:
-        await stray.close()
+        outcome = await write_as_it_resumes(old)
     # Never OK: refused (UNAVAILABLE) by the log or the drain, or cut short as the process stops.
     assert outcome in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED), f"{outcome}\n{group.tails()}"
     assert old.popen.wait(15) == 3, group.tails()  # it stops, to start again as a replica

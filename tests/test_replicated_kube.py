@@ -37,7 +37,7 @@ from tests.control_plane import (
     service_account_token,
     stop_started,
 )
-from tests.engine_cluster import EngineCluster
+from tests.engine_cluster import EngineCluster, write_as_it_resumes
 from tests.engine_cluster import PodfitReplica as Replica
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -345,18 +345,8 @@ async def test_a_deposed_owner_resumed_after_the_lease_moved_can_never_append(gr
             2 * LEASE_SECONDS + 10,
         )
     finally:
-        stray = AsyncClient(old.address)
         # A write the deposed owner receives as it comes back: made in its cache, refused by the log.
-        call = asyncio.ensure_future(stray.apply([{"kind": "Namespace", "metadata": {"name": "stray"}}], timeout=10))
-        await asyncio.sleep(0.2)
-        old.popen.send_signal(signal.SIGCONT)
-    try:
-        await call
-        outcome = grpc.StatusCode.OK
-    except PodfitError as exc:
-        outcome = exc.code
-    finally:
-        await stray.close()
+        outcome = await write_as_it_resumes(old)
     assert outcome in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED), f"{outcome}\n{group.tails()}"
     assert old.popen.wait(15) == 3, group.tails()  # it stops, to start again as a replica
     # Fenced by the log (its append refused), not told by the Lease.
