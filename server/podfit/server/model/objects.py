@@ -10,7 +10,8 @@ whole units (bytes for memory and storage, a count for pods and extended resourc
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
@@ -673,14 +674,44 @@ def effective_requests(
     return total
 
 
-def pod_from_k8s(data: Mapping[str, Any], path: str = "pod") -> Pod:
-    """Builds a Pod from its Kubernetes JSON; raises ValidationError naming the offending field."""
+def pod_from_k8s(data: Mapping[str, Any], path: str = "pod", spec_key: bytes = b"") -> Pod:
+    """Builds a Pod from its Kubernetes JSON; raises ValidationError naming the offending field.
+
+    ``spec_key``: the spec's bytes as received, when the caller has them: replicas send the same spec, so
+    its fields are derived once (``SPEC_FIELDS``)."""
     data = _mapping(data, path)
     meta = _meta(data, path)
     spec = _mapping(data.get("spec"), f"{path}.spec")
     status = _mapping(data.get("status"), f"{path}.status")
     node_name = _string(spec.get("nodeName"), f"{path}.spec.nodeName")
-    return pod_from_parts(meta, pod_spec_fields(spec, f"{path}.spec"), node_name, status, path)
+    sp = f"{path}.spec"
+    fields = SPEC_FIELDS.fields(spec_key, lambda: pod_spec_fields(spec, sp)) if spec_key else pod_spec_fields(spec, sp)
+    return pod_from_parts(meta, fields, node_name, status, path)
+
+
+class SpecFieldsMemo:
+    """A pod spec's bytes (in whatever form it arrived) -> the Pod fields derived from it. Replicas of a
+    workload share their spec, so converting them derives one spec's fields instead of thousands; the
+    fields are immutable, so every replica's Pod shares them."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._fields: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
+
+    def fields(self, key: bytes, derive: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        found = self._fields.get(key)
+        if found is not None:
+            self._fields.move_to_end(key)
+            return found
+        fields = derive()  # raises ValidationError before anything is remembered
+        self._fields[key] = fields
+        if len(self._fields) > self._size:
+            self._fields.popitem(last=False)
+        return fields
+
+
+# Specs received as JSON (the extender's Pod), by their bytes.
+SPEC_FIELDS = SpecFieldsMemo()
 
 
 def pod_from_parts(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,6 +21,7 @@ from podfit.server.model.objects import (
     CPU,
     DEFAULT_NAMESPACE,
     OwnerReference,
+    SpecFieldsMemo,
     pod_spec_fields,
     preempted_by_scheduler,
     resource_version,
@@ -59,29 +59,19 @@ def located(exc: ValidationError | ConversionError, prefix: str) -> ValidationEr
 
 
 class _SpecMemo:
-    """Pod spec (without nodeName) bytes -> the Pod fields derived from it. Replicas of a workload
-    share their spec, so ingesting them converts one spec instead of thousands."""
+    """Pod spec (without nodeName) bytes -> the Pod fields derived from it (``SpecFieldsMemo``)."""
 
-    def __init__(self, size: int = 4096) -> None:
-        self._size = size
-        self._fields: OrderedDict[bytes, dict[str, Any]] = OrderedDict()
+    def __init__(self) -> None:
+        self._memo = SpecFieldsMemo()
 
     def fields(self, spec: ob.PodSpec, path: str) -> dict[str, Any]:
         node_name = spec.node_name
         spec.ClearField("node_name")
         try:
             key = spec.SerializeToString(deterministic=True)
-            found = self._fields.get(key)
-            if found is not None:
-                self._fields.move_to_end(key)
-                return found
-            fields = pod_spec_fields(json_format.MessageToDict(spec), path)
+            return self._memo.fields(key, lambda: pod_spec_fields(json_format.MessageToDict(spec), path))
         finally:
             spec.node_name = node_name
-        self._fields[key] = fields
-        if len(self._fields) > self._size:
-            self._fields.popitem(last=False)
-        return fields
 
 
 _SPECS = _SpecMemo()
