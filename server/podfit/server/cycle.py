@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from podfit.server.cache.snapshot import Snapshot
 from podfit.server.engine import Decision, Engine
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import PreemptionResult
+from podfit.server.framework.interfaces import BytesArray, PreemptionResult
 from podfit.server.framework.replicas import ReplicaPlan, Replicas
 from podfit.server.framework.runtime import FilterOutcome
 from podfit.server.model import Pod
@@ -87,11 +87,12 @@ class SchedulingCycle:
         *,
         score: bool = True,
         signature: str | None = None,
+        encoded: BytesArray | None = None,
     ) -> tuple[Decision, CycleState, FilterOutcome | None]:
         """Up to the selection: PreEnqueue, Filter and (with ``score``) Score over ``snapshot``."""
         started = time.perf_counter()
         decided = self.engine.decide(
-            pod, node_names, scheduler_name, score=score, snapshot=snapshot, signature=signature
+            pod, node_names, scheduler_name, score=score, snapshot=snapshot, signature=signature, encoded=encoded
         )
         self.telemetry.decision_latency(time.perf_counter() - started, "score" if score else "filter")
         return decided

@@ -33,7 +33,7 @@ from podfit.server.cache.snapshot import Snapshot
 from podfit.server.cycle import ScheduleResult, SchedulingCycle
 from podfit.server.engine import Decision, Engine, pod_signature
 from podfit.server.framework.cycle_state import CycleState
-from podfit.server.framework.interfaces import PreemptionResult
+from podfit.server.framework.interfaces import BytesArray, PreemptionResult
 from podfit.server.framework.profile import Profile
 from podfit.server.framework.replicas import ReplicaPlan, Replicas
 from podfit.server.framework.versions import VERSIONS
@@ -468,6 +468,7 @@ class SchedulingService:
         score: bool = True,
         explain: bool = False,
         version: str = "",
+        encoded: BytesArray | None = None,
     ) -> Decision:
         """Filter (and score) at the readers' generation, memoised per (pod signature, generation).
 
@@ -489,7 +490,7 @@ class SchedulingService:
                 return decision
             snapshot = self.view()
         decision, state, _ = cycle.decide(
-            resolved, pending or snapshot, node_names, scheduler_name, score=score, signature=signature
+            resolved, pending or snapshot, node_names, scheduler_name, score=score, signature=signature, encoded=encoded
         )
         if explain:
             cycle.explain(decision, resolved, state, pending or snapshot, scheduler_name)

@@ -28,7 +28,7 @@ from podfit.server.cache.node_info import NodeInfo
 from podfit.server.cache.node_table import NodeTable
 from podfit.server.cache.overlay import Overlay
 from podfit.server.cache.pod_index import move_index, resync
-from podfit.server.cache.snapshot import NO_DRA, NO_STORAGE, DraView, ImageSummary, Snapshot, StorageView
+from podfit.server.cache.snapshot import NO_DRA, NO_STORAGE, DraView, ImageSummary, NameIndex, Snapshot, StorageView
 from podfit.server.model import Kind, Node, Pod, ValidationError, WorkloadSelector
 from podfit.server.model.decode import ClusterObject
 from podfit.server.model.dra import ResourceClaim, held_devices
@@ -119,6 +119,7 @@ class ClusterCache:
         self._node_rows: np.ndarray | None = None
         self._node_name_array: np.ndarray = np.empty(0, dtype=object)
         self._node_positions: dict[str, int] = {}
+        self._node_name_index = NameIndex(self._node_name_array)
         self._node_info_array: np.ndarray = np.empty(0, dtype=object)
         self.table = NodeTable()
         # Bound pods whose node is not (yet) in the cache, by node name.
@@ -221,6 +222,7 @@ class ClusterCache:
             self._node_rows = np.array([self.table.row_of[name] for name in self._node_names], dtype=np.intp)
             self._node_name_array = np.array(self._node_names, dtype=object)
             self._node_positions = {name: i for i, name in enumerate(self._node_names)}
+            self._node_name_index = NameIndex(self._node_name_array)
             self._node_info_array = np.empty(len(self._node_list), dtype=object)
             self._node_info_array[:] = self._node_list
         if self._image_summaries is None:
@@ -261,6 +263,7 @@ class ClusterCache:
             names=self._node_name_array,
             info_array=self._node_info_array,
             name_positions=self._node_positions,
+            name_index=self._node_name_index,
             storage=views["storage"],
             dra=views["dra"],
         )

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 IntpArray = npt.NDArray[np.intp]
 Int32Array = npt.NDArray[np.int32]
 Int64Array = npt.NDArray[np.int64]
+# Node names as UTF-8 byte strings (an extender call's, found by NameIndex).
+BytesArray = npt.NDArray[np.bytes_]
 
 MAX_NODE_SCORE = 100
 

@@ -17,15 +17,17 @@ import asyncio
 import logging
 import ssl
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 import msgspec
+import numpy as np
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 from podfit.k8s.limits import UntrustedInputError, bounded, check_json
 from podfit.server.cache.cluster_cache import UpdateRejected
-from podfit.server.engine import Decision, UnknownProfileError
+from podfit.server.engine import Decision, UnknownNodeError, UnknownProfileError
+from podfit.server.framework.interfaces import BytesArray, Int64Array
 from podfit.server.framework.status import Code
 from podfit.server.model import Node, Pod, ValidationError
 from podfit.server.model.objects import pod_from_k8s
@@ -99,7 +101,10 @@ async def _body(request: web.Request) -> Args:
     """The request body decoded; a body that cannot be decompressed is a 400, one that takes longer than
     the idle timeout to arrive ends in 408 (and the connection closes), a client that leaves is ClientGone."""
     try:
-        raw = await asyncio.wait_for(request.read(), request.app[BODY_TIMEOUT])
+        if request.content.is_eof():
+            raw = await request.read()  # all there already (kube-scheduler's bodies are small): no timer
+        else:
+            raw = await asyncio.wait_for(request.read(), request.app[BODY_TIMEOUT])
     except RequestPayloadError as exc:
         raise BadRequest(f"request body cannot be read: {bounded(str(exc).strip(), 200)}") from None
     except TimeoutError:
@@ -144,7 +149,9 @@ def _pod(args: Args) -> Pod:
     pod = _field(args, "Pod")
     if not isinstance(pod, dict):
         raise BadRequest("Pod: is required")
-    return pod_from_k8s(pod, "Pod")
+    # The spec's bytes key its derived fields: kube-scheduler asks about replicas one after another.
+    spec = _FIELDS.decode(args["Pod"]).get("spec")
+    return pod_from_k8s(pod, "Pod", bytes(spec) if spec is not None else b"")
 
 
 def _node_items(raw: msgspec.Raw) -> list[tuple[msgspec.Raw, _Meta]] | None:
@@ -168,10 +175,13 @@ class _Round(NamedTuple):
     """A filter call's scores, kept for the prioritize call kube-scheduler makes next for the same pod."""
 
     generation: int
-    passing: frozenset[Any]  # the nodes the filter passed: names, or (name, uid, resourceVersion)
-    totals: dict[str, int]
-    # With node names: the passing names as the filter answered them (JSON), and the prioritize answer
-    # for exactly those names in that order, encoded: kube-scheduler sends the filter's list back as is.
+    # The nodes the filter passed: names, or (name, uid, resourceVersion); made a set only when a
+    # prioritize call does not send them back exactly (below).
+    passing: Collection[Any]
+    decision: Decision
+    # With node names: the passing names as JSON (the request's own bytes when every node passed), and
+    # the prioritize answer for exactly those names in that order, encoded: kube-scheduler sends the
+    # filter's list back as is.
     names_json: bytes = b""
     answer: Encoded | None = None
 
@@ -196,7 +206,8 @@ class Extender:
         decision also scores the passing nodes, and prioritize answers from it: each pod is decided once."""
         pod = _pod(args)
         scored = self.scores_wanted
-        decision, order, unknown, full_nodes = await self._decide(args, pod, score=scored)
+        sent = _Sent.of(args)
+        decision, order, unknown, full_nodes = await self._decide(args, pod, score=scored, sent=sent)
         rejected = decision.rejections()
         failed: dict[str, str] = {}
         unresolvable = {name: REASON_NOT_CACHED for name in unknown}
@@ -205,24 +216,29 @@ class Extender:
                 failed[name] = status.message
             else:
                 unresolvable[name] = status.message
-        passing = [name for name in order if name not in rejected and name not in unknown]
+        # Usually every node sent passes: the answer is then the request's own list, not a copy of it.
+        everyone = not rejected and not unknown and not decision.gated
+        passing = order if everyone else [n for n in order if n not in rejected and n not in unknown]
         if decision.gated:
             passing = []
         error = decision.message if decision.gated else ""
+        names: Any = passing
+        if everyone and full_nodes is None:
+            names = args["NodeNames"]  # raw JSON, answered verbatim
         if scored and passing and decision.score_table is not None:
-            totals = decision.totals()
             if full_nodes is None:
-                answer = Encoded(msgspec.json.encode(_priorities(passing, totals)))
-                kept = _Round(decision.generation, frozenset(passing), totals, msgspec.json.encode(passing), answer)
+                answer = _priorities_json(passing, decision, sent if everyone else None)
+                listed = bytes(names) if everyone else msgspec.json.encode(passing)
+                kept = _Round(decision.generation, passing, decision, listed, answer)
             else:
                 keep_set = set(passing)
                 identities = frozenset(_identity(m) for _, m in full_nodes if m.name in keep_set)
-                kept = _Round(decision.generation, identities, totals)
+                kept = _Round(decision.generation, identities, decision)
             self._keep(args, kept)
         if full_nodes is None:
             return {
                 "Nodes": None,
-                "NodeNames": passing,
+                "NodeNames": names,
                 "FailedNodes": failed,
                 "FailedAndUnresolvableNodes": unresolvable,
                 "Error": error,
@@ -237,18 +253,17 @@ class Extender:
             "Error": error,
         }
 
-    async def prioritize(self, args: Args) -> Encoded | list[dict[str, Any]]:
+    async def prioritize(self, args: Args) -> Encoded:
         """ExtenderArgs -> HostPriorityList: podfit's totals scaled to 0..MaxExtenderPriority, the best
         node at the maximum; nodes podfit finds infeasible score 0."""
         self.scores_wanted = True
         recalled = self._recall(args)  # the pod is not even decoded when filter already answered
         if isinstance(recalled, Encoded):
             return recalled
-        order, totals = recalled
-        if totals is None:
+        order, decision = recalled
+        if decision is None:
             decision, order, _, _ = await self._decide(args, _pod(args), score=True)
-            totals = decision.totals()
-        return _priorities(order, totals)
+        return _priorities_json(order, decision)
 
     async def preempt(self, args: Args) -> dict[str, Any]:
         """ExtenderPreemptionArgs -> ExtenderPreemptionResult: of the scheduler's candidate nodes, those
@@ -305,8 +320,8 @@ class Extender:
         while len(self.rounds) > MAX_ROUNDS:
             self.rounds.popitem(last=False)
 
-    def _recall(self, args: Args) -> Encoded | tuple[list[str], dict[str, int] | None]:
-        """(the nodes asked about, in order; the filter call's totals when they answer this call exactly:
+    def _recall(self, args: Args) -> Encoded | tuple[list[str], Decision | None]:
+        """(the nodes asked about, in order; the filter call's decision when it answers this call exactly:
         the same pod, nothing changed since, and exactly the nodes that filter passed), or the whole
         answer when the names came back exactly as the filter sent them."""
         kept = self.rounds.pop(bytes(args.get("Pod", b"")), None)
@@ -330,13 +345,13 @@ class Extender:
             asked = frozenset(_identity(m) for _, m in items)
         else:
             return [], None
-        if asked != kept.passing or len(names) != len(asked):
+        if asked != frozenset(kept.passing) or len(names) != len(asked):
             return [], None
         self.rounds_reused += 1
-        return names, kept.totals
+        return names, kept.decision
 
     async def _decide(
-        self, args: Args, pod: Pod, *, score: bool
+        self, args: Args, pod: Pod, *, score: bool, sent: _Sent | None = None
     ) -> tuple[Decision, list[str], set[str], list[tuple[msgspec.Raw, _Meta]] | None]:
         """(decision, node order as sent, names unknown to the cache, the Node items as sent when sent)."""
         try:
@@ -345,12 +360,18 @@ class Extender:
             raise BadRequest("NodeNames: must be a list of node names") from None
         node_list = _node_items(args["Nodes"]) if "Nodes" in args else None
         if names is not None:
+            try:
+                # Usually every name is a cached node: finding each is the decision's own first step.
+                encoded = sent.encoded if sent is not None and len(sent.names) == len(names) else None
+                return await self.service.decide(pod, names, score=score, encoded=encoded), names, set(), None
+            except UnknownNodeError:
+                pass
             unknown = self.service.unknown_nodes(names)
-            known = [n for n in names if n not in unknown] if unknown else names
+            known = [n for n in names if n not in unknown]
             if not known:
-                return Decision(generation=self.service.generation), list(names), unknown, None
+                return Decision(generation=self.service.generation), names, unknown, None
             decision = await self.service.decide(pod, known, score=score)
-            return decision, list(names), unknown, None
+            return decision, names, unknown, None
         if node_list is not None:
             nodes: list[Node] = self.service.nodes_from_k8s(
                 [(raw, m.name, m.uid, m.resourceVersion) for raw, m in node_list], "Nodes.items", msgspec.json.decode
@@ -365,13 +386,64 @@ class Extender:
         raise BadRequest("one of Nodes or NodeNames is required")
 
 
-def _priorities(order: Sequence[str], totals: Mapping[str, int]) -> list[dict[str, Any]]:
-    """HostPriorityList: podfit's totals scaled to 0..MaxExtenderPriority, the best node at the maximum;
-    nodes podfit finds infeasible score 0."""
-    top = max(totals.values(), default=0)
-    if top <= 0:
-        return [{"Host": name, "Score": 0} for name in order]
-    return [{"Host": name, "Score": totals.get(name, 0) * MAX_EXTENDER_PRIORITY // top} for name in order]
+def _priorities_json(order: Sequence[str], decision: Decision, sent: _Sent | None = None) -> Encoded:
+    """HostPriorityList, encoded: podfit's totals scaled to 0..MaxExtenderPriority, the best node at the
+    maximum; nodes podfit finds infeasible score 0. ``sent``: the request's names, when ``order`` is
+    exactly them and every one is feasible."""
+    table = decision.score_table
+    top = int(table.totals.max()) if table is not None and len(table.totals) else 0
+    if table is None or top <= 0:
+        return Encoded(msgspec.json.encode([{"Host": name, "Score": 0} for name in order]))
+    scaled = table.totals * MAX_EXTENDER_PRIORITY // top
+    if sent is not None and len(sent.names) == len(order):
+        answer = sent.scored(scaled)
+        if answer is not None:
+            return answer
+    by_name = dict(zip(table.names.tolist(), scaled.tolist(), strict=True))
+    return Encoded(msgspec.json.encode([{"Host": name, "Score": by_name.get(name, 0)} for name in order]))
+
+
+# A HostPriority ends with its score, and the next begins: the text between two names.
+_BETWEEN = [b'","Score":%d},{"Host":"' % score for score in range(MAX_EXTENDER_PRIORITY + 1)]
+
+
+class _Sent(NamedTuple):
+    """The NodeNames of a request as kube-scheduler (Go) writes them: compact, nothing escaped. Cut from
+    the JSON as bytes, they are found in the snapshot by one binary search, and the prioritize answer is
+    spliced from them, without a Python string or dict per node (a few hundred per pod)."""
+
+    names: list[bytes]
+    encoded: BytesArray
+
+    @classmethod
+    def of(cls, args: Args) -> _Sent | None:
+        raw = args.get("NodeNames")
+        if raw is None:
+            return None
+        sent = bytes(raw)
+        # Without a backslash a JSON string holds no quote, so '","' only ever separates two names.
+        if b"\\" in sent or not (sent.startswith(b'["') and sent.endswith(b'"]')):
+            return None
+        names = sent[2:-2].split(b'","')
+        return cls(names, np.array(names, dtype=np.bytes_))
+
+    def scored(self, scaled: Int64Array) -> Encoded | None:
+        """The prioritize answer, ``scaled`` being in name order (the score table's, over exactly these
+        names); None when a name was sent twice or a score is outside 0..MaxExtenderPriority."""
+        if len(self.names) != len(scaled) or int(scaled.min()) < 0 or int(scaled.max()) > MAX_EXTENDER_PRIORITY:
+            return None
+        # Byte order of UTF-8 is code point order, the table's: rank each name sent among the table's rows.
+        rank = np.argsort(self.encoded, kind="stable")
+        ordered = self.encoded[rank]
+        if len(ordered) > 1 and not bool((ordered[1:] > ordered[:-1]).all()):
+            return None
+        scores = np.empty_like(scaled)
+        scores[rank] = scaled
+        parts: list[bytes] = [b""] * (2 * len(self.names))
+        parts[0::2] = self.names
+        parts[1::2] = [_BETWEEN[score] for score in scores.tolist()]
+        parts[-1] = b'","Score":%d}]' % scores[-1]
+        return Encoded(b'[{"Host":"' + b"".join(parts))
 
 
 def _identity(meta: _Meta) -> tuple[str, str, str]:
