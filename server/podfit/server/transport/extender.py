@@ -179,11 +179,13 @@ class _Round(NamedTuple):
     # prioritize call does not send them back exactly (below).
     passing: Collection[Any]
     decision: Decision
-    # With node names: the passing names as JSON (the request's own bytes when every node passed), and
-    # the prioritize answer for exactly those names in that order, encoded: kube-scheduler sends the
-    # filter's list back as is.
-    names_json: bytes = b""
+    # What kube-scheduler sends prioritize when it sends the nodes this filter passed, as JSON, in field
+    # ``sent_field``: the passing names as the filter answered them (the request's own bytes when every
+    # node passed), or, every whole Node passing, the request's Nodes (re-encoded the same by Go); and the
+    # prioritize answer for exactly those, encoded.
+    sent_json: bytes = b""
     answer: Encoded | None = None
+    sent_field: str = "NodeNames"
 
 
 # Filter answers kept for prioritize: kube-scheduler asks one pod at a time, so a few cover several
@@ -234,6 +236,9 @@ class Extender:
                 keep_set = set(passing)
                 identities = frozenset(_identity(m) for _, m in full_nodes if m.name in keep_set)
                 kept = _Round(decision.generation, identities, decision)
+                if everyone:
+                    answer = _priorities_json(passing, decision)
+                    kept = kept._replace(sent_json=bytes(args["Nodes"]), answer=answer, sent_field="Nodes")
             self._keep(args, kept)
         if full_nodes is None:
             return {
@@ -244,9 +249,9 @@ class Extender:
                 "Error": error,
             }
         keep = set(passing)
-        items = [item for item, meta in full_nodes if meta.name in keep]
+        nodes = args["Nodes"] if everyone else {"metadata": {}, "items": [i for i, m in full_nodes if m.name in keep]}
         return {
-            "Nodes": {"metadata": {}, "items": items},
+            "Nodes": nodes,
             "NodeNames": None,
             "FailedNodes": failed,
             "FailedAndUnresolvableNodes": unresolvable,
@@ -327,7 +332,7 @@ class Extender:
         kept = self.rounds.pop(bytes(args.get("Pod", b"")), None)
         if kept is None or kept.generation != self.service.generation:
             return [], None
-        if kept.answer is not None and bytes(args.get("NodeNames", b"")) == kept.names_json:
+        if kept.answer is not None and bytes(args.get(kept.sent_field, b"")) == kept.sent_json:
             self.rounds_reused += 1
             return kept.answer
         if "NodeNames" in args and bytes(args["NodeNames"]) != b"null":
