@@ -564,6 +564,9 @@ async def test_a_worker_that_dies_is_started_again_and_the_owner_stops_them_all(
     assert replacement != worker
     server.process.send_signal(signal.SIGTERM)
     assert server.process.wait(timeout=20) == 0
+    # Its followers' connections end with it, and nothing of that is logged as an error.
+    log = server.process.stderr.read().decode()
+    assert "Traceback" not in log and "Exception in callback" not in log, log[-2000:]
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and _alive(replacement):
         await asyncio.sleep(0.1)

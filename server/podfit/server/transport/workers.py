@@ -387,6 +387,11 @@ class Owner:
             pass
         except FollowerDropped as exc:
             log.error("%s: its connection is closed, and it starts again from a new image", exc)
+        except asyncio.CancelledError:
+            # stop() ends every connection so. The task is asyncio's own connection handler, which nothing
+            # awaits, and Python 3.11's StreamReaderProtocol logs one that ends cancelled as an error with a
+            # traceback at each shutdown; ending it here keeps the log to what went wrong.
+            pass
         finally:
             writer.close()
             if task is not None:
