@@ -86,6 +86,8 @@ def run_loop(
 # podfit-server's --workers (0: the server's default, one process on two cores or fewer, else one per
 # core) and podfit bench's --clients, set by main().
 OPTIONS = {"workers": 0, "clients": 1}
+# Extender rows: each round's (no-op extender's loop throughput, podfit's loop result), for main().
+BOUND_SHARES: dict[str, list[tuple[float, dict[str, Any]]]] = {}
 
 
 def run_podfit_bench(row: Row, decisions: int) -> dict[str, Any]:
@@ -183,6 +185,12 @@ def measure(binary: Path, row: Row, decisions: int) -> tuple[float, float, float
         )
     if row.mode in ("extender", "extender-nodes"):
         with_podfit = run_with_extender(binary, row, max(200, decisions // 4))
+        # The same loop with the no-op extender, right after: the issue's "share of the bound", paired
+        # within the round (the two ratios' medians also give it, with the noise of two "alone" runs).
+        null = ROWS["null-" + row.mode]
+        BOUND_SHARES.setdefault(row.mode, []).append(
+            (run_with_null_extender(binary, null, max(200, decisions // 4))["throughput"]["avg"], with_podfit)
+        )
         return (
             alone["throughput"]["avg"],
             with_podfit["throughput"]["avg"],
@@ -235,6 +243,18 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         figures["rows"][name] = {"rounds": rounds, "median_ratio": statistics.median(ratios), "goal": row.goal}
+        paired = BOUND_SHARES.pop(row.mode, [])
+        if paired:
+            loops = [result["throughput"]["avg"] for _, result in paired]
+            shares = [podfit / bound for (bound, _), podfit in zip(paired, loops, strict=True)]
+            print(
+                f"| {name}, share of the no-op bound | the same loop, no-op extender, same round "
+                f"| {', '.join(f'{b:,.1f}/s' for b, _ in paired)} "
+                f"| {', '.join(f'{podfit:,.1f}/s' for podfit in loops)} "
+                f"| {', '.join(f'{x:.2f}' for x in shares)} | {statistics.median(shares):.2f} | >= 0.9 |",
+                flush=True,
+            )
+            figures["rows"][name]["bound_shares"] = shares
         time.sleep(1)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
