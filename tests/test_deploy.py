@@ -860,18 +860,26 @@ def _pip_installs(stage: Stage) -> list[list[str]]:
     return installs
 
 
-def test_runtime_stage_installs_only_the_wheel() -> None:
+def test_runtime_stage_installs_the_wheels_requirements_then_the_wheel() -> None:
+    """Two installs, so that a change of the sources reinstalls the wheel only: first exactly the
+    requirements pyproject.toml declares (no extra, so no dev extra), read by the build stage; then the
+    wheel without dependencies. Neither takes -e, extra indexes or caches."""
     installs = _pip_installs(_final_stage())
-    assert len(installs) == 1, "one pip install: the wheel"
-    (args,) = installs
-    options = [a for a in args if a.startswith("-")]
-    targets = [a for a in args if not a.startswith("-")]
-    assert options == ["--no-cache-dir"], f"pip install {options}: no -e, -r, extra indexes or caches"
-    assert len(targets) == 1 and re.fullmatch(r"/\S+/podfit-\*?[^/\[\]]*\.whl(\[[\w,-]+\])?", targets[0]), targets
-    assert "dev" not in re.findall(r"[\w-]+", targets[0].partition("[")[2]), "the dev extra stays out of the image"
-    # The wheel comes from the build stage, not from the build context.
+    assert len(installs) == 2, "pip install -r the wheel's requirements, then the wheel"
+    requirements, wheel = installs
+    assert [a for a in requirements if a.startswith("-")] == ["--no-cache-dir", "-r"], requirements
+    (listed,) = [a for a in requirements if not a.startswith("-")]
+    options = [a for a in wheel if a.startswith("-")]
+    targets = [a for a in wheel if not a.startswith("-")]
+    assert options == ["--no-cache-dir", "--no-deps"], f"pip install {options}: no -e, extra indexes or caches"
+    # No extras on the wheel: with --no-deps they would install nothing.
+    assert len(targets) == 1 and re.fullmatch(r"/\S+/podfit-\*?[^/\[\]]*\.whl", targets[0]), targets
+    # Both come from the build stage, not from the build context; the list is pyproject.toml's dependencies.
     copies = [_flags(c) for c in _final_stage().all("COPY") + _final_stage().all("ADD")]
     assert copies and all(flags.get("from") in {s.name for s in STAGES[:-1]} for flags, _ in copies)
+    (source,) = [paths[0] for flags, paths in copies if paths[-1] == listed]
+    writes = [r for s in STAGES[:-1] for r in s.all("RUN") if r.rstrip().endswith(f"> {source}")]
+    assert len(writes) == 1 and "['project']['dependencies']" in writes[0], writes
 
 
 def test_build_stage_builds_the_wheel_from_pyproject() -> None:
@@ -993,12 +1001,8 @@ OPTIONAL_IMPORTS = {
 def test_the_image_installs_every_distribution_the_code_imports() -> None:
     """What the runtime stage installs is the wheel's requirements: whatever podfit-server and `podfit feed`
     import must be among them (the dev extra, which the image leaves out, does not count)."""
-    ((target,),) = ([a for a in args if not a.startswith("-")] for args in _pip_installs(_final_stage()))
-    extras = [e.strip() for group in re.findall(r"\[([^\]]*)\]", target) for e in group.split(",")]
-    requirements = list(PYPROJECT["project"]["dependencies"])
-    for extra in extras:
-        requirements += PYPROJECT["project"]["optional-dependencies"][extra]
-    installed = _with_dependencies(requirements)
+    # The runtime stage installs pyproject.toml's dependencies, then the wheel without any (above).
+    installed = _with_dependencies(list(PYPROJECT["project"]["dependencies"]))
     providers = importlib.metadata.packages_distributions()
     own = {Path(p).name for p in PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"]}
     missing = set()
