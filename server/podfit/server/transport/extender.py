@@ -367,7 +367,7 @@ class Extender:
         if names is not None:
             try:
                 # Usually every name is a cached node: finding each is the decision's own first step.
-                encoded = sent.encoded if sent is not None and len(sent.names) == len(names) else None
+                encoded = sent.encoded if sent is not None else None
                 return await self.service.decide(pod, names, score=score, encoded=encoded), names, set(), None
             except UnknownNodeError:
                 pass
@@ -400,7 +400,7 @@ def _priorities_json(order: Sequence[str], decision: Decision, sent: _Sent | Non
     if table is None or top <= 0:
         return Encoded(msgspec.json.encode([{"Host": name, "Score": 0} for name in order]))
     scaled = table.totals * MAX_EXTENDER_PRIORITY // top
-    if sent is not None and len(sent.names) == len(order):
+    if sent is not None:
         answer = sent.scored(scaled)
         if answer is not None:
             return answer
@@ -426,10 +426,13 @@ class _Sent(NamedTuple):
         if raw is None:
             return None
         sent = bytes(raw)
-        # Without a backslash a JSON string holds no quote, so '","' only ever separates two names.
+        # Without a backslash a JSON string holds no quote, so '","' only ever separates two names; and
+        # with two quotes per name, there is no quote anywhere else (no space between the names, say).
         if b"\\" in sent or not (sent.startswith(b'["') and sent.endswith(b'"]')):
             return None
         names = sent[2:-2].split(b'","')
+        if sent.count(b'"') != 2 * len(names):
+            return None
         return cls(names, np.array(names, dtype=np.bytes_))
 
     def scored(self, scaled: Int64Array) -> Encoded | None:
