@@ -58,23 +58,18 @@ def located(exc: ValidationError | ConversionError, prefix: str) -> ValidationEr
     return ValidationError(f"{prefix}.{exc.field}" if exc.field else prefix, exc.message)
 
 
-class _SpecMemo:
-    """Pod spec (without nodeName) bytes -> the Pod fields derived from it (``SpecFieldsMemo``)."""
-
-    def __init__(self) -> None:
-        self._memo = SpecFieldsMemo()
-
-    def fields(self, spec: ob.PodSpec, path: str) -> dict[str, Any]:
-        node_name = spec.node_name
-        spec.ClearField("node_name")
-        try:
-            key = spec.SerializeToString(deterministic=True)
-            return self._memo.fields(key, lambda: pod_spec_fields(json_format.MessageToDict(spec), path))
-        finally:
-            spec.node_name = node_name
+# Specs received as protobuf, by their bytes without nodeName (replicas differ in nothing else).
+_SPECS = SpecFieldsMemo()
 
 
-_SPECS = _SpecMemo()
+def _spec_fields(spec: ob.PodSpec, path: str) -> dict[str, Any]:
+    node_name = spec.node_name
+    spec.ClearField("node_name")
+    try:
+        key = spec.SerializeToString(deterministic=True)
+        return _SPECS.fields(key, lambda: pod_spec_fields(json_format.MessageToDict(spec), path))
+    finally:
+        spec.node_name = node_name
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -143,7 +138,7 @@ def pod_from_message(message: ob.Pod, path: str) -> Pod:
         raise ValidationError(f"{path}.metadata.name", "is required")
     check_timestamps(meta, f"{path}.metadata")
     check_timestamps(message.status, f"{path}.status")
-    fields = _SPECS.fields(message.spec, f"{path}.spec")
+    fields = _spec_fields(message.spec, f"{path}.spec")
     status = message.status
     return Pod(
         name=meta.name,
