@@ -31,7 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "tests" / "controlplane" / "build.sh"
@@ -86,8 +86,16 @@ def run_loop(
 # podfit-server's --workers (0: the server's default, one process on two cores or fewer, else one per
 # core) and podfit bench's --clients, set by main().
 OPTIONS = {"workers": 0, "clients": 1}
-# Extender rows: each round's (no-op extender's loop throughput, podfit's loop result), for main().
-BOUND_SHARES: dict[str, list[tuple[float, dict[str, Any]]]] = {}
+
+
+class Round(NamedTuple):
+    """One round of a row: kube-scheduler's figure, podfit's, their ratio, and for the extender rows the
+    same loop's throughput with the no-op extender, run right after podfit (the bound, paired)."""
+
+    kube_scheduler: float
+    podfit: float
+    ratio: float
+    bound: float | None = None
 
 
 def run_podfit_bench(row: Row, decisions: int) -> dict[str, Any]:
@@ -171,35 +179,30 @@ def process_cpu_seconds(pid: int) -> float:
     return own + sum(process_cpu_seconds(int(child)) for child in children)
 
 
-def measure(binary: Path, row: Row, decisions: int) -> tuple[float, float, float]:
-    """(kube-scheduler's figure, podfit's figure, ratio) of one round; throughput in pods/s, or ms per
-    preempting pod for the preemption row (where the ratio is podfit's time over kube-scheduler's)."""
+def measure(binary: Path, row: Row, decisions: int) -> Round:
+    """One round: throughput in pods/s, or ms per preempting pod for the preemption row (where the ratio is
+    podfit's time over kube-scheduler's)."""
     pods = max(100, decisions // 5) if row.mode == "preempt" else decisions
     alone = run_loop(binary, row, pods)
     if row.mode in ("null-extender", "null-extender-nodes"):
         bound = run_with_null_extender(binary, row, max(200, decisions // 4))
-        return (
+        return Round(
             alone["throughput"]["avg"],
             bound["throughput"]["avg"],
             bound["throughput"]["avg"] / alone["throughput"]["avg"],
         )
     if row.mode in ("extender", "extender-nodes"):
-        with_podfit = run_with_extender(binary, row, max(200, decisions // 4))
+        podfit = run_with_extender(binary, row, max(200, decisions // 4))["throughput"]["avg"]
         # The same loop with the no-op extender, right after: the issue's "share of the bound", paired
         # within the round (the two ratios' medians also give it, with the noise of two "alone" runs).
-        null = ROWS["null-" + row.mode]
-        BOUND_SHARES.setdefault(row.mode, []).append(
-            (run_with_null_extender(binary, null, max(200, decisions // 4))["throughput"]["avg"], with_podfit)
-        )
-        return (
-            alone["throughput"]["avg"],
-            with_podfit["throughput"]["avg"],
-            (with_podfit["throughput"]["avg"] / alone["throughput"]["avg"]),
-        )
+        null = run_with_null_extender(binary, ROWS["null-" + row.mode], max(200, decisions // 4))
+        return Round(alone["throughput"]["avg"], podfit, podfit / alone["throughput"]["avg"], null["throughput"]["avg"])
     result = run_podfit_bench(row, max(100, decisions // 10) if row.mode == "preempt" else decisions)
     if row.mode == "preempt":
-        return alone["ms_per_pod"], result["latency_ms"]["p50"], result["latency_ms"]["p50"] / alone["ms_per_pod"]
-    return (
+        return Round(
+            alone["ms_per_pod"], result["latency_ms"]["p50"], result["latency_ms"]["p50"] / alone["ms_per_pod"]
+        )
+    return Round(
         alone["throughput"]["avg"],
         result["throughput"]["avg"],
         result["throughput"]["avg"] / alone["throughput"]["avg"],
@@ -234,23 +237,22 @@ def main(argv: list[str] | None = None) -> int:
         row = ROWS[name]
         rounds = [measure(binary, row, args.decisions) for _ in range(args.rounds)]
         unit = " ms" if row.mode == "preempt" else "/s"
-        ratios = [r for _, _, r in rounds]
+        ratios = [r.ratio for r in rounds]
         print(
             f"| {name} | {row.workload} {row.nodes} nodes / {row.init_pods} pods "
-            f"| {', '.join(f'{k:,.1f}{unit}' for k, _, _ in rounds)} "
-            f"| {', '.join(f'{p:,.1f}{unit}' for _, p, _ in rounds)} "
+            f"| {', '.join(f'{r.kube_scheduler:,.1f}{unit}' for r in rounds)} "
+            f"| {', '.join(f'{r.podfit:,.1f}{unit}' for r in rounds)} "
             f"| {', '.join(f'{r:.2f}' for r in ratios)} | {statistics.median(ratios):.2f} | {row.goal} |",
             flush=True,
         )
         figures["rows"][name] = {"rounds": rounds, "median_ratio": statistics.median(ratios), "goal": row.goal}
-        paired = BOUND_SHARES.pop(row.mode, [])
+        paired = [r for r in rounds if r.bound is not None]
         if paired:
-            loops = [result["throughput"]["avg"] for _, result in paired]
-            shares = [podfit / bound for (bound, _), podfit in zip(paired, loops, strict=True)]
+            shares = [r.podfit / r.bound for r in paired if r.bound]
             print(
                 f"| {name}, share of the no-op bound | the same loop, no-op extender, same round "
-                f"| {', '.join(f'{b:,.1f}/s' for b, _ in paired)} "
-                f"| {', '.join(f'{podfit:,.1f}/s' for podfit in loops)} "
+                f"| {', '.join(f'{r.bound:,.1f}/s' for r in paired)} "
+                f"| {', '.join(f'{r.podfit:,.1f}/s' for r in paired)} "
                 f"| {', '.join(f'{x:.2f}' for x in shares)} | {statistics.median(shares):.2f} | >= 0.9 |",
                 flush=True,
             )
