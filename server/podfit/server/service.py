@@ -546,7 +546,7 @@ class SchedulingService:
                     self._burst = burst
                 return result
             # The plan is spent (every replica it placed came): plan further next time.
-            burst_size = min(burst.size * 2, _PLANNED_REPLICAS) if burst.plan is not None else _FIRST_PLAN
+            burst_size = _next_plan_size(burst.size, full=burst.plan is not None)
         key, decision = await self._recall(snapshot.generation, question)
         current = read()
         if current.generation != snapshot.generation:
@@ -648,9 +648,7 @@ class SchedulingService:
         reserver = self.reserver(tentative.apply)
         placement = BatchPlacement([], tentative.generation)
         plan: ReplicaPlan | None = None
-        # Planned at a time: doubled while every replica planned is placed, so a run whose plans stop early
-        # (each replica filling its node, say) re-scores few rows for nothing.
-        plan_size = _FIRST_PLAN
+        plan_size = _FIRST_PLAN  # replicas planned at a time (_next_plan_size)
         try:
             for i, (record, source) in enumerate(resolved):
                 # A batch is a heavy call: it stops at its deadline, and its reservations are undone.
@@ -678,7 +676,7 @@ class SchedulingService:
                             wanted = min(identical_after[i], plan_size)
                             plan = replicas.plan(wanted, self.cache.snapshot())
                             full = plan is not None and len(plan.placements) == wanted
-                            plan_size = min(plan_size * 2, _PLANNED_REPLICAS) if full else _FIRST_PLAN
+                            plan_size = _next_plan_size(plan_size, full)
                 except UpdateRejected as exc:
                     # The pod replaces a cached one in a way kube-apiserver would refuse.
                     raise PodRejected(i, exc.error) from None
@@ -789,6 +787,12 @@ class _Burst:
 # re-scores as many rows).
 _FIRST_PLAN = 16
 _PLANNED_REPLICAS = 256
+
+
+def _next_plan_size(size: int, full: bool) -> int:
+    """Doubled while every replica planned was placed, else back to the first size: a run whose plans
+    stop early (each replica filling its node, say) re-scores few rows for nothing."""
+    return min(size * 2, _PLANNED_REPLICAS) if full else _FIRST_PLAN
 
 
 def _identical_after(signatures: Sequence[str]) -> builtins.list[int]:
