@@ -9,6 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 from podfit.client.conformance import CaseLoader, load_cases
+from podfit.server.cycle import SchedulingCycle
 from podfit.v1 import scheduler_pb2 as sc
 
 from tests.builders import make_node, make_pod
@@ -277,3 +278,39 @@ async def test_prioritize_with_full_nodes_reuses_filter_only_for_the_same_node_o
     assert _decisions_looked_up(live) == before + 1
     assert same == [{"Host": "n1", "Score": 9}, {"Host": "n2", "Score": 10}]
     assert [e["Host"] for e in fresh] == ["n1", "n2"] and fresh[1]["Score"] == 10
+
+
+async def test_prioritize_decides_again_when_the_scoring_after_filter_failed(
+    live: LiveServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Filter answers first and scores afterwards: a failure there costs prioritize a decision, never
+    its answer."""
+    await live.client.apply([make_node(f"n{i}").capacity(cpu="4", memory="8Gi", pods="10").json() for i in (1, 2)])
+    await live.client.apply([make_pod("busy").node("n1").req(cpu="2").json()])
+    pod = make_pod("p").req(cpu="1").json()
+    request = {"Pod": pod, "Nodes": None, "NodeNames": ["n1", "n2"]}
+    other = make_pod("other").req(cpu="2").json()  # not the pod asked about next, which the memo would hold
+    await post(live, "prioritize", {**request, "Pod": other})  # podfit learns that prioritize follows filter
+    score = SchedulingCycle.score
+    failures: list[int] = []
+
+    def fails_once(self: SchedulingCycle, *args: Any) -> Any:
+        if not failures:
+            failures.append(1)
+            raise RuntimeError("scoring broke")
+        return score(self, *args)
+
+    monkeypatch.setattr(SchedulingCycle, "score", fails_once)
+    _, filtered = await post(live, "filter", request)
+    assert filtered["NodeNames"] == ["n1", "n2"]
+    status, body = await post(live, "prioritize", request)
+    assert failures == [1] and status == 200
+    assert (
+        body
+        == await _expected_priorities(live, pod, ["n1", "n2"])
+        == [
+            {"Host": "n1", "Score": body[0]["Score"]},
+            {"Host": "n2", "Score": 10},
+        ]
+    )
+    assert "scoring after filter failed" in caplog.text

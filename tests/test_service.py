@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from podfit.server.cache.cluster_cache import Upsert
 from podfit.server.config import default_profile
+from podfit.server.engine import Decision
 from podfit.server.model import Kind
 from podfit.server.service import SchedulingService
 from podfit.server.transport.stored_forms import PROTOBUF_FORMS
@@ -55,3 +57,48 @@ async def test_the_memo_is_bounded_and_emptied_when_the_generation_moves() -> No
     await svc.decide(make_pod("q").obj())
     assert svc.memo._entries == 1
     await svc.close()
+
+
+def _answer(decision: Decision) -> tuple[Any, ...]:
+    """What a decision tells a caller: each rejection, and each feasible node's scores."""
+    table = decision.score_table
+    scores = None if table is None else [(s.node_name, s.total, s.plugins) for s in table.node_scores()]
+    rejections = {name: (status.code, status.message) for name, status in decision.rejections().items()}
+    return decision.gated, decision.failed, rejections, scores
+
+
+@pytest.mark.parametrize(
+    ("pod", "names"),
+    [
+        pytest.param(make_pod("small").req(cpu="1"), [], id="every node fits"),
+        pytest.param(make_pod("large").req(cpu="3"), [], id="the busy node is rejected"),
+        pytest.param(make_pod("named").req(cpu="1"), ["n2", "n0"], id="two nodes named"),
+        pytest.param(make_pod("huge").req(cpu="64"), [], id="no node fits"),
+        pytest.param(make_pod("gated").gates("example.com/wait"), [], id="gated"),
+    ],
+)
+async def test_filter_first_then_scores_is_the_one_step_decision(pod: Any, names: list[str]) -> None:
+    """The extender answers the filter before scoring: the two steps give what decide gives in one."""
+    answers = []
+    for staged in (True, False):
+        svc, _ = service()
+        svc.apply([Upsert(Kind.POD, make_pod("busy").node("n0").req(cpu="2").obj())])
+        if staged:
+            filtered, scoring = await svc.decide_filter_first(pod.obj(), names)
+            assert filtered.score_table is None
+            decision = await scoring()
+            assert _answer(filtered)[:3] == _answer(decision)[:3]
+        else:
+            decision = await svc.decide(pod.obj(), names)
+        answers.append(_answer(decision))
+    assert answers[0] == answers[1]
+
+
+async def test_filter_first_scores_are_remembered_for_the_next_replica() -> None:
+    svc, calls = service()
+    filtered, scoring = await svc.decide_filter_first(make_pod("web-1").req(cpu="1").obj())
+    scored = await scoring()
+    again, _ = await svc.decide_filter_first(make_pod("web-2").req(cpu="1").obj())
+    assert len(calls) == 1 and again.score_table is not None
+    assert _answer(again) == _answer(scored) and filtered.score_table is None
+    assert await svc.decide(make_pod("web-3").req(cpu="1").obj()) is not None and len(calls) == 1

@@ -97,6 +97,21 @@ class SchedulingCycle:
         self.telemetry.decision_latency(time.perf_counter() - started, "score" if score else "filter")
         return decided
 
+    def score(
+        self,
+        decision: Decision,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        signature: str,
+        scheduler_name: str = "",
+    ) -> Decision:
+        """Score: the rest of a ``decide(score=False)`` cycle, on its snapshot and state (a new Decision)."""
+        started = time.perf_counter()
+        scored = self.engine.score(decision, state, pod, snapshot, signature, scheduler_name)
+        self.telemetry.decision_latency(time.perf_counter() - started, "score-after-filter")
+        return scored
+
     def schedule(
         self,
         pod: Pod,

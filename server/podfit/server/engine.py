@@ -278,13 +278,38 @@ class Engine:
             decision.failed, decision.message = True, str(exc)
             return decision, state, None
         decision.outcome = outcome
-        if score and len(outcome.feasible_index):
-            framework.run_pre_score(state, pod, snapshot, outcome.feasible_rows)
-            try:
-                decision.score_table = framework.run_score(state, pod, outcome, snapshot, signature)
-            except FrameworkError as exc:
-                decision.failed, decision.message = True, str(exc)
+        if score:
+            self._score(framework, decision, state, pod, snapshot, signature)
         return decision, state, outcome
+
+    def score(
+        self,
+        decision: Decision,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        signature: str,
+        scheduler_name: str = "",
+    ) -> Decision:
+        """The scores of a ``decide(score=False)`` answer, on its snapshot and CycleState: a new Decision,
+        the one a one-step ``decide`` gives. A caller can then answer the filter before paying for scores."""
+        scored = dataclasses.replace(decision)
+        if decision.outcome is not None and not decision.failed:
+            self._score(self.framework_for(pod, scheduler_name), scored, state, pod, snapshot, signature)
+        return scored
+
+    @staticmethod
+    def _score(
+        framework: Framework, decision: Decision, state: CycleState, pod: Pod, snapshot: Snapshot, signature: str
+    ) -> None:
+        outcome = decision.outcome
+        if outcome is None or not len(outcome.feasible_index):
+            return
+        framework.run_pre_score(state, pod, snapshot, outcome.feasible_rows)
+        try:
+            decision.score_table = framework.run_score(state, pod, outcome, snapshot, signature)
+        except FrameworkError as exc:
+            decision.failed, decision.message = True, str(exc)
 
     def preempt(
         self, pod: Pod, node_names: Sequence[str] = (), scheduler_name: str = "", *, snapshot: Snapshot | None = None

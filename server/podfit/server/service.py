@@ -16,7 +16,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from podfit.server.budget import Limits, check_deadline
 from podfit.server.cache.cluster_cache import (
@@ -459,6 +459,23 @@ class SchedulingService:
             overlay.remove_pod(pod)
         return dataclasses.replace(pod, node_name=""), overlay.snapshot()
 
+    async def _ask(
+        self, pod: PodInput, node_names: Sequence[str], scheduler_name: str, score: bool, version: str
+    ) -> _Asked:
+        """A decision's inputs, and the memo's answer when it holds one."""
+        self.require_synced()
+        cycle = self.cycle(version)
+        snapshot = self.view()
+        resolved, _ = self.resolve(pod)
+        resolved, pending = self._pending_view(pod, resolved, snapshot)
+        signature = pod_signature(resolved)
+        if pending is not None:
+            # A pending view's snapshot is not the cache's: its answers are not memoised.
+            return _Asked(cycle, resolved, pending, signature, None, None)
+        question = self._question(resolved, signature, node_names, scheduler_name, score, version)
+        key, remembered = await self._recall(snapshot.generation, question)
+        return _Asked(cycle, resolved, self.view(), signature, key, remembered)
+
     async def decide(
         self,
         pod: PodInput,
@@ -475,27 +492,47 @@ class SchedulingService:
         With ``explain`` a decision where nothing fits also runs PostFilter, so that its
         ``unschedulable_message`` is the whole FailedScheduling text (a Filter answer).
         """
-        self.require_synced()
-        cycle = self.cycle(version)
-        snapshot = self.view()
-        resolved, _ = self.resolve(pod)
-        resolved, pending = self._pending_view(pod, resolved, snapshot)
-        signature = pod_signature(resolved)
-        key: str | None = None
-        if pending is None:
-            # A pending view's snapshot is not the cache's: its answers are not memoised.
-            question = self._question(resolved, signature, node_names, scheduler_name, score, version)
-            key, decision = await self._recall(snapshot.generation, question)
-            if decision is not None and (decision.explained or not explain):
-                return decision
-            snapshot = self.view()
+        cycle, resolved, snapshot, signature, key, remembered = await self._ask(
+            pod, node_names, scheduler_name, score, version
+        )
+        if remembered is not None and (remembered.explained or not explain):
+            return remembered
         decision, state, _ = cycle.decide(
-            resolved, pending or snapshot, node_names, scheduler_name, score=score, signature=signature, encoded=encoded
+            resolved, snapshot, node_names, scheduler_name, score=score, signature=signature, encoded=encoded
         )
         if explain:
-            cycle.explain(decision, resolved, state, pending or snapshot, scheduler_name)
+            cycle.explain(decision, resolved, state, snapshot, scheduler_name)
         await self._remember(key, decision)
         return decision
+
+    async def decide_filter_first(
+        self,
+        pod: PodInput,
+        node_names: Sequence[str] = (),
+        scheduler_name: str = "",
+        *,
+        version: str = "",
+        encoded: BytesArray | None = None,
+    ) -> tuple[Decision, Scoring]:
+        """(the filter's decision, then what gives the scored one): the answer ``decide`` gives, in two
+        steps on one snapshot. A caller that answers a filter before anyone asks for scores (the extender:
+        kube-scheduler calls prioritize only after its own scoring) scores once it has answered, off the
+        caller's wait. A decision the memo holds comes scored at once."""
+        cycle, resolved, snapshot, signature, key, remembered = await self._ask(
+            pod, node_names, scheduler_name, True, version
+        )
+        if remembered is not None:
+            return remembered, decided(remembered)
+        decision, state, _ = cycle.decide(
+            resolved, snapshot, node_names, scheduler_name, score=False, signature=signature, encoded=encoded
+        )
+
+        async def scored() -> Decision:
+            result = cycle.score(decision, state, resolved, snapshot, signature, scheduler_name)
+            await self._remember(key, result)
+            return result
+
+        return decision, scored
 
     async def schedule(
         self,
@@ -802,3 +839,28 @@ def _identical_after(signatures: Sequence[str]) -> builtins.list[int]:
         if signatures[i] == signatures[i + 1]:
             after[i] = after[i + 1] + 1
     return after
+
+
+class _Asked(NamedTuple):
+    """A decision's inputs: the pod as decided and the snapshot it is decided on (a bound pod asked about
+    by name: pending again, on a snapshot without it), its signature, and the memo's key and answer."""
+
+    cycle: SchedulingCycle
+    pod: Pod
+    snapshot: Snapshot
+    signature: str
+    key: str | None
+    remembered: Decision | None
+
+
+# What gives a decision's scored form (``decide_filter_first``).
+Scoring = Callable[[], Awaitable[Decision]]
+
+
+def decided(decision: Decision) -> Scoring:
+    """The Scoring of a decision that needs no more work."""
+
+    async def ready() -> Decision:
+        return decision
+
+    return ready

@@ -32,7 +32,7 @@ from podfit.server.framework.status import Code
 from podfit.server.model import Node, Pod, ValidationError
 from podfit.server.model.objects import pod_from_k8s
 from podfit.server.reserver import OwnerGone
-from podfit.server.service import CachedPod, CacheNotSyncedError, NotFoundError, SchedulingService
+from podfit.server.service import CachedPod, CacheNotSyncedError, NotFoundError, SchedulingService, Scoring, decided
 from podfit.server.transport.errors import RateLimitedLog
 
 log = logging.getLogger("podfit.server.extender")
@@ -171,20 +171,28 @@ def _node_items(raw: msgspec.Raw) -> list[tuple[msgspec.Raw, _Meta]] | None:
     return items
 
 
+class _Scored(NamedTuple):
+    """A filter call's scores: its decision, scored, and the prioritize answer for exactly the nodes it
+    passed, encoded, when kube-scheduler is known to send them back as ``_Round.sent_json``."""
+
+    decision: Decision
+    answer: Encoded | None = None
+
+
 class _Round(NamedTuple):
-    """A filter call's scores, kept for the prioritize call kube-scheduler makes next for the same pod."""
+    """A filter call's answer, kept for the prioritize call kube-scheduler makes next for the same pod."""
 
     generation: int
     # The nodes the filter passed: names, or (name, uid, resourceVersion); made a set only when a
     # prioritize call does not send them back exactly (below).
     passing: Collection[Any]
-    decision: Decision
+    # Scored once the filter has answered (kube-scheduler scores on its side meanwhile); None when the
+    # scoring failed (prioritize then decides again).
+    scored: asyncio.Future[_Scored | None]
     # What kube-scheduler sends prioritize when it sends the nodes this filter passed, as JSON, in field
     # ``sent_field``: the passing names as the filter answered them (the request's own bytes when every
-    # node passed), or, every whole Node passing, the request's Nodes (re-encoded the same by Go); and the
-    # prioritize answer for exactly those, encoded.
+    # node passed), or, every whole Node passing, the request's Nodes (re-encoded the same by Go).
     sent_json: bytes = b""
-    answer: Encoded | None = None
     sent_field: str = "NodeNames"
 
 
@@ -205,11 +213,12 @@ class Extender:
 
     async def filter(self, args: Args) -> dict[str, Any]:
         """ExtenderArgs -> ExtenderFilterResult. Once kube-scheduler is known to call prioritize, the
-        decision also scores the passing nodes, and prioritize answers from it: each pod is decided once."""
+        decision also scores the passing nodes, right after this answer is sent (kube-scheduler runs its
+        own scoring meanwhile), and prioritize answers from it: each pod is decided once."""
         pod = _pod(args)
         scored = self.scores_wanted
         sent = _Sent.of(args)
-        decision, order, unknown, full_nodes = await self._decide(args, pod, score=scored, sent=sent)
+        decision, order, unknown, full_nodes, scoring = await self._decide(args, pod, score=scored, sent=sent)
         rejected = decision.rejections()
         failed: dict[str, str] = {}
         unresolvable = {name: REASON_NOT_CACHED for name in unknown}
@@ -227,18 +236,18 @@ class Extender:
         names: Any = passing
         if everyone and full_nodes is None:
             names = args["NodeNames"]  # raw JSON, answered verbatim
-        if scored and passing and decision.score_table is not None:
+        if scored and passing and not decision.failed:
             if full_nodes is None:
-                answer = _priorities_json(passing, decision, sent if everyone else None)
                 listed = bytes(names) if everyone else msgspec.json.encode(passing)
-                kept = _Round(decision.generation, passing, decision, listed, answer)
+                spliced = sent if everyone else None
+                kept = _Round(decision.generation, passing, self._score(scoring, passing, spliced), listed)
             else:
                 keep_set = set(passing)
                 identities = frozenset(_identity(m) for _, m in full_nodes if m.name in keep_set)
-                kept = _Round(decision.generation, identities, decision)
+                answered = self._score(scoring, passing, None, encode=everyone)
+                kept = _Round(decision.generation, identities, answered)
                 if everyone:
-                    answer = _priorities_json(passing, decision)
-                    kept = kept._replace(sent_json=bytes(args["Nodes"]), answer=answer, sent_field="Nodes")
+                    kept = kept._replace(sent_json=bytes(args["Nodes"]), sent_field="Nodes")
             self._keep(args, kept)
         if full_nodes is None:
             return {
@@ -258,16 +267,35 @@ class Extender:
             "Error": error,
         }
 
+    def _score(
+        self, scoring: Scoring, passing: Sequence[str], sent: _Sent | None, *, encode: bool = True
+    ) -> asyncio.Future[_Scored | None]:
+        """The filter's scores, computed once the event loop is free again: after this call's answer is
+        written (aiohttp writes it in the same step), before the prioritize call can arrive."""
+
+        async def scores() -> _Scored | None:
+            try:
+                decision = await scoring()
+                if decision.failed or decision.score_table is None:
+                    return None
+                return _Scored(decision, _priorities_json(passing, decision, sent) if encode else None)
+            except Exception as exc:  # prioritize decides again, and says why if it fails too
+                _log_unexpected(logging.ERROR, "extender: scoring after filter failed", exc_info=exc)
+                return None
+
+        return asyncio.ensure_future(scores())
+
     async def prioritize(self, args: Args) -> Encoded:
         """ExtenderArgs -> HostPriorityList: podfit's totals scaled to 0..MaxExtenderPriority, the best
         node at the maximum; nodes podfit finds infeasible score 0."""
         self.scores_wanted = True
-        recalled = self._recall(args)  # the pod is not even decoded when filter already answered
+        recalled = await self._recall(args)  # the pod is not even decoded when filter already answered
         if isinstance(recalled, Encoded):
             return recalled
         order, decision = recalled
         if decision is None:
-            decision, order, _, _ = await self._decide(args, _pod(args), score=True)
+            _, order, _, _, scoring = await self._decide(args, _pod(args), score=True)
+            decision = await scoring()
         return _priorities_json(order, decision)
 
     async def preempt(self, args: Args) -> dict[str, Any]:
@@ -325,16 +353,19 @@ class Extender:
         while len(self.rounds) > MAX_ROUNDS:
             self.rounds.popitem(last=False)
 
-    def _recall(self, args: Args) -> Encoded | tuple[list[str], Decision | None]:
+    async def _recall(self, args: Args) -> Encoded | tuple[list[str], Decision | None]:
         """(the nodes asked about, in order; the filter call's decision when it answers this call exactly:
         the same pod, nothing changed since, and exactly the nodes that filter passed), or the whole
         answer when the names came back exactly as the filter sent them."""
         kept = self.rounds.pop(bytes(args.get("Pod", b"")), None)
         if kept is None or kept.generation != self.service.generation:
             return [], None
-        if kept.answer is not None and bytes(args.get(kept.sent_field, b"")) == kept.sent_json:
+        scored = await kept.scored
+        if scored is None:
+            return [], None
+        if scored.answer is not None and bytes(args.get(kept.sent_field, b"")) == kept.sent_json:
             self.rounds_reused += 1
-            return kept.answer
+            return scored.answer
         if "NodeNames" in args and bytes(args["NodeNames"]) != b"null":
             try:
                 names = _NAMES.decode(args["NodeNames"]) or []
@@ -353,12 +384,14 @@ class Extender:
         if asked != frozenset(kept.passing) or len(names) != len(asked):
             return [], None
         self.rounds_reused += 1
-        return names, kept.decision
+        return names, scored.decision
 
     async def _decide(
         self, args: Args, pod: Pod, *, score: bool, sent: _Sent | None = None
-    ) -> tuple[Decision, list[str], set[str], list[tuple[msgspec.Raw, _Meta]] | None]:
-        """(decision, node order as sent, names unknown to the cache, the Node items as sent when sent)."""
+    ) -> tuple[Decision, list[str], set[str], list[tuple[msgspec.Raw, _Meta]] | None, Scoring]:
+        """(decision, node order as sent, names unknown to the cache, the Node items as sent when sent,
+        what gives the scored decision). With node names and ``score``, the decision comes filtered only
+        and the last element scores it; otherwise the decision is complete and the last element gives it."""
         try:
             names = _NAMES.decode(args["NodeNames"]) if "NodeNames" in args else None
         except msgspec.ValidationError:
@@ -368,15 +401,17 @@ class Extender:
             try:
                 # Usually every name is a cached node: finding each is the decision's own first step.
                 encoded = sent.encoded if sent is not None else None
-                return await self.service.decide(pod, names, score=score, encoded=encoded), names, set(), None
+                decision, scoring = await self._decide_names(pod, names, score, encoded)
+                return decision, names, set(), None, scoring
             except UnknownNodeError:
                 pass
             unknown = self.service.unknown_nodes(names)
             known = [n for n in names if n not in unknown]
             if not known:
-                return Decision(generation=self.service.generation), names, unknown, None
-            decision = await self.service.decide(pod, known, score=score)
-            return decision, names, unknown, None
+                empty = Decision(generation=self.service.generation)
+                return empty, names, unknown, None, decided(empty)
+            decision, scoring = await self._decide_names(pod, known, score, None)
+            return decision, names, unknown, None, scoring
         if node_list is not None:
             nodes: list[Node] = self.service.nodes_from_k8s(
                 [(raw, m.name, m.uid, m.resourceVersion) for raw, m in node_list], "Nodes.items", msgspec.json.decode
@@ -385,10 +420,19 @@ class Extender:
             if len(set(order)) != len(order):
                 raise BadRequest("Nodes.items: node names must be unique")
             if not nodes:
-                return Decision(generation=self.service.generation), [], set(), []
+                empty = Decision(generation=self.service.generation)
+                return empty, [], set(), [], decided(empty)
             decision = await self.service.decide_with_nodes(pod, nodes)
-            return decision, order, set(), node_list
+            return decision, order, set(), node_list, decided(decision)
         raise BadRequest("one of Nodes or NodeNames is required")
+
+    async def _decide_names(
+        self, pod: Pod, names: list[str], score: bool, encoded: BytesArray | None
+    ) -> tuple[Decision, Scoring]:
+        if score:
+            return await self.service.decide_filter_first(pod, names, encoded=encoded)
+        decision = await self.service.decide(pod, names, score=False, encoded=encoded)
+        return decision, decided(decision)
 
 
 def _priorities_json(order: Sequence[str], decision: Decision, sent: _Sent | None = None) -> Encoded:
