@@ -3,6 +3,7 @@ real kube-scheduler v1.35.4 and an extender (shared/conformance/extender-wire)."
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -314,3 +315,23 @@ async def test_prioritize_decides_again_when_the_scoring_after_filter_failed(
         ]
     )
     assert "scoring after filter failed" in caplog.text
+
+
+async def test_filters_in_flight_together_each_get_their_own_scores(live: LiveServer) -> None:
+    """More filters at once than podfit keeps rounds for: each prioritize still answers for its own pod
+    (from its filter's scores, or decided again once that round was dropped), never another pod's."""
+    await live.client.apply([make_node(f"n{i}").capacity(cpu="8", memory="16Gi", pods="20").json() for i in range(3)])
+    names = ["n0", "n1", "n2"]
+    pods = [make_pod(f"p{k}").req(cpu="100m").json() for k in range(24)]
+    for k, pod in enumerate(pods):  # each pod prefers a node of its own: their priorities differ
+        term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [names[k % 3]]}]}
+        preferred = [{"weight": 100, "preference": term}]
+        pod["spec"]["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+    await post(live, "prioritize", {"Pod": pods[0], "Nodes": None, "NodeNames": names})
+    filtered = await asyncio.gather(
+        *(post(live, "filter", {"Pod": pod, "Nodes": None, "NodeNames": names}) for pod in pods)
+    )
+    assert all(body["NodeNames"] == names for _, body in filtered)
+    for pod in pods:
+        status, body = await post(live, "prioritize", {"Pod": pod, "Nodes": None, "NodeNames": names})
+        assert status == 200 and body == await _expected_priorities(live, pod, names)

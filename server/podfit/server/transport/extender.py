@@ -196,6 +196,8 @@ class _Round(NamedTuple):
     sent_field: str = "NodeNames"
 
 
+_SCORING: set[asyncio.Future[_Scored | None]] = set()
+
 # Filter answers kept for prioritize: kube-scheduler asks one pod at a time, so a few cover several
 # schedulers (or profiles) sharing podfit; each holds one total per passing node.
 MAX_ROUNDS = 16
@@ -283,7 +285,12 @@ class Extender:
                 _log_unexpected(logging.ERROR, "extender: scoring after filter failed", exc_info=exc)
                 return None
 
-        return asyncio.ensure_future(scores())
+        task = asyncio.ensure_future(scores())
+        # The loop keeps only a weak reference to a task: held here until it ran, even if its round is
+        # dropped first (MAX_ROUNDS filters answered in one turn of the loop).
+        _SCORING.add(task)
+        task.add_done_callback(_SCORING.discard)
+        return task
 
     async def prioritize(self, args: Args) -> Encoded:
         """ExtenderArgs -> HostPriorityList: podfit's totals scaled to 0..MaxExtenderPriority, the best
