@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 from podfit.client.conformance import CaseLoader, load_cases
 from podfit.server.cycle import SchedulingCycle
+from podfit.server.transport.extender import MAX_ROUNDS
 from podfit.v1 import scheduler_pb2 as sc
 
 from tests.builders import make_node, make_pod
@@ -203,7 +204,10 @@ def _decisions_looked_up(live: LiveServer) -> int:
 
 
 async def _expected_priorities(live: LiveServer, pod: Any, names: list[str]) -> list[dict[str, Any]]:
-    scores = {s.node_name: s.total for s in (await live.client.score(pod, node_names=names)).scores}
+    """From gRPC Score, asked with the names reversed: a question of its own to the decision memo, so
+    the answer is decided afresh, not recalled from what the extender's own calls remembered."""
+    asked = list(reversed(names))
+    scores = {s.node_name: s.total for s in (await live.client.score(pod, node_names=asked)).scores}
     top = max(scores.values())
     return [{"Host": name, "Score": scores[name] * 10 // top if top > 0 else 0} for name in names]
 
@@ -327,11 +331,15 @@ async def test_filters_in_flight_together_each_get_their_own_scores(live: LiveSe
         term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [names[k % 3]]}]}
         preferred = [{"weight": 100, "preference": term}]
         pod["spec"]["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+    expected = [await _expected_priorities(live, pod, names) for pod in pods]
     await post(live, "prioritize", {"Pod": pods[0], "Nodes": None, "NodeNames": names})
     filtered = await asyncio.gather(
         *(post(live, "filter", {"Pod": pod, "Nodes": None, "NodeNames": names}) for pod in pods)
     )
     assert all(body["NodeNames"] == names for _, body in filtered)
-    for pod in pods:
+    before = _decisions_looked_up(live)
+    for pod, answer in zip(pods, expected, strict=True):
         status, body = await post(live, "prioritize", {"Pod": pod, "Nodes": None, "NodeNames": names})
-        assert status == 200 and body == await _expected_priorities(live, pod, names)
+        assert status == 200 and body == answer
+    # The last MAX_ROUNDS filters' rounds answer their prioritize; each other one looks its pod up again.
+    assert _decisions_looked_up(live) - before == len(pods) - MAX_ROUNDS

@@ -86,11 +86,13 @@ async def test_filter_first_then_scores_is_the_one_step_decision(pod: Any, names
         if staged:
             filtered, scoring = await svc.decide_filter_first(pod.obj(), names)
             assert filtered.score_table is None
-            decision = await scoring()
-            assert _answer(filtered)[:3] == _answer(decision)[:3]
+            scored = await scoring()
+            assert scored is not None and _answer(filtered)[:3] == _answer(scored)[:3]
+            decision = scored
         else:
             decision = await svc.decide(pod.obj(), names)
         answers.append(_answer(decision))
+        await svc.close()
     assert answers[0] == answers[1]
 
 
@@ -102,3 +104,13 @@ async def test_filter_first_scores_are_remembered_for_the_next_replica() -> None
     assert len(calls) == 1 and again.score_table is not None
     assert _answer(again) == _answer(scored) and filtered.score_table is None
     assert await svc.decide(make_pod("web-3").req(cpu="1").obj()) is not None and len(calls) == 1
+    await svc.close()
+
+
+async def test_filter_first_scores_nothing_once_the_cache_moved_on() -> None:
+    """A decision never reads across a write: the caller decides again instead."""
+    svc, _ = service()
+    filtered, scoring = await svc.decide_filter_first(make_pod("p").req(cpu="1").obj())
+    svc.apply([Upsert(Kind.POD, make_pod("bound").node("n0").req(cpu="1").obj())])
+    assert filtered.feasible_count == 3 and await scoring() is None
+    await svc.close()

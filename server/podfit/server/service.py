@@ -517,7 +517,8 @@ class SchedulingService:
         """(the filter's decision, then what gives the scored one): the answer ``decide`` gives, in two
         steps on one snapshot. A caller that answers a filter before anyone asks for scores (the extender:
         kube-scheduler calls prioritize only after its own scoring) scores once it has answered, off the
-        caller's wait. A decision the memo holds comes scored at once."""
+        caller's wait. A decision the memo holds comes scored at once; the scores are None once the cache
+        has changed since the filter (a decision never reads across a write)."""
         cycle, resolved, snapshot, signature, key, remembered = await self._ask(
             pod, node_names, scheduler_name, True, version
         )
@@ -527,7 +528,12 @@ class SchedulingService:
             resolved, snapshot, node_names, scheduler_name, score=False, signature=signature, encoded=encoded
         )
 
-        async def scored() -> Decision:
+        filtered_at = self.view().generation
+
+        async def scored() -> Decision | None:
+            if self.view().generation != filtered_at:
+                # A write ran since: the cache's tables are no longer the filter's (the caller decides again).
+                return None
             result = cycle.score(decision, state, resolved, snapshot, signature, scheduler_name)
             await self._remember(key, result)
             return result
@@ -854,13 +860,13 @@ class _Asked(NamedTuple):
 
 
 # What gives a decision's scored form (``decide_filter_first``).
-Scoring = Callable[[], Awaitable[Decision]]
+Scoring = Callable[[], Awaitable[Decision | None]]
 
 
 def decided(decision: Decision) -> Scoring:
     """The Scoring of a decision that needs no more work."""
 
-    async def ready() -> Decision:
+    async def ready() -> Decision | None:
         return decision
 
     return ready

@@ -220,7 +220,9 @@ class Extender:
         pod = _pod(args)
         scored = self.scores_wanted
         sent = _Sent.of(args)
-        decision, order, unknown, full_nodes, scoring = await self._decide(args, pod, score=scored, sent=sent)
+        decision, order, unknown, full_nodes, scoring = await self._decide(
+            args, pod, score=scored, sent=sent, filter_first=True
+        )
         rejected = decision.rejections()
         failed: dict[str, str] = {}
         unresolvable = {name: REASON_NOT_CACHED for name in unknown}
@@ -278,7 +280,7 @@ class Extender:
         async def scores() -> _Scored | None:
             try:
                 decision = await scoring()
-                if decision.failed or decision.score_table is None:
+                if decision is None or decision.failed or decision.score_table is None:
                     return None
                 return _Scored(decision, _priorities_json(passing, decision, sent) if encode else None)
             except Exception as exc:  # prioritize decides again, and says why if it fails too
@@ -301,8 +303,7 @@ class Extender:
             return recalled
         order, decision = recalled
         if decision is None:
-            _, order, _, _, scoring = await self._decide(args, _pod(args), score=True)
-            decision = await scoring()
+            decision, order, _, _, _ = await self._decide(args, _pod(args), score=True)
         return _priorities_json(order, decision)
 
     async def preempt(self, args: Args) -> dict[str, Any]:
@@ -368,7 +369,7 @@ class Extender:
         if kept is None or kept.generation != self.service.generation:
             return [], None
         scored = await kept.scored
-        if scored is None:
+        if scored is None or scored.decision.generation != self.service.generation:
             return [], None
         if scored.answer is not None and bytes(args.get(kept.sent_field, b"")) == kept.sent_json:
             self.rounds_reused += 1
@@ -394,11 +395,12 @@ class Extender:
         return names, scored.decision
 
     async def _decide(
-        self, args: Args, pod: Pod, *, score: bool, sent: _Sent | None = None
+        self, args: Args, pod: Pod, *, score: bool, sent: _Sent | None = None, filter_first: bool = False
     ) -> tuple[Decision, list[str], set[str], list[tuple[msgspec.Raw, _Meta]] | None, Scoring]:
         """(decision, node order as sent, names unknown to the cache, the Node items as sent when sent,
-        what gives the scored decision). With node names and ``score``, the decision comes filtered only
-        and the last element scores it; otherwise the decision is complete and the last element gives it."""
+        what gives the scored decision). With node names, ``score`` and ``filter_first``, the decision comes
+        filtered only and the last element scores it (None once the cache changed); otherwise the decision
+        is complete and the last element gives it."""
         try:
             names = _NAMES.decode(args["NodeNames"]) if "NodeNames" in args else None
         except msgspec.ValidationError:
@@ -408,7 +410,7 @@ class Extender:
             try:
                 # Usually every name is a cached node: finding each is the decision's own first step.
                 encoded = sent.encoded if sent is not None else None
-                decision, scoring = await self._decide_names(pod, names, score, encoded)
+                decision, scoring = await self._decide_names(pod, names, score, encoded, filter_first)
                 return decision, names, set(), None, scoring
             except UnknownNodeError:
                 pass
@@ -417,7 +419,7 @@ class Extender:
             if not known:
                 empty = Decision(generation=self.service.generation)
                 return empty, names, unknown, None, decided(empty)
-            decision, scoring = await self._decide_names(pod, known, score, None)
+            decision, scoring = await self._decide_names(pod, known, score, None, filter_first)
             return decision, names, unknown, None, scoring
         if node_list is not None:
             nodes: list[Node] = self.service.nodes_from_k8s(
@@ -434,11 +436,11 @@ class Extender:
         raise BadRequest("one of Nodes or NodeNames is required")
 
     async def _decide_names(
-        self, pod: Pod, names: list[str], score: bool, encoded: BytesArray | None
+        self, pod: Pod, names: list[str], score: bool, encoded: BytesArray | None, filter_first: bool
     ) -> tuple[Decision, Scoring]:
-        if score:
+        if score and filter_first:
             return await self.service.decide_filter_first(pod, names, encoded=encoded)
-        decision = await self.service.decide(pod, names, score=False, encoded=encoded)
+        decision = await self.service.decide(pod, names, score=score, encoded=encoded)
         return decision, decided(decision)
 
 
