@@ -528,10 +528,8 @@ class SchedulingService:
             resolved, snapshot, node_names, scheduler_name, score=False, signature=signature, encoded=encoded
         )
 
-        filtered_at = self.view().generation
-
         async def scored() -> Decision | None:
-            if self.view().generation != filtered_at:
+            if self.view().generation != decision.generation:
                 # A write ran since: the cache's tables are no longer the filter's (the caller decides again).
                 return None
             result = cycle.score(decision, state, resolved, snapshot, signature, scheduler_name)

@@ -182,12 +182,11 @@ class _Scored(NamedTuple):
 class _Round(NamedTuple):
     """A filter call's answer, kept for the prioritize call kube-scheduler makes next for the same pod."""
 
-    generation: int
     # The nodes the filter passed: names, or (name, uid, resourceVersion); made a set only when a
     # prioritize call does not send them back exactly (below).
     passing: Collection[Any]
-    # Scored once the filter has answered (kube-scheduler scores on its side meanwhile); None when the
-    # scoring failed (prioritize then decides again).
+    # Scored once the filter has answered (kube-scheduler scores on its side meanwhile), at the filter's
+    # generation; None when the cache moved on first or the scoring failed (prioritize decides again).
     scored: asyncio.Future[_Scored | None]
     # What kube-scheduler sends prioritize when it sends the nodes this filter passed, as JSON, in field
     # ``sent_field``: the passing names as the filter answered them (the request's own bytes when every
@@ -199,7 +198,7 @@ class _Round(NamedTuple):
 _SCORING: set[asyncio.Future[_Scored | None]] = set()
 
 # Filter answers kept for prioritize: kube-scheduler asks one pod at a time, so a few cover several
-# schedulers (or profiles) sharing podfit; each holds one total per passing node.
+# schedulers (or profiles) sharing podfit; each holds its pod's scored decision.
 MAX_ROUNDS = 16
 
 
@@ -244,12 +243,12 @@ class Extender:
             if full_nodes is None:
                 listed = bytes(names) if everyone else msgspec.json.encode(passing)
                 spliced = sent if everyone else None
-                kept = _Round(decision.generation, passing, self._score(scoring, passing, spliced), listed)
+                kept = _Round(passing, self._score(scoring, passing, spliced), listed)
             else:
                 keep_set = set(passing)
                 identities = frozenset(_identity(m) for _, m in full_nodes if m.name in keep_set)
                 answered = self._score(scoring, passing, None, encode=everyone)
-                kept = _Round(decision.generation, identities, answered)
+                kept = _Round(identities, answered)
                 if everyone:
                     kept = kept._replace(sent_json=bytes(args["Nodes"]), sent_field="Nodes")
             self._keep(args, kept)
@@ -366,7 +365,7 @@ class Extender:
         the same pod, nothing changed since, and exactly the nodes that filter passed), or the whole
         answer when the names came back exactly as the filter sent them."""
         kept = self.rounds.pop(bytes(args.get("Pod", b"")), None)
-        if kept is None or kept.generation != self.service.generation:
+        if kept is None:
             return [], None
         scored = await kept.scored
         if scored is None or scored.decision.generation != self.service.generation:
